@@ -1,0 +1,1 @@
+//! Model providers: one provider-neutral request and one `ModelEvent` stream.

@@ -1,0 +1,1 @@
+//! The SQLite event log, conversations table and command ids.

@@ -1,0 +1,166 @@
+//! Identifiers and times on the wire.
+//!
+//! Ids are UUIDs in lowercase hyphenated form; times are RFC 3339 UTC with milliseconds (`2026-11-30T14:33:11.042Z`).
+//! Source: ARCHITECTURE.md §4. Each id has its own type so that a turn id cannot be passed where a conversation id
+//! is meant.
+
+use std::fmt;
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use schemars::JsonSchema;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use uuid::Uuid;
+
+macro_rules! uuid_id {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
+        #[serde(transparent)]
+        pub struct $name(pub Uuid);
+
+        impl $name {
+            /// A new random (v4) id.
+            #[must_use]
+            pub fn new() -> Self {
+                Self(Uuid::new_v4())
+            }
+        }
+
+        impl Default for $name {
+            fn default() -> Self {
+                Self::new()
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                // Lowercase hyphenated, as the wire has it.
+                fmt::Display::fmt(&self.0.hyphenated(), f)
+            }
+        }
+
+        impl std::str::FromStr for $name {
+            type Err = uuid::Error;
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                Uuid::parse_str(s).map(Self)
+            }
+        }
+    };
+}
+
+uuid_id!(
+    /// A conversation.
+    ConversationId
+);
+uuid_id!(
+    /// A turn: one prompt and everything the agent did for it.
+    TurnId
+);
+uuid_id!(
+    /// A write's client-generated id; a repeat with the same id returns the stored outcome and changes nothing.
+    CommandId
+);
+uuid_id!(
+    /// The daemon's identity, stable across restarts (a phone checks it after hello).
+    DaemonId
+);
+uuid_id!(
+    /// A paired device.
+    DeviceId
+);
+uuid_id!(
+    /// An open pairing of device.pair_start.
+    PairingId
+);
+
+/// A point in time: RFC 3339 UTC with milliseconds on the wire, such as `2026-11-30T14:33:11.042Z`.
+///
+/// Any RFC 3339 time reads; the output is always UTC with exactly three fraction digits, so fixtures are stable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Timestamp(pub DateTime<Utc>);
+
+impl Timestamp {
+    /// Now, truncated to milliseconds (what the wire can carry).
+    #[must_use]
+    pub fn now() -> Self {
+        let now = Utc::now();
+        Self::from_millis(now.timestamp_millis()).unwrap_or(Self(now))
+    }
+
+    /// The time `millis` milliseconds after the Unix epoch; `None` when out of range.
+    #[must_use]
+    pub fn from_millis(millis: i64) -> Option<Self> {
+        DateTime::from_timestamp_millis(millis).map(Self)
+    }
+
+    /// Milliseconds since the Unix epoch.
+    #[must_use]
+    pub fn as_millis(&self) -> i64 {
+        self.0.timestamp_millis()
+    }
+
+    /// Reads an RFC 3339 time.
+    ///
+    /// # Errors
+    /// chrono's parse error for text that is not RFC 3339.
+    pub fn parse(text: &str) -> Result<Self, chrono::ParseError> {
+        DateTime::parse_from_rfc3339(text).map(|t| Self(t.with_timezone(&Utc)))
+    }
+}
+
+impl fmt::Display for Timestamp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0.to_rfc3339_opts(SecondsFormat::Millis, true))
+    }
+}
+
+impl Serialize for Timestamp {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Timestamp {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        Self::parse(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+impl JsonSchema for Timestamp {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Timestamp".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "format": "date-time",
+            "description": "RFC 3339 UTC with milliseconds, such as 2026-11-30T14:33:11.042Z."
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_lowercase_hyphenated() {
+        let id: ConversationId = "0F8FAD5B-D9CB-469F-A165-70867728950E".parse().unwrap();
+        assert_eq!(
+            serde_json::to_string(&id).unwrap(),
+            "\"0f8fad5b-d9cb-469f-a165-70867728950e\""
+        );
+        assert_eq!(id.to_string(), "0f8fad5b-d9cb-469f-a165-70867728950e");
+    }
+
+    #[test]
+    fn timestamps_are_utc_with_milliseconds() {
+        let t = Timestamp::parse("2026-11-30T15:33:11.042123+01:00").unwrap();
+        assert_eq!(serde_json::to_string(&t).unwrap(), "\"2026-11-30T14:33:11.042Z\"");
+        let t = Timestamp::parse("2026-11-30T14:33:11Z").unwrap();
+        assert_eq!(t.to_string(), "2026-11-30T14:33:11.000Z");
+        assert!(serde_json::from_str::<Timestamp>("\"yesterday\"").is_err());
+    }
+}

@@ -1,0 +1,22 @@
+//! The efr wire protocol: what efrd and its clients say to each other.
+//!
+//! - [`codec`]: the byte framing (4-byte big-endian length + one JSON object, 16 MiB by default).
+//! - [`frame`]: client and server frames and the request lifecycle.
+//! - [`error`]: the closed set of error codes.
+//! - [`methods`]: the method table (scope, shape, write, transports).
+//! - [`ids`]: ids and times.
+//!
+//! The contract is the spec's protocol page; `docs/protocol.md` says the same in this project's words, and
+//! `protocol/fixtures/v1/` freezes one example of every wire type, compared byte for byte in both directions.
+
+pub mod codec;
+pub mod error;
+pub mod frame;
+pub mod ids;
+pub mod methods;
+
+pub use error::{ErrorBody, ErrorCode};
+
+/// The version of the protocol that this build speaks. Both sides send it in `hello`; a mismatch is
+/// `protocol_mismatch`. Additive changes do not bump it (spec, "Summary").
+pub const PROTOCOL_VERSION: u32 = 1;
