@@ -73,6 +73,33 @@ uuid_id!(
     PairingId
 );
 
+/// A tool call's id, as the model provider gave it (such as `call_8Hq2`): an opaque string, not a UUID.
+///
+/// Events link a call's steps by it (tool_call_started, approval_requested, shell_command_detached, ...).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
+#[serde(transparent)]
+pub struct CallId(pub String);
+
+impl CallId {
+    /// The id as text.
+    #[must_use]
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for CallId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<&str> for CallId {
+    fn from(id: &str) -> Self {
+        Self(id.to_owned())
+    }
+}
+
 /// A point in time: RFC 3339 UTC with milliseconds on the wire, such as `2026-11-30T14:33:11.042Z`.
 ///
 /// Any RFC 3339 time reads; the output is always UTC with exactly three fraction digits, so fixtures are stable.

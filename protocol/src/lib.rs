@@ -4,16 +4,30 @@
 //! - [`frame`]: client and server frames and the request lifecycle.
 //! - [`error`]: the closed set of error codes.
 //! - [`methods`]: the method table (scope, shape, write, transports).
-//! - [`ids`]: ids and times.
+//! - [`ids`]: ids and times; [`secret`]: keys and tokens that never print.
+//! - [`hello`]: the first request of every connection.
+//! - [`wire`]: the params and results of the methods, one module per family, and the pieces they share.
+//! - [`events`]: the event envelope and every event kind.
+//! - [`device`]: the key fingerprint, the device proof message and the pairing QR URL, with the spec's vectors.
+//! - [`fixtures`]: the registry of the frozen examples in `protocol/fixtures/v1/`; [`schema`]: the JSON Schema.
 //!
 //! The contract is the spec's protocol page; `docs/protocol.md` says the same in this project's words, and
 //! `protocol/fixtures/v1/` freezes one example of every wire type, compared byte for byte in both directions.
 
+mod macros;
+
 pub mod codec;
+pub mod device;
 pub mod error;
+pub mod events;
+pub mod fixtures;
 pub mod frame;
+pub mod hello;
 pub mod ids;
 pub mod methods;
+pub mod schema;
+pub mod secret;
+pub mod wire;
 
 pub use error::{ErrorBody, ErrorCode};
 

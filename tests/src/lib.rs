@@ -1,1 +1,6 @@
-//! test support
+//! Test support for efr: the scripted model server ([`scripted`]) and the helpers of the workspace-level
+//! integration tests.
+
+pub mod client;
+pub mod daemon;
+pub mod scripted;

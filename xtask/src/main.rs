@@ -1,1 +1,57 @@
-fn main() {}
+//! `cargo xtask`: the project's automation, in Rust so it runs wherever cargo does.
+//!
+//! | command | what it does |
+//! |---|---|
+//! | `bless` | rewrites `protocol/fixtures/v1/` from the typed examples in efr-protocol |
+//! | `protocol-schema` | rewrites `docs/protocol.schema.json` from the wire types (`--check`: fail when stale) |
+//! | `tidy` | `cargo fmt --check`, clippy with `-D warnings`, schema and fixtures current |
+//! | `ci` | installs the Debian packages the tests need (as root, when missing), then `tidy` and every test |
+//! | `bench` | runs the benchmarks and prints each number next to its budget (ARCHITECTURE.md §12) |
+//!
+//! Every command exits non-zero on the first failure and says which step failed.
+
+mod bench;
+mod ci;
+mod protocol;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, bail};
+
+const USAGE: &str = "usage: cargo xtask <bless | protocol-schema [--check] | tidy | ci | bench>";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match run(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("xtask: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(args: &[String]) -> Result<()> {
+    let root = workspace_root()?;
+    std::env::set_current_dir(&root).with_context(|| format!("cannot enter {}", root.display()))?;
+    let rest: Vec<&str> = args.iter().skip(1).map(String::as_str).collect();
+    match (args.first().map(String::as_str), rest.as_slice()) {
+        (Some("bless"), []) => protocol::bless(&root),
+        (Some("protocol-schema"), []) => protocol::write_schema(&root),
+        (Some("protocol-schema"), ["--check"]) => protocol::check_schema(&root),
+        (Some("tidy"), []) => ci::tidy(&root),
+        (Some("ci"), []) => ci::ci(&root),
+        (Some("bench"), []) => bench::bench(&root),
+        _ => bail!("{USAGE}"),
+    }
+}
+
+/// The workspace root: the parent of this crate's folder.
+fn workspace_root() -> Result<PathBuf> {
+    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    manifest
+        .parent()
+        .map(PathBuf::from)
+        .context("xtask has no parent folder")
+}

@@ -1,0 +1,141 @@
+//! The model stream parsers' throughput against a loopback socket (`cargo bench -p efrd --bench model_parse`, also
+//! run by `cargo xtask bench`).
+//!
+//! For each wire format, a 10 MiB text stream (made by the scripted model server's encoder: many short text deltas,
+//! some multi-byte) is read from a loopback TCP socket in 64 KiB reads, then parsed from the same chunks by the
+//! provider's parser (SSE framing and JSON included). Each is timed over several runs and the median kept. The budget
+//! (issue 3): parsing costs under 5% of the time it takes to read the bytes from the socket. Prints MiB/s of each,
+//! the ratio, and PASS or FAIL per format; exits 1 on a FAIL.
+
+#![allow(clippy::expect_used, clippy::unwrap_used, clippy::print_stdout)]
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use efr_test_support::scripted::{Action, Format, Reply, ReplyEvent, encode::encode};
+use efrd::model::anthropic::MessagesParser;
+use efrd::model::compat::ChatParser;
+use efrd::model::openai::ResponsesParser;
+use efrd::model::parse::parse_chunks;
+use efrd::model::{ModelError, ModelEvent};
+
+const TARGET: usize = 10 * 1024 * 1024;
+const RUNS: usize = 5;
+const BUDGET: f64 = 0.05;
+
+/// A stream of `format` of at least 10 MiB: text deltas of a few words, every fourth one with multi-byte text.
+fn stream(format: Format) -> Vec<u8> {
+    let words = ["Hello", " größe", " world", " 🙂", " and", " more", " text", " here"];
+    let one = |deltas: usize| Reply {
+        events: (0..deltas)
+            .map(|i| ReplyEvent::Text(format!("{}{}{}", words[i % 8], words[(i + 3) % 8], words[(i + 5) % 8])))
+            .collect(),
+        ..Reply::default()
+    };
+    let request = serde_json::json!({"model": "bench-model", "stream_options": {"include_usage": true}});
+    let bytes = |reply: &Reply| -> Vec<u8> {
+        encode(format, reply, &request)
+            .into_iter()
+            .flat_map(|action| match action {
+                Action::Data(bytes) => bytes,
+                _ => Vec::new(),
+            })
+            .collect()
+    };
+    let sample = bytes(&one(1000)).len();
+    let reply = one(TARGET * 1000 / sample + 1000);
+    let body = bytes(&reply);
+    assert!(body.len() >= TARGET);
+    body
+}
+
+/// Reads `body` through a loopback TCP socket in 64 KiB reads; returns the time of the reads and the chunks read.
+fn read_loopback(body: &[u8]) -> (Duration, Vec<Bytes>) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let owned = body.to_vec();
+    let writer = std::thread::spawn(move || {
+        let (mut socket, _) = listener.accept().expect("accept");
+        for piece in owned.chunks(64 * 1024) {
+            socket.write_all(piece).expect("write");
+        }
+    });
+    let mut socket = TcpStream::connect(addr).expect("connect");
+    let mut chunks = Vec::new();
+    let mut buffer = vec![0u8; 64 * 1024];
+    let started = Instant::now();
+    loop {
+        let n = socket.read(&mut buffer).expect("read");
+        if n == 0 {
+            break;
+        }
+        chunks.push(Bytes::copy_from_slice(&buffer[..n]));
+    }
+    let elapsed = started.elapsed();
+    writer.join().expect("writer");
+    (elapsed, chunks)
+}
+
+fn parse(format: Format, chunks: Vec<Bytes>) -> Vec<Result<ModelEvent, ModelError>> {
+    match format {
+        Format::Responses => parse_chunks(ResponsesParser::new(), chunks),
+        Format::Messages => parse_chunks(MessagesParser::new(Vec::new()), chunks),
+        Format::Chat => parse_chunks(ChatParser::new(Vec::new()), chunks),
+    }
+}
+
+fn median(mut times: Vec<Duration>) -> Duration {
+    times.sort();
+    times[times.len() / 2]
+}
+
+fn mib_per_s(bytes: usize, time: Duration) -> f64 {
+    bytes as f64 / (1024.0 * 1024.0) / time.as_secs_f64()
+}
+
+fn main() {
+    let mut failed = false;
+    println!(
+        "model_parse: {RUNS} runs each, median; budget: parsing < {:.0}% of the loopback read",
+        BUDGET * 100.0
+    );
+    for (name, format) in [
+        ("responses", Format::Responses),
+        ("messages", Format::Messages),
+        ("chat", Format::Chat),
+    ] {
+        let body = stream(format);
+        let mut reads = Vec::new();
+        let mut parses = Vec::new();
+        for _ in 0..RUNS {
+            let (read, chunks) = read_loopback(&body);
+            reads.push(read);
+            let started = Instant::now();
+            let events = parse(format, chunks);
+            parses.push(started.elapsed());
+            assert!(
+                matches!(events.last(), Some(Ok(ModelEvent::Stop { .. }))),
+                "{name}: the stream parses whole"
+            );
+            std::hint::black_box(events);
+        }
+        let (read, parse) = (median(reads), median(parses));
+        let ratio = parse.as_secs_f64() / read.as_secs_f64();
+        let verdict = if ratio < BUDGET { "PASS" } else { "FAIL" };
+        failed |= ratio >= BUDGET;
+        println!(
+            "{name:>9}: {:.1} MiB  read {:>8.1} MiB/s ({:>7.2} ms)  parse {:>8.1} MiB/s ({:>7.2} ms)  parse/read {:>7.1}%  {verdict}",
+            body.len() as f64 / (1024.0 * 1024.0),
+            mib_per_s(body.len(), read),
+            read.as_secs_f64() * 1e3,
+            mib_per_s(body.len(), parse),
+            parse.as_secs_f64() * 1e3,
+            ratio * 100.0,
+        );
+    }
+    if failed {
+        std::process::exit(1);
+    }
+}

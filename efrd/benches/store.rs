@@ -1,0 +1,135 @@
+//! Bench: durable events per second through the event store (ARCHITECTURE.md §12: at least 20,000 in batches).
+//!
+//! A real SQLite file on the target's disk (`CARGO_TARGET_TMPDIR`, not a tmpfs), WAL with `synchronous=FULL`, so
+//! every acknowledged event is on disk. Three shapes, each run several times, the median printed next to the budget:
+//!
+//! - `group commit`: 64 conversation actors each commit one event at a time; the writer thread batches them.
+//! - `batched`: 8 actors each commit 100 events at a time (a turn flushing its deltas).
+//! - `lone commit`: one actor, one event at a time; the latency of one durable commit (informative, no budget).
+//!
+//! Exits with status 1 when a budgeted shape is below its budget. Run with `cargo bench -p efrd --bench store`.
+
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use efr_protocol::ids::{ConversationId, Timestamp, TurnId};
+use efrd::store::{Commit, ConversationSummary, EventRow, Store};
+
+/// The budget of ARCHITECTURE.md §12.
+const BUDGET_EVENTS_PER_SEC: f64 = 20_000.0;
+/// Runs per shape; the median is reported.
+const RUNS: usize = 3;
+
+/// An event of about 300 bytes, the size of a coalesced `assistant_message_updated`.
+fn event(conversation_id: ConversationId, turn_id: TurnId, seq: u64) -> EventRow {
+    let at = Timestamp::now();
+    let body = format!(
+        r#"{{"seq":{seq},"at":"{at}","conversation_id":"{conversation_id}","turn_id":"{turn_id}","kind":"assistant_message_updated","index":0,"offset":{offset},"delta":"{delta}"}}"#,
+        offset = seq * 120,
+        delta =
+            "lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor incididunt ut labore et",
+    );
+    EventRow {
+        conversation_id,
+        seq,
+        kind: "assistant_message_updated".into(),
+        turn_id: Some(turn_id),
+        at,
+        body,
+    }
+}
+
+/// Creates `actors` conversations, then has each commit `events_each` events, `per_commit` at a time, all at once.
+/// Returns durable events per second and the mean commit latency.
+async fn run(store: &Store, actors: usize, events_each: u64, per_commit: u64) -> Result<(f64, Duration)> {
+    let mut ids = Vec::new();
+    for _ in 0..actors {
+        let id = ConversationId::new();
+        let now = Timestamp::now();
+        let summary = ConversationSummary {
+            id,
+            title: Some("bench".into()),
+            status: "running".into(),
+            cwd: None,
+            created_at: now,
+            updated_at: now,
+            turn_count: 1,
+            extra: serde_json::Map::new(),
+        };
+        store
+            .commit(Commit::default().with_conversation(summary))
+            .await
+            .context("create a conversation")?;
+        ids.push(id);
+    }
+    let start = Instant::now();
+    let mut tasks = Vec::new();
+    for id in ids {
+        let store = store.clone();
+        tasks.push(tokio::spawn(async move {
+            let turn = TurnId::new();
+            let mut seq = 1;
+            let mut local = Duration::ZERO;
+            while seq <= events_each {
+                let events = (seq..seq + per_commit).map(|s| event(id, turn, s)).collect();
+                let t = Instant::now();
+                store.commit(Commit::events(events)).await?;
+                local += t.elapsed();
+                seq += per_commit;
+            }
+            Ok::<_, efrd::store::StoreError>(local)
+        }));
+    }
+    let mut latency_sum = Duration::ZERO;
+    for task in tasks {
+        latency_sum += task.await.context("an actor panicked")?.context("commit")?;
+    }
+    let elapsed = start.elapsed();
+    let total = actors as f64 * events_each as f64;
+    let commits = total / per_commit as f64;
+    Ok((total / elapsed.as_secs_f64(), latency_sum.div_f64(commits)))
+}
+
+/// Runs one shape `RUNS` times on fresh databases; prints and returns the median events per second.
+async fn shape(name: &str, actors: usize, events_each: u64, per_commit: u64, budget: Option<f64>) -> Result<bool> {
+    let mut rates = Vec::new();
+    let mut latencies = Vec::new();
+    for _ in 0..RUNS {
+        let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR"))?;
+        let store = Store::open(dir.path().join("efr.db")).await?;
+        let (rate, latency) = run(&store, actors, events_each, per_commit).await?;
+        store.close().await?;
+        rates.push(rate);
+        latencies.push(latency);
+    }
+    rates.sort_by(f64::total_cmp);
+    latencies.sort();
+    let rate = rates[RUNS / 2];
+    let latency = latencies[RUNS / 2];
+    let verdict = match budget {
+        Some(budget) if rate >= budget => format!("budget ≥ {budget:.0}/s: ok ({:.1}×)", rate / budget),
+        Some(budget) => format!("budget ≥ {budget:.0}/s: BELOW BUDGET"),
+        None => "no budget".to_owned(),
+    };
+    println!(
+        "store {name:<12} {actors:>3} actors × {per_commit:>3} events/commit: {rate:>9.0} durable events/s, \
+         mean commit {:>7.2} ms  [{verdict}]",
+        latency.as_secs_f64() * 1000.0
+    );
+    Ok(budget.is_none_or(|budget| rate >= budget))
+}
+
+fn main() -> Result<ExitCode> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let ok = runtime.block_on(async {
+        let group = shape("group commit", 64, 1_000, 1, Some(BUDGET_EVENTS_PER_SEC)).await?;
+        let batched = shape("batched", 8, 20_000, 100, Some(BUDGET_EVENTS_PER_SEC)).await?;
+        shape("lone commit", 1, 300, 1, None).await?;
+        anyhow::Ok(group && batched)
+    })?;
+    Ok(if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}

@@ -1,0 +1,41 @@
+//! Roots and `config.toml`: where efrd keeps its files, and the settings the user wrote.
+//!
+//! - [`roots`]: the four roots (config, data, state, runtime) and where each came from, resolved from the
+//!   environment by a pure function; creating the folders (0700) is a separate step.
+//! - [`schema`]: the typed sections of `config.toml` (`[model]`, `[providers.*]`, `[permissions]`, `[daemon]`).
+//! - [`parse`]: text to a checked config, or an error with line, column and dotted key; unknown keys are warnings.
+//! - [`validate`]: the rules a well-typed config must meet, and the warnings a valid one may deserve.
+//! - [`state`]: the config in effect, its reload (`admin.config_reload`) and its `admin.status` report.
+//!
+//! ```no_run
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use efrd::config::{ConfigState, Roots};
+//!
+//! let roots = Roots::from_process_env()?;
+//! roots.create_all()?;
+//! let (config, warnings) = ConfigState::load(&roots.config_file())?;
+//! for warning in &warnings {
+//!     eprintln!("config: {warning}");
+//! }
+//! let mode = config.current().permissions.default_mode;
+//! let outcome = config.reload(); // later, on admin.config_reload
+//! # let _ = (mode, outcome);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Writing the file (always rules, projects) will go through `toml_edit`; it is not here yet.
+
+pub mod parse;
+pub mod roots;
+pub mod schema;
+pub mod state;
+pub mod validate;
+
+pub use parse::{ConfigError, KeyPath};
+pub use roots::{DirError, Root, RootSource, Roots, RootsError, ensure_private_dir};
+pub use schema::{
+    CompatSection, Config, DaemonSection, ExtraModel, Mode, ModelSection, PermissionsSection, ProviderId,
+    ProviderSection, ProvidersSection, RetrySection,
+};
+pub use state::{ConfigState, ConfigStatus, EXIT_CONFIG_INVALID, RESTART_SECTIONS, ReloadOutcome};

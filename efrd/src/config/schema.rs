@@ -1,0 +1,214 @@
+//! The typed sections of `config.toml`, with their defaults.
+//!
+//! Every section and every key is optional: a missing file, a missing section and a missing key all mean the
+//! default, so `Config::default()` is exactly what an empty file gives. Keys that this efrd does not know are not
+//! errors (serde ignores them and [`super::parse`] turns each into a warning), so an older efrd still reads a file
+//! written for a newer one.
+//!
+//! ```toml
+//! [model]
+//! provider = "anthropic-api"        # openai-api | anthropic-api | openai-compat
+//! model = "claude-sonnet-4-5"       # absent: the provider's default from the model catalog
+//! effort = "medium"                 # a plain string, checked against the model's efforts by the catalog
+//!
+//! [[model.extra_models]]            # models that the builtin catalog does not know, source "config"
+//! id = "qwen3-coder"
+//! efforts = ["low", "high"]
+//! default_effort = "low"            # must be one of efforts
+//! context_window = 131072           # tokens
+//!
+//! [providers.openai-compat]
+//! base_url = "http://127.0.0.1:8080/v1"
+//! key_required = false
+//! retry = { max_attempts = 3 }
+//!
+//! [permissions]
+//! default_mode = "cautious"         # manual | cautious | auto | full
+//!
+//! [daemon]                          # every daemon.* key needs a restart
+//! log_level = "info"                # a tracing filter directive, such as "info" or "efrd=debug,warn"
+//! idle_exit_secs = 600              # absent: never exit when idle
+//! subscriber_queue = 1024           # events buffered per subscriber before it is ended with overflow
+//! ```
+
+use serde::{Deserialize, Serialize};
+
+/// The whole `config.toml`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Config {
+    /// `[model]`: which provider and model a turn uses when the prompt names none.
+    pub model: ModelSection,
+    /// `[providers.*]`: per-provider endpoints and retry.
+    pub providers: ProvidersSection,
+    /// `[permissions]`: the default permission mode.
+    pub permissions: PermissionsSection,
+    /// `[daemon]`: process settings; each needs a restart to change.
+    pub daemon: DaemonSection,
+}
+
+/// A model provider, by its config name (kebab-case).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ProviderId {
+    /// The OpenAI Responses API.
+    OpenaiApi,
+    /// The Anthropic Messages API.
+    AnthropicApi,
+    /// Any server that speaks OpenAI Chat Completions (llama.cpp, Ollama, vLLM, ...).
+    OpenaiCompat,
+}
+
+impl ProviderId {
+    /// The config name: `openai-api`, `anthropic-api` or `openai-compat`.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::OpenaiApi => "openai-api",
+            Self::AnthropicApi => "anthropic-api",
+            Self::OpenaiCompat => "openai-compat",
+        }
+    }
+}
+
+/// `[model]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ModelSection {
+    /// The provider of turns that name no model; absent: the catalog's default provider.
+    pub provider: Option<ProviderId>,
+    /// The model id; absent: the provider's default model in the catalog.
+    pub model: Option<String>,
+    /// The reasoning effort, a plain string (spec: "the effort is a plain string"); absent: the model's default.
+    pub effort: Option<String>,
+    /// `[[model.extra_models]]`: models added to `models.list` with source `config`.
+    pub extra_models: Vec<ExtraModel>,
+}
+
+/// One `[[model.extra_models]]` entry.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExtraModel {
+    /// The model id as the provider knows it; unique among the extra models.
+    pub id: String,
+    /// The efforts the model takes (plain strings); empty: the model takes no effort.
+    #[serde(default)]
+    pub efforts: Vec<String>,
+    /// The effort used when none is given; must be one of `efforts`.
+    #[serde(default)]
+    pub default_effort: Option<String>,
+    /// The context window in tokens; absent: unknown, and no context limit is reported.
+    #[serde(default)]
+    pub context_window: Option<u64>,
+}
+
+/// `[providers]`: one optional table per provider.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ProvidersSection {
+    /// `[providers.openai-api]`.
+    #[serde(rename = "openai-api")]
+    pub openai_api: ProviderSection,
+    /// `[providers.anthropic-api]`.
+    #[serde(rename = "anthropic-api")]
+    pub anthropic_api: ProviderSection,
+    /// `[providers.openai-compat]`.
+    #[serde(rename = "openai-compat")]
+    pub openai_compat: CompatSection,
+}
+
+/// `[providers.openai-api]` and `[providers.anthropic-api]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ProviderSection {
+    /// The API's base URL (`http` or `https`); absent: the provider's public endpoint. Tests point it at the
+    /// scripted model server on loopback.
+    pub base_url: Option<String>,
+    /// Retry of 429, 5xx and transport errors.
+    pub retry: RetrySection,
+}
+
+/// `[providers.openai-compat]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CompatSection {
+    /// The server's base URL, such as `http://127.0.0.1:8080/v1`; needed before the provider can be used.
+    pub base_url: Option<String>,
+    /// Whether the server needs an API key; default false, as local servers (llama.cpp, Ollama) take none.
+    pub key_required: bool,
+    /// Retry of 429, 5xx and transport errors.
+    pub retry: RetrySection,
+}
+
+/// `retry = { max_attempts = N }` under a provider.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RetrySection {
+    /// Attempts in all, the first one included, 1 to [`MAX_ATTEMPTS_LIMIT`]; absent: the model layer's default.
+    pub max_attempts: Option<u32>,
+}
+
+/// The largest `max_attempts` accepted: more would keep a turn waiting for minutes with backoff.
+pub const MAX_ATTEMPTS_LIMIT: u32 = 10;
+
+/// A permission mode (ARCHITECTURE.md §7), by its config name.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// Ask before every call that runs a command or changes a file.
+    Manual,
+    /// Run read-only commands and edits inside the project; ask before anything else.
+    #[default]
+    Cautious,
+    /// Run every call contained in the sandbox and judge exits.
+    Auto,
+    /// Run as the user with no sandbox and no question; the floors still hold.
+    Full,
+}
+
+impl Mode {
+    /// The config and wire name.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Manual => "manual",
+            Self::Cautious => "cautious",
+            Self::Auto => "auto",
+            Self::Full => "full",
+        }
+    }
+}
+
+/// `[permissions]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PermissionsSection {
+    /// The mode of a turn whose prompt names none; default `cautious`.
+    pub default_mode: Mode,
+}
+
+/// `[daemon]`. Every key here needs a restart (see [`super::RESTART_SECTIONS`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct DaemonSection {
+    /// A `tracing` filter directive (`RUST_LOG` syntax), such as `info` or `efrd=debug,warn`; default `info`.
+    pub log_level: String,
+    /// Seconds with no connection and no running turn after which efrd exits (socket activation starts it again);
+    /// absent: never. At least 1.
+    pub idle_exit_secs: Option<u64>,
+    /// Events queued per subscriber before its stream ends with `busy` `{"overflow": true}` (ARCHITECTURE.md §4);
+    /// [`SUBSCRIBER_QUEUE_RANGE`], default 1024.
+    pub subscriber_queue: usize,
+}
+
+/// The accepted values of `daemon.subscriber_queue`.
+pub const SUBSCRIBER_QUEUE_RANGE: std::ops::RangeInclusive<usize> = 16..=1_048_576;
+
+impl Default for DaemonSection {
+    fn default() -> Self {
+        Self {
+            log_level: "info".to_owned(),
+            idle_exit_secs: None,
+            subscriber_queue: 1024,
+        }
+    }
+}

@@ -1,0 +1,554 @@
+//! The actor of one conversation: its queue of prompts, its running turn, its log's next seq, its subscribers.
+//!
+//! Rules it keeps:
+//! - An event is numbered, committed, and only then broadcast; a commit that fails changes nothing (not the seq, not
+//!   the state) and the request that caused it gets `unavailable`.
+//! - A write's outcome is committed with its events under its command id; the same command id again returns the
+//!   stored outcome and records nothing (also when two arrive at once: the store keeps the first).
+//! - One turn runs at a time; queued prompts run in order as turns end.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use efr_protocol::events::{
+    ConversationCreated, Event, EventBody, PromptQueued, TurnFailed, TurnInterruptRequested, TurnStarted,
+};
+use efr_protocol::ids::{CommandId, ConversationId, Timestamp, TurnId};
+use efr_protocol::wire::{
+    ConversationStatus, ConversationSummary as WireSummary, Origin, Overridden, PromptSendParams, PromptSendResult,
+    RunningTurn, Snapshot, TurnInterruptParams, TurnInterruptResult, TurnSettings,
+};
+use efr_protocol::{ErrorBody, ErrorCode};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use tokio::sync::{broadcast, mpsc};
+use tokio_util::sync::CancellationToken;
+use tracing::{debug, warn};
+
+use super::{BROADCAST_CAPACITY, Command, ConversationHandle, MAILBOX, Subscription, history, settings};
+use crate::daemon::models::Models;
+use crate::model::HistoryItem;
+use crate::store::{CommandRecord, Commit, ConversationSummary, EventRow, Store, StoreError};
+use crate::turn::{self, TurnOutcome, TurnPlan};
+
+/// What an actor needs from the daemon.
+#[derive(Debug, Clone)]
+pub struct Deps {
+    /// The event store.
+    pub store: Store,
+    /// Providers, keys and the catalog.
+    pub models: Arc<Models>,
+}
+
+/// A prompt that waits for its turn.
+#[derive(Debug)]
+struct Queued {
+    turn_id: TurnId,
+    text: String,
+    settings: TurnSettings,
+    overridden: Overridden,
+}
+
+/// The turn that runs.
+#[derive(Debug)]
+struct Running {
+    turn_id: TurnId,
+    started_at: Timestamp,
+    settings: TurnSettings,
+    cancel: CancellationToken,
+    interrupt_requested: bool,
+}
+
+pub(super) struct Actor {
+    deps: Deps,
+    id: ConversationId,
+    /// `None` until the conversation's first commit.
+    summary: Option<ConversationSummary>,
+    last_seq: u64,
+    history: Vec<HistoryItem>,
+    queue: VecDeque<Queued>,
+    running: Option<Running>,
+    events: broadcast::Sender<Arc<Event>>,
+}
+
+impl Actor {
+    /// A conversation that does not exist yet.
+    pub(super) fn new(deps: Deps, id: ConversationId) -> Self {
+        Self {
+            deps,
+            id,
+            summary: None,
+            last_seq: 0,
+            history: Vec::new(),
+            queue: VecDeque::new(),
+            running: None,
+            events: broadcast::channel(BROADCAST_CAPACITY).0,
+        }
+    }
+
+    /// A conversation from the store: its summary, its last seq and the history its turns left.
+    pub(super) async fn load(deps: Deps, id: ConversationId) -> Result<Self, ErrorBody> {
+        let summary = deps
+            .store
+            .conversation(id)
+            .await
+            .map_err(store_error)?
+            .ok_or_else(|| ErrorBody::new(ErrorCode::NotFound, format!("no conversation {id}")))?;
+        let (history, last_seq) = history::rebuild(&deps.store, id).await?;
+        let mut actor = Self::new(deps, id);
+        actor.summary = Some(summary);
+        actor.history = history;
+        actor.last_seq = last_seq;
+        Ok(actor)
+    }
+
+    /// Starts the actor's task and returns its handle.
+    pub(super) fn spawn(self) -> ConversationHandle {
+        let (tx, rx) = mpsc::channel(MAILBOX);
+        let handle = ConversationHandle { id: self.id, tx };
+        let weak = handle.tx.downgrade();
+        tokio::spawn(self.run(rx, weak));
+        handle
+    }
+
+    async fn run(mut self, mut rx: mpsc::Receiver<Command>, me: mpsc::WeakSender<Command>) {
+        while let Some(command) = rx.recv().await {
+            match command {
+                Command::Prompt { params, origin, reply } => {
+                    let answer = self.prompt(*params, origin).await;
+                    let _ = reply.send(answer);
+                    self.start_next(&me).await;
+                }
+                Command::Subscribe { reply } => {
+                    let _ = reply.send(self.subscription());
+                }
+                Command::Interrupt { params, origin, reply } => {
+                    let _ = reply.send(self.interrupt(params, origin).await);
+                }
+                Command::Record { turn_id, bodies, reply } => {
+                    if bodies.iter().any(ends_turn) {
+                        // The row says idle in the same commit as the turn's end.
+                        self.finish_turn_status();
+                    }
+                    let bodies = bodies.into_iter().map(|body| (Some(turn_id), body)).collect();
+                    let answer = self
+                        .commit(bodies, None)
+                        .await
+                        .map(|_| self.last_seq)
+                        .map_err(ErrorBody::from);
+                    let _ = reply.send(answer);
+                }
+                Command::TurnEnded { turn_id, outcome } => {
+                    self.turn_ended(turn_id, outcome).await;
+                    self.start_next(&me).await;
+                }
+            }
+        }
+        debug!(conversation = %self.id, "conversation actor stopped");
+    }
+
+    /// prompt.send: records conversation_created (for a new conversation) and prompt_queued, with the outcome
+    /// under the command id, and queues the prompt.
+    async fn prompt(&mut self, params: PromptSendParams, origin: Origin) -> Result<PromptSendResult, ErrorBody> {
+        if let Some(stored) = self.stored_outcome(params.command_id).await? {
+            return Ok(stored);
+        }
+        let config = self.deps.models.config();
+        let (settings, overridden) =
+            settings::resolve(&self.deps.models.catalog(), &config, params.settings.as_ref(), origin)?;
+        let turn_id = TurnId::new();
+        let context = params.context.clone();
+        let mut bodies = Vec::new();
+        if self.summary.is_none() {
+            bodies.push((
+                None,
+                EventBody::ConversationCreated(ConversationCreated {
+                    cwd: context.as_ref().and_then(|c| c.cwd.clone()),
+                    tty: context.as_ref().and_then(|c| c.tty.clone()),
+                    route: None,
+                }),
+            ));
+        }
+        bodies.push((
+            Some(turn_id),
+            EventBody::PromptQueued(PromptQueued {
+                text: params.text.clone(),
+                command_id: Some(params.command_id),
+                origin,
+                context,
+                settings: params.settings.clone(),
+                steers: Vec::new(),
+            }),
+        ));
+        let result = PromptSendResult {
+            conversation_id: self.id,
+            turn_id,
+            seq: self.last_seq + bodies.len() as u64,
+            settings: Some(settings.clone()),
+            overridden: Some(overridden),
+            route: None,
+        };
+        if self.summary.is_none() {
+            let now = Timestamp::now();
+            self.summary = Some(ConversationSummary {
+                id: self.id,
+                title: Some(history::title_of(&params.text)),
+                status: status_name(ConversationStatus::Idle).to_owned(),
+                cwd: params
+                    .context
+                    .as_ref()
+                    .and_then(|c| c.cwd.as_ref())
+                    .map(|p| p.display().to_string()),
+                created_at: now,
+                updated_at: now,
+                turn_count: 0,
+                extra: params
+                    .context
+                    .as_ref()
+                    .and_then(|c| c.tty.clone())
+                    .map(|tty| serde_json::Map::from_iter([("tty".to_owned(), tty.into())]))
+                    .unwrap_or_default(),
+            });
+        }
+        let command = self.command_record(params.command_id, "prompt.send", &result)?;
+        match self.commit(bodies, Some(command)).await {
+            Ok(_) => {}
+            Err(Committed::Duplicate(stored)) => return decode_outcome(&stored),
+            Err(Committed::Failed(error)) => {
+                if self.last_seq == 0 {
+                    // The conversation was never committed: it does not exist yet.
+                    self.summary = None;
+                }
+                return Err(error);
+            }
+        }
+        self.queue.push_back(Queued {
+            turn_id,
+            text: params.text,
+            settings,
+            overridden,
+        });
+        Ok(result)
+    }
+
+    /// turn.interrupt: records turn_interrupt_requested and cancels the turn's model call; the turn then records
+    /// turn_interrupted with what it has.
+    async fn interrupt(
+        &mut self,
+        params: TurnInterruptParams,
+        origin: Origin,
+    ) -> Result<TurnInterruptResult, ErrorBody> {
+        if let Some(stored) = self.stored_outcome(params.command_id).await? {
+            return Ok(stored);
+        }
+        if !(params.resend_steers.is_empty() && params.withdraw_steers.is_empty() && params.withdraw.is_empty())
+            || params.resend_as.is_some()
+        {
+            return Err(ErrorBody::invalid(
+                "efrd does not serve resend and withdraw in turn.interrupt yet",
+            ));
+        }
+        let Some(running) = self.running.as_ref() else {
+            return Err(ErrorBody::new(ErrorCode::Conflict, "no turn runs in this conversation"));
+        };
+        if params.turn_id.is_some_and(|id| id != running.turn_id) {
+            return Err(ErrorBody::new(ErrorCode::Conflict, "the named turn does not run"));
+        }
+        let turn_id = running.turn_id;
+        let result = TurnInterruptResult {
+            turn_id,
+            seq: self.last_seq + 1,
+            resent: None,
+            withdrawn: Vec::new(),
+            withdrawn_steers: Vec::new(),
+        };
+        if running.interrupt_requested {
+            // Asked before under another command id: nothing new to record.
+            return Err(ErrorBody::new(
+                ErrorCode::Conflict,
+                "an interrupt of this turn was already requested",
+            ));
+        }
+        let command = self.command_record(params.command_id, "turn.interrupt", &result)?;
+        let body = EventBody::TurnInterruptRequested(TurnInterruptRequested { origin });
+        match self.commit(vec![(Some(turn_id), body)], Some(command)).await {
+            Ok(_) => {}
+            Err(Committed::Duplicate(stored)) => return decode_outcome(&stored),
+            Err(Committed::Failed(error)) => return Err(error),
+        }
+        if let Some(running) = self.running.as_mut() {
+            running.interrupt_requested = true;
+            running.cancel.cancel();
+        }
+        Ok(result)
+    }
+
+    fn subscription(&self) -> Subscription {
+        Subscription {
+            snapshot: self.snapshot(),
+            last_seq: self.last_seq,
+            events: self.events.subscribe(),
+        }
+    }
+
+    fn snapshot(&self) -> Snapshot {
+        Snapshot {
+            summary: self.wire_summary(),
+            seq: self.last_seq,
+            running: self.running.as_ref().map(|r| RunningTurn {
+                turn_id: r.turn_id,
+                started_at: r.started_at,
+                settings: Some(r.settings.clone()),
+            }),
+            live: None,
+        }
+    }
+
+    /// The summary row as the protocol shows it.
+    pub(super) fn wire_summary(&self) -> WireSummary {
+        let now = Timestamp::now();
+        match &self.summary {
+            Some(s) => summary_to_wire(s),
+            None => WireSummary {
+                conversation_id: self.id,
+                title: None,
+                status: ConversationStatus::Idle,
+                created_at: now,
+                updated_at: now,
+                cwd: None,
+                route: None,
+                tty: None,
+                turns: 0,
+                last_seq: 0,
+            },
+        }
+    }
+
+    /// Starts the next queued prompt when no turn runs.
+    async fn start_next(&mut self, me: &mpsc::WeakSender<Command>) {
+        while self.running.is_none() {
+            let Some(queued) = self.queue.pop_front() else { return };
+            let Some(tx) = me.upgrade() else { return };
+            let turn_id = queued.turn_id;
+            if let Some(summary) = self.summary.as_mut() {
+                summary.turn_count += 1;
+                summary.status = status_name(ConversationStatus::Running).to_owned();
+            }
+            let started = EventBody::TurnStarted(TurnStarted {
+                settings: Some(queued.settings.clone()),
+                overridden: Some(queued.overridden),
+            });
+            if let Err(error) = self.commit(vec![(Some(turn_id), started)], None).await {
+                warn!(conversation = %self.id, %turn_id, error = %error.body(), "cannot start a turn");
+                if let Some(summary) = self.summary.as_mut() {
+                    summary.turn_count -= 1;
+                    summary.status = status_name(ConversationStatus::Idle).to_owned();
+                }
+                // The prompt stays queued; the next prompt or a restart retries it.
+                self.queue.push_front(queued);
+                return;
+            }
+            self.history.push(HistoryItem::UserText { text: queued.text });
+            let plan = match self.deps.models.plan(turn_id, &queued.settings, &self.history) {
+                Ok(plan) => plan,
+                Err(error) => {
+                    let failed = EventBody::TurnFailed(TurnFailed {
+                        error,
+                        usage: None,
+                        context: None,
+                        changes: None,
+                    });
+                    self.finish_turn_status();
+                    if let Err(error) = self.commit(vec![(Some(turn_id), failed)], None).await {
+                        warn!(conversation = %self.id, %turn_id, error = %error.body(), "cannot record turn_failed");
+                    }
+                    continue;
+                }
+            };
+            let cancel = CancellationToken::new();
+            self.running = Some(Running {
+                turn_id,
+                started_at: Timestamp::now(),
+                settings: queued.settings,
+                cancel: cancel.clone(),
+                interrupt_requested: false,
+            });
+            let recorder = super::Recorder { tx: tx.clone() };
+            tokio::spawn(run_turn(plan, recorder, cancel, tx));
+        }
+    }
+
+    fn finish_turn_status(&mut self) {
+        if let Some(summary) = self.summary.as_mut() {
+            summary.status = status_name(ConversationStatus::Idle).to_owned();
+        }
+    }
+
+    async fn turn_ended(&mut self, turn_id: TurnId, outcome: TurnOutcome) {
+        if self.running.as_ref().is_some_and(|r| r.turn_id == turn_id) {
+            self.running = None;
+        }
+        self.history.extend(outcome.history);
+        self.finish_turn_status();
+    }
+
+    async fn stored_outcome<T: DeserializeOwned>(&self, command_id: CommandId) -> Result<Option<T>, ErrorBody> {
+        match self.deps.store.command_outcome(command_id).await.map_err(store_error)? {
+            Some(record) => decode_outcome(&record).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    fn command_record<T: Serialize>(
+        &self,
+        command_id: CommandId,
+        method: &str,
+        result: &T,
+    ) -> Result<CommandRecord, ErrorBody> {
+        Ok(CommandRecord {
+            command_id,
+            method: method.to_owned(),
+            conversation_id: Some(self.id),
+            result: serde_json::to_string(result)
+                .map_err(|e| ErrorBody::internal(format!("cannot serialize an outcome: {e}")))?,
+            at: Timestamp::now(),
+        })
+    }
+
+    /// Numbers, commits and broadcasts `bodies` (with the summary row and an optional command outcome).
+    async fn commit(
+        &mut self,
+        bodies: Vec<(Option<TurnId>, EventBody)>,
+        command: Option<CommandRecord>,
+    ) -> Result<Vec<Arc<Event>>, Committed> {
+        let at = Timestamp::now();
+        let events: Vec<Event> = bodies
+            .into_iter()
+            .zip(self.last_seq + 1..)
+            .map(|((turn_id, body), seq)| Event {
+                seq,
+                at,
+                conversation_id: self.id,
+                turn_id,
+                body,
+            })
+            .collect();
+        let mut rows = Vec::with_capacity(events.len());
+        for event in &events {
+            let body = serde_json::to_string(event)
+                .map_err(|e| Committed::Failed(ErrorBody::internal(format!("cannot serialize an event: {e}"))))?;
+            rows.push(EventRow {
+                conversation_id: self.id,
+                seq: event.seq,
+                kind: event.body.kind().to_owned(),
+                turn_id: event.turn_id,
+                at,
+                body,
+            });
+        }
+        let mut commit = Commit::events(rows);
+        let last_seq = self.last_seq + events.len() as u64;
+        if let Some(summary) = self.summary.as_mut() {
+            summary.updated_at = at;
+            // Kept in the row so that a list of conversations needs no query per row.
+            summary.extra.insert("last_seq".to_owned(), last_seq.into());
+            commit = commit.with_conversation(summary.clone());
+        }
+        if let Some(command) = command {
+            commit = commit.with_command(command);
+        }
+        match self.deps.store.commit(commit).await {
+            Ok(()) => {}
+            Err(StoreError::DuplicateCommand { stored, .. }) => return Err(Committed::Duplicate(*stored)),
+            Err(error) => return Err(Committed::Failed(store_error(error))),
+        }
+        self.last_seq = last_seq;
+        let events: Vec<Arc<Event>> = events.into_iter().map(Arc::new).collect();
+        for event in &events {
+            // No receiver is not an error: nobody watches right now.
+            let _ = self.events.send(Arc::clone(event));
+        }
+        Ok(events)
+    }
+}
+
+/// Runs a turn and tells the actor when it ended.
+async fn run_turn(plan: TurnPlan, recorder: super::Recorder, cancel: CancellationToken, tx: mpsc::Sender<Command>) {
+    let turn_id = plan.turn_id;
+    let outcome = turn::run(plan, recorder, cancel).await;
+    let _ = tx.send(Command::TurnEnded { turn_id, outcome }).await;
+}
+
+/// Why a commit did not happen.
+enum Committed {
+    /// The command id was stored before: here is its first outcome.
+    Duplicate(CommandRecord),
+    /// The store refused it; nothing changed.
+    Failed(ErrorBody),
+}
+
+impl Committed {
+    fn body(&self) -> ErrorBody {
+        match self {
+            Self::Duplicate(_) => ErrorBody::new(ErrorCode::Conflict, "the command id was used before"),
+            Self::Failed(error) => error.clone(),
+        }
+    }
+}
+
+impl From<Committed> for ErrorBody {
+    fn from(committed: Committed) -> Self {
+        committed.body()
+    }
+}
+
+fn decode_outcome<T: DeserializeOwned>(record: &CommandRecord) -> Result<T, ErrorBody> {
+    serde_json::from_str(&record.result).map_err(|_| {
+        ErrorBody::new(
+            ErrorCode::Conflict,
+            format!(
+                "the command id {} was used before by `{}`",
+                record.command_id, record.method
+            ),
+        )
+    })
+}
+
+/// The error a request gets when the store fails. A full disk says so; nothing was written either way.
+pub(super) fn store_error(error: StoreError) -> ErrorBody {
+    match error {
+        StoreError::DiskFull => ErrorBody::new(ErrorCode::Unavailable, "the disk is full: nothing was recorded"),
+        other => ErrorBody::new(ErrorCode::Unavailable, format!("the event store failed: {other}")),
+    }
+}
+
+/// Whether an event ends its turn.
+fn ends_turn(body: &EventBody) -> bool {
+    matches!(
+        body,
+        EventBody::TurnCompleted(_)
+            | EventBody::TurnFailed(_)
+            | EventBody::TurnInterrupted(_)
+            | EventBody::TurnCancelled(_)
+    )
+}
+
+fn status_name(status: ConversationStatus) -> &'static str {
+    status.as_str()
+}
+
+/// The wire form of a store summary row (`last_seq` and `tty` are kept in its `extra` object).
+pub fn summary_to_wire(s: &ConversationSummary) -> WireSummary {
+    WireSummary {
+        conversation_id: s.id,
+        title: s.title.clone(),
+        status: serde_json::from_value(serde_json::Value::String(s.status.clone())).unwrap_or(ConversationStatus::Idle),
+        created_at: s.created_at,
+        updated_at: s.updated_at,
+        cwd: s.cwd.as_ref().map(Into::into),
+        route: None,
+        tty: s.extra.get("tty").and_then(|t| t.as_str()).map(str::to_owned),
+        turns: s.turn_count,
+        last_seq: s.extra.get("last_seq").and_then(serde_json::Value::as_u64).unwrap_or(0),
+    }
+}

@@ -1,0 +1,202 @@
+//! Conversations: one actor per live conversation, the registry that finds or loads them, and the handles that
+//! talk to them.
+//!
+//! # Why an actor
+//!
+//! Everything that changes a conversation — a prompt, an interrupt, an event of its running turn — goes through its
+//! actor, one message at a time. The actor numbers the events (`seq`), commits them to the store, and only then
+//! broadcasts them, so ordering is simple and no lock guards conversation state (ARCHITECTURE.md §5).
+//!
+//! # Subscribers
+//!
+//! A subscription is taken inside the actor: the actor answers with the snapshot (or the last seq) and a broadcast
+//! receiver at the same point of the log, so the subscriber sees every later event exactly once. A subscriber that
+//! falls more than [`BROADCAST_CAPACITY`] events behind loses its place (`Lagged`); its stream ends with `busy` and
+//! `{"overflow": true}` and it resumes with `after_seq` — events are never dropped silently.
+
+mod actor;
+mod history;
+pub mod recovery;
+mod settings;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use efr_protocol::events::{Event, EventBody};
+use efr_protocol::ids::{ConversationId, TurnId};
+use efr_protocol::wire::{
+    Origin, PromptSendParams, PromptSendResult, Snapshot, TurnInterruptParams, TurnInterruptResult,
+};
+use efr_protocol::{ErrorBody, ErrorCode};
+use tokio::sync::{broadcast, mpsc, oneshot};
+
+pub use self::actor::{Deps, summary_to_wire};
+pub use self::settings::resolve as resolve_settings;
+
+/// How many events a subscriber may fall behind before its stream ends with overflow.
+pub const BROADCAST_CAPACITY: usize = 1024;
+
+/// How many commands may wait for an actor.
+const MAILBOX: usize = 256;
+
+/// A live subscription: where it starts and the receiver of every later event.
+#[derive(Debug)]
+pub struct Subscription {
+    /// The conversation's state at the point of the subscription.
+    pub snapshot: Snapshot,
+    /// The last committed seq at that point: the receiver yields exactly the events after it.
+    pub last_seq: u64,
+    /// Every event committed after `last_seq`, in order.
+    pub events: broadcast::Receiver<Arc<Event>>,
+}
+
+/// What an actor can be asked.
+#[derive(Debug)]
+enum Command {
+    Prompt {
+        params: Box<PromptSendParams>,
+        origin: Origin,
+        reply: oneshot::Sender<Result<PromptSendResult, ErrorBody>>,
+    },
+    Subscribe {
+        reply: oneshot::Sender<Subscription>,
+    },
+    Interrupt {
+        params: TurnInterruptParams,
+        origin: Origin,
+        reply: oneshot::Sender<Result<TurnInterruptResult, ErrorBody>>,
+    },
+    Record {
+        turn_id: TurnId,
+        bodies: Vec<EventBody>,
+        reply: oneshot::Sender<Result<u64, ErrorBody>>,
+    },
+    TurnEnded {
+        turn_id: TurnId,
+        outcome: crate::turn::TurnOutcome,
+    },
+}
+
+/// A handle to one conversation's actor. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct ConversationHandle {
+    id: ConversationId,
+    tx: mpsc::Sender<Command>,
+}
+
+fn gone() -> ErrorBody {
+    ErrorBody::new(
+        ErrorCode::Unavailable,
+        "the conversation stopped (efrd is shutting down)",
+    )
+}
+
+impl ConversationHandle {
+    /// The conversation.
+    #[must_use]
+    pub fn id(&self) -> ConversationId {
+        self.id
+    }
+
+    async fn ask<T>(&self, make: impl FnOnce(oneshot::Sender<T>) -> Command) -> Result<T, ErrorBody> {
+        let (reply, answer) = oneshot::channel();
+        self.tx.send(make(reply)).await.map_err(|_| gone())?;
+        answer.await.map_err(|_| gone())
+    }
+
+    /// Queues a prompt (prompt.send). See the actor for the rules.
+    ///
+    /// # Errors
+    /// `invalid` for settings outside the catalog, `unavailable` for a store failure or a stopped actor.
+    pub async fn prompt(&self, params: PromptSendParams, origin: Origin) -> Result<PromptSendResult, ErrorBody> {
+        self.ask(|reply| Command::Prompt {
+            params: Box::new(params),
+            origin,
+            reply,
+        })
+        .await?
+    }
+
+    /// Subscribes to the conversation's events.
+    ///
+    /// # Errors
+    /// `unavailable` when the actor stopped.
+    pub async fn subscribe(&self) -> Result<Subscription, ErrorBody> {
+        self.ask(|reply| Command::Subscribe { reply }).await
+    }
+
+    /// Interrupts the running turn (turn.interrupt).
+    ///
+    /// # Errors
+    /// `conflict` when no turn runs (or another one than named), `unavailable` for a store failure.
+    pub async fn interrupt(
+        &self,
+        params: TurnInterruptParams,
+        origin: Origin,
+    ) -> Result<TurnInterruptResult, ErrorBody> {
+        self.ask(|reply| Command::Interrupt { params, origin, reply }).await?
+    }
+}
+
+/// The way a running turn records its events: through its conversation's actor.
+#[derive(Debug, Clone)]
+pub struct Recorder {
+    tx: mpsc::Sender<Command>,
+}
+
+impl Recorder {
+    /// Records `bodies` as events of `turn_id`, committed in one step; returns the seq of the last one.
+    ///
+    /// # Errors
+    /// `unavailable` when the store refused the commit or the actor stopped.
+    pub async fn record(&self, turn_id: TurnId, bodies: Vec<EventBody>) -> Result<u64, ErrorBody> {
+        let (reply, answer) = oneshot::channel();
+        self.tx
+            .send(Command::Record { turn_id, bodies, reply })
+            .await
+            .map_err(|_| gone())?;
+        answer.await.map_err(|_| gone())?
+    }
+}
+
+/// The registry of live conversations.
+#[derive(Debug, Default)]
+pub struct Conversations {
+    live: Mutex<HashMap<ConversationId, ConversationHandle>>,
+}
+
+impl Conversations {
+    /// The actor of `id`, loading the conversation from the store when it is not live.
+    ///
+    /// # Errors
+    /// `not_found` for a conversation the store does not have; `unavailable` when the store fails.
+    pub async fn get(&self, deps: &Deps, id: ConversationId) -> Result<ConversationHandle, ErrorBody> {
+        if let Some(handle) = self.live.lock().unwrap_or_else(PoisonError::into_inner).get(&id) {
+            return Ok(handle.clone());
+        }
+        let loaded = actor::Actor::load(deps.clone(), id).await?;
+        let mut live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
+        // Another request may have loaded it meanwhile: keep the first actor, drop ours unstarted.
+        if let Some(handle) = live.get(&id) {
+            return Ok(handle.clone());
+        }
+        let handle = loaded.spawn();
+        live.insert(id, handle.clone());
+        Ok(handle)
+    }
+
+    /// A new conversation's actor (not in the store until its first commit).
+    pub fn create(&self, deps: &Deps) -> ConversationHandle {
+        let handle = actor::Actor::new(deps.clone(), ConversationId::new()).spawn();
+        self.live
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(handle.id, handle.clone());
+        handle
+    }
+
+    /// Drops every handle, so actors stop once their turns end (at shutdown).
+    pub fn clear(&self) {
+        self.live.lock().unwrap_or_else(PoisonError::into_inner).clear();
+    }
+}

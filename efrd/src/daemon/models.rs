@@ -1,0 +1,219 @@
+//! The daemon's wiring of the model layer: which provider is active, its settings from the config, the key store,
+//! the catalog, and the plan of a turn's model call.
+//!
+//! The rules of providers, keys and catalogs live in `model/`; this file only joins them to the config.
+
+use std::sync::{Arc, RwLock};
+
+use efr_protocol::ids::TurnId;
+use efr_protocol::wire::TurnSettings;
+use efr_protocol::{ErrorBody, ErrorCode};
+
+use crate::config::{Config, ConfigState, ProviderId};
+use crate::model::catalog::{CatalogCache, CatalogConfig, ConfigModel};
+use crate::model::{Auth, Catalog, KeyStore, ModelRequest, Provider, ProviderConfig, ProviderKind};
+use crate::turn::TurnPlan;
+
+/// The instructions every turn starts with.
+pub const INSTRUCTIONS: &str = "You are efr, a coding agent in the user's terminal on Linux. Answer briefly and \
+precisely. The user's working directory and recent commands come with their prompt when known.";
+
+/// The default base URL of each provider (ARCHITECTURE.md §6: each is configurable).
+fn default_base_url(kind: ProviderKind) -> &'static str {
+    match kind {
+        ProviderKind::OpenAiApi => "https://api.openai.com",
+        ProviderKind::AnthropicApi => "https://api.anthropic.com",
+        ProviderKind::OpenAiCompat => "http://127.0.0.1:8080",
+    }
+}
+
+fn kind_of(id: ProviderId) -> ProviderKind {
+    match id {
+        ProviderId::OpenaiApi => ProviderKind::OpenAiApi,
+        ProviderId::AnthropicApi => ProviderKind::AnthropicApi,
+        ProviderId::OpenaiCompat => ProviderKind::OpenAiCompat,
+    }
+}
+
+/// Providers, keys and the catalog of the active provider.
+#[derive(Debug)]
+pub struct Models {
+    config: Arc<ConfigState>,
+    keys: Arc<KeyStore>,
+    cache: CatalogCache,
+    catalog: RwLock<Catalog>,
+    http: reqwest::Client,
+}
+
+impl Models {
+    /// The model layer for `config`, with keys and the catalog cache in `state_dir`. The catalog starts from the
+    /// cache (or the built-in list) until [`Self::refresh_catalog`] fetches it.
+    ///
+    /// # Errors
+    /// `internal` when the HTTP client cannot be built (no TLS roots).
+    pub fn new(config: Arc<ConfigState>, keys: Arc<KeyStore>, state_dir: &std::path::Path) -> Result<Self, ErrorBody> {
+        let cache = CatalogCache::new(state_dir);
+        let http = reqwest::Client::builder()
+            .connect_timeout(std::time::Duration::from_secs(10))
+            .build()
+            .map_err(|e| ErrorBody::internal(format!("cannot build the HTTP client: {e}")))?;
+        let current = config.current();
+        let kind = active_kind(&current, &keys);
+        let catalog = Catalog::resolve(kind, None, cache.read(kind), &catalog_config(&current));
+        Ok(Self {
+            config,
+            keys,
+            cache,
+            catalog: RwLock::new(catalog),
+            http,
+        })
+    }
+
+    /// The config in force.
+    #[must_use]
+    pub fn config(&self) -> Arc<Config> {
+        self.config.current()
+    }
+
+    /// The config state (reload, status).
+    #[must_use]
+    pub fn config_state(&self) -> &Arc<ConfigState> {
+        &self.config
+    }
+
+    /// The key store.
+    #[must_use]
+    pub fn keys(&self) -> &Arc<KeyStore> {
+        &self.keys
+    }
+
+    /// The shared HTTP client.
+    #[must_use]
+    pub fn http(&self) -> &reqwest::Client {
+        &self.http
+    }
+
+    /// The catalog of the active provider.
+    #[must_use]
+    pub fn catalog(&self) -> Catalog {
+        self.catalog
+            .read()
+            .map_or_else(|e| e.into_inner().clone(), |c| c.clone())
+    }
+
+    /// The provider of new conversations: `[model] provider`, else the one with a key (anthropic-api when only it
+    /// has one), else openai-api.
+    #[must_use]
+    pub fn active(&self) -> ProviderKind {
+        active_kind(&self.config(), &self.keys)
+    }
+
+    /// The base URL of `kind` from the config (or its default).
+    #[must_use]
+    pub fn base_url(&self, kind: ProviderKind) -> String {
+        let config = self.config();
+        let configured = match kind {
+            ProviderKind::OpenAiApi => config.providers.openai_api.base_url.clone(),
+            ProviderKind::AnthropicApi => config.providers.anthropic_api.base_url.clone(),
+            ProviderKind::OpenAiCompat => config.providers.openai_compat.base_url.clone(),
+        };
+        configured.unwrap_or_else(|| default_base_url(kind).to_owned())
+    }
+
+    /// A client of `kind` with the config's settings and the key store's key.
+    #[must_use]
+    pub fn provider(&self, kind: ProviderKind) -> Provider {
+        let config = self.config();
+        let mut provider_config = ProviderConfig::new(kind, self.base_url(kind));
+        let retry = match kind {
+            ProviderKind::OpenAiApi => config.providers.openai_api.retry.max_attempts,
+            ProviderKind::AnthropicApi => config.providers.anthropic_api.retry.max_attempts,
+            ProviderKind::OpenAiCompat => config.providers.openai_compat.retry.max_attempts,
+        };
+        if let Some(attempts) = retry {
+            provider_config.retry.max_attempts = attempts;
+        }
+        let auth = match kind {
+            ProviderKind::OpenAiCompat if !config.providers.openai_compat.key_required => Auth::None,
+            _ => Auth::Store(Arc::clone(&self.keys)),
+        };
+        Provider::with_client(provider_config, auth, self.http.clone())
+    }
+
+    /// Fetches the active provider's model list (cached on disk) and makes it the catalog.
+    pub async fn refresh_catalog(&self) -> Catalog {
+        let provider = self.provider(self.active());
+        let load = Catalog::load(&provider, &self.cache, &catalog_config(&self.config())).await;
+        if let Ok(mut catalog) = self.catalog.write() {
+            *catalog = load.catalog.clone();
+        }
+        load.catalog
+    }
+
+    /// The model call of a turn: the active provider, the history, the settings.
+    ///
+    /// # Errors
+    /// `unauthorized` when the provider needs a key and none is stored or set in the environment.
+    pub fn plan(
+        &self,
+        turn_id: TurnId,
+        settings: &TurnSettings,
+        history: &[crate::model::HistoryItem],
+    ) -> Result<TurnPlan, ErrorBody> {
+        let kind = self.active();
+        let provider = self.provider(kind);
+        let needs_key = match kind {
+            ProviderKind::OpenAiCompat => self.config().providers.openai_compat.key_required,
+            _ => true,
+        };
+        if needs_key && self.keys.key(kind).is_none() {
+            return Err(ErrorBody::new(
+                ErrorCode::Unauthorized,
+                format!("no API key for {kind}: log in with `efr login --api-key --provider {kind}`"),
+            ));
+        }
+        let mut request = ModelRequest::new(settings.model.clone());
+        request.instructions = INSTRUCTIONS.to_owned();
+        request.history = history.to_vec();
+        request.effort = settings.effort.clone();
+        let context_window = self
+            .catalog()
+            .models
+            .iter()
+            .find(|m| m.id == settings.model)
+            .and_then(|m| m.context_window);
+        Ok(TurnPlan {
+            turn_id,
+            request,
+            provider,
+            context_window,
+        })
+    }
+}
+
+fn active_kind(config: &Config, keys: &KeyStore) -> ProviderKind {
+    if let Some(id) = config.model.provider {
+        return kind_of(id);
+    }
+    if keys.key(ProviderKind::OpenAiApi).is_none() && keys.key(ProviderKind::AnthropicApi).is_some() {
+        return ProviderKind::AnthropicApi;
+    }
+    ProviderKind::OpenAiApi
+}
+
+fn catalog_config(config: &Config) -> CatalogConfig {
+    CatalogConfig {
+        models: config
+            .model
+            .extra_models
+            .iter()
+            .map(|m| ConfigModel {
+                id: m.id.clone(),
+                efforts: m.efforts.clone(),
+                default_effort: m.default_effort.clone(),
+                context_window: m.context_window,
+            })
+            .collect(),
+        default_model: config.model.model.clone(),
+    }
+}

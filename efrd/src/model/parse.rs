@@ -1,0 +1,268 @@
+//! From bytes to [`ModelEvent`]s: the SSE layer (eventsource-stream) and the pieces every provider's parser shares.
+//!
+//! A provider's parser is a pure state machine ([`StreamParser`]): it takes one SSE event at a time and appends
+//! `ModelEvent`s, with no I/O, so tests and the benchmark feed it bytes directly ([`parse_chunks`]). [`events`] runs
+//! it over any byte stream (a reqwest body in production) and enforces the stream rules of the issue: an error ends
+//! the stream, and a stream that closes before its completion event ends with [`ModelError::StreamEnded`].
+
+use std::collections::VecDeque;
+
+use bytes::Bytes;
+use eventsource_stream::{EventStreamError, Eventsource};
+use futures::{Stream, StreamExt};
+
+use super::event::{ModelError, ModelEvent, StopReason, Usage};
+use super::request::unwrap_freeform_input;
+
+/// A provider's stream parser: one SSE event in, zero or more [`ModelEvent`]s out.
+pub trait StreamParser {
+    /// Reads one SSE event: `name` is its `event:` field (`message` when the event had none), `data` its data lines
+    /// joined with `\n`. Appends what it yields to `out`. Returns `Ok(true)` once the provider's completion event was
+    /// read (the last event of `out` is then [`ModelEvent::Stop`]); nothing after it is read. An error ends the
+    /// stream; events already in `out` are delivered before it.
+    ///
+    /// # Errors
+    /// The provider's error event mapped to a [`ModelError`], or [`ModelError::BadResponse`] for data that breaks
+    /// the provider's format.
+    fn event(&mut self, name: &str, data: &str, out: &mut Vec<ModelEvent>) -> Result<bool, ModelError>;
+}
+
+/// Runs `parser` over a byte stream: SSE framing by eventsource-stream (which also joins a UTF-8 character split
+/// across chunks), then the parser. Yields every event, then ends after `Stop`, or with one error: the transport's,
+/// the parser's, or [`ModelError::StreamEnded`] when the bytes end before the completion event.
+pub fn events<S, B, E, P>(bytes: S, parser: P) -> impl Stream<Item = Result<ModelEvent, ModelError>> + Send
+where
+    S: Stream<Item = Result<B, E>> + Send + Unpin,
+    B: AsRef<[u8]> + Send,
+    E: Into<ModelError> + Send,
+    P: StreamParser + Send,
+{
+    struct State<T, P> {
+        sse: T,
+        parser: P,
+        pending: VecDeque<ModelEvent>,
+        out: Vec<ModelEvent>,
+        tail: Option<ModelError>,
+        finished: bool,
+    }
+    let state = State {
+        sse: bytes.eventsource(),
+        parser,
+        pending: VecDeque::new(),
+        out: Vec::new(),
+        tail: None,
+        finished: false,
+    };
+    futures::stream::unfold(state, |mut state| async move {
+        loop {
+            if let Some(event) = state.pending.pop_front() {
+                return Some((Ok(event), state));
+            }
+            if let Some(error) = state.tail.take() {
+                return Some((Err(error), state));
+            }
+            if state.finished {
+                return None;
+            }
+            match state.sse.next().await {
+                Some(Ok(sse)) => {
+                    let result = state.parser.event(&sse.event, &sse.data, &mut state.out);
+                    state.pending.extend(state.out.drain(..));
+                    match result {
+                        Ok(done) => state.finished = done,
+                        Err(error) => {
+                            state.tail = Some(error);
+                            state.finished = true;
+                        }
+                    }
+                }
+                Some(Err(error)) => {
+                    state.tail = Some(sse_error(error));
+                    state.finished = true;
+                }
+                None => {
+                    state.tail = Some(ModelError::StreamEnded);
+                    state.finished = true;
+                }
+            }
+        }
+    })
+}
+
+/// Parses a whole body given as chunks (split anywhere, even inside a UTF-8 character) with `parser`, as [`events`]
+/// would: for tests and the benchmark, with no socket.
+pub fn parse_chunks<P: StreamParser + Send>(parser: P, chunks: Vec<Bytes>) -> Vec<Result<ModelEvent, ModelError>> {
+    let bytes = futures::stream::iter(chunks.into_iter().map(Ok::<_, std::io::Error>));
+    futures::executor::block_on(events(bytes, parser).collect())
+}
+
+fn sse_error<E: Into<ModelError>>(error: EventStreamError<E>) -> ModelError {
+    match error {
+        EventStreamError::Transport(error) => error.into(),
+        EventStreamError::Utf8(error) => ModelError::bad(format!("the stream is not UTF-8: {error}")),
+        EventStreamError::Parser(error) => ModelError::bad(format!("the stream is not SSE: {error}")),
+    }
+}
+
+impl From<std::io::Error> for ModelError {
+    fn from(error: std::io::Error) -> Self {
+        Self::Transport {
+            message: error.to_string(),
+        }
+    }
+}
+
+/// Decodes one event's JSON data into its typed shape.
+pub(crate) fn decode<'a, T: serde::Deserialize<'a>>(
+    provider: &str,
+    name: &str,
+    data: &'a str,
+) -> Result<T, ModelError> {
+    serde_json::from_str(data).map_err(|error| ModelError::bad(format!("{provider} event {name}: {error}")))
+}
+
+/// Logs an event that the parser does not know. It is skipped, never taken for success: only the completion event
+/// ends a stream well.
+pub(crate) fn unknown_event(provider: &str, name: &str) {
+    tracing::debug!(provider, event = name, "unknown model stream event skipped");
+}
+
+/// The message indexes of one call: a message gets the next index with its first non-empty text.
+#[derive(Debug, Default)]
+pub(crate) struct Answer {
+    next_index: u32,
+    /// Whether the call gave text (for `Stop.empty`).
+    pub(crate) text: bool,
+    /// Whether the call gave a tool call (for `Stop.empty`).
+    pub(crate) tool: bool,
+    /// Whether the call gave a refusal (Responses and Chat send it as a part of their own).
+    pub(crate) refusal: bool,
+}
+
+impl Answer {
+    /// The last two events of a successful call: usage (when reported) and the stop.
+    pub(crate) fn finish(&self, usage: Option<Usage>, reason: StopReason, out: &mut Vec<ModelEvent>) {
+        if let Some(usage) = usage {
+            out.push(ModelEvent::Usage(usage));
+        }
+        let reason = if self.refusal && reason == StopReason::EndTurn {
+            StopReason::Refusal
+        } else {
+            reason
+        };
+        out.push(ModelEvent::Stop {
+            reason,
+            empty: !self.text && !self.tool,
+        });
+    }
+}
+
+/// The text of one assistant message: its index (once it has text) and its length in bytes so far.
+#[derive(Debug, Default)]
+pub(crate) struct TextMessage {
+    index: Option<u32>,
+    offset: u64,
+}
+
+impl TextMessage {
+    /// Yields a [`ModelEvent::TextDelta`] for `delta`, giving the message its index on its first text.
+    pub(crate) fn push(&mut self, answer: &mut Answer, delta: &str, out: &mut Vec<ModelEvent>) {
+        if delta.is_empty() {
+            return;
+        }
+        let index = *self.index.get_or_insert_with(|| {
+            let index = answer.next_index;
+            answer.next_index += 1;
+            index
+        });
+        answer.text = true;
+        out.push(ModelEvent::TextDelta {
+            index,
+            offset: self.offset,
+            delta: delta.to_owned(),
+        });
+        self.offset += delta.len() as u64;
+    }
+}
+
+/// One tool call being streamed.
+#[derive(Debug)]
+pub(crate) struct ToolCall {
+    call_id: String,
+    tool: String,
+    freeform: bool,
+    /// A freeform tool sent through the JSON-string fallback: the wire input is `{"input": "..."}`.
+    fallback: bool,
+    input: String,
+}
+
+impl ToolCall {
+    /// Starts a call and yields [`ModelEvent::ToolCallStarted`]. `fallback` marks a freeform tool that this provider
+    /// received as a function tool with one string member.
+    pub(crate) fn start(
+        answer: &mut Answer,
+        call_id: String,
+        tool: String,
+        freeform: bool,
+        fallback: bool,
+        out: &mut Vec<ModelEvent>,
+    ) -> Self {
+        answer.tool = true;
+        out.push(ModelEvent::ToolCallStarted {
+            call_id: call_id.clone(),
+            tool: tool.clone(),
+            freeform,
+        });
+        Self {
+            call_id,
+            tool,
+            freeform,
+            fallback: fallback && freeform,
+            input: String::new(),
+        }
+    }
+
+    /// Adds input and yields [`ModelEvent::ToolInputDelta`] (nothing for an empty delta).
+    pub(crate) fn push(&mut self, delta: &str, out: &mut Vec<ModelEvent>) {
+        if delta.is_empty() {
+            return;
+        }
+        self.input.push_str(delta);
+        out.push(ModelEvent::ToolInputDelta {
+            call_id: self.call_id.clone(),
+            delta: delta.to_owned(),
+            bytes: self.input.len() as u64,
+        });
+    }
+
+    /// Bytes of input received so far.
+    pub(crate) fn bytes(&self) -> usize {
+        self.input.len()
+    }
+
+    /// Ends the call with [`ModelEvent::ToolCallDone`]; `input` is the provider's final input when it sends one
+    /// (it wins over the deltas), else the deltas joined.
+    pub(crate) fn done(self, input: Option<String>, out: &mut Vec<ModelEvent>) {
+        let input = input.unwrap_or(self.input);
+        let input = if self.fallback {
+            unwrap_freeform_input(&input)
+        } else {
+            input
+        };
+        out.push(ModelEvent::ToolCallDone {
+            call_id: self.call_id,
+            tool: self.tool,
+            freeform: self.freeform,
+            input,
+        });
+    }
+}
+
+/// The heading of an OpenAI reasoning summary part: `**Title**` at its start, trimmed; `None` when the text does not
+/// open with one (yet).
+pub(crate) fn bold_title(text: &str) -> Option<&str> {
+    let rest = text.strip_prefix("**")?;
+    let end = rest.find("**")?;
+    let title = rest[..end].trim();
+    (!title.is_empty() && !title.contains('\n')).then_some(title)
+}

@@ -1,0 +1,216 @@
+//! The provider-neutral request of one model call: instructions, the history so far, the tools, the settings.
+//!
+//! Each provider module turns a [`ModelRequest`] into its own wire body (`openai::request_body`,
+//! `anthropic::request_body`, `compat::request_body`). The history keeps what a provider needs to continue where it
+//! left off: the opaque carry-over of reasoning ([`ReasoningCarry`]) goes back to the provider that made it and is
+//! dropped for any other.
+
+use serde::{Deserialize, Serialize};
+
+/// One model call's input.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelRequest {
+    /// The model id, as listed by the catalog (`gpt-5`, `claude-sonnet-4-5`, a local model's name).
+    pub model: String,
+    /// The system instructions; empty for none.
+    pub instructions: String,
+    /// The conversation so far, oldest first.
+    pub history: Vec<HistoryItem>,
+    /// The tools the model may call; empty for none.
+    pub tools: Vec<Tool>,
+    /// The reasoning effort (`low`, `medium`, `high`, ...), one of the model's efforts in the catalog; `None` for the
+    /// model's default. Anthropic maps it to a thinking budget (`anthropic::thinking_budget`).
+    pub effort: Option<String>,
+    /// The most output tokens the call may produce; `None` for the provider module's default.
+    pub max_output: Option<u32>,
+    /// A stable key for the provider's prompt cache, such as the conversation id (Responses `prompt_cache_key`).
+    pub cache_key: Option<String>,
+}
+
+impl ModelRequest {
+    /// A request for `model` with no instructions, history or tools.
+    #[must_use]
+    pub fn new(model: impl Into<String>) -> Self {
+        Self {
+            model: model.into(),
+            instructions: String::new(),
+            history: Vec::new(),
+            tools: Vec::new(),
+            effort: None,
+            max_output: None,
+            cache_key: None,
+        }
+    }
+
+    /// Whether the tool named `name` is a freeform tool of this request.
+    #[must_use]
+    pub fn is_freeform(&self, name: &str) -> bool {
+        self.tools
+            .iter()
+            .any(|tool| matches!(tool, Tool::Freeform { name: n, .. } if n == name))
+    }
+
+    /// The names of this request's freeform tools (parsers need them for providers that have no freeform tools).
+    #[must_use]
+    pub fn freeform_names(&self) -> Vec<String> {
+        self.tools
+            .iter()
+            .filter_map(|tool| match tool {
+                Tool::Freeform { name, .. } => Some(name.clone()),
+                Tool::Function { .. } => None,
+            })
+            .collect()
+    }
+}
+
+/// One item of the conversation history.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum HistoryItem {
+    /// Text the user sent.
+    UserText {
+        /// The text.
+        text: String,
+    },
+    /// Text the model answered.
+    AssistantText {
+        /// The text.
+        text: String,
+    },
+    /// The model's reasoning, as [`super::ModelEvent::ReasoningDone`] gave it.
+    Reasoning {
+        /// The reasoning text (summary or thinking).
+        text: String,
+        /// What the provider needs back; `None` when it gave nothing.
+        carry: Option<ReasoningCarry>,
+    },
+    /// A tool call the model made.
+    ToolCall {
+        /// The provider's call id.
+        call_id: String,
+        /// The tool's name.
+        tool: String,
+        /// True for a freeform tool (plain-text input).
+        freeform: bool,
+        /// The input as the model wrote it: JSON text for a function tool, plain text for a freeform tool.
+        input: String,
+    },
+    /// The output of a tool call, sent back to the model.
+    ToolOutput {
+        /// The call this answers; a [`HistoryItem::ToolCall`] with this id comes before it.
+        call_id: String,
+        /// The output text (already bounded by the caller).
+        output: String,
+        /// True when the call failed (Anthropic `is_error`).
+        is_error: bool,
+    },
+}
+
+/// The opaque carry-over of a reasoning block, sent back only to the provider that made it.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "provider", rename_all = "snake_case")]
+pub enum ReasoningCarry {
+    /// A Responses `reasoning` item (with `store: false`, its encrypted content carries the reasoning).
+    OpenAi {
+        /// The item's id (`rs_...`); kept for the record, not sent back (the items are not stored server-side).
+        id: Option<String>,
+        /// The summary parts, in order.
+        summary: Vec<String>,
+        /// `encrypted_content`, asked for with `include: ["reasoning.encrypted_content"]`.
+        encrypted_content: Option<String>,
+    },
+    /// An Anthropic `thinking` block: its text is the item's `text`, its signature proves it.
+    Anthropic {
+        /// The block's signature (from `signature_delta`).
+        signature: String,
+    },
+    /// An Anthropic `redacted_thinking` block.
+    AnthropicRedacted {
+        /// The encrypted data of the block.
+        data: String,
+    },
+}
+
+impl std::fmt::Debug for ReasoningCarry {
+    // The carry-over is long opaque base64; a Debug print shows its kind and size only.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::OpenAi {
+                id,
+                summary,
+                encrypted_content,
+            } => f
+                .debug_struct("OpenAi")
+                .field("id", id)
+                .field("summary_parts", &summary.len())
+                .field("encrypted_bytes", &encrypted_content.as_ref().map(String::len))
+                .finish(),
+            Self::Anthropic { signature } => f
+                .debug_struct("Anthropic")
+                .field("signature_bytes", &signature.len())
+                .finish(),
+            Self::AnthropicRedacted { data } => f
+                .debug_struct("AnthropicRedacted")
+                .field("data_bytes", &data.len())
+                .finish(),
+        }
+    }
+}
+
+/// A tool the model may call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Tool {
+    /// A tool whose input is a JSON object.
+    Function {
+        /// The tool's name (`shell`).
+        name: String,
+        /// What the tool does, for the model.
+        description: String,
+        /// The JSON Schema of the input object.
+        parameters: serde_json::Value,
+    },
+    /// A tool whose input is plain text, such as `apply_patch`. Responses sends it as a `custom` tool; providers
+    /// without freeform tools get a function tool with one string member `input` (ARCHITECTURE.md §6, the JSON-string
+    /// fallback), and the parser gives back the string.
+    Freeform {
+        /// The tool's name.
+        name: String,
+        /// What the tool does and the format of its input, for the model.
+        description: String,
+    },
+}
+
+impl Tool {
+    /// The tool's name.
+    #[must_use]
+    pub fn name(&self) -> &str {
+        match self {
+            Self::Function { name, .. } | Self::Freeform { name, .. } => name,
+        }
+    }
+}
+
+/// The JSON Schema of the fallback for a freeform tool: an object with one string member, `input`.
+#[must_use]
+pub(crate) fn freeform_fallback_schema() -> serde_json::Value {
+    serde_json::json!({
+        "type": "object",
+        "properties": {"input": {"type": "string", "description": "The tool's input, as plain text."}},
+        "required": ["input"],
+        "additionalProperties": false
+    })
+}
+
+/// The plain text of a freeform tool's fallback input (`{"input": "..."}`); the raw text when it is not that shape.
+#[must_use]
+pub(crate) fn unwrap_freeform_input(json: &str) -> String {
+    #[derive(Deserialize)]
+    struct Fallback {
+        input: String,
+    }
+    match serde_json::from_str::<Fallback>(json) {
+        Ok(fallback) => fallback.input,
+        Err(_) => json.to_owned(),
+    }
+}

@@ -1,0 +1,182 @@
+//! prompt.send, turn.interrupt, conversation.subscribe and conversations.list.
+
+use efr_protocol::events::Event;
+use efr_protocol::wire::{
+    ConversationSubscribeParams, ConversationsListParams, ConversationsListResult, Origin, PromptSendParams,
+    SubscribeItem, TurnInterruptParams,
+};
+use efr_protocol::{ErrorBody, ErrorCode};
+use serde_json::{Value, json};
+use tokio::sync::broadcast::error::RecvError;
+
+use super::{params, result};
+use crate::conversation::summary_to_wire;
+use crate::server::{RequestCtx, StreamSink};
+use crate::store::{ConversationCursor, PageRequest};
+
+/// How many events one read of the log takes while a subscriber catches up.
+const REPLAY_PAGE: u32 = 500;
+
+/// conversations.list: the default and the largest page.
+const LIST_DEFAULT: u32 = 50;
+const LIST_MAX: u32 = 200;
+
+fn origin(ctx: &RequestCtx) -> Origin {
+    match ctx.session.transport {
+        efr_protocol::methods::Transport::Local => Origin::Terminal,
+        efr_protocol::methods::Transport::Remote => Origin::Phone,
+    }
+}
+
+/// prompt.send: to the named conversation, or to a new one.
+///
+/// # Errors
+/// `not_found` for an unknown conversation, `invalid` for settings outside the catalog, `unavailable` when the store
+/// fails.
+pub async fn prompt_send(ctx: &RequestCtx, raw: Option<Value>) -> Result<Value, ErrorBody> {
+    let params: PromptSendParams = params(raw)?;
+    if params.text.trim().is_empty() {
+        return Err(ErrorBody::invalid("bad params: `text` is empty"));
+    }
+    let deps = ctx.daemon.deps();
+    let handle = match params.conversation_id {
+        Some(id) => ctx.daemon.conversations.get(&deps, id).await?,
+        None => {
+            // A repeat of a write that created a conversation goes to that conversation.
+            let first = ctx.daemon.store.command_outcome(params.command_id).await.ok().flatten();
+            match first.and_then(|record| record.conversation_id) {
+                Some(id) => ctx.daemon.conversations.get(&deps, id).await?,
+                None => ctx.daemon.conversations.create(&deps),
+            }
+        }
+    };
+    result(&handle.prompt(params, origin(ctx)).await?)
+}
+
+/// turn.interrupt.
+///
+/// # Errors
+/// `not_found` for an unknown conversation, `conflict` when no turn runs.
+pub async fn turn_interrupt(ctx: &RequestCtx, raw: Option<Value>) -> Result<Value, ErrorBody> {
+    let params: TurnInterruptParams = params(raw)?;
+    let handle = ctx
+        .daemon
+        .conversations
+        .get(&ctx.daemon.deps(), params.conversation_id)
+        .await?;
+    result(&handle.interrupt(params, origin(ctx)).await?)
+}
+
+/// conversations.list: newest first, in pages (`cursor` continues from `next_cursor`).
+///
+/// # Errors
+/// `invalid` for a bad cursor or limit.
+pub async fn conversations_list(ctx: &RequestCtx, raw: Option<Value>) -> Result<Value, ErrorBody> {
+    let params: ConversationsListParams = params(raw)?;
+    let limit = params.limit.unwrap_or(LIST_DEFAULT);
+    if !(1..=LIST_MAX).contains(&limit) {
+        return Err(ErrorBody::invalid(format!(
+            "bad params: `limit` must be 1 to {LIST_MAX}"
+        )));
+    }
+    let after = params
+        .cursor
+        .as_deref()
+        .map(str::parse::<ConversationCursor>)
+        .transpose()
+        .map_err(|e| ErrorBody::invalid(format!("bad params: `cursor`: {e}")))?;
+    let page = ctx
+        .daemon
+        .store
+        .list_conversations(PageRequest { limit, after })
+        .await
+        .map_err(|e| ErrorBody::new(ErrorCode::Unavailable, format!("the event store failed: {e}")))?;
+    let conversations = page
+        .conversations
+        .iter()
+        .map(summary_to_wire)
+        .filter(|row| params.tty.is_none() || row.tty == params.tty)
+        .collect();
+    result(&ConversationsListResult {
+        conversations,
+        next_cursor: page.next.map(|c| c.to_string()),
+    })
+}
+
+fn overflow() -> ErrorBody {
+    ErrorBody::new(
+        ErrorCode::Busy,
+        "the subscriber fell too far behind; subscribe again with after_seq",
+    )
+    .with_data(json!({"overflow": true}))
+}
+
+fn event_item(event: &Event) -> Result<Value, ErrorBody> {
+    result(&SubscribeItem::Event(Box::new(event.clone())))
+}
+
+/// conversation.subscribe: a snapshot (or, with `after_seq`, the events after it from the log), then every event
+/// live, in order, with no gap and no repeat.
+///
+/// # Errors
+/// `not_found` for an unknown conversation; `busy` with `{"overflow": true}` for a subscriber that fell behind.
+pub async fn subscribe(ctx: &RequestCtx, raw: Option<Value>, sink: &mut StreamSink) -> Result<(), ErrorBody> {
+    let params: ConversationSubscribeParams = params(raw)?;
+    let handle = ctx
+        .daemon
+        .conversations
+        .get(&ctx.daemon.deps(), params.conversation_id)
+        .await?;
+    let mut subscription = handle.subscribe().await?;
+    // The subscription is live: events after `last_seq` reach its receiver from now on.
+    if sink.ack().await.is_err() {
+        return Ok(());
+    }
+    match params.after_seq {
+        None => {
+            let item = result(&SubscribeItem::Snapshot(Box::new(subscription.snapshot.clone())))?;
+            if sink.item(item).await.is_err() {
+                return Ok(());
+            }
+        }
+        Some(after) => {
+            // Catch up from the log up to the point of the subscription; the receiver holds the rest.
+            let mut seq = after;
+            while seq < subscription.last_seq {
+                let rows = ctx
+                    .daemon
+                    .store
+                    .events_after(params.conversation_id, seq, REPLAY_PAGE)
+                    .await
+                    .map_err(|e| ErrorBody::new(ErrorCode::Unavailable, format!("the event store failed: {e}")))?;
+                if rows.is_empty() {
+                    break;
+                }
+                for row in rows.into_iter().take_while(|row| row.seq <= subscription.last_seq) {
+                    seq = row.seq;
+                    let event: Value = serde_json::from_str(&row.body)
+                        .map_err(|e| ErrorBody::internal(format!("event {} does not parse: {e}", row.seq)))?;
+                    if sink.item(json!({"event": event})).await.is_err() {
+                        return Ok(());
+                    }
+                }
+            }
+        }
+    }
+    let floor = params.after_seq.unwrap_or(0).max(subscription.last_seq);
+    loop {
+        match subscription.events.recv().await {
+            Ok(event) => {
+                if event.seq <= floor {
+                    continue;
+                }
+                if sink.item(event_item(&event)?).await.is_err() {
+                    return Ok(());
+                }
+            }
+            Err(RecvError::Lagged(_)) => return Err(overflow()),
+            // The actor stopped (efrd is stopping): the stream ends normally.
+            Err(RecvError::Closed) => return Ok(()),
+        }
+    }
+}

@@ -1,0 +1,97 @@
+//! Method handlers, one file per method family. Each handler parses its params, calls the owner module, and maps
+//! the outcome to a result or an error; rules live in the owner modules, not here.
+
+pub mod admin;
+pub mod conversation;
+pub mod hello;
+
+use efr_protocol::ErrorBody;
+use efr_protocol::methods::Method;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use super::{RequestCtx, StreamSink};
+
+/// Reads a method's params into its type. Absent params read as `{}`, so a method whose params are all optional
+/// may be called without them.
+///
+/// # Errors
+/// `invalid` with a message that names the member at fault by its path (`settings.mode: unknown variant ...`).
+pub fn params<T: DeserializeOwned>(params: Option<Value>) -> Result<T, ErrorBody> {
+    let value = params.unwrap_or_else(|| Value::Object(serde_json::Map::new()));
+    serde_path_to_error::deserialize(value).map_err(|error| {
+        let path = error.path().to_string();
+        let inner = error.into_inner();
+        if path == "." {
+            ErrorBody::invalid(format!("bad params: {inner}"))
+        } else {
+            ErrorBody::invalid(format!("bad params: `{path}`: {inner}"))
+        }
+    })
+}
+
+/// Serializes a result.
+///
+/// # Errors
+/// `internal` when the value cannot be serialized (a bug).
+pub fn result<T: Serialize>(value: &T) -> Result<Value, ErrorBody> {
+    serde_json::to_value(value).map_err(|e| ErrorBody::internal(format!("cannot serialize the result: {e}")))
+}
+
+/// The answer of a method that the table has but this efrd does not serve yet (ADR 0001).
+fn not_served(method: Method) -> ErrorBody {
+    ErrorBody::invalid(format!("efrd does not serve `{method}` yet"))
+}
+
+/// Runs a unary method.
+///
+/// # Errors
+/// The handler's error.
+pub async fn unary(ctx: &RequestCtx, method: Method, raw: Option<Value>) -> Result<Value, ErrorBody> {
+    match method {
+        Method::PromptSend => conversation::prompt_send(ctx, raw).await,
+        Method::TurnInterrupt => conversation::turn_interrupt(ctx, raw).await,
+        Method::ConversationsList => conversation::conversations_list(ctx, raw).await,
+        Method::ModelsList => no_params(raw).and_then(|()| admin::models_list(ctx)),
+        Method::AdminStatus => no_params(raw).and_then(|()| admin::status(ctx)),
+        Method::AdminConfigReload => {
+            no_params(raw)?;
+            admin::config_reload(ctx).await
+        }
+        Method::AdminLoginApiKey => admin::login_api_key(ctx, raw).await,
+        Method::AdminLogout => admin::logout(ctx, raw),
+        _ => Err(not_served(method)),
+    }
+}
+
+/// Checks the params of a method that takes none: absent, `null` or `{}`.
+fn no_params(raw: Option<Value>) -> Result<(), ErrorBody> {
+    match raw {
+        None | Some(Value::Null) => Ok(()),
+        Some(Value::Object(map)) if map.is_empty() => Ok(()),
+        Some(Value::Object(map)) => {
+            let name = map.keys().next().map(String::as_str).unwrap_or_default();
+            Err(ErrorBody::invalid(format!(
+                "bad params: this method takes none, and got `{name}`"
+            )))
+        }
+        Some(_) => Err(ErrorBody::invalid("bad params: must be an object")),
+    }
+}
+
+/// Runs a stream method until it ends.
+///
+/// # Errors
+/// The handler's error.
+pub async fn stream(
+    ctx: &RequestCtx,
+    method: Method,
+    raw: Option<Value>,
+    sink: &mut StreamSink,
+) -> Result<(), ErrorBody> {
+    match method {
+        Method::ConversationSubscribe => conversation::subscribe(ctx, raw, sink).await,
+        _ => Err(not_served(method)),
+    }
+}

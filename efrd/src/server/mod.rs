@@ -1,0 +1,115 @@
+//! Connections, hello, scopes, request dispatch, streams, cancel and backpressure.
+//!
+//! `server/` knows the protocol's frames and the method table; it knows no business rule. A method handler
+//! (`methods/`, one file per method family) checks its params, calls the module that owns the rule, and maps the
+//! outcome to a result or an error (ARCHITECTURE.md §3).
+
+pub mod connection;
+pub mod methods;
+pub mod peer;
+pub mod session;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use efr_protocol::frame::{RequestId, ServerFrame};
+use serde_json::Value;
+use tokio::net::UnixListener;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tracing::{info, warn};
+
+use self::connection::{Closed, Outbound};
+use self::session::Session;
+use crate::daemon::Daemon;
+
+/// How long a graceful stop waits for connections to finish their last frames.
+pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// What a request's handler can see: the daemon, its connection and its own cancellation.
+#[derive(Debug)]
+pub struct RequestCtx {
+    /// The daemon's shared state.
+    pub daemon: Arc<Daemon>,
+    /// The connection's identity and scopes.
+    pub session: Arc<Session>,
+    /// The request id.
+    pub id: RequestId,
+    /// Cancelled by `{"cancel": id}`, by the connection's close, or at shutdown.
+    pub cancel: CancellationToken,
+    /// Cancelled when efrd stops.
+    pub shutdown: CancellationToken,
+}
+
+/// The sending side of one stream request: items, and the ack the client may have asked for.
+#[derive(Debug)]
+pub struct StreamSink {
+    id: RequestId,
+    ack_pending: bool,
+    out: Outbound,
+}
+
+impl StreamSink {
+    pub(crate) fn new(id: RequestId, ack: bool, out: Outbound) -> Self {
+        Self {
+            id,
+            ack_pending: ack,
+            out,
+        }
+    }
+
+    /// Sends `{"ack": id}` if the client asked for it and it was not sent yet. Call it as soon as the stream is
+    /// registered (a subscription is live); [`Self::item`] sends it first otherwise.
+    ///
+    /// # Errors
+    /// [`Closed`] when the connection is gone.
+    pub async fn ack(&mut self) -> Result<(), Closed> {
+        if std::mem::take(&mut self.ack_pending) {
+            self.out.send(ServerFrame::Ack(self.id)).await?;
+        }
+        Ok(())
+    }
+
+    /// Sends one item, waiting while the connection's queue is full.
+    ///
+    /// # Errors
+    /// [`Closed`] when the connection is gone.
+    pub async fn item(&mut self, item: Value) -> Result<(), Closed> {
+        self.ack().await?;
+        self.out.send(ServerFrame::Item { id: self.id, item }).await
+    }
+}
+
+/// Accepts connections until `shutdown`, then waits (at most [`DRAIN_TIMEOUT`]) for them to end their streams.
+pub async fn serve(listener: &UnixListener, daemon: Arc<Daemon>, shutdown: CancellationToken) {
+    let tracker = TaskTracker::new();
+    loop {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            () = shutdown.cancelled() => break,
+        };
+        let stream = match accepted {
+            Ok((stream, _)) => stream,
+            Err(error) => {
+                // EMFILE and friends: back off briefly rather than spin.
+                warn!(%error, "accept failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let peer = match peer::check_same_user(&stream) {
+            Ok(peer) => peer,
+            Err(error) => {
+                info!(%error, "closing a connection before reading a byte");
+                continue;
+            }
+        };
+        let daemon = Arc::clone(&daemon);
+        let shutdown = shutdown.clone();
+        tracker.spawn(connection::serve(stream, Session::local(peer), daemon, shutdown));
+    }
+    tracker.close();
+    if tokio::time::timeout(DRAIN_TIMEOUT, tracker.wait()).await.is_err() {
+        warn!("connections did not finish within {DRAIN_TIMEOUT:?}");
+    }
+}

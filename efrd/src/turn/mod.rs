@@ -1,0 +1,283 @@
+//! The turn loop: stream the model's answer, map it to events, and end the turn with exactly one terminal event.
+//!
+//! A turn runs as its own task, beside its conversation's actor, so that the actor stays free to take interrupts and
+//! subscriptions. Every event the turn makes goes through the actor ([`Recorder`]), which numbers, commits and
+//! broadcasts it; the turn never touches the store.
+//!
+//! What a text turn records, in order: `assistant_message_updated` (coalesced, see [`coalesce`]) and
+//! `assistant_message_completed` for each message that has text, then one of `turn_completed` (usage, context, stop),
+//! `turn_failed` (the error body) or `turn_interrupted` (usage so far). Tools come with the tools issue; until then
+//! the model is given none, and a tool call it makes anyway fails the turn with a clear message.
+
+pub mod coalesce;
+
+use std::time::Instant;
+
+use efr_protocol::events::{AssistantMessageCompleted, EventBody, TurnCompleted, TurnFailed, TurnInterrupted};
+use efr_protocol::ids::TurnId;
+use efr_protocol::wire::{ContextFill, Stop, StopReason as WireStop, Usage as WireUsage};
+use efr_protocol::{ErrorBody, ErrorCode};
+use futures::StreamExt;
+use tokio_util::sync::CancellationToken;
+use tracing::debug;
+
+use self::coalesce::TextCoalescer;
+use crate::conversation::Recorder;
+use crate::model::{HistoryItem, ModelError, ModelEvent, ModelRequest, Provider, StopReason, Usage};
+
+/// Everything a turn needs to run, prepared by its conversation's actor.
+#[derive(Debug)]
+pub struct TurnPlan {
+    /// The turn.
+    pub turn_id: TurnId,
+    /// The model request: instructions, the conversation's history with this turn's prompt last, the settings.
+    pub request: ModelRequest,
+    /// The provider to call.
+    pub provider: Provider,
+    /// The model's context window in tokens, when the catalog knows it (for `context` of the end event).
+    pub context_window: Option<u64>,
+}
+
+/// What a finished turn adds to its conversation's history for later turns.
+#[derive(Debug, Default)]
+pub struct TurnOutcome {
+    /// The model's reasoning (with its carry-over) and text, in the order it came.
+    pub history: Vec<HistoryItem>,
+}
+
+/// How the model stream ended.
+enum Ending {
+    Stopped {
+        reason: StopReason,
+        empty: bool,
+    },
+    Failed(ErrorBody),
+    Interrupted,
+    /// The recorder is gone (the actor stopped at shutdown): nothing more can be recorded.
+    Lost,
+}
+
+/// Runs one turn to its end. Records its events through `recorder`; returns what it adds to the history.
+pub async fn run(plan: TurnPlan, recorder: Recorder, cancel: CancellationToken) -> TurnOutcome {
+    let TurnPlan {
+        turn_id,
+        request,
+        provider,
+        context_window,
+    } = plan;
+    let mut state = CallState::new(turn_id, recorder);
+    let mut stream = std::pin::pin!(provider.stream(&request));
+    let ending = loop {
+        let deadline = state.coalescer.deadline();
+        let next = tokio::select! {
+            biased;
+            () = cancel.cancelled() => break Ending::Interrupted,
+            () = sleep_until(deadline) => {
+                if state.flush_text().await.is_err() {
+                    break Ending::Lost;
+                }
+                continue;
+            }
+            next = stream.next() => next,
+        };
+        let step = match next {
+            None => Err(Ending::Failed(model_error(&ModelError::StreamEnded))),
+            Some(Err(error)) => Err(Ending::Failed(model_error(&error))),
+            Some(Ok(event)) => state.apply(event).await,
+        };
+        if let Err(ending) = step {
+            break ending;
+        }
+    };
+    // Whatever happened, no text that reached efrd is lost: flush it and close the open message.
+    if !matches!(ending, Ending::Lost) && state.finish_message().await.is_err() {
+        return state.outcome();
+    }
+    let usage = wire_usage(&state.usage);
+    let context = context_window.map(|window| ContextFill {
+        tokens: state.usage.input + state.usage.output,
+        // No compaction yet: the limit a client shows as 100% is the whole window.
+        limit: window,
+        window,
+    });
+    let usage_member = (state.usage != Usage::default()).then_some(usage);
+    let body = match ending {
+        Ending::Stopped { reason, empty } => EventBody::TurnCompleted(TurnCompleted {
+            usage: usage_member,
+            context,
+            stop: stop_member(reason, empty),
+            changes: None,
+        }),
+        Ending::Failed(error) => EventBody::TurnFailed(TurnFailed {
+            error,
+            usage: usage_member,
+            context,
+            changes: None,
+        }),
+        Ending::Interrupted => EventBody::TurnInterrupted(TurnInterrupted {
+            usage: usage_member,
+            context,
+            changes: None,
+        }),
+        Ending::Lost => return state.outcome(),
+    };
+    if let Err(error) = state.recorder.record(turn_id, vec![body]).await {
+        debug!(%turn_id, %error, "the turn's end could not be recorded");
+    }
+    state.outcome()
+}
+
+/// `stop` of turn_completed: absent for a normal answer (spec, "why a turn stopped").
+fn stop_member(reason: StopReason, empty: bool) -> Option<Stop> {
+    let reason = match reason {
+        StopReason::EndTurn if !empty => return None,
+        StopReason::EndTurn => WireStop::EndTurn,
+        StopReason::MaxTokens => WireStop::MaxTokens,
+        StopReason::Refusal => WireStop::Refusal,
+        StopReason::ContentFilter => WireStop::ContentFilter,
+        StopReason::PauseTurn => WireStop::PauseTurn,
+    };
+    Some(Stop { reason, empty })
+}
+
+async fn sleep_until(deadline: Option<Instant>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(deadline.into()).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// The wire usage of a turn's summed model usage.
+#[must_use]
+pub fn wire_usage(usage: &Usage) -> WireUsage {
+    WireUsage {
+        input_tokens: usage.input,
+        output_tokens: usage.output,
+        cached_input_tokens: usage.cached_input,
+        reasoning_tokens: usage.reasoning,
+        context_tokens: usage.input + usage.output,
+        cache_write_tokens: usage.cache_write,
+        cache_write_1h_tokens: usage.cache_write_1h,
+    }
+}
+
+/// The error body a turn fails with for a model error. The message never holds a key.
+#[must_use]
+pub fn model_error(error: &ModelError) -> ErrorBody {
+    let code = match error {
+        ModelError::MissingKey { .. } | ModelError::KeyRefused { .. } => ErrorCode::Unauthorized,
+        ModelError::RateLimited { .. } | ModelError::Overloaded { .. } => ErrorCode::Busy,
+        ModelError::ContextOverflow { .. } => ErrorCode::TooLarge,
+        ModelError::Rejected { .. } => ErrorCode::Invalid,
+        _ => ErrorCode::Unavailable,
+    };
+    ErrorBody::new(code, error.to_string())
+}
+
+/// The state of the turn's model call: open message, coalescer, summed usage, history items.
+struct CallState {
+    turn_id: TurnId,
+    recorder: Recorder,
+    coalescer: TextCoalescer,
+    /// The open message's index and text so far.
+    message: Option<(u32, String)>,
+    usage: Usage,
+    history: Vec<HistoryItem>,
+}
+
+/// The actor is gone; the turn cannot record anything more.
+struct Lost;
+
+impl CallState {
+    fn new(turn_id: TurnId, recorder: Recorder) -> Self {
+        Self {
+            turn_id,
+            recorder,
+            coalescer: TextCoalescer::default(),
+            message: None,
+            usage: Usage::default(),
+            history: Vec::new(),
+        }
+    }
+
+    fn outcome(self) -> TurnOutcome {
+        TurnOutcome { history: self.history }
+    }
+
+    async fn record(&self, bodies: Vec<EventBody>) -> Result<(), Lost> {
+        if bodies.is_empty() {
+            return Ok(());
+        }
+        self.recorder
+            .record(self.turn_id, bodies)
+            .await
+            .map(drop)
+            .map_err(|_| Lost)
+    }
+
+    async fn flush_text(&mut self) -> Result<(), Lost> {
+        let pending = self.coalescer.flush().map(EventBody::AssistantMessageUpdated);
+        self.record(pending.into_iter().collect()).await
+    }
+
+    /// Flushes the open message's text and records it whole.
+    async fn finish_message(&mut self) -> Result<(), Lost> {
+        let mut bodies: Vec<EventBody> = self
+            .coalescer
+            .flush()
+            .map(EventBody::AssistantMessageUpdated)
+            .into_iter()
+            .collect();
+        if let Some((index, text)) = self.message.take() {
+            self.history.push(HistoryItem::AssistantText { text: text.clone() });
+            bodies.push(EventBody::AssistantMessageCompleted(AssistantMessageCompleted {
+                index,
+                text,
+            }));
+        }
+        self.record(bodies).await
+    }
+
+    /// Applies one model event; `Err` ends the call.
+    async fn apply(&mut self, event: ModelEvent) -> Result<(), Ending> {
+        match event {
+            ModelEvent::TextDelta { index, offset, delta } => {
+                if self.message.as_ref().is_some_and(|(open, _)| *open != index) {
+                    self.finish_message().await.map_err(|Lost| Ending::Lost)?;
+                }
+                let (_, text) = self.message.get_or_insert_with(|| (index, String::new()));
+                text.push_str(&delta);
+                let ready = self.coalescer.push(index, offset, &delta, Instant::now());
+                self.record(ready.into_iter().map(EventBody::AssistantMessageUpdated).collect())
+                    .await
+                    .map_err(|Lost| Ending::Lost)
+            }
+            ModelEvent::ReasoningDone { text, carry } => {
+                self.history.push(HistoryItem::Reasoning { text, carry });
+                Ok(())
+            }
+            ModelEvent::ReasoningDelta { .. } => Ok(()),
+            ModelEvent::ToolCallStarted { tool, .. } | ModelEvent::ToolCallDone { tool, .. } => {
+                Err(Ending::Failed(ErrorBody::new(
+                    ErrorCode::Unavailable,
+                    format!("the model called the tool `{tool}`, and efrd cannot run tools yet"),
+                )))
+            }
+            ModelEvent::ToolInputDelta { .. } => Ok(()),
+            ModelEvent::Usage(usage) => {
+                add_usage(&mut self.usage, &usage);
+                Ok(())
+            }
+            ModelEvent::Stop { reason, empty } => Err(Ending::Stopped { reason, empty }),
+        }
+    }
+}
+
+fn add_usage(sum: &mut Usage, usage: &Usage) {
+    sum.input += usage.input;
+    sum.cached_input += usage.cached_input;
+    sum.cache_write += usage.cache_write;
+    sum.cache_write_1h += usage.cache_write_1h;
+    sum.output += usage.output;
+    sum.reasoning += usage.reasoning;
+}

@@ -1,0 +1,147 @@
+//! Shared setup of efrd's integration tests: a scripted model server and a real efrd in a temporary home.
+
+#![allow(dead_code)]
+
+use std::path::Path;
+
+use efr_protocol::frame::RequestId;
+use efr_test_support::client::{Client, StreamFrame};
+use efr_test_support::daemon::{TestDaemon, config_for};
+use efr_test_support::scripted::{Reply, ReplyEvent, Script, ScriptUsage, ScriptedModel, Step};
+use serde_json::{Value, json};
+
+/// The efrd binary cargo built for these tests.
+pub fn efrd_binary() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_efrd"))
+}
+
+/// A model server that answers each call with the given replies, in order.
+pub async fn model(replies: Vec<Reply>) -> ScriptedModel {
+    let script = Script {
+        steps: replies.into_iter().map(Step::Reply).collect(),
+        models: vec!["gpt-5".into()],
+        ..Script::default()
+    };
+    ScriptedModel::start(script).await.expect("scripted model server")
+}
+
+/// A reply with `text` streamed in chunks of `chunk` bytes (boundaries may split characters).
+pub fn text_reply(text: &str, chunk: usize, delay_ms: u64) -> Reply {
+    Reply {
+        events: vec![ReplyEvent::Text(text.to_owned())],
+        usage: Some(ScriptUsage {
+            input: 120,
+            output: 30,
+            ..ScriptUsage::default()
+        }),
+        chunk_bytes: Some(chunk),
+        chunk_delay_ms: Some(delay_ms),
+        ..Reply::default()
+    }
+}
+
+/// efrd in `home`, logged in to openai-api through the environment, pointed at `model`.
+pub fn daemon(home: &Path, model: &ScriptedModel) -> TestDaemon {
+    TestDaemon::start(
+        efrd_binary(),
+        home,
+        Some(&config_for(&model.base_url())),
+        &[("OPENAI_API_KEY", "sk-proj-testkey0000000000000000a1b2")],
+    )
+    .expect("efrd starts")
+}
+
+/// A new command id.
+pub fn command_id() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
+/// Sends a prompt and returns its result.
+pub async fn prompt(client: &mut Client, conversation: Option<&str>, text: &str) -> Value {
+    let mut params = json!({"command_id": command_id(), "text": text, "context": {"cwd": "/tmp", "tty": "/dev/pts/9"}});
+    if let Some(id) = conversation {
+        params["conversation_id"] = json!(id);
+    }
+    client.ok("prompt.send", params).await.expect("prompt.send")
+}
+
+/// Subscribes with ack and returns the request id after the ack (and the snapshot, when `after_seq` is absent).
+pub async fn subscribe(client: &mut Client, conversation: &str, after_seq: Option<u64>) -> (RequestId, Option<Value>) {
+    let mut params = json!({"conversation_id": conversation});
+    if let Some(seq) = after_seq {
+        params["after_seq"] = json!(seq);
+    }
+    let id = client
+        .send("conversation.subscribe", params, true)
+        .await
+        .expect("subscribe");
+    assert_eq!(
+        client.next_of(id).await.expect("ack"),
+        StreamFrame::Ack,
+        "the ack comes first"
+    );
+    let snapshot = if after_seq.is_none() {
+        match client.next_of(id).await.expect("snapshot") {
+            StreamFrame::Item(item) => Some(item["snapshot"].clone()),
+            other => panic!("expected the snapshot, got {other:?}"),
+        }
+    } else {
+        None
+    };
+    (id, snapshot)
+}
+
+/// Reads events of subscription `id` until one of kind `until` (included); fails when a turn ends before.
+pub async fn events_until(client: &mut Client, id: RequestId, until: &str) -> Vec<Value> {
+    read_events(client, id, until, true).await
+}
+
+/// Reads events of subscription `id` until one of kind `until` (included), through the ends of turns.
+pub async fn events_through(client: &mut Client, id: RequestId, until: &str) -> Vec<Value> {
+    read_events(client, id, until, false).await
+}
+
+async fn read_events(client: &mut Client, id: RequestId, until: &str, strict: bool) -> Vec<Value> {
+    let mut events = Vec::new();
+    loop {
+        match client.next_of(id).await.expect("a frame of the subscription") {
+            StreamFrame::Item(item) => {
+                let event = item["event"].clone();
+                assert!(!event.is_null(), "an item that is not an event: {item}");
+                let kind = event["kind"].as_str().unwrap_or_default().to_owned();
+                events.push(event.clone());
+                if kind == until {
+                    return events;
+                }
+                assert!(
+                    !strict
+                        || !matches!(
+                            kind.as_str(),
+                            "turn_completed" | "turn_failed" | "turn_interrupted" | "turn_cancelled"
+                        ),
+                    "waiting for {until}, the turn ended: {event}"
+                );
+            }
+            other => panic!("expected an event, got {other:?}"),
+        }
+    }
+}
+
+/// The assistant's text of a list of events, rebuilt from assistant_message_updated by offset.
+pub fn text_of(events: &[Value]) -> String {
+    let mut text = String::new();
+    for event in events.iter().filter(|e| e["kind"] == "assistant_message_updated") {
+        assert_eq!(
+            event["offset"].as_u64().unwrap(),
+            text.len() as u64,
+            "offsets are contiguous bytes"
+        );
+        text.push_str(event["delta"].as_str().unwrap());
+    }
+    text
+}
+
+/// The seqs of a list of events.
+pub fn seqs(events: &[Value]) -> Vec<u64> {
+    events.iter().map(|e| e["seq"].as_u64().unwrap()).collect()
+}

@@ -1,0 +1,190 @@
+//! The real efrd binary over its real socket: hello, bad frames, scopes of the connection, unknown methods.
+
+mod common;
+
+use efr_protocol::ErrorCode;
+use efr_protocol::frame::ServerFrame;
+use efr_test_support::client::{Client, StreamFrame};
+use serde_json::json;
+
+use common::{daemon, model};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hello_reports_the_daemon_and_a_wrong_version_stops_the_connection() {
+    let home = tempfile::tempdir().unwrap();
+    let server = model(vec![]).await;
+    let efrd = daemon(home.path(), &server);
+
+    let mut client = Client::connect_raw(&efrd.socket()).await.unwrap();
+    // Before hello, nothing runs.
+    let error = client.call("models.list", json!(null)).await.unwrap().unwrap_err();
+    assert_eq!(error.code, ErrorCode::Invalid);
+    assert!(error.message.contains("hello"), "{}", error.message);
+
+    let error = client
+        .call("hello", json!({"protocol": 2, "client": {"name": "t", "version": "0"}}))
+        .await
+        .unwrap();
+    let error = error.unwrap_err();
+    assert_eq!(error.code, ErrorCode::ProtocolMismatch);
+    assert_eq!(error.data, Some(json!({"protocol": 1})));
+    // Nothing else runs on that connection, not even a second hello.
+    let error = client.call("models.list", json!(null)).await.unwrap().unwrap_err();
+    assert_eq!(error.code, ErrorCode::ProtocolMismatch);
+    let error = client
+        .call("hello", json!({"protocol": 1, "client": {"name": "t", "version": "0"}}))
+        .await
+        .unwrap();
+    assert_eq!(error.unwrap_err().code, ErrorCode::ProtocolMismatch);
+
+    let mut good = Client::connect_raw(&efrd.socket()).await.unwrap();
+    let hello = good
+        .ok(
+            "hello",
+            json!({"protocol": 1, "client": {"name": "t", "version": "0"}, "tty": "/dev/pts/1"}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(hello["protocol"], 1);
+    assert_eq!(hello["version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(hello["paths"]["socket"], json!(efrd.socket()));
+    let daemon_id = hello["daemon_id"].as_str().unwrap().to_owned();
+    uuid::Uuid::parse_str(&daemon_id).unwrap();
+    // A second hello is the phone's probe: conflict, and the connection goes on.
+    let again = good
+        .call("hello", json!({"protocol": 1, "client": {"name": "t", "version": "0"}}))
+        .await
+        .unwrap();
+    assert_eq!(again.unwrap_err().code, ErrorCode::Conflict);
+    assert!(good.ok("models.list", json!(null)).await.is_ok());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_methods_and_bad_params_name_what_is_wrong() {
+    let home = tempfile::tempdir().unwrap();
+    let server = model(vec![]).await;
+    let efrd = daemon(home.path(), &server);
+    let mut client = efrd.client().await.unwrap();
+
+    let error = client.call("prompt.sned", json!({})).await.unwrap().unwrap_err();
+    assert_eq!(error.code, ErrorCode::Invalid);
+    assert!(error.message.contains("prompt.sned"), "{}", error.message);
+
+    let error = client
+        .call("prompt.send", json!({"command_id": common::command_id()}))
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(error.code, ErrorCode::Invalid);
+    assert!(error.message.contains("text"), "{}", error.message);
+
+    let error = client
+        .call(
+            "prompt.send",
+            json!({"command_id": common::command_id(), "text": "hi", "settings": {"mode": 5}}),
+        )
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert!(error.message.contains("settings.mode"), "{}", error.message);
+
+    let error = client.call("models.list", json!({"x": 1})).await.unwrap().unwrap_err();
+    assert!(error.message.contains('x'), "{}", error.message);
+
+    // A method of the table that this efrd does not serve yet says so.
+    let error = client.call("jobs.list", json!({})).await.unwrap().unwrap_err();
+    assert_eq!(error.code, ErrorCode::Invalid);
+    assert!(error.message.contains("does not serve"), "{}", error.message);
+
+    // A method served only on the tailnet listener is forbidden here.
+    let error = client.call("device.prove", json!({})).await.unwrap().unwrap_err();
+    assert_eq!(error.code, ErrorCode::Forbidden);
+
+    // A request with an id but a bad member gets an error for that id, and the connection goes on.
+    client
+        .send_value(&json!({"id": 77, "method": "models.list", "params": [1]}))
+        .await
+        .unwrap();
+    let frame = client.next_frame_for(Some(77)).await.unwrap();
+    let ServerFrame::Error { error, .. } = frame else {
+        panic!("expected an error, got {frame:?}")
+    };
+    assert!(error.message.contains("params"));
+    assert!(client.ok("models.list", json!(null)).await.is_ok());
+
+    // A request id already in flight is refused; a cancel of an unknown id is ignored.
+    client.cancel(999).await.unwrap();
+    assert!(client.ok("models.list", json!(null)).await.is_ok());
+}
+
+/// Sends `bytes` raw on a fresh connection after hello and returns the frames until the daemon closes it.
+async fn answers_to(efrd: &efr_test_support::daemon::TestDaemon, bytes: &[u8]) -> Vec<ServerFrame> {
+    let mut client = efrd.client().await.unwrap();
+    client.send_raw(bytes).await.unwrap();
+    let mut frames = Vec::new();
+    while let Some(frame) = client.read_frame().await.unwrap() {
+        frames.push(frame);
+    }
+    frames
+}
+
+fn framed(body: &[u8]) -> Vec<u8> {
+    let mut out = u32::try_from(body.len()).unwrap().to_be_bytes().to_vec();
+    out.extend_from_slice(body);
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_frames_get_their_answer_and_the_daemon_keeps_serving() {
+    let home = tempfile::tempdir().unwrap();
+    let server = model(vec![]).await;
+    let efrd = daemon(home.path(), &server);
+    let mut bystander = efrd.client().await.unwrap();
+
+    // A 17 MiB frame: refused from its header, before a byte of the body is sent.
+    let header = (17_u32 * 1024 * 1024).to_be_bytes();
+    let frames = answers_to(&efrd, &header).await;
+    assert!(
+        matches!(&frames[..], [ServerFrame::Error { id: None, error }] if error.code == ErrorCode::TooLarge),
+        "{frames:?}"
+    );
+
+    let frames = answers_to(&efrd, &framed(b"{\"id\": 1, \"method\": ")).await;
+    assert!(
+        matches!(&frames[..], [ServerFrame::Error { id: None, error }] if error.code == ErrorCode::Invalid && error.message.contains("JSON")),
+        "{frames:?}"
+    );
+
+    let frames = answers_to(&efrd, &framed(b"[1, 2, 3]")).await;
+    assert!(
+        matches!(&frames[..], [ServerFrame::Error { id: None, error }] if error.message.contains("not an object")),
+        "{frames:?}"
+    );
+
+    // A truncated frame: the daemon closes quietly when the peer goes.
+    let mut client = efrd.client().await.unwrap();
+    client.send_raw(&framed(b"{\"id\": 5}")[..6]).await.unwrap();
+    drop(client);
+
+    // The other connection never noticed.
+    let models = bystander.ok("models.list", json!(null)).await.unwrap();
+    assert!(models["models"].is_array());
+    let status = bystander.ok("admin.status", json!(null)).await.unwrap();
+    assert_eq!(status["pid"], efrd.pid().unwrap());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_requests_in_flight_are_answered_interleaved() {
+    let home = tempfile::tempdir().unwrap();
+    let server = model(vec![]).await;
+    let efrd = daemon(home.path(), &server);
+    let mut client = efrd.client().await.unwrap();
+    let mut ids = Vec::new();
+    for _ in 0..50 {
+        ids.push(client.send("admin.status", json!(null), false).await.unwrap());
+    }
+    for id in ids {
+        assert!(matches!(client.next_of(id).await.unwrap(), StreamFrame::Item(_)));
+        assert_eq!(client.next_of(id).await.unwrap(), StreamFrame::End);
+    }
+}

@@ -1,0 +1,232 @@
+//! Events: the durable, numbered log of a conversation, and the daemon's own events.
+//!
+//! # The envelope
+//!
+//! Each event of a conversation's log is one JSON object `{"seq", "at", "conversation_id", "turn_id"?, "kind",
+//! ...members}` ([`Event`]): `seq` numbers the conversation's events from 1 with no gap, `at` is the commit time,
+//! `turn_id` is present for an event that belongs to a turn, and `kind` with the members is the [`EventBody`]. An
+//! event is broadcast only after it is committed (ARCHITECTURE.md §4).
+//!
+//! # Kinds a reader does not know
+//!
+//! A newer daemon adds kinds. A reader takes a kind that it does not know as [`EventBody::Unknown`], which keeps the
+//! kind's name and its members as they came, so nothing is silently dropped and a log can be written back unchanged.
+//! A known kind whose members do not parse is an error, never `Unknown`.
+//!
+//! # Events that belong to no conversation
+//!
+//! login_completed and logout_completed belong to no conversation (spec: "it belongs to no conversation, like
+//! login_completed"). Rather than make `conversation_id` optional on every event, they are a separate type,
+//! [`DaemonEvent`] `{"seq", "at", "kind", ...members}`, numbered in the daemon's own log. A conversation's log never
+//! holds one, so `Event::conversation_id` is always there.
+
+mod approval;
+mod conversation;
+mod daemon;
+mod message;
+mod sandbox;
+mod shell;
+mod tool;
+mod turn;
+
+use schemars::JsonSchema;
+use serde::de::Error as _;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::{Map, Value};
+
+use crate::ids::{CallId, ConversationId, Timestamp, TurnId};
+
+pub use approval::{ApprovalExpired, ApprovalRequested, ApprovalResolved};
+pub use conversation::{ConversationCreated, PromptQueued};
+pub use daemon::{LoginCompleted, LogoutCompleted};
+pub use message::{AssistantMessageCompleted, AssistantMessageUpdated};
+pub use sandbox::SandboxUnavailable;
+pub use shell::{ShellCommandDetached, ShellCommandEnded, ShellCommandInputChanged};
+pub use tool::{CallStatus, ToolCallCompleted, ToolCallInputChanged, ToolCallStarted};
+pub use turn::{TurnCancelled, TurnCompleted, TurnFailed, TurnInterruptRequested, TurnInterrupted, TurnStarted};
+
+/// One event of a conversation's log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Event {
+    /// The event's number in its conversation, from 1, with no gap.
+    pub seq: u64,
+    /// When it was committed.
+    pub at: Timestamp,
+    /// The conversation.
+    pub conversation_id: ConversationId,
+    /// The turn it belongs to; absent for an event of the conversation, not of a turn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn_id: Option<TurnId>,
+    /// `kind` and the members.
+    #[serde(flatten)]
+    pub body: EventBody,
+}
+
+/// One event of the daemon's own log: an event that belongs to no conversation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct DaemonEvent {
+    /// The event's number in the daemon's log, from 1.
+    pub seq: u64,
+    /// When it was committed.
+    pub at: Timestamp,
+    /// `kind` and the members.
+    #[serde(flatten)]
+    pub body: DaemonEventBody,
+}
+
+/// An event of a kind that this reader does not know: its kind and its members, kept as they came.
+///
+/// On output it is written back as it came: `kind`, then the members.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct UnknownEvent {
+    /// The kind's name.
+    pub kind: String,
+    /// Every other member of the body (the envelope's members are not here).
+    #[serde(flatten)]
+    pub members: Map<String, Value>,
+}
+
+/// Defines an event body enum: tagged by `kind`, with a `KINDS` list and an `Unknown` variant for the rest.
+///
+/// The invocation names the schema with `#[schemars(rename = "...")]` (the derive would call it `Self`). The derive
+/// runs with `remote = "Self"` so that the derived code becomes the inherent `serialize`/`deserialize`
+/// that the hand-written trait impls below call for the known kinds.
+macro_rules! event_body {
+    (
+        $(#[$meta:meta])*
+        pub enum $name:ident {
+            $( $(#[$vmeta:meta])* $variant:ident($ty:ty) = $kind:literal, )+
+        }
+    ) => {
+        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+        #[serde(remote = "Self", tag = "kind")]
+        $(#[$meta])*
+        pub enum $name {
+            $( $(#[$vmeta])* #[serde(rename = $kind)] $variant($ty), )+
+            /// A kind that this reader does not know, kept as it came. Not part of the schema.
+            #[serde(skip)]
+            Unknown(UnknownEvent),
+        }
+
+        impl $name {
+            /// The kinds that this reader knows, in the order of the spec.
+            pub const KINDS: &'static [&'static str] = &[$($kind),+];
+
+            /// The event's kind, such as `turn_started` (the name it came with for `Unknown`).
+            #[must_use]
+            pub fn kind(&self) -> &str {
+                match self {
+                    $( Self::$variant(_) => $kind, )+
+                    Self::Unknown(unknown) => &unknown.kind,
+                }
+            }
+        }
+
+        impl Serialize for $name {
+            fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                match self {
+                    Self::Unknown(unknown) => unknown.serialize(serializer),
+                    known => $name::serialize(known, serializer),
+                }
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                let mut members = Map::<String, Value>::deserialize(deserializer)?;
+                let kind = match members.get("kind") {
+                    Some(Value::String(kind)) => kind.clone(),
+                    Some(_) => return Err(D::Error::custom("`kind` must be a string")),
+                    None => return Err(D::Error::missing_field("kind")),
+                };
+                if Self::KINDS.contains(&kind.as_str()) {
+                    $name::deserialize(Value::Object(members))
+                        .map_err(|error| D::Error::custom(format_args!("event `{kind}`: {error}")))
+                } else {
+                    members.remove("kind");
+                    Ok(Self::Unknown(UnknownEvent { kind, members }))
+                }
+            }
+        }
+    };
+}
+
+event_body! {
+    /// The kind and members of a conversation's event, tagged by `kind`.
+    #[schemars(rename = "EventBody")]
+    pub enum EventBody {
+        /// The conversation was created (its first event).
+        ConversationCreated(ConversationCreated) = "conversation_created",
+        /// A prompt waits for its turn.
+        PromptQueued(PromptQueued) = "prompt_queued",
+        /// A turn started.
+        TurnStarted(TurnStarted) = "turn_started",
+        /// A prompt was recorded as not run (such as one that waited when the daemon restarted).
+        TurnCancelled(TurnCancelled) = "turn_cancelled",
+        /// An interrupt of the turn was asked for.
+        TurnInterruptRequested(TurnInterruptRequested) = "turn_interrupt_requested",
+        /// The turn stopped on an interrupt.
+        TurnInterrupted(TurnInterrupted) = "turn_interrupted",
+        /// The turn ended with an answer.
+        TurnCompleted(TurnCompleted) = "turn_completed",
+        /// The turn ended with an error.
+        TurnFailed(TurnFailed) = "turn_failed",
+        /// Text was added to an assistant message.
+        AssistantMessageUpdated(AssistantMessageUpdated) = "assistant_message_updated",
+        /// An assistant message is whole.
+        AssistantMessageCompleted(AssistantMessageCompleted) = "assistant_message_completed",
+        /// The model called a tool.
+        ToolCallStarted(ToolCallStarted) = "tool_call_started",
+        /// A call's command began or stopped waiting for input.
+        ToolCallInputChanged(ToolCallInputChanged) = "tool_call_input_changed",
+        /// A call answered the model.
+        ToolCallCompleted(ToolCallCompleted) = "tool_call_completed",
+        /// A call waits for the user's approval.
+        ApprovalRequested(ApprovalRequested) = "approval_requested",
+        /// The approval question was answered.
+        ApprovalResolved(ApprovalResolved) = "approval_resolved",
+        /// The approval question expired.
+        ApprovalExpired(ApprovalExpired) = "approval_expired",
+        /// A shell call's command still runs after its call answered.
+        ShellCommandDetached(ShellCommandDetached) = "shell_command_detached",
+        /// That command began or stopped waiting for input.
+        ShellCommandInputChanged(ShellCommandInputChanged) = "shell_command_input_changed",
+        /// That command ended.
+        ShellCommandEnded(ShellCommandEnded) = "shell_command_ended",
+        /// The sandbox cannot run, so contained calls cannot either.
+        SandboxUnavailable(SandboxUnavailable) = "sandbox_unavailable",
+    }
+}
+
+event_body! {
+    /// The kind and members of a daemon event (one that belongs to no conversation), tagged by `kind`.
+    #[schemars(rename = "DaemonEventBody")]
+    pub enum DaemonEventBody {
+        /// A provider login completed.
+        LoginCompleted(LoginCompleted) = "login_completed",
+        /// A provider's login was removed.
+        LogoutCompleted(LogoutCompleted) = "logout_completed",
+    }
+}
+
+impl EventBody {
+    /// The tool call the event is about, for the kinds that have one.
+    #[must_use]
+    pub fn call_id(&self) -> Option<&CallId> {
+        match self {
+            Self::ToolCallStarted(e) => Some(&e.call_id),
+            Self::ToolCallInputChanged(e) => Some(&e.call_id),
+            Self::ToolCallCompleted(e) => Some(&e.call_id),
+            Self::ApprovalRequested(e) => Some(&e.call_id),
+            Self::ApprovalResolved(e) => Some(&e.call_id),
+            Self::ApprovalExpired(e) => Some(&e.call_id),
+            Self::ShellCommandDetached(e) => Some(&e.call_id),
+            Self::ShellCommandInputChanged(e) => Some(&e.call_id),
+            Self::ShellCommandEnded(e) => Some(&e.call_id),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

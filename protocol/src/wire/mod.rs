@@ -1,0 +1,56 @@
+//! The params and results of the public methods, and the pieces they share, one file per method family.
+//!
+//! Every type derives `Serialize`, `Deserialize`, `JsonSchema`, `Debug`, `Clone` and `PartialEq`, and is snake_case
+//! on the wire. Two rules from ARCHITECTURE.md §4 hold throughout:
+//! - an enum that the spec says "reads as unknown" has an `Unknown` variant that takes every value it does not know;
+//! - a member that is "absent when not set / false when absent / 0 when absent" is skipped on output when so, and
+//!   defaulted on input.
+//!
+//! A write (see [`crate::methods::MethodSpec::write`]) carries `command_id`. Methods without params take `{}`.
+//! `protocol/fixtures/v1/` freezes an example of each type.
+
+pub mod admin;
+pub mod approval;
+pub mod changes;
+pub mod common;
+pub mod config;
+pub mod conversation;
+pub mod input;
+pub mod login;
+pub mod models;
+pub mod prompt;
+pub mod route;
+pub mod sandbox;
+pub mod shell;
+pub mod subscribe;
+pub mod turn;
+
+pub use admin::{
+    AdminStatusParams, AdminStatusResult, ConfigStatus, LoginKind, ProviderStatus, Root, RootSource, Roots,
+};
+pub use approval::{ApprovalDecision, ApprovalRespondParams, ApprovalRespondResult};
+pub use changes::{FileChange, FileChangeKind, FileChanges};
+pub use common::{
+    ContextFill, Mode, ModeFallback, Origin, Overridden, PromptSettings, Stop, StopReason, TurnSettings, Usage,
+};
+pub use config::{AdminConfigReloadParams, AdminConfigReloadResult, ConfigError};
+pub use conversation::{
+    ConversationDiffParams, ConversationDiffResult, ConversationStatus, ConversationSummary, ConversationsListParams,
+    ConversationsListResult,
+};
+pub use input::{AnswerInput, InputRespondParams, InputRespondResult, InputWait};
+pub use login::{AdminLoginApiKeyParams, AdminLoginApiKeyResult, AdminLogoutParams, AdminLogoutResult};
+pub use models::{Catalog, CatalogOrigin, ModelInfo, ModelSource, ModelsListParams, ModelsListResult};
+pub use prompt::{Desktop, PromptContext, PromptSendParams, PromptSendResult, QueueAs, ShellContext, TerminalCommand};
+pub use route::{PromptRoute, RouteScope, RouteSwitch, SwitchReason};
+pub use sandbox::{
+    BlockReason, Blocked, Bus, BusProxyOff, BusRefusal, DesktopKind, Grant, Launch, SandboxPaths, SandboxStatus,
+    SandboxSummary,
+};
+pub use shell::{
+    ApprovedBy, How, ShellBusy, ShellInterruptParams, ShellInterruptResult, ShellStatusParams, ShellStatusResult,
+};
+pub use subscribe::{
+    CompactTrigger, ConversationSubscribeParams, Draft, DraftPart, RunningTurn, Snapshot, SnapshotLive, SubscribeItem,
+};
+pub use turn::{Resent, TurnInterruptParams, TurnInterruptResult, WithdrawnPrompt, WithdrawnSteer};

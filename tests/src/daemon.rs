@@ -1,0 +1,186 @@
+//! Starting the real `efrd` binary for a test: a temporary `EFR_HOME`, a `config.toml` that points the providers at
+//! the scripted model server, and a wait for the socket.
+//!
+//! The process is killed when the [`TestDaemon`] drops; [`TestDaemon::stop`] sends SIGTERM and waits, for tests of
+//! the graceful stop, and [`TestDaemon::kill`] sends SIGKILL, for crash tests.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+
+use crate::client::Client;
+
+/// How long a test waits for efrd to accept connections.
+pub const START_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// A running efrd in its own `EFR_HOME`.
+#[derive(Debug)]
+pub struct TestDaemon {
+    child: Option<Child>,
+    home: PathBuf,
+    binary: PathBuf,
+    envs: Vec<(String, String)>,
+}
+
+impl TestDaemon {
+    /// Writes `config` as `$EFR_HOME/config/config.toml` (when given) and starts `binary` (the efrd executable)
+    /// with `EFR_HOME=home` and the extra variables, then waits until its socket accepts.
+    ///
+    /// # Errors
+    /// When efrd does not start or exits before it accepts.
+    pub fn start(binary: &Path, home: &Path, config: Option<&str>, envs: &[(&str, &str)]) -> Result<Self> {
+        if let Some(config) = config {
+            let dir = home.join("config");
+            std::fs::create_dir_all(&dir)?;
+            std::fs::write(dir.join("config.toml"), config)?;
+        }
+        let mut daemon = Self {
+            child: None,
+            home: home.to_owned(),
+            binary: binary.to_owned(),
+            envs: envs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect(),
+        };
+        daemon.restart()?;
+        Ok(daemon)
+    }
+
+    /// Starts efrd again in the same home (after [`Self::kill`] or [`Self::stop`]).
+    ///
+    /// # Errors
+    /// When efrd does not start or exits before it accepts.
+    pub fn restart(&mut self) -> Result<()> {
+        let mut command = Command::new(&self.binary);
+        command
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", &self.home)
+            .env("EFR_HOME", &self.home)
+            .env(
+                "EFR_LOG",
+                std::env::var("EFR_LOG").unwrap_or_else(|_| "info".to_owned()),
+            )
+            .envs(self.envs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(self.home.join("efrd.log"))?,
+            ));
+        let child = command
+            .spawn()
+            .with_context(|| format!("cannot start {}", self.binary.display()))?;
+        self.child = Some(child);
+        self.wait_ready()
+    }
+
+    fn wait_ready(&mut self) -> Result<()> {
+        let socket = self.socket();
+        let deadline = Instant::now() + START_TIMEOUT;
+        loop {
+            if std::os::unix::net::UnixStream::connect(&socket).is_ok() {
+                return Ok(());
+            }
+            if let Some(child) = self.child.as_mut() {
+                if let Some(status) = child.try_wait()? {
+                    bail!("efrd exited before it accepted ({status}); its log:\n{}", self.log());
+                }
+            }
+            if Instant::now() > deadline {
+                bail!("efrd did not accept within {START_TIMEOUT:?}; its log:\n{}", self.log());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// The socket path (`$EFR_HOME/run/daemon.sock`).
+    #[must_use]
+    pub fn socket(&self) -> PathBuf {
+        self.home.join("run").join("daemon.sock")
+    }
+
+    /// The home folder.
+    #[must_use]
+    pub fn home(&self) -> &Path {
+        &self.home
+    }
+
+    /// The daemon's pid, while it runs.
+    #[must_use]
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    /// What efrd wrote to stderr so far (all its runs in this home).
+    #[must_use]
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.home.join("efrd.log")).unwrap_or_default()
+    }
+
+    /// A connection that said hello.
+    ///
+    /// # Errors
+    /// When the socket does not accept or hello fails.
+    pub async fn client(&self) -> Result<Client> {
+        Client::connect(&self.socket()).await
+    }
+
+    /// SIGKILL, then reap.
+    ///
+    /// # Errors
+    /// When the signal cannot be sent.
+    pub fn kill(&mut self) -> Result<()> {
+        if let Some(mut child) = self.child.take() {
+            child.kill()?;
+            child.wait()?;
+        }
+        Ok(())
+    }
+
+    /// SIGTERM, then wait at most `timeout` for the exit.
+    ///
+    /// # Errors
+    /// When efrd does not exit in time (it is then killed).
+    pub fn stop(&mut self, timeout: Duration) -> Result<ExitStatus> {
+        let Some(mut child) = self.child.take() else {
+            bail!("efrd is not running")
+        };
+        let pid = i32::try_from(child.id())?;
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGTERM)?;
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(status) = child.try_wait()? {
+                return Ok(status);
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                bail!(
+                    "efrd did not stop within {timeout:?} of SIGTERM; its log:\n{}",
+                    self.log()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+impl Drop for TestDaemon {
+    fn drop(&mut self) {
+        let _ = self.kill();
+    }
+}
+
+/// A `config.toml` whose providers all point at `base_url` (the scripted model server).
+#[must_use]
+pub fn config_for(base_url: &str) -> String {
+    format!(
+        "[model]\nprovider = \"openai-api\"\nmodel = \"gpt-5\"\n\n\
+         [providers.openai-api]\nbase_url = \"{base_url}\"\nretry = {{ max_attempts = 2 }}\n\n\
+         [providers.anthropic-api]\nbase_url = \"{base_url}\"\n\n\
+         [providers.openai-compat]\nbase_url = \"{base_url}\"\n"
+    )
+}

@@ -1,0 +1,116 @@
+//! `tidy` and `ci`: the checks CI runs, runnable the same way on a developer's machine.
+
+use std::path::Path;
+use std::process::Command;
+
+use anyhow::{Context, Result, bail};
+
+use crate::protocol;
+
+/// Debian packages the tests need. Tests that need one fail (never skip) when it is missing, so `ci` installs them
+/// first: bubblewrap for the sandbox, dbus for a real bus, zsh and bash for the hidden shell, iproute2 for network
+/// namespaces, python3-venv for the independent phone client, systemd for socket activation and `systemd --user`,
+/// tmux to drive the CLI in a real terminal, git for diffs and snapshots.
+const PACKAGES: &[&str] = &[
+    "bubblewrap",
+    "dbus",
+    "zsh",
+    "bash",
+    "iproute2",
+    "python3-venv",
+    "systemd",
+    "tmux",
+    "git",
+    "procps",
+];
+
+/// Runs a command, failing with its name when it fails.
+pub fn run(name: &str, command: &mut Command) -> Result<()> {
+    println!("==> {name}");
+    let status = command.status().with_context(|| format!("cannot start {name}"))?;
+    if !status.success() {
+        bail!("{name} failed ({status})");
+    }
+    Ok(())
+}
+
+fn cargo() -> Command {
+    Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+}
+
+/// Whether dpkg has `package` installed.
+fn installed(package: &str) -> bool {
+    Command::new("dpkg-query")
+        .args(["-W", "-f=${db:Status-Status}", package])
+        .output()
+        .is_ok_and(|out| out.status.success() && out.stdout == b"installed")
+}
+
+/// Installs the missing packages with apt-get when running as root; otherwise says what is missing.
+pub fn install_packages() -> Result<()> {
+    let missing: Vec<&str> = PACKAGES.iter().copied().filter(|package| !installed(package)).collect();
+    if missing.is_empty() {
+        println!("==> packages: all present");
+        return Ok(());
+    }
+    if !nix_is_root() {
+        bail!(
+            "missing Debian packages {missing:?}; install them (apt-get install {})",
+            missing.join(" ")
+        );
+    }
+    run("apt-get update", Command::new("apt-get").args(["update", "-qq"]))?;
+    run(
+        &format!("apt-get install {}", missing.join(" ")),
+        Command::new("apt-get")
+            .args(["install", "-y", "-qq", "--no-install-recommends"])
+            .args(&missing)
+            .env("DEBIAN_FRONTEND", "noninteractive"),
+    )
+}
+
+fn nix_is_root() -> bool {
+    // The effective uid, read from /proc so xtask needs no libc binding.
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|line| line.strip_prefix("Uid:"))
+                .and_then(|uids| uids.split_whitespace().nth(1))
+                .map(|euid| euid == "0")
+        })
+        .unwrap_or(false)
+}
+
+/// Format, lints, schema and fixtures.
+pub fn tidy(root: &Path) -> Result<()> {
+    run("cargo fmt --check", cargo().args(["fmt", "--all", "--check"]))?;
+    run(
+        "cargo clippy",
+        cargo().args([
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            "--locked",
+            "--",
+            "-D",
+            "warnings",
+        ]),
+    )?;
+    println!("==> protocol schema current");
+    protocol::check_schema(root)?;
+    println!("==> fixtures current");
+    protocol::check_fixtures(root)?;
+    Ok(())
+}
+
+/// Everything CI checks: packages, tidy, then every test of the workspace.
+pub fn ci(root: &Path) -> Result<()> {
+    install_packages()?;
+    tidy(root)?;
+    run(
+        "cargo test",
+        cargo().args(["test", "--workspace", "--locked", "--no-fail-fast"]),
+    )
+}
