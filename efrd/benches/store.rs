@@ -40,9 +40,34 @@ fn event(conversation_id: ConversationId, turn_id: TurnId, seq: u64) -> EventRow
     }
 }
 
+/// CPU time (user + system) this process has used: unlike wall time, it barely moves when other work shares the
+/// machine, so CPU per event is the number to compare between runs.
+fn cpu_time() -> Duration {
+    // SAFETY: getrusage only writes the struct we pass; a zeroed rusage is a valid value for it.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut usage);
+        usage
+    };
+    let micros = |t: libc::timeval| {
+        Duration::from_secs(u64::try_from(t.tv_sec).unwrap_or(0))
+            + Duration::from_micros(u64::try_from(t.tv_usec).unwrap_or(0))
+    };
+    micros(usage.ru_utime) + micros(usage.ru_stime)
+}
+
+/// What one run measured.
+struct Measured {
+    /// Durable events per second of wall time.
+    rate: f64,
+    /// Mean time from `commit` to its acknowledgement.
+    latency: Duration,
+    /// CPU time per event, over every thread of the process.
+    cpu_per_event: Duration,
+}
+
 /// Creates `actors` conversations, then has each commit `events_each` events, `per_commit` at a time, all at once.
-/// Returns durable events per second and the mean commit latency.
-async fn run(store: &Store, actors: usize, events_each: u64, per_commit: u64) -> Result<(f64, Duration)> {
+async fn run(store: &Store, actors: usize, events_each: u64, per_commit: u64) -> Result<Measured> {
     let mut ids = Vec::new();
     for _ in 0..actors {
         let id = ConversationId::new();
@@ -64,6 +89,7 @@ async fn run(store: &Store, actors: usize, events_each: u64, per_commit: u64) ->
         ids.push(id);
     }
     let start = Instant::now();
+    let cpu_start = cpu_time();
     let mut tasks = Vec::new();
     for id in ids {
         let store = store.clone();
@@ -86,27 +112,36 @@ async fn run(store: &Store, actors: usize, events_each: u64, per_commit: u64) ->
         latency_sum += task.await.context("an actor panicked")?.context("commit")?;
     }
     let elapsed = start.elapsed();
+    let cpu = cpu_time().saturating_sub(cpu_start);
     let total = actors as f64 * events_each as f64;
     let commits = total / per_commit as f64;
-    Ok((total / elapsed.as_secs_f64(), latency_sum.div_f64(commits)))
+    Ok(Measured {
+        rate: total / elapsed.as_secs_f64(),
+        latency: latency_sum.div_f64(commits),
+        cpu_per_event: cpu.div_f64(total),
+    })
 }
 
 /// Runs one shape `RUNS` times on fresh databases; prints and returns the median events per second.
 async fn shape(name: &str, actors: usize, events_each: u64, per_commit: u64, budget: Option<f64>) -> Result<bool> {
     let mut rates = Vec::new();
     let mut latencies = Vec::new();
+    let mut cpus = Vec::new();
     for _ in 0..RUNS {
         let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR"))?;
         let store = Store::open(dir.path().join("efr.db")).await?;
-        let (rate, latency) = run(&store, actors, events_each, per_commit).await?;
+        let measured = run(&store, actors, events_each, per_commit).await?;
         store.close().await?;
-        rates.push(rate);
-        latencies.push(latency);
+        rates.push(measured.rate);
+        latencies.push(measured.latency);
+        cpus.push(measured.cpu_per_event);
     }
     rates.sort_by(f64::total_cmp);
     latencies.sort();
+    cpus.sort();
     let rate = rates[RUNS / 2];
     let latency = latencies[RUNS / 2];
+    let cpu = cpus[RUNS / 2];
     let verdict = match budget {
         Some(budget) if rate >= budget => format!("budget ≥ {budget:.0}/s: ok ({:.1}×)", rate / budget),
         Some(budget) => format!("budget ≥ {budget:.0}/s: BELOW BUDGET"),
@@ -114,8 +149,9 @@ async fn shape(name: &str, actors: usize, events_each: u64, per_commit: u64, bud
     };
     println!(
         "store {name:<12} {actors:>3} actors × {per_commit:>3} events/commit: {rate:>9.0} durable events/s, \
-         mean commit {:>7.2} ms  [{verdict}]",
-        latency.as_secs_f64() * 1000.0
+         mean commit {:>6.2} ms, CPU {:>5.1} µs/event  [{verdict}]",
+        latency.as_secs_f64() * 1000.0,
+        cpu.as_secs_f64() * 1e6,
     );
     Ok(budget.is_none_or(|budget| rate >= budget))
 }

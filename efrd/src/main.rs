@@ -21,10 +21,13 @@ fn main() -> ExitCode {
     }
     // Logs go to stderr, which journald reads under systemd. `EFR_LOG` takes tracing's filter syntax.
     let filter = EnvFilter::try_from_env("EFR_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
+    // No colours unless stderr is a terminal: journald and log files get plain text.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .with_target(false)
+        .with_ansi(ansi)
         .init();
 
     let roots = match Roots::from_process_env() {

@@ -324,3 +324,96 @@ async fn sigterm_ends_every_stream_and_exits_0_within_5_seconds() {
     assert!(status.unwrap().success(), "exit 0; log:\n{}", efrd.log());
     assert!(!efrd.socket().exists(), "a self-bound socket is removed");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscriber_that_does_not_read_is_ended_with_overflow_and_resumes() {
+    let home = tempfile::tempdir().unwrap();
+    // 100 short turns make 500 events: more than the connection's outbound queue (256 frames) and the 16 events
+    // that `subscriber_queue` lets a subscriber fall behind.
+    const TURNS: usize = 100;
+    let server = model((0..TURNS).map(|i| text_reply(&format!("answer {i}"), 64, 0)).collect()).await;
+    let config = efr_test_support::daemon::config_for(&server.base_url()) + "\n[daemon]\nsubscriber_queue = 16\n";
+    let efrd = efr_test_support::daemon::TestDaemon::start(
+        common::efrd_binary(),
+        home.path(),
+        Some(&config),
+        &[("OPENAI_API_KEY", "sk-proj-testkey0000000000000000a1b2")],
+    )
+    .unwrap();
+    let mut writer = efrd.client().await.unwrap();
+    let mut lazy = efrd.client().await.unwrap();
+    let first = prompt(&mut writer, None, "p0").await;
+    let conversation = first["conversation_id"].as_str().unwrap().to_owned();
+    let (id, _) = subscribe(&mut lazy, &conversation, Some(0)).await;
+    let (wid, _) = subscribe(&mut writer, &conversation, Some(0)).await;
+    let mut all = Vec::new();
+    for i in 1..TURNS {
+        prompt(&mut writer, Some(&conversation), &format!("p{i}")).await;
+    }
+    // The writer reads everything while the lazy subscriber reads nothing.
+    for _ in 0..TURNS {
+        all.extend(events_until(&mut writer, wid, "turn_completed").await);
+    }
+    assert_eq!(seqs(&all), (1..=all.len() as u64).collect::<Vec<_>>());
+
+    // Now the lazy one reads: the events that were queued for it, then the overflow error; never a gap.
+    let mut got = Vec::new();
+    let error = loop {
+        match lazy.next_of(id).await.unwrap() {
+            StreamFrame::Item(item) => got.push(item["event"].clone()),
+            StreamFrame::Error(error) => break error,
+            other => panic!("{other:?}"),
+        }
+    };
+    assert_eq!(error.code, ErrorCode::Busy);
+    assert_eq!(error.data, Some(json!({"overflow": true})));
+    assert_eq!(
+        seqs(&got),
+        (1..=got.len() as u64).collect::<Vec<_>>(),
+        "what came has no gap"
+    );
+    assert!(got.len() < all.len());
+    // It resumes after the last event it got and sees the rest, exactly once.
+    let (id2, _) = subscribe(&mut lazy, &conversation, Some(got.len() as u64)).await;
+    let mut rest = Vec::new();
+    while rest.len() + got.len() < all.len() {
+        match lazy.next_of(id2).await.unwrap() {
+            StreamFrame::Item(item) => rest.push(item["event"].clone()),
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(
+        seqs(&rest),
+        (got.len() as u64 + 1..=all.len() as u64).collect::<Vec<_>>()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_answer_streams_whole_in_bounded_events() {
+    let home = tempfile::tempdir().unwrap();
+    let big = "größe 🙂 ".repeat(256 * 1024);
+    let server = model(vec![text_reply(&big, 64 * 1024, 0)]).await;
+    let efrd = daemon(home.path(), &server);
+    let mut client = efrd.client().await.unwrap();
+    let started = std::time::Instant::now();
+    let sent = prompt(&mut client, None, "big").await;
+    let conversation = sent["conversation_id"].as_str().unwrap().to_owned();
+    let (id, _) = subscribe(&mut client, &conversation, Some(0)).await;
+    let events = events_until(&mut client, id, "turn_completed").await;
+    assert_eq!(common::text_of(&events), big);
+    let updates: Vec<_> = events
+        .iter()
+        .filter(|e| e["kind"] == "assistant_message_updated")
+        .collect();
+    assert!(
+        updates.len() >= big.len() / (64 * 1024),
+        "a huge delta is cut into bounded updates"
+    );
+    assert!(updates.iter().all(|u| u["delta"].as_str().unwrap().len() <= 64 * 1024));
+    eprintln!(
+        "{} bytes in {:?}, {} events",
+        big.len(),
+        started.elapsed(),
+        events.len()
+    );
+}

@@ -11,7 +11,7 @@ use anyhow::Result;
 use crate::ci::run;
 
 /// The bench targets, as (package, bench) pairs.
-const BENCHES: &[(&str, &str)] = &[("efrd", "model_parse"), ("efrd", "store")];
+const BENCHES: &[(&str, &str)] = &[("efrd", "model_parse"), ("efrd", "store"), ("efrd", "daemon")];
 
 /// Runs every benchmark in release mode.
 pub fn bench(_root: &Path) -> Result<()> {

@@ -25,7 +25,7 @@ use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
 
-use super::{BROADCAST_CAPACITY, Command, ConversationHandle, MAILBOX, Subscription, history, settings};
+use super::{Command, ConversationHandle, MAILBOX, Subscription, history, settings};
 use crate::daemon::models::Models;
 use crate::model::HistoryItem;
 use crate::store::{CommandRecord, Commit, ConversationSummary, EventRow, Store, StoreError};
@@ -74,6 +74,8 @@ pub(super) struct Actor {
 impl Actor {
     /// A conversation that does not exist yet.
     pub(super) fn new(deps: Deps, id: ConversationId) -> Self {
+        // `[daemon] subscriber_queue`: how far a subscriber may fall behind before its stream ends with overflow.
+        let capacity = deps.models.config().daemon.subscriber_queue.max(1);
         Self {
             deps,
             id,
@@ -82,7 +84,7 @@ impl Actor {
             history: Vec::new(),
             queue: VecDeque::new(),
             running: None,
-            events: broadcast::channel(BROADCAST_CAPACITY).0,
+            events: broadcast::channel(capacity).0,
         }
     }
 

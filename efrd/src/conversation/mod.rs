@@ -11,7 +11,7 @@
 //!
 //! A subscription is taken inside the actor: the actor answers with the snapshot (or the last seq) and a broadcast
 //! receiver at the same point of the log, so the subscriber sees every later event exactly once. A subscriber that
-//! falls more than [`BROADCAST_CAPACITY`] events behind loses its place (`Lagged`); its stream ends with `busy` and
+//! falls more than `[daemon] subscriber_queue` events (1024 by default) behind loses its place (`Lagged`); its stream ends with `busy` and
 //! `{"overflow": true}` and it resumes with `after_seq` — events are never dropped silently.
 
 mod actor;
@@ -32,9 +32,6 @@ use tokio::sync::{broadcast, mpsc, oneshot};
 
 pub use self::actor::{Deps, summary_to_wire};
 pub use self::settings::resolve as resolve_settings;
-
-/// How many events a subscriber may fall behind before its stream ends with overflow.
-pub const BROADCAST_CAPACITY: usize = 1024;
 
 /// How many commands may wait for an actor.
 const MAILBOX: usize = 256;

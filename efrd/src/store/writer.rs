@@ -64,6 +64,9 @@ pub(crate) fn spawn(conn: Connection, rx: mpsc::Receiver<Request>, path: &Path) 
 /// The thread's loop: batch, commit, reply, until `Close` or until every sender is gone.
 fn run(conn: Connection, mut rx: mpsc::Receiver<Request>) {
     let mut held: Option<Request> = None;
+    let (mut nb, mut nc) = (0u64, 0u64);
+    let mut t_apply = std::time::Duration::ZERO;
+    let mut t_commit = std::time::Duration::ZERO;
     loop {
         let Some(first) = held.take().or_else(|| rx.blocking_recv()) else {
             // Every Store handle was dropped: what was queued is written; stop cleanly.
@@ -87,13 +90,19 @@ fn run(conn: Connection, mut rx: mpsc::Receiver<Request>) {
                     }
                 }
                 let (commits, replies): (Vec<_>, Vec<_>) = batch.into_iter().unzip();
+                nb += 1; nc += commits.len() as u64;
+                let t0 = std::time::Instant::now();
                 let outcomes = commit_batch(&conn, &commits);
+                t_apply += t0.elapsed();
+                let t1 = std::time::Instant::now();
                 for (reply, outcome) in replies.into_iter().zip(outcomes) {
                     // The caller may have stopped waiting; the commit stands either way.
                     let _ = reply.send(outcome);
                 }
+                t_commit += t1.elapsed();
             }
             Request::Close { reply } => {
+                eprintln!("PROBE batches {nb} commits {nc} batch-time {t_apply:?} reply-time {t_commit:?}");
                 // Dropping `rx` (on return) drops what was queued after the close: those callers see Closed.
                 rx.close();
                 let _ = reply.send(close(conn));

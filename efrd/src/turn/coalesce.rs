@@ -66,6 +66,20 @@ impl TextCoalescer {
                 self.since = Some(now);
             }
         }
+        // A huge delta becomes several updates of at most MAX_PENDING_BYTES, cut at character boundaries, so an
+        // event never nears the frame limit.
+        if let Some(pending) = self.pending.as_mut() {
+            while pending.delta.len() > MAX_PENDING_BYTES {
+                let mut cut = MAX_PENDING_BYTES;
+                while !pending.delta.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                let rest = pending.delta.split_off(cut);
+                let piece = std::mem::replace(&mut pending.delta, rest);
+                ready.push(AssistantMessageUpdated { index: pending.index, offset: pending.offset, delta: piece });
+                pending.offset += cut as u64;
+            }
+        }
         let due = self
             .since
             .is_some_and(|since| now.duration_since(since) >= self.interval);
@@ -165,9 +179,22 @@ mod tests {
     }
 
     #[test]
-    fn a_huge_delta_is_flushed_at_once() {
+    fn a_huge_delta_is_cut_into_bounded_updates_at_character_boundaries() {
         let mut c = TextCoalescer::new(Duration::from_secs(10));
         let big = "y".repeat(MAX_PENDING_BYTES);
         assert_eq!(c.push(0, 0, &big, Instant::now()).len(), 1);
+        let huge = "ü".repeat(MAX_PENDING_BYTES * 2 + 1);
+        let mut ready = c.push(1, 0, &huge, Instant::now());
+        ready.extend(c.flush());
+        assert!(ready.iter().all(|u| u.delta.len() <= MAX_PENDING_BYTES));
+        assert!(ready.len() >= 4);
+        let mut offset = 0;
+        let mut rebuilt = String::new();
+        for u in &ready {
+            assert_eq!((u.index, u.offset), (1, offset));
+            offset += u.delta.len() as u64;
+            rebuilt.push_str(&u.delta);
+        }
+        assert_eq!(rebuilt, huge);
     }
 }

@@ -1,0 +1,167 @@
+//! Crash test: efrd is killed with SIGKILL at random moments during streaming turns, 20 rounds. After each restart
+//! every conversation's seqs are contiguous, every event a subscriber saw is in the log as it was seen, and every
+//! prompt that waited ends with turn_cancelled (none ever started).
+
+mod common;
+
+use std::collections::{HashMap, HashSet};
+use std::time::Duration;
+
+use efr_protocol::frame::ServerFrame;
+use efr_test_support::client::{Client, StreamFrame};
+use efr_test_support::scripted::{Reply, ReplyEvent};
+use rand::{Rng, SeedableRng};
+use serde_json::{Value, json};
+
+use common::{daemon, model, prompt};
+
+const ROUNDS: usize = 20;
+
+/// A reply that streams for about a second, in many small pieces.
+fn slow_reply(round: usize) -> Reply {
+    let mut events = Vec::new();
+    for i in 0..40 {
+        events.push(ReplyEvent::Text(format!("r{round}-{i} größe 🙂 ")));
+        events.push(ReplyEvent::DelayMs(25));
+    }
+    Reply {
+        events,
+        ..Reply::default()
+    }
+}
+
+/// Reads the whole log of a conversation through a fresh subscription.
+async fn whole_log(client: &mut Client, conversation: &str) -> Vec<Value> {
+    let list = client.ok("conversations.list", json!({"limit": 200})).await.unwrap();
+    let last = list["conversations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|row| row["conversation_id"] == conversation)
+        .map(|row| row["last_seq"].as_u64().unwrap())
+        .expect("the conversation is listed");
+    let id = client
+        .send(
+            "conversation.subscribe",
+            json!({"conversation_id": conversation, "after_seq": 0}),
+            true,
+        )
+        .await
+        .unwrap();
+    assert_eq!(client.next_of(id).await.unwrap(), StreamFrame::Ack);
+    let mut events = Vec::new();
+    while (events.len() as u64) < last {
+        match client.next_of(id).await.unwrap() {
+            StreamFrame::Item(item) => events.push(item["event"].clone()),
+            other => panic!("{other:?}"),
+        }
+    }
+    client.cancel(id).await.unwrap();
+    events
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigkill_at_random_moments_loses_nothing_and_leaves_no_gap() {
+    let home = tempfile::tempdir().unwrap();
+    let server = model((0..ROUNDS * 2).map(slow_reply).collect()).await;
+    let mut efrd = daemon(home.path(), &server);
+    let seed: u64 = rand::rng().random();
+    eprintln!("seed {seed}");
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let mut conversations: Vec<String> = Vec::new();
+    let mut waiting_turns: HashSet<String> = HashSet::new();
+
+    for round in 0..ROUNDS {
+        let mut client = efrd.client().await.unwrap();
+        // Half the rounds open a new conversation, the others go on with an older one.
+        let target = if conversations.is_empty() || rng.random_bool(0.5) {
+            None
+        } else {
+            Some(conversations[rng.random_range(0..conversations.len())].clone())
+        };
+        let first = prompt(&mut client, target.as_deref(), &format!("round {round}")).await;
+        let conversation = first["conversation_id"].as_str().unwrap().to_owned();
+        if !conversations.contains(&conversation) {
+            conversations.push(conversation.clone());
+        }
+        let second = prompt(&mut client, Some(&conversation), &format!("round {round}, waiting")).await;
+
+        let mut watcher = efrd.client().await.unwrap();
+        let id = watcher
+            .send(
+                "conversation.subscribe",
+                json!({"conversation_id": conversation, "after_seq": 0}),
+                true,
+            )
+            .await
+            .unwrap();
+        let kill_after = Duration::from_millis(rng.random_range(0..600));
+        let seen = tokio::spawn(async move {
+            let mut seen = Vec::new();
+            loop {
+                match watcher.read_frame().await {
+                    Ok(Some(ServerFrame::Item { item, .. })) => seen.push(item["event"].clone()),
+                    Ok(Some(ServerFrame::Ack(_))) => {}
+                    Ok(Some(other)) => panic!("unexpected frame {other:?} (request {id})"),
+                    Ok(None) | Err(_) => return seen,
+                }
+            }
+        });
+        tokio::time::sleep(kill_after).await;
+        efrd.kill().unwrap();
+        let seen = seen.await.unwrap();
+        efrd.restart().unwrap();
+
+        let mut client = efrd.client().await.unwrap();
+        let log = whole_log(&mut client, &conversation).await;
+        let seqs: Vec<u64> = log.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
+        assert_eq!(
+            seqs,
+            (1..=log.len() as u64).collect::<Vec<_>>(),
+            "round {round}: the log has a gap"
+        );
+        for event in &seen {
+            let seq = event["seq"].as_u64().unwrap();
+            assert_eq!(
+                &log[usize::try_from(seq).unwrap() - 1],
+                event,
+                "round {round}: a seen event is not in the log as seen"
+            );
+        }
+        // Every turn of the log ended, exactly once; a turn that never started ended with turn_cancelled.
+        let mut ends: HashMap<&str, Vec<&str>> = HashMap::new();
+        let mut started = HashSet::new();
+        for event in &log {
+            let turn = event["turn_id"].as_str().unwrap_or_default();
+            match event["kind"].as_str().unwrap() {
+                "turn_started" => {
+                    started.insert(turn);
+                }
+                kind @ ("turn_completed" | "turn_failed" | "turn_interrupted" | "turn_cancelled") => {
+                    ends.entry(turn).or_default().push(kind);
+                }
+                "prompt_queued" => {
+                    ends.entry(turn).or_default();
+                }
+                _ => {}
+            }
+        }
+        for (turn, kinds) in &ends {
+            assert_eq!(kinds.len(), 1, "round {round}: turn {turn} has ends {kinds:?}");
+            if !started.contains(turn) {
+                assert_eq!(
+                    kinds[0], "turn_cancelled",
+                    "round {round}: a waiting prompt must end cancelled"
+                );
+            }
+        }
+        let waiting = second["turn_id"].as_str().unwrap();
+        if !started.contains(waiting) {
+            waiting_turns.insert(waiting.to_owned());
+        }
+    }
+    assert!(
+        !waiting_turns.is_empty(),
+        "no round killed efrd while a prompt waited; the test proved nothing"
+    );
+}
