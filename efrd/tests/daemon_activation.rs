@@ -141,3 +141,28 @@ fn which(program: &str) -> Option<std::path::PathBuf> {
             .find(|p| p.is_file())
     })
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_efrd_exits_after_idle_exit_secs_but_not_while_a_client_is_connected() {
+    let home = tempfile::tempdir().unwrap();
+    let server = model(vec![]).await;
+    let config = config_for(&server.base_url()) + "\n[daemon]\nidle_exit_secs = 1\nlog_level = \"debug\"\n";
+    let mut efrd =
+        efr_test_support::daemon::TestDaemon::start(efrd_binary(), home.path(), Some(&config), &[]).unwrap();
+    let mut client = efrd.client().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    assert!(client.ok("models.list", json!(null)).await.is_ok(), "an open connection keeps efrd running");
+    drop(client);
+    let started = Instant::now();
+    let status = tokio::task::spawn_blocking(move || {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while efrd.socket().exists() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        efrd.stop(Duration::from_secs(5)).ok().map(|_| efrd.log())
+    });
+    let log = status.await.unwrap().unwrap_or_default();
+    assert!(started.elapsed() < Duration::from_secs(8), "efrd did not exit when idle");
+    assert!(log.contains("idle: stopping"), "{log}");
+    assert!(log.contains("DEBUG"), "[daemon] log_level applies: {log}");
+}

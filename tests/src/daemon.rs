@@ -57,10 +57,6 @@ impl TestDaemon {
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("HOME", &self.home)
             .env("EFR_HOME", &self.home)
-            .env(
-                "EFR_LOG",
-                std::env::var("EFR_LOG").unwrap_or_else(|_| "info".to_owned()),
-            )
             .envs(self.envs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -70,6 +66,10 @@ impl TestDaemon {
                     .append(true)
                     .open(self.home.join("efrd.log"))?,
             ));
+        // A test run's own EFR_LOG reaches efrd; otherwise the config's `[daemon] log_level` decides.
+        if let Ok(filter) = std::env::var("EFR_LOG") {
+            command.env("EFR_LOG", filter);
+        }
         let child = command
             .spawn()
             .with_context(|| format!("cannot start {}", self.binary.display()))?;
@@ -84,10 +84,10 @@ impl TestDaemon {
             if std::os::unix::net::UnixStream::connect(&socket).is_ok() {
                 return Ok(());
             }
-            if let Some(child) = self.child.as_mut() {
-                if let Some(status) = child.try_wait()? {
-                    bail!("efrd exited before it accepted ({status}); its log:\n{}", self.log());
-                }
+            if let Some(child) = self.child.as_mut()
+                && let Some(status) = child.try_wait()?
+            {
+                bail!("efrd exited before it accepted ({status}); its log:\n{}", self.log());
             }
             if Instant::now() > deadline {
                 bail!("efrd did not accept within {START_TIMEOUT:?}; its log:\n{}", self.log());

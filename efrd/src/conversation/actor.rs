@@ -125,7 +125,7 @@ impl Actor {
                     let _ = reply.send(self.subscription());
                 }
                 Command::Interrupt { params, origin, reply } => {
-                    let _ = reply.send(self.interrupt(params, origin).await);
+                    let _ = reply.send(self.interrupt(*params, origin).await);
                 }
                 Command::Record { turn_id, bodies, reply } => {
                     if bodies.iter().any(ends_turn) {
@@ -375,6 +375,7 @@ impl Actor {
                 cancel: cancel.clone(),
                 interrupt_requested: false,
             });
+            self.deps.models.turn_running(true);
             let recorder = super::Recorder { tx: tx.clone() };
             tokio::spawn(run_turn(plan, recorder, cancel, tx));
         }
@@ -389,6 +390,7 @@ impl Actor {
     async fn turn_ended(&mut self, turn_id: TurnId, outcome: TurnOutcome) {
         if self.running.as_ref().is_some_and(|r| r.turn_id == turn_id) {
             self.running = None;
+            self.deps.models.turn_running(false);
         }
         self.history.extend(outcome.history);
         self.finish_turn_status();

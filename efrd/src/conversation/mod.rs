@@ -59,7 +59,7 @@ enum Command {
         reply: oneshot::Sender<Subscription>,
     },
     Interrupt {
-        params: TurnInterruptParams,
+        params: Box<TurnInterruptParams>,
         origin: Origin,
         reply: oneshot::Sender<Result<TurnInterruptResult, ErrorBody>>,
     },
@@ -131,7 +131,7 @@ impl ConversationHandle {
         params: TurnInterruptParams,
         origin: Origin,
     ) -> Result<TurnInterruptResult, ErrorBody> {
-        self.ask(|reply| Command::Interrupt { params, origin, reply }).await?
+        self.ask(|reply| Command::Interrupt { params: Box::new(params), origin, reply }).await?
     }
 }
 

@@ -7,6 +7,7 @@
 pub mod models;
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use efr_protocol::events::{DaemonEvent, DaemonEventBody};
@@ -49,6 +50,7 @@ pub struct Daemon {
     /// Events that belong to no conversation (login_completed, logout_completed), for watchers.
     pub daemon_events: broadcast::Sender<Arc<DaemonEvent>>,
     daemon_seq: std::sync::atomic::AtomicU64,
+    connections: AtomicUsize,
 }
 
 impl Daemon {
@@ -67,8 +69,21 @@ impl Daemon {
         }
     }
 
-    /// A connection ended (hook for per-connection state such as terminal slots).
-    pub fn connection_closed(&self, _session: &server::session::Session) {}
+    /// A connection opened.
+    pub fn connection_opened(&self) {
+        self.connections.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A connection ended.
+    pub fn connection_closed(&self, _session: &server::session::Session) {
+        self.connections.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// Whether a connection is open or a turn runs (what keeps an idle efrd from exiting).
+    #[must_use]
+    pub fn busy(&self) -> bool {
+        self.connections.load(Ordering::Relaxed) > 0 || self.models.running_turns() > 0
+    }
 
     /// Numbers an event that belongs to no conversation and sends it to every watcher of the daemon's events.
     /// The daemon's log lives in memory: its seq restarts with the process (see docs/protocol.md, "Daemon events").
@@ -117,8 +132,8 @@ fn daemon_id(roots: &Roots) -> Result<DaemonId, String> {
 }
 
 /// Runs efrd until SIGTERM or SIGINT. Returns the exit code.
-pub async fn run(roots: Roots) -> i32 {
-    match start_and_serve(roots).await {
+pub async fn run(roots: Roots, config: ConfigState) -> i32 {
+    match start_and_serve(roots, config).await {
         Ok(()) => 0,
         Err(error) => {
             error!("{}", error.message);
@@ -128,14 +143,9 @@ pub async fn run(roots: Roots) -> i32 {
     }
 }
 
-async fn start_and_serve(roots: Roots) -> Result<(), StartError> {
+async fn start_and_serve(roots: Roots, config: ConfigState) -> Result<(), StartError> {
     let notifier = Arc::new(Notifier::from_env().map_err(|e| fail(EXIT_FAILURE)(e.to_string()))?);
     roots.create_all().map_err(|e| fail(EXIT_FAILURE)(e.to_string()))?;
-    let (config, warnings) = ConfigState::load(&roots.config_file())
-        .map_err(|e| fail(crate::config::EXIT_CONFIG_INVALID)(format!("config.toml: {e}")))?;
-    for warning in warnings {
-        warn!("config.toml: {warning}");
-    }
     let listener = Listener::acquire(&roots).map_err(|e| StartError {
         code: e.exit_code(),
         message: e.to_string(),
@@ -155,6 +165,7 @@ async fn start_and_serve(roots: Roots) -> Result<(), StartError> {
         conversations: Conversations::default(),
         daemon_events: broadcast::channel(DAEMON_EVENTS).0,
         daemon_seq: std::sync::atomic::AtomicU64::new(0),
+        connections: AtomicUsize::new(0),
     });
 
     let recovered = recovery::close_open_turns(&daemon.store)
@@ -185,6 +196,9 @@ async fn start_and_serve(roots: Roots) -> Result<(), StartError> {
         let _ = stopping.stopping("stopping: ending streams and flushing the event log");
     });
 
+    if let Some(secs) = daemon.models.config().daemon.idle_exit_secs {
+        tokio::spawn(exit_when_idle(Arc::clone(&daemon), Duration::from_secs(secs), shutdown.clone()));
+    }
     server::serve(listener.listener(), Arc::clone(&daemon), shutdown.clone()).await;
 
     daemon.conversations.clear();
@@ -194,6 +208,26 @@ async fn start_and_serve(roots: Roots) -> Result<(), StartError> {
     drop(listener);
     info!("efrd stopped");
     Ok(())
+}
+
+/// Stops efrd after `idle` with no connection and no running turn (`[daemon] idle_exit_secs`): socket activation
+/// starts it again on the next connection.
+async fn exit_when_idle(daemon: Arc<Daemon>, idle: Duration, shutdown: CancellationToken) {
+    let tick = (idle / 4).clamp(Duration::from_millis(100), Duration::from_secs(5));
+    let mut idle_since = Instant::now();
+    loop {
+        tokio::select! {
+            () = tokio::time::sleep(tick) => {}
+            () = shutdown.cancelled() => return,
+        }
+        if daemon.busy() {
+            idle_since = Instant::now();
+        } else if idle_since.elapsed() >= idle {
+            info!(secs = idle.as_secs(), "idle: stopping");
+            shutdown.cancel();
+            return;
+        }
+    }
 }
 
 fn spawn_signal_handler(shutdown: CancellationToken) -> std::io::Result<()> {

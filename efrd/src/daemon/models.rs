@@ -3,6 +3,7 @@
 //!
 //! The rules of providers, keys and catalogs live in `model/`; this file only joins them to the config.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
 
 use efr_protocol::ids::TurnId;
@@ -43,6 +44,7 @@ pub struct Models {
     cache: CatalogCache,
     catalog: RwLock<Catalog>,
     http: reqwest::Client,
+    running: AtomicUsize,
 }
 
 impl Models {
@@ -66,7 +68,23 @@ impl Models {
             cache,
             catalog: RwLock::new(catalog),
             http,
+            running: AtomicUsize::new(0),
         })
+    }
+
+    /// How many turns run now, in every conversation.
+    #[must_use]
+    pub fn running_turns(&self) -> usize {
+        self.running.load(Ordering::Relaxed)
+    }
+
+    /// Counts a turn that starts (`true`) or ends (`false`).
+    pub fn turn_running(&self, running: bool) {
+        if running {
+            self.running.fetch_add(1, Ordering::Relaxed);
+        } else {
+            self.running.fetch_sub(1, Ordering::Relaxed);
+        }
     }
 
     /// The config in force.

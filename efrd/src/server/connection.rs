@@ -82,6 +82,7 @@ pub async fn serve(stream: UnixStream, session: Session, daemon: Arc<Daemon>, sh
     let writer = tokio::spawn(write_frames(FramedWrite::new(write_half, codec), rx));
     let session = Arc::new(session);
     let in_flight: InFlight = Arc::default();
+    daemon.connection_opened();
 
     loop {
         let next = tokio::select! {
@@ -142,6 +143,7 @@ pub async fn serve(stream: UnixStream, session: Session, daemon: Arc<Daemon>, sh
         warn!(%error, "connection writer failed");
     }
     daemon.connection_closed(&session);
+    debug!(client = session.hello_info().client.as_deref().unwrap_or("-"), "connection closed");
 }
 
 /// Answers a frame error: an error frame without id where the frame was read whole, then the caller closes.

@@ -4,6 +4,12 @@
 //! grow with the stream's chunking rather than with the answer, so the turn merges deltas of one message and records
 //! them at most once per [`TextCoalescer::interval`] (tens of events a second, not thousands). No byte is lost: a
 //! change of message, a tool call, the end of the call or an interrupt flushes what waits.
+//!
+//! The limit is a rate, not a delay: a delta that comes when no update was recorded within the last interval (the
+//! first words of an answer, a slow stream) is recorded at once, and only the deltas that follow it closely wait. So
+//! the first words reach the user without the interval's wait (ARCHITECTURE.md §12: prompt.send to first delta under
+//! 20 ms of efrd's own time; holding them for the interval cost 50 ms, measured by `cargo bench -p efrd --bench
+//! daemon`).
 
 use std::time::{Duration, Instant};
 
@@ -20,7 +26,9 @@ pub const MAX_PENDING_BYTES: usize = 64 * 1024;
 pub struct TextCoalescer {
     interval: Duration,
     pending: Option<AssistantMessageUpdated>,
-    since: Option<Instant>,
+    /// Where the current rate window began: the last update's time. `None` before the first update, so it goes out
+    /// at once.
+    window: Option<Instant>,
 }
 
 impl Default for TextCoalescer {
@@ -36,7 +44,7 @@ impl TextCoalescer {
         Self {
             interval,
             pending: None,
-            since: None,
+            window: None,
         }
     }
 
@@ -47,8 +55,8 @@ impl TextCoalescer {
     }
 
     /// Adds a delta of message `index` at byte `offset`. Returns the updates to record now, oldest first: the
-    /// pending text of another message (a change of message flushes it), and this message's text when its interval
-    /// has passed or it grew past [`MAX_PENDING_BYTES`].
+    /// pending text of another message (a change of message flushes it), and this message's text when the interval
+    /// since the last update has passed (at once when there was none) or it grew past [`MAX_PENDING_BYTES`].
     pub fn push(&mut self, index: u32, offset: u64, delta: &str, now: Instant) -> Vec<AssistantMessageUpdated> {
         let mut ready = Vec::new();
         match &mut self.pending {
@@ -57,13 +65,12 @@ impl TextCoalescer {
             }
             _ => {
                 // Another message, or a gap the provider layer should never produce: flush and start anew.
-                ready.extend(self.flush());
+                ready.extend(self.take(now));
                 self.pending = Some(AssistantMessageUpdated {
                     index,
                     offset,
                     delta: delta.to_owned(),
                 });
-                self.since = Some(now);
             }
         }
         // A huge delta becomes several updates of at most MAX_PENDING_BYTES, cut at character boundaries, so an
@@ -76,19 +83,21 @@ impl TextCoalescer {
                 }
                 let rest = pending.delta.split_off(cut);
                 let piece = std::mem::replace(&mut pending.delta, rest);
-                ready.push(AssistantMessageUpdated { index: pending.index, offset: pending.offset, delta: piece });
+                ready.push(AssistantMessageUpdated {
+                    index: pending.index,
+                    offset: pending.offset,
+                    delta: piece,
+                });
                 pending.offset += cut as u64;
             }
         }
-        let due = self
-            .since
-            .is_some_and(|since| now.duration_since(since) >= self.interval);
+        let due = self.window.is_none_or(|window| now >= window + self.interval);
         let big = self
             .pending
             .as_ref()
             .is_some_and(|p| p.delta.len() >= MAX_PENDING_BYTES);
         if due || big {
-            ready.extend(self.flush());
+            ready.extend(self.take(now));
         }
         ready
     }
@@ -96,13 +105,30 @@ impl TextCoalescer {
     /// When the pending text must be flushed even if no delta comes (`None` when nothing waits).
     #[must_use]
     pub fn deadline(&self) -> Option<Instant> {
-        self.pending.as_ref().and(self.since).map(|since| since + self.interval)
+        self.pending
+            .as_ref()
+            .and(self.window)
+            .map(|window| window + self.interval)
     }
 
-    /// Takes what waits, if anything.
+    /// Takes what waits, if anything. Called at [`Self::deadline`] or when the message ends; the next window starts
+    /// at the deadline, so a stream flushed by its deadlines still gets one update per interval, not two.
     pub fn flush(&mut self) -> Option<AssistantMessageUpdated> {
-        self.since = None;
-        self.pending.take().filter(|p| !p.delta.is_empty())
+        let next = self.window.map(|window| window + self.interval);
+        let taken = self.pending.take().filter(|p| !p.delta.is_empty());
+        if taken.is_some() {
+            self.window = next;
+        }
+        taken
+    }
+
+    /// Takes what waits at `now`; a window starts at `now` when something was taken.
+    fn take(&mut self, now: Instant) -> Option<AssistantMessageUpdated> {
+        let taken = self.pending.take().filter(|p| !p.delta.is_empty());
+        if taken.is_some() {
+            self.window = Some(now);
+        }
+        taken
     }
 }
 
@@ -110,39 +136,59 @@ impl TextCoalescer {
 mod tests {
     use super::*;
 
+    fn update(index: u32, offset: u64, delta: &str) -> AssistantMessageUpdated {
+        AssistantMessageUpdated {
+            index,
+            offset,
+            delta: delta.into(),
+        }
+    }
+
     #[test]
-    fn deltas_within_the_interval_merge_into_one_update() {
+    fn the_first_delta_goes_out_at_once_and_the_next_ones_merge_within_the_interval() {
         let t0 = Instant::now();
         let mut c = TextCoalescer::new(Duration::from_millis(50));
-        assert!(c.push(0, 0, "gr", t0).is_empty());
+        assert_eq!(c.push(0, 0, "gr", t0), vec![update(0, 0, "gr")]);
+        assert_eq!(c.deadline(), None, "nothing waits");
         assert!(c.push(0, 2, "öß", t0 + Duration::from_millis(10)).is_empty());
+        assert_eq!(c.deadline(), Some(t0 + Duration::from_millis(50)));
         let ready = c.push(0, 6, "e", t0 + Duration::from_millis(60));
-        assert_eq!(
-            ready,
-            vec![AssistantMessageUpdated {
-                index: 0,
-                offset: 0,
-                delta: "größe".into()
-            }]
-        );
+        assert_eq!(ready, vec![update(0, 2, "öße")]);
         assert_eq!(c.deadline(), None);
         assert_eq!(c.flush(), None);
+    }
+
+    #[test]
+    fn a_slow_stream_is_not_held_back() {
+        let t0 = Instant::now();
+        let mut c = TextCoalescer::new(Duration::from_millis(50));
+        assert_eq!(c.push(0, 0, "a", t0).len(), 1);
+        let later = t0 + Duration::from_millis(80);
+        assert_eq!(c.push(0, 1, "b", later), vec![update(0, 1, "b")]);
+    }
+
+    #[test]
+    fn a_deadline_flush_starts_the_next_window_at_the_deadline() {
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        let mut c = TextCoalescer::new(ms(50));
+        assert_eq!(c.push(0, 0, "a", t0).len(), 1);
+        assert!(c.push(0, 1, "b", t0 + ms(1)).is_empty());
+        assert_eq!(c.deadline(), Some(t0 + ms(50)));
+        assert_eq!(c.flush(), Some(update(0, 1, "b")));
+        // Right after the deadline's update, a delta waits for the next one: one update per interval, not two.
+        assert!(c.push(0, 2, "c", t0 + ms(51)).is_empty());
+        assert_eq!(c.deadline(), Some(t0 + ms(100)));
     }
 
     #[test]
     fn a_new_message_flushes_the_previous_one_first() {
         let t0 = Instant::now();
         let mut c = TextCoalescer::new(Duration::from_secs(1));
-        c.push(0, 0, "a", t0);
+        assert_eq!(c.push(0, 0, "a", t0), vec![update(0, 0, "a")]);
+        assert!(c.push(0, 1, "b", t0).is_empty());
         let ready = c.push(1, 0, "🙂", t0);
-        assert_eq!(
-            ready,
-            vec![AssistantMessageUpdated {
-                index: 0,
-                offset: 0,
-                delta: "a".into()
-            }]
-        );
+        assert_eq!(ready, vec![update(0, 1, "b")]);
         assert_eq!(c.deadline(), Some(t0 + Duration::from_secs(1)));
         assert_eq!(
             c.flush(),

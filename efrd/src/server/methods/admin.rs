@@ -194,7 +194,7 @@ pub async fn login_api_key(ctx: &RequestCtx, raw: Option<Value>) -> Result<Value
         .keys()
         .login(kind, key, check.as_ref())
         .await
-        .map_err(key_error)?;
+        .map_err(|e| key_error(&e))?;
     let active = models.active() == kind;
     if active {
         models.refresh_catalog().await;
@@ -221,7 +221,7 @@ pub fn logout(ctx: &RequestCtx, raw: Option<Value>) -> Result<Value, ErrorBody> 
     let params: AdminLogoutParams = params(raw)?;
     let kind = provider_param(&params.provider)?;
     let models = &ctx.daemon.models;
-    let logged_out = models.keys().logout(kind).map_err(key_error)?;
+    let logged_out = models.keys().logout(kind).map_err(|e| key_error(&e))?;
     if logged_out {
         ctx.daemon
             .record_daemon_event(DaemonEventBody::LogoutCompleted(LogoutCompleted {
@@ -235,8 +235,8 @@ pub fn logout(ctx: &RequestCtx, raw: Option<Value>) -> Result<Value, ErrorBody> 
     })
 }
 
-fn key_error(error: KeyError) -> ErrorBody {
-    let code = match &error {
+fn key_error(error: &KeyError) -> ErrorBody {
+    let code = match error {
         KeyError::Unsupported(_) | KeyError::Invalid(_) => ErrorCode::Invalid,
         KeyError::Refused { .. } => ErrorCode::Unauthorized,
         KeyError::Check(_) | KeyError::Io { .. } => ErrorCode::Unavailable,
