@@ -96,10 +96,6 @@ fn mib_per_s(bytes: usize, time: Duration) -> f64 {
 }
 
 fn main() {
-    if std::env::var_os("EXPERIMENT").is_some() {
-        experiment();
-        return;
-    }
     let mut failed = false;
     println!(
         "model_parse: {RUNS} runs each, median; budget: parsing < {:.0}% of the loopback read",
@@ -141,33 +137,5 @@ fn main() {
     }
     if failed {
         std::process::exit(1);
-    }
-}
-
-#[allow(dead_code)]
-pub fn experiment() {
-    use eventsource_stream::Eventsource;
-    use futures::StreamExt;
-    let body = stream(Format::Messages);
-    for size in [65536usize, 16384, 4096, 1024, 256] {
-        let chunks: Vec<Bytes> = body.chunks(size).map(Bytes::copy_from_slice).collect();
-        let started = Instant::now();
-        let n = futures::executor::block_on(
-            futures::stream::iter(chunks.into_iter().map(Ok::<_, std::io::Error>))
-                .eventsource()
-                .count(),
-        );
-        println!(
-            "eventsource only, chunks {size}: {n} events {:.1} ms",
-            started.elapsed().as_secs_f64() * 1e3
-        );
-        let chunks: Vec<Bytes> = body.chunks(size).map(Bytes::copy_from_slice).collect();
-        let started = Instant::now();
-        let events = parse(Format::Messages, chunks);
-        println!(
-            "parse, chunks {size}: {} events {:.1} ms",
-            events.len(),
-            started.elapsed().as_secs_f64() * 1e3
-        );
     }
 }

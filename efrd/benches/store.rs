@@ -3,11 +3,17 @@
 //! A real SQLite file on the target's disk (`CARGO_TARGET_TMPDIR`, not a tmpfs), WAL with `synchronous=FULL`, so
 //! every acknowledged event is on disk. Three shapes, each run several times, the median printed next to the budget:
 //!
-//! - `group commit`: 64 conversation actors each commit one event at a time; the writer thread batches them.
-//! - `batched`: 8 actors each commit 100 events at a time (a turn flushing its deltas).
-//! - `lone commit`: one actor, one event at a time; the latency of one durable commit (informative, no budget).
+//! - `batched` (the budget's shape): 8 conversation actors each commit 100 events at a time, as a turn flushes its
+//!   coalesced deltas; the writer also groups the actors' commits.
+//! - `group commit` (informative): 64 actors each commit ONE event at a time, so every event is its own commit and
+//!   only the writer's grouping amortizes the WAL sync. Its rate is about (commits per batch) / (sync latency): on
+//!   a quiet disk far above the budget, on a disk that others load (sync 2–3 ms) near it. Printed with the budget for
+//!   comparison, not held to it.
+//! - `lone commit` (informative): one actor, one event at a time: the latency of one durable commit, i.e. one sync.
 //!
-//! Exits with status 1 when a budgeted shape is below its budget. Run with `cargo bench -p efrd --bench store`.
+//! Wall-clock rates move with the machine's load; the CPU per event (all threads) barely does, so compare that
+//! between runs. Exits with status 1 when the budgeted shape is below the budget. Run with
+//! `cargo bench -p efrd --bench store` (or `cargo xtask bench`).
 
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -123,7 +129,18 @@ async fn run(store: &Store, actors: usize, events_each: u64, per_commit: u64) ->
 }
 
 /// Runs one shape `RUNS` times on fresh databases; prints and returns the median events per second.
-async fn shape(name: &str, actors: usize, events_each: u64, per_commit: u64, budget: Option<f64>) -> Result<bool> {
+/// How a shape's rate is judged.
+#[derive(Clone, Copy)]
+enum Judge {
+    /// Below the budget fails the bench.
+    Budget,
+    /// Compared with the budget, for information.
+    Compare,
+    /// No comparison.
+    None,
+}
+
+async fn shape(name: &str, actors: usize, events_each: u64, per_commit: u64, judge: Judge) -> Result<bool> {
     let mut rates = Vec::new();
     let mut latencies = Vec::new();
     let mut cpus = Vec::new();
@@ -142,10 +159,13 @@ async fn shape(name: &str, actors: usize, events_each: u64, per_commit: u64, bud
     let rate = rates[RUNS / 2];
     let latency = latencies[RUNS / 2];
     let cpu = cpus[RUNS / 2];
-    let verdict = match budget {
-        Some(budget) if rate >= budget => format!("budget ≥ {budget:.0}/s: ok ({:.1}×)", rate / budget),
-        Some(budget) => format!("budget ≥ {budget:.0}/s: BELOW BUDGET"),
-        None => "no budget".to_owned(),
+    let budget = BUDGET_EVENTS_PER_SEC;
+    let ratio = rate / budget;
+    let verdict = match judge {
+        Judge::Budget if rate >= budget => format!("budget ≥ {budget:.0}/s: ok, {ratio:.1}×"),
+        Judge::Budget => format!("budget ≥ {budget:.0}/s: BELOW BUDGET, {ratio:.2}×"),
+        Judge::Compare => format!("informative: {ratio:.2}× the budget"),
+        Judge::None => "informative".to_owned(),
     };
     println!(
         "store {name:<12} {actors:>3} actors × {per_commit:>3} events/commit: {rate:>9.0} durable events/s, \
@@ -153,7 +173,7 @@ async fn shape(name: &str, actors: usize, events_each: u64, per_commit: u64, bud
         latency.as_secs_f64() * 1000.0,
         cpu.as_secs_f64() * 1e6,
     );
-    Ok(budget.is_none_or(|budget| rate >= budget))
+    Ok(!matches!(judge, Judge::Budget) || rate >= budget)
 }
 
 fn main() -> Result<ExitCode> {
@@ -162,10 +182,10 @@ fn main() -> Result<ExitCode> {
         .enable_all()
         .build()?;
     let ok = runtime.block_on(async {
-        let group = shape("group commit", 64, 1_000, 1, Some(BUDGET_EVENTS_PER_SEC)).await?;
-        let batched = shape("batched", 8, 20_000, 100, Some(BUDGET_EVENTS_PER_SEC)).await?;
-        shape("lone commit", 1, 300, 1, None).await?;
-        anyhow::Ok(group && batched)
+        let batched = shape("batched", 8, 20_000, 100, Judge::Budget).await?;
+        shape("group commit", 64, 1_000, 1, Judge::Compare).await?;
+        shape("lone commit", 1, 300, 1, Judge::None).await?;
+        anyhow::Ok(batched)
     })?;
     Ok(if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }

@@ -12,7 +12,11 @@ use tracing_subscriber::EnvFilter;
 
 fn main() -> ExitCode {
     if std::env::args().nth(1).as_deref() == Some("--version") {
-        println!("efrd {} (protocol {})", env!("CARGO_PKG_VERSION"), efr_protocol::PROTOCOL_VERSION);
+        println!(
+            "efrd {} (protocol {})",
+            env!("CARGO_PKG_VERSION"),
+            efr_protocol::PROTOCOL_VERSION
+        );
         return ExitCode::SUCCESS;
     }
     let roots = match Roots::from_process_env() {
@@ -32,7 +36,8 @@ fn main() -> ExitCode {
     };
     // Logs go to stderr, which journald reads under systemd. `EFR_LOG` (tracing's filter syntax) wins over the
     // config. No colours unless stderr is a terminal: journald and log files get plain text.
-    let filter = EnvFilter::try_from_env("EFR_LOG").unwrap_or_else(|_| EnvFilter::new(&config.current().daemon.log_level));
+    let filter =
+        EnvFilter::try_from_env("EFR_LOG").unwrap_or_else(|_| EnvFilter::new(&config.current().daemon.log_level));
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     tracing_subscriber::fmt()
         .with_env_filter(filter)

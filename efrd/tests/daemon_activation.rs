@@ -1,6 +1,8 @@
 //! efrd started the systemd way: `systemd-socket-activate` holds the socket and starts efrd on the first connection,
 //! passing it as fd 3 (LISTEN_FDS). And a peer of another uid is closed before a byte is read.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a failed unwrap is a failed test.
+
 mod common;
 
 use std::os::unix::fs::PermissionsExt;
@@ -147,11 +149,13 @@ async fn an_idle_efrd_exits_after_idle_exit_secs_but_not_while_a_client_is_conne
     let home = tempfile::tempdir().unwrap();
     let server = model(vec![]).await;
     let config = config_for(&server.base_url()) + "\n[daemon]\nidle_exit_secs = 1\nlog_level = \"debug\"\n";
-    let mut efrd =
-        efr_test_support::daemon::TestDaemon::start(efrd_binary(), home.path(), Some(&config), &[]).unwrap();
+    let mut efrd = efr_test_support::daemon::TestDaemon::start(efrd_binary(), home.path(), Some(&config), &[]).unwrap();
     let mut client = efrd.client().await.unwrap();
     tokio::time::sleep(Duration::from_millis(2500)).await;
-    assert!(client.ok("models.list", json!(null)).await.is_ok(), "an open connection keeps efrd running");
+    assert!(
+        client.ok("models.list", json!(null)).await.is_ok(),
+        "an open connection keeps efrd running"
+    );
     drop(client);
     let started = Instant::now();
     let status = tokio::task::spawn_blocking(move || {
@@ -162,7 +166,10 @@ async fn an_idle_efrd_exits_after_idle_exit_secs_but_not_while_a_client_is_conne
         efrd.stop(Duration::from_secs(5)).ok().map(|_| efrd.log())
     });
     let log = status.await.unwrap().unwrap_or_default();
-    assert!(started.elapsed() < Duration::from_secs(8), "efrd did not exit when idle");
+    assert!(
+        started.elapsed() < Duration::from_secs(8),
+        "efrd did not exit when idle"
+    );
     assert!(log.contains("idle: stopping"), "{log}");
     assert!(log.contains("DEBUG"), "[daemon] log_level applies: {log}");
 }

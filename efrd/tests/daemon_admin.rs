@@ -1,5 +1,7 @@
 //! admin.status, admin.config_reload, admin.login_api_key, admin.logout and models.list through the real socket.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a failed unwrap is a failed test.
+
 mod common;
 
 use std::os::unix::fs::PermissionsExt;
@@ -25,7 +27,12 @@ async fn status_reports_roots_config_providers_and_catalog() {
     assert_eq!(status["roots"]["runtime"]["source"], "efr_home");
     assert_eq!(status["config"]["path"], json!(home.path().join("config/config.toml")));
     assert_eq!(status["config"]["exists"], true);
-    let providers: Vec<&str> = status["providers"].as_array().unwrap().iter().map(|p| p["provider"].as_str().unwrap()).collect();
+    let providers: Vec<&str> = status["providers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["provider"].as_str().unwrap())
+        .collect();
     assert_eq!(providers, ["openai-api", "anthropic-api", "openai-compat"]);
     let openai = &status["providers"][0];
     assert_eq!(openai["active"], true);
@@ -34,9 +41,17 @@ async fn status_reports_roots_config_providers_and_catalog() {
     assert_eq!(status["catalog"]["provider"], "openai-api");
 
     let models = client.ok("models.list", json!({})).await.unwrap();
-    let ids: Vec<&str> = models["models"].as_array().unwrap().iter().map(|m| m["id"].as_str().unwrap()).collect();
+    let ids: Vec<&str> = models["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap())
+        .collect();
     assert!(ids.contains(&"gpt-5"), "{models}");
-    assert_eq!(models["catalog"]["origin"], "backend", "the list came from the provider: {models}");
+    assert_eq!(
+        models["catalog"]["origin"], "backend",
+        "the list came from the provider: {models}"
+    );
     assert!(models["catalog"]["fetched_at"].is_string());
 }
 
@@ -62,7 +77,11 @@ async fn a_broken_config_reload_keeps_the_previous_config_and_says_where() {
     let sent = common::prompt(&mut client, None, "x").await;
     assert_eq!(sent["settings"]["mode"], "cautious");
 
-    std::fs::write(&path, format!("{good}\n[permissions]\ndefault_mode = \"manual\"\n[daemon]\nsubscriber_queue = 64\n")).unwrap();
+    std::fs::write(
+        &path,
+        format!("{good}\n[permissions]\ndefault_mode = \"manual\"\n[daemon]\nsubscriber_queue = 64\n"),
+    )
+    .unwrap();
     let reload = client.ok("admin.config_reload", json!(null)).await.unwrap();
     assert_eq!(reload["applied"], true, "{reload}");
     assert!(reload.get("error").is_none());
@@ -91,7 +110,10 @@ async fn login_checks_and_stores_the_key_0600_and_never_logs_it() {
     let mut client = efrd.client().await.unwrap();
 
     // The provider refuses the first check: nothing is stored.
-    server.push_models(ModelsStep::HttpError(HttpError { status: 401, ..HttpError::default() }));
+    server.push_models(ModelsStep::HttpError(HttpError {
+        status: 401,
+        ..HttpError::default()
+    }));
     let error = client
         .call("admin.login_api_key", json!({"provider": "anthropic-api", "key": KEY}))
         .await
@@ -101,10 +123,25 @@ async fn login_checks_and_stores_the_key_0600_and_never_logs_it() {
     let status = client.ok("admin.status", json!(null)).await.unwrap();
     assert!(status["providers"][1].get("key_hint").is_none(), "{status}");
 
-    let login = client.ok("admin.login_api_key", json!({"provider": "anthropic-api", "key": KEY})).await.unwrap();
-    assert_eq!(login, json!({"provider": "anthropic-api", "key_hint": "sk-ant-...a1b2", "checked": true, "active": false}));
-    let check = server.requests().into_iter().rev().find(|r| r.path == "/v1/models").unwrap();
-    assert_eq!(check.header("x-api-key"), Some("sk-ant-...a1b2"), "the check used the key (masked by the server)");
+    let login = client
+        .ok("admin.login_api_key", json!({"provider": "anthropic-api", "key": KEY}))
+        .await
+        .unwrap();
+    assert_eq!(
+        login,
+        json!({"provider": "anthropic-api", "key_hint": "sk-ant-...a1b2", "checked": true, "active": false})
+    );
+    let check = server
+        .requests()
+        .into_iter()
+        .rev()
+        .find(|r| r.path == "/v1/models")
+        .unwrap();
+    assert_eq!(
+        check.header("x-api-key"),
+        Some("sk-ant-...a1b2"),
+        "the check used the key (masked by the server)"
+    );
 
     let files: Vec<_> = walk(home.path())
         .into_iter()
@@ -121,14 +158,24 @@ async fn login_checks_and_stores_the_key_0600_and_never_logs_it() {
     assert_eq!(anthropic["key_hint"], "sk-ant-...a1b2");
     assert!(anthropic["key_checked_at"].is_string());
 
-    let out = client.ok("admin.logout", json!({"provider": "anthropic-api"})).await.unwrap();
+    let out = client
+        .ok("admin.logout", json!({"provider": "anthropic-api"}))
+        .await
+        .unwrap();
     assert_eq!(out["logged_out"], true);
     assert!(!files[0].exists());
-    let out = client.ok("admin.logout", json!({"provider": "anthropic-api"})).await.unwrap();
+    let out = client
+        .ok("admin.logout", json!({"provider": "anthropic-api"}))
+        .await
+        .unwrap();
     assert_eq!(out["logged_out"], false, "nothing was stored the second time");
     assert!(efrd.log().contains("login_completed") && efrd.log().contains("logout_completed"));
 
-    let error = client.call("admin.logout", json!({"provider": "openai-compat"})).await.unwrap().unwrap_err();
+    let error = client
+        .call("admin.logout", json!({"provider": "openai-compat"}))
+        .await
+        .unwrap()
+        .unwrap_err();
     assert_eq!(error.code, ErrorCode::Invalid);
 }
 

@@ -2,6 +2,8 @@
 //! every conversation's seqs are contiguous, every event a subscriber saw is in the log as it was seen, and every
 //! prompt that waited ends with turn_cancelled (none ever started).
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a failed unwrap is a failed test.
+
 mod common;
 
 use std::collections::{HashMap, HashSet};

@@ -1,5 +1,7 @@
 //! The real efrd binary over its real socket: hello, bad frames, scopes of the connection, unknown methods.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a failed unwrap is a failed test.
+
 mod common;
 
 use efr_protocol::ErrorCode;

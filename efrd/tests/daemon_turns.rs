@@ -1,6 +1,8 @@
 //! Text turns through the real efrd and the scripted model: streaming to several subscribers, resume, idempotent
 //! writes, interrupts, provider errors, restart recovery and the graceful stop.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a failed unwrap is a failed test.
+
 mod common;
 
 use std::time::Duration;

@@ -594,6 +594,19 @@ fn chat_error_chunk_fails_the_stream() {
     );
 }
 
+#[test]
+fn chat_named_error_event_fails_the_stream() {
+    let text = "event: error\ndata: {\"error\": {\"message\": \"server busy\", \"type\": \"overloaded\"}}\n\n";
+    let results = parse_all_ways(Kind::Chat, text);
+    assert_eq!(
+        results,
+        vec![Err(ModelError::Overloaded {
+            retry_after: None,
+            message: "server busy".into()
+        })]
+    );
+}
+
 // ---- Every parser ----------------------------------------------------------------------------------------------
 
 const DOCUMENTED: &[(&str, Kind)] = &[
@@ -668,6 +681,31 @@ fn unknown_events_are_skipped_never_success() {
             vec![Err(ModelError::StreamEnded)],
             "{name}: only unknown"
         );
+    }
+}
+
+/// CRLF line ends give the same events, even when a read ends between the CR and the LF (eventsource-stream alone
+/// would take the LF for an empty line and drop the event's name).
+#[test]
+fn crlf_line_ends_split_anywhere() {
+    for (name, kind) in [
+        ("anthropic_tool_use_docs.sse", Kind::Messages),
+        ("openai_responses_text.sse", Kind::Responses),
+    ] {
+        let text = data(name);
+        let crlf = text.replace('\n', "\r\n");
+        assert_eq!(parse_all_ways(kind, &crlf), parse(kind, &text, text.len()), "{name}");
+    }
+}
+
+/// A line far longer than any read (a long answer's `response.completed` repeats the whole text) parses whole.
+#[test]
+fn a_long_line_across_many_reads() {
+    let long = "größe 🙂 ".repeat(200_000);
+    let text = data("anthropic_text_docs.sse").replace("\"Hello\"", &format!("\"{long}\""));
+    for size in [1000, 4096, 65536] {
+        let events = ok(parse(Kind::Messages, &text, size));
+        assert_eq!(text_of(&events, 0), format!("{long}!"), "reads of {size}");
     }
 }
 

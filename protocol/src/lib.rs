@@ -24,6 +24,7 @@ pub mod fixtures;
 pub mod frame;
 pub mod hello;
 pub mod ids;
+pub mod internal;
 pub mod methods;
 pub mod schema;
 pub mod secret;

@@ -7,29 +7,40 @@
 //!   stored outcome and records nothing (also when two arrive at once: the store keeps the first).
 //! - One turn runs at a time; queued prompts run in order as turns end.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use efr_protocol::events::{
-    ConversationCreated, Event, EventBody, PromptQueued, TurnFailed, TurnInterruptRequested, TurnStarted,
+    ApprovalRequested, ApprovalResolved, ConversationCreated, Event, EventBody, PromptQueued, TurnFailed,
+    TurnInterruptRequested, TurnStarted,
 };
-use efr_protocol::ids::{CommandId, ConversationId, Timestamp, TurnId};
+use efr_protocol::ids::{CallId, CommandId, ConversationId, Timestamp, TurnId};
 use efr_protocol::wire::{
-    ConversationStatus, ConversationSummary as WireSummary, Origin, Overridden, PromptSendParams, PromptSendResult,
-    RunningTurn, Snapshot, TurnInterruptParams, TurnInterruptResult, TurnSettings,
+    ApprovalDecision, ApprovalRespondParams, ApprovalRespondResult, ConversationStatus,
+    ConversationSummary as WireSummary, Origin, Overridden, PromptSendParams, PromptSendResult, RunningTurn, Snapshot,
+    TurnInterruptParams, TurnInterruptResult, TurnSettings,
 };
 use efr_protocol::{ErrorBody, ErrorCode};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
 
 use super::{Command, ConversationHandle, MAILBOX, Subscription, history, settings};
 use crate::daemon::models::Models;
 use crate::model::HistoryItem;
+use crate::policy::Question;
 use crate::store::{CommandRecord, Commit, ConversationSummary, EventRow, Store, StoreError};
+use crate::tools::shell::{ShellKind, ShellOptions, ShellSlot};
+use crate::turn::tools::ToolEnv;
 use crate::turn::{self, TurnOutcome, TurnPlan};
+
+/// The user's home folder, where a conversation without a working directory starts its shell.
+fn home_dir() -> PathBuf {
+    std::env::var_os("HOME").map_or_else(|| PathBuf::from("/"), PathBuf::from)
+}
 
 /// What an actor needs from the daemon.
 #[derive(Debug, Clone)]
@@ -38,6 +49,16 @@ pub struct Deps {
     pub store: Store,
     /// Providers, keys and the catalog.
     pub models: Arc<Models>,
+    /// Where hidden shells keep their private files (a folder in the runtime root).
+    pub shell_root: PathBuf,
+}
+
+/// An approval question that waits for its answer.
+#[derive(Debug)]
+struct PendingApproval {
+    turn_id: TurnId,
+    local_only: bool,
+    reply: oneshot::Sender<ApprovalDecision>,
 }
 
 /// A prompt that waits for its turn.
@@ -47,6 +68,7 @@ struct Queued {
     text: String,
     settings: TurnSettings,
     overridden: Overridden,
+    origin: Origin,
 }
 
 /// The turn that runs.
@@ -69,6 +91,9 @@ pub(super) struct Actor {
     queue: VecDeque<Queued>,
     running: Option<Running>,
     events: broadcast::Sender<Arc<Event>>,
+    approvals: HashMap<CallId, PendingApproval>,
+    answered: HashSet<CallId>,
+    shell: Arc<tokio::sync::Mutex<ShellSlot>>,
 }
 
 impl Actor {
@@ -76,6 +101,7 @@ impl Actor {
     pub(super) fn new(deps: Deps, id: ConversationId) -> Self {
         // `[daemon] subscriber_queue`: how far a subscriber may fall behind before its stream ends with overflow.
         let capacity = deps.models.config().daemon.subscriber_queue.max(1);
+        let shell_root = deps.shell_root.clone();
         Self {
             deps,
             id,
@@ -85,6 +111,13 @@ impl Actor {
             queue: VecDeque::new(),
             running: None,
             events: broadcast::channel(capacity).0,
+            approvals: HashMap::new(),
+            answered: HashSet::new(),
+            shell: Arc::new(tokio::sync::Mutex::new(ShellSlot::new(ShellOptions::new(
+                ShellKind::Bash,
+                home_dir(),
+                shell_root,
+            )))),
         }
     }
 
@@ -132,13 +165,22 @@ impl Actor {
                         // The row says idle in the same commit as the turn's end.
                         self.finish_turn_status();
                     }
-                    let bodies = bodies.into_iter().map(|body| (Some(turn_id), body)).collect();
+                    let bodies = bodies.into_iter().map(|body| (turn_id, body)).collect();
                     let answer = self
                         .commit(bodies, None)
                         .await
                         .map(|_| self.last_seq)
                         .map_err(ErrorBody::from);
                     let _ = reply.send(answer);
+                }
+                Command::Ask {
+                    turn_id,
+                    call_id,
+                    question,
+                    reply,
+                } => self.ask(turn_id, call_id, *question, reply).await,
+                Command::Respond { params, origin, reply } => {
+                    let _ = reply.send(self.respond(*params, origin).await);
                 }
                 Command::TurnEnded { turn_id, outcome } => {
                     self.turn_ended(turn_id, outcome).await;
@@ -229,6 +271,7 @@ impl Actor {
             text: params.text,
             settings,
             overridden,
+            origin,
         });
         Ok(result)
     }
@@ -282,7 +325,122 @@ impl Actor {
             running.interrupt_requested = true;
             running.cancel.cancel();
         }
+        // An interrupt answers the turn's open questions: deny.
+        let open: Vec<CallId> = self
+            .approvals
+            .iter()
+            .filter(|(_, p)| p.turn_id == turn_id)
+            .map(|(id, _)| id.clone())
+            .collect();
+        for call_id in open {
+            self.resolve(turn_id, call_id, ApprovalDecision::Deny, None).await;
+        }
         Ok(result)
+    }
+
+    /// Records approval_requested and keeps the question until an answer or an interrupt resolves it.
+    async fn ask(
+        &mut self,
+        turn_id: TurnId,
+        call_id: CallId,
+        question: Question,
+        reply: oneshot::Sender<ApprovalDecision>,
+    ) {
+        let body = EventBody::ApprovalRequested(ApprovalRequested {
+            call_id: call_id.clone(),
+            summary: question.summary,
+            interactive: question.interactive,
+            local_only: question.local_only,
+            reason: Some(question.reason).filter(|r| !r.is_empty()),
+            expires_in_secs: question.expires_in_secs.map(u64::from),
+        });
+        if self.commit(vec![(Some(turn_id), body)], None).await.is_err() {
+            // Nothing was recorded: the call does not run.
+            let _ = reply.send(ApprovalDecision::Deny);
+            return;
+        }
+        self.approvals.insert(
+            call_id,
+            PendingApproval {
+                turn_id,
+                local_only: question.local_only,
+                reply,
+            },
+        );
+    }
+
+    /// approval.respond: the first answer wins; the same command id again returns the same result.
+    async fn respond(
+        &mut self,
+        params: ApprovalRespondParams,
+        origin: Origin,
+    ) -> Result<ApprovalRespondResult, ErrorBody> {
+        if let Some(stored) = self.stored_outcome(params.command_id).await? {
+            return Ok(stored);
+        }
+        let Some(pending) = self.approvals.get(&params.call_id) else {
+            return Err(if self.answered.contains(&params.call_id) {
+                ErrorBody::new(
+                    ErrorCode::Conflict,
+                    format!("the question of call {} was already answered", params.call_id),
+                )
+            } else {
+                ErrorBody::new(
+                    ErrorCode::NotFound,
+                    format!("no question waits for call {}", params.call_id),
+                )
+            });
+        };
+        match params.decision {
+            ApprovalDecision::Allow | ApprovalDecision::Deny => {}
+            ApprovalDecision::AllowAlways => {
+                return Err(ErrorBody::invalid(
+                    "allow_always needs always rules, which this efrd does not have yet",
+                ));
+            }
+            ApprovalDecision::Unknown => return Err(ErrorBody::invalid("bad params: `decision` is not allow or deny")),
+        }
+        if origin == Origin::Phone && pending.local_only {
+            return Err(ErrorBody::new(
+                ErrorCode::Forbidden,
+                "only the user's own machine may answer this question",
+            ));
+        }
+        let turn_id = pending.turn_id;
+        let result = ApprovalRespondResult { seq: self.last_seq + 1 };
+        let command = self.command_record(params.command_id, "approval.respond", &result)?;
+        if !self
+            .resolve(turn_id, params.call_id, params.decision, Some(command))
+            .await
+        {
+            return Err(ErrorBody::new(
+                ErrorCode::Unavailable,
+                "the answer could not be recorded",
+            ));
+        }
+        Ok(result)
+    }
+
+    /// Records approval_resolved and hands the decision to the waiting call. Returns false when nothing changed.
+    async fn resolve(
+        &mut self,
+        turn_id: TurnId,
+        call_id: CallId,
+        decision: ApprovalDecision,
+        command: Option<CommandRecord>,
+    ) -> bool {
+        let body = EventBody::ApprovalResolved(ApprovalResolved {
+            call_id: call_id.clone(),
+            decision,
+        });
+        if self.commit(vec![(Some(turn_id), body)], command).await.is_err() {
+            return false;
+        }
+        if let Some(pending) = self.approvals.remove(&call_id) {
+            let _ = pending.reply.send(decision);
+        }
+        self.answered.insert(call_id);
+        true
     }
 
     fn subscription(&self) -> Subscription {
@@ -351,7 +509,12 @@ impl Actor {
                 return;
             }
             self.history.push(HistoryItem::UserText { text: queued.text });
-            let plan = match self.deps.models.plan(turn_id, &queued.settings, &self.history) {
+            let tools = self.tool_env(&queued.settings, queued.origin).await;
+            let plan = match self
+                .deps
+                .models
+                .plan(turn_id, &queued.settings, &self.history, Some(tools))
+            {
                 Ok(plan) => plan,
                 Err(error) => {
                     let failed = EventBody::TurnFailed(TurnFailed {
@@ -378,6 +541,35 @@ impl Actor {
             self.deps.models.turn_running(true);
             let recorder = super::Recorder { tx: tx.clone() };
             tokio::spawn(run_turn(plan, recorder, cancel, tx));
+        }
+    }
+
+    /// What the turn's tool calls share. The project of a conversation is its working directory (the first
+    /// prompt's cwd) until projects come; the hidden shell starts there.
+    async fn tool_env(&mut self, settings: &TurnSettings, origin: Origin) -> ToolEnv {
+        let cwd = self
+            .summary
+            .as_ref()
+            .and_then(|s| s.cwd.as_ref())
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute() && p.is_dir())
+            .unwrap_or_else(home_dir);
+        {
+            let mut slot = self.shell.lock().await;
+            if slot.current().is_none() {
+                *slot = ShellSlot::new(ShellOptions::new(
+                    ShellKind::Bash,
+                    cwd.clone(),
+                    self.deps.shell_root.clone(),
+                ));
+            }
+        }
+        ToolEnv {
+            shell: Arc::clone(&self.shell),
+            cwd: cwd.clone(),
+            roots: vec![crate::policy::paths::resolve(&cwd).unwrap_or(cwd)],
+            mode: settings.mode,
+            origin,
         }
     }
 

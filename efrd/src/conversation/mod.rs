@@ -23,12 +23,15 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use efr_protocol::events::{Event, EventBody};
-use efr_protocol::ids::{ConversationId, TurnId};
+use efr_protocol::ids::{CallId, ConversationId, TurnId};
 use efr_protocol::wire::{
-    Origin, PromptSendParams, PromptSendResult, Snapshot, TurnInterruptParams, TurnInterruptResult,
+    ApprovalDecision, ApprovalRespondParams, ApprovalRespondResult, Origin, PromptSendParams, PromptSendResult,
+    Snapshot, TurnInterruptParams, TurnInterruptResult,
 };
 use efr_protocol::{ErrorBody, ErrorCode};
 use tokio::sync::{broadcast, mpsc, oneshot};
+
+use crate::policy::Question;
 
 pub use self::actor::{Deps, summary_to_wire};
 pub use self::settings::resolve as resolve_settings;
@@ -64,9 +67,20 @@ enum Command {
         reply: oneshot::Sender<Result<TurnInterruptResult, ErrorBody>>,
     },
     Record {
-        turn_id: TurnId,
+        turn_id: Option<TurnId>,
         bodies: Vec<EventBody>,
         reply: oneshot::Sender<Result<u64, ErrorBody>>,
+    },
+    Ask {
+        turn_id: TurnId,
+        call_id: CallId,
+        question: Box<Question>,
+        reply: oneshot::Sender<ApprovalDecision>,
+    },
+    Respond {
+        params: Box<ApprovalRespondParams>,
+        origin: Origin,
+        reply: oneshot::Sender<Result<ApprovalRespondResult, ErrorBody>>,
     },
     TurnEnded {
         turn_id: TurnId,
@@ -122,6 +136,24 @@ impl ConversationHandle {
         self.ask(|reply| Command::Subscribe { reply }).await
     }
 
+    /// Answers an approval question (approval.respond): the first answer wins.
+    ///
+    /// # Errors
+    /// `not_found` when no question waits for the call, `conflict` when it was answered, `forbidden` for a phone and
+    /// a local_only question, `invalid` for allow_always.
+    pub async fn respond(
+        &self,
+        params: ApprovalRespondParams,
+        origin: Origin,
+    ) -> Result<ApprovalRespondResult, ErrorBody> {
+        self.ask(|reply| Command::Respond {
+            params: Box::new(params),
+            origin,
+            reply,
+        })
+        .await?
+    }
+
     /// Interrupts the running turn (turn.interrupt).
     ///
     /// # Errors
@@ -131,7 +163,12 @@ impl ConversationHandle {
         params: TurnInterruptParams,
         origin: Origin,
     ) -> Result<TurnInterruptResult, ErrorBody> {
-        self.ask(|reply| Command::Interrupt { params: Box::new(params), origin, reply }).await?
+        self.ask(|reply| Command::Interrupt {
+            params: Box::new(params),
+            origin,
+            reply,
+        })
+        .await?
     }
 }
 
@@ -147,12 +184,49 @@ impl Recorder {
     /// # Errors
     /// `unavailable` when the store refused the commit or the actor stopped.
     pub async fn record(&self, turn_id: TurnId, bodies: Vec<EventBody>) -> Result<u64, ErrorBody> {
+        self.record_as(Some(turn_id), bodies).await
+    }
+
+    /// Records `bodies` as events of the conversation that belong to no turn (such as shell_command_ended).
+    ///
+    /// # Errors
+    /// As [`Self::record`].
+    pub async fn record_outside_turn(&self, bodies: Vec<EventBody>) -> Result<u64, ErrorBody> {
+        self.record_as(None, bodies).await
+    }
+
+    async fn record_as(&self, turn_id: Option<TurnId>, bodies: Vec<EventBody>) -> Result<u64, ErrorBody> {
         let (reply, answer) = oneshot::channel();
         self.tx
             .send(Command::Record { turn_id, bodies, reply })
             .await
             .map_err(|_| gone())?;
         answer.await.map_err(|_| gone())?
+    }
+
+    /// Records approval_requested for `call_id` and waits for the answer (approval.respond from any connection with
+    /// the approve scope; an interrupt of the turn answers deny).
+    ///
+    /// # Errors
+    /// `unavailable` when the actor stopped.
+    pub async fn ask(
+        &self,
+        turn_id: TurnId,
+        call_id: CallId,
+        question: Question,
+    ) -> Result<ApprovalDecision, ErrorBody> {
+        let (reply, answer) = oneshot::channel();
+        let question = Box::new(question);
+        self.tx
+            .send(Command::Ask {
+                turn_id,
+                call_id,
+                question,
+                reply,
+            })
+            .await
+            .map_err(|_| gone())?;
+        answer.await.map_err(|_| gone())
     }
 }
 

@@ -5,7 +5,7 @@
 //! `invalid` with data `{setting, value, choices}` (plus `model` for an effort); a turn from a remote origin runs
 //! with a mode of at most cautious.
 
-use efr_protocol::wire::{Mode, Origin, Overridden, PromptSettings, TurnSettings};
+use efr_protocol::wire::{Mode, ModeFallback, Origin, Overridden, PromptSettings, TurnSettings};
 use efr_protocol::{ErrorBody, ErrorCode};
 
 use crate::config::Config;
@@ -38,6 +38,15 @@ pub fn resolve(
     if origin == Origin::Phone && matches!(mode, Mode::Auto | Mode::Full) {
         mode = Mode::Cautious;
     }
+    // auto runs every call in efr's sandbox, which turns do not use yet: such a turn runs as cautious and says why
+    // (the spec's fallback of a turn whose sandbox cannot run).
+    let fallback = (mode == Mode::Auto).then(|| {
+        mode = Mode::Cautious;
+        ModeFallback {
+            asked: Mode::Auto,
+            reason: "efr's sandbox does not run turns' calls yet".to_owned(),
+        }
+    });
 
     let model = match asked.model.or_else(|| config.model.model.clone()) {
         Some(model) => model,
@@ -58,7 +67,7 @@ pub fn resolve(
             mode,
             model,
             effort,
-            fallback: None,
+            fallback,
         },
         overridden,
     ))

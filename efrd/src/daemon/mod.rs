@@ -66,6 +66,7 @@ impl Daemon {
         Deps {
             store: self.store.clone(),
             models: Arc::clone(&self.models),
+            shell_root: self.roots.runtime.path.join("shells"),
         }
     }
 
@@ -146,6 +147,9 @@ pub async fn run(roots: Roots, config: ConfigState) -> i32 {
 async fn start_and_serve(roots: Roots, config: ConfigState) -> Result<(), StartError> {
     let notifier = Arc::new(Notifier::from_env().map_err(|e| fail(EXIT_FAILURE)(e.to_string()))?);
     roots.create_all().map_err(|e| fail(EXIT_FAILURE)(e.to_string()))?;
+    // Hidden shells keep their private command files here (each shell makes its own folder below).
+    crate::config::ensure_private_dir(&roots.runtime.path.join("shells"))
+        .map_err(|e| fail(EXIT_FAILURE)(e.to_string()))?;
     let listener = Listener::acquire(&roots).map_err(|e| StartError {
         code: e.exit_code(),
         message: e.to_string(),
@@ -197,7 +201,11 @@ async fn start_and_serve(roots: Roots, config: ConfigState) -> Result<(), StartE
     });
 
     if let Some(secs) = daemon.models.config().daemon.idle_exit_secs {
-        tokio::spawn(exit_when_idle(Arc::clone(&daemon), Duration::from_secs(secs), shutdown.clone()));
+        tokio::spawn(exit_when_idle(
+            Arc::clone(&daemon),
+            Duration::from_secs(secs),
+            shutdown.clone(),
+        ));
     }
     server::serve(listener.listener(), Arc::clone(&daemon), shutdown.clone()).await;
 

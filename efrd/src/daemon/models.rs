@@ -177,6 +177,7 @@ impl Models {
         turn_id: TurnId,
         settings: &TurnSettings,
         history: &[crate::model::HistoryItem],
+        tools: Option<crate::turn::tools::ToolEnv>,
     ) -> Result<TurnPlan, ErrorBody> {
         let kind = self.active();
         let provider = self.provider(kind);
@@ -194,6 +195,9 @@ impl Models {
         request.instructions = INSTRUCTIONS.to_owned();
         request.history = history.to_vec();
         request.effort = settings.effort.clone();
+        if tools.is_some() {
+            request.tools = crate::tools::spec::model_tools();
+        }
         let context_window = self
             .catalog()
             .models
@@ -205,6 +209,7 @@ impl Models {
             request,
             provider,
             context_window,
+            tools,
         })
     }
 }

@@ -282,9 +282,14 @@ impl ChatParser {
 
 impl StreamParser for ChatParser {
     fn event(&mut self, name: &str, data: &str, out: &mut Vec<ModelEvent>) -> Result<bool, ModelError> {
-        if name != "message" && name != "error" {
-            unknown_event(PROVIDER, name);
-            return Ok(false);
+        match name {
+            "message" => {}
+            // Some servers name an error event instead of sending an error chunk.
+            "error" => return Err(ErrorBody::parse(data).into_stream_error(PROVIDER)),
+            other => {
+                unknown_event(PROVIDER, other);
+                return Ok(false);
+            }
         }
         if data.trim() == "[DONE]" {
             self.close_calls(out)?;

@@ -7,7 +7,7 @@
 
 use std::collections::VecDeque;
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use eventsource_stream::{EventStreamError, Eventsource};
 use futures::{Stream, StreamExt};
 
@@ -27,16 +27,100 @@ pub trait StreamParser {
     fn event(&mut self, name: &str, data: &str, out: &mut Vec<ModelEvent>) -> Result<bool, ModelError>;
 }
 
+/// The size of the pieces of a body that eventsource-stream gets: whole lines, about this many bytes of them.
+const SSE_PIECE: usize = 512;
+
+/// Cuts a body into pieces of whole lines for eventsource-stream, whose cost otherwise grows with the square of a
+/// read: it moves the rest of its buffer after each line it reads, and reads a partial line again from its start at
+/// each new chunk (a 64 KiB read of short events, and a 5 MiB `response.completed` line in 1 KiB reads, each cost
+/// more than a second for 10 MiB; benches/model_parse.rs). Pieces end after a `\n`, so a CRLF pair is never split
+/// either; complete lines are slices of the read, and only a line that spans reads is copied, once.
+#[derive(Debug, Default)]
+struct LinePieces {
+    partial: BytesMut,
+}
+
+impl LinePieces {
+    /// The longest line held back while waiting for its end (a stream of `\r`-only line ends has none): past it, the
+    /// bytes go on as they are.
+    const HOLD_LIMIT: usize = 1 << 20;
+
+    fn push(&mut self, mut chunk: Bytes, out: &mut Vec<Bytes>) {
+        if !self.partial.is_empty() {
+            match chunk.iter().position(|b| *b == b'\n') {
+                Some(end) => {
+                    self.partial.extend_from_slice(&chunk.split_to(end + 1));
+                    out.push(self.partial.split().freeze());
+                }
+                None => {
+                    self.partial.extend_from_slice(&chunk);
+                    if self.partial.len() > Self::HOLD_LIMIT {
+                        out.push(self.partial.split().freeze());
+                    }
+                    return;
+                }
+            }
+        }
+        let Some(last) = chunk.iter().rposition(|b| *b == b'\n') else {
+            self.partial.extend_from_slice(&chunk);
+            return;
+        };
+        let rest = chunk.split_off(last + 1);
+        while chunk.len() > SSE_PIECE {
+            let cut = chunk[SSE_PIECE..]
+                .iter()
+                .position(|b| *b == b'\n')
+                .map_or(chunk.len(), |i| SSE_PIECE + i + 1);
+            out.push(chunk.split_to(cut));
+        }
+        if !chunk.is_empty() {
+            out.push(chunk);
+        }
+        self.partial.extend_from_slice(&rest);
+    }
+
+    fn finish(&mut self) -> Option<Bytes> {
+        (!self.partial.is_empty()).then(|| self.partial.split().freeze())
+    }
+}
+
 /// Runs `parser` over a byte stream: SSE framing by eventsource-stream (which also joins a UTF-8 character split
 /// across chunks), then the parser. Yields every event, then ends after `Stop`, or with one error: the transport's,
 /// the parser's, or [`ModelError::StreamEnded`] when the bytes end before the completion event.
 pub fn events<S, B, E, P>(bytes: S, parser: P) -> impl Stream<Item = Result<ModelEvent, ModelError>> + Send
 where
     S: Stream<Item = Result<B, E>> + Send + Unpin,
-    B: AsRef<[u8]> + Send,
+    B: Into<Bytes> + Send,
     E: Into<ModelError> + Send,
     P: StreamParser + Send,
 {
+    // The pieces, then what is held of a last line without its end.
+    let pieces = futures::stream::unfold(
+        (bytes, LinePieces::default(), false),
+        |(mut bytes, mut lines, ended)| async move {
+            if ended {
+                return None;
+            }
+            let mut out = Vec::new();
+            while out.is_empty() {
+                match bytes.next().await {
+                    Some(Ok(chunk)) => lines.push(chunk.into(), &mut out),
+                    Some(Err(error)) => {
+                        let pieces: Vec<Result<Bytes, E>> = vec![Err(error)];
+                        return Some((futures::stream::iter(pieces), (bytes, lines, true)));
+                    }
+                    None => {
+                        let pieces: Vec<Result<Bytes, E>> = lines.finish().into_iter().map(Ok).collect();
+                        return Some((futures::stream::iter(pieces), (bytes, lines, true)));
+                    }
+                }
+            }
+            let pieces: Vec<Result<Bytes, E>> = out.into_iter().map(Ok).collect();
+            Some((futures::stream::iter(pieces), (bytes, lines, false)))
+        },
+    )
+    .flatten();
+    let pieces = Box::pin(pieces);
     struct State<T, P> {
         sse: T,
         parser: P,
@@ -46,7 +130,7 @@ where
         finished: bool,
     }
     let state = State {
-        sse: bytes.eventsource(),
+        sse: pieces.eventsource(),
         parser,
         pending: VecDeque::new(),
         out: Vec::new(),

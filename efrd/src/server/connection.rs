@@ -143,7 +143,10 @@ pub async fn serve(stream: UnixStream, session: Session, daemon: Arc<Daemon>, sh
         warn!(%error, "connection writer failed");
     }
     daemon.connection_closed(&session);
-    debug!(client = session.hello_info().client.as_deref().unwrap_or("-"), "connection closed");
+    debug!(
+        client = session.hello_info().client.as_deref().unwrap_or("-"),
+        "connection closed"
+    );
 }
 
 /// Answers a frame error: an error frame without id where the frame was read whole, then the caller closes.

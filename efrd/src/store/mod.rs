@@ -12,8 +12,9 @@
 //! - Tables: `conversations` (the summary row: title, status, cwd, created/updated, turn count, and a JSON `extra`
 //!   object for members that come later), `events` (conversation_id, seq, kind, turn_id, at, body — the whole event
 //!   JSON as the protocol sends it), `commands` (command_id → the stored outcome of a write).
-//! - One writer thread owns the write connection. [`Store::commit`] queues a [`Commit`] and awaits its reply; the
-//!   thread writes whatever is queued (up to 512 commits) in ONE transaction and replies to each after `COMMIT`
+//! - One writer thread owns the write connection. [`Store::commit`] queues a [`Commit`] (at most 4096 wait; more
+//!   wait for room) and awaits its reply; the thread writes whatever is queued (up to 512 commits; under load it
+//!   lingers up to 2 ms for the writers it just released) in ONE transaction and replies to each after `COMMIT`
 //!   returned (group commit). Each commit has its own savepoint, so a commit that breaks an invariant fails alone.
 //!   See `writer.rs`.
 //! - Reads run on a small pool of their own connections, on tokio's blocking pool. See `read.rs`.
@@ -71,7 +72,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 
 use efr_protocol::ids::{CommandId, ConversationId};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{Semaphore, oneshot};
 
 pub use error::{Result, StoreError};
 pub use rows::{
@@ -95,7 +96,10 @@ pub struct Store {
 #[derive(Debug)]
 struct Inner {
     path: PathBuf,
-    requests: mpsc::Sender<Request>,
+    /// To the writer thread; unbounded, with `queue` as its bound.
+    requests: std::sync::mpsc::Sender<Request>,
+    /// One permit per commit that may wait for the writer ([`writer::QUEUE`]).
+    queue: Arc<Semaphore>,
     reads: Arc<ReadPool>,
     writer: Mutex<Option<JoinHandle<()>>>,
     closed: AtomicBool,
@@ -125,7 +129,7 @@ impl Store {
             Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
             Err(_) => return Err(StoreError::Closed),
         };
-        let (requests, rx) = mpsc::channel(writer::QUEUE);
+        let (requests, rx) = std::sync::mpsc::channel();
         let handle = writer::spawn(writer_conn, rx, &path)?;
         tracing::info!(path = %path.display(), schema = SCHEMA_VERSION, "event store open");
         Ok(Self {
@@ -133,6 +137,7 @@ impl Store {
                 reads: Arc::new(ReadPool::new(path.clone(), reader_conn)),
                 path,
                 requests,
+                queue: Arc::new(Semaphore::new(writer::QUEUE)),
                 writer: Mutex::new(Some(handle)),
                 closed: AtomicBool::new(false),
             }),
@@ -157,7 +162,12 @@ impl Store {
     /// commit was written.
     pub async fn commit(&self, commit: Commit) -> Result<()> {
         commit.validate()?;
-        self.request(|reply| Request::Commit { commit, reply }).await
+        let permit = Arc::clone(&self.inner.queue)
+            .acquire_owned()
+            .await
+            .map_err(|_| StoreError::Closed)?;
+        let commit = Box::new(commit);
+        self.request(|reply| Request::Commit { commit, reply, permit }).await
     }
 
     /// Sends one request to the writer and waits for its reply.
@@ -166,11 +176,7 @@ impl Store {
             return Err(StoreError::Closed);
         }
         let (reply, answer) = oneshot::channel();
-        self.inner
-            .requests
-            .send(make(reply))
-            .await
-            .map_err(|_| StoreError::Closed)?;
+        self.inner.requests.send(make(reply)).map_err(|_| StoreError::Closed)?;
         // A dropped reply means the writer stopped before it got to the request: nothing was written.
         answer.await.map_err(|_| StoreError::Closed)?
     }
@@ -259,8 +265,9 @@ impl Store {
             return Ok(());
         }
         self.inner.reads.close();
+        self.inner.queue.close();
         let (reply, answer) = oneshot::channel();
-        let closed = match self.inner.requests.send(Request::Close { reply }).await {
+        let closed = match self.inner.requests.send(Request::Close { reply }) {
             Ok(()) => answer.await.unwrap_or(Ok(())),
             // The writer already stopped.
             Err(_) => Ok(()),

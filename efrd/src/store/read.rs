@@ -334,12 +334,13 @@ pub(crate) fn command_outcome(conn: &Connection, command_id: CommandId) -> Resul
 }
 
 /// The turns left open: every turn that has an event whose kind is in `opening_kinds` and no event whose kind is in
-/// `terminal_kinds`, ordered by conversation and then by the seq of their first event.
+/// `terminal_kinds`, ordered by conversation and then by the seq of their opening event.
 ///
 /// The store does not know the protocol's kinds; the caller names them (ARCHITECTURE.md §5, restart: for efr's
 /// protocol, opening is `prompt_queued`, and terminal is every kind that ends a turn, such as `turn_completed`,
-/// `turn_failed`, `turn_interrupted`, `turn_cancelled`, `prompt_withdrawn`). Both lookups are index seeks
-/// (`events_by_kind`, `events_by_turn`), so the cost grows with the number of turns, not of events.
+/// `turn_failed`, `turn_interrupted`, `turn_cancelled`, `prompt_withdrawn`). Both kind lists are index seeks on
+/// `events_by_kind`, so finding the turns costs O(turns), not O(events); the details of each open turn read the
+/// conversation's log from the turn's opening event on, which is the log's tail.
 ///
 /// # Errors
 /// [`StoreError::Invalid`] when `opening_kinds` is empty; SQLite errors; [`StoreError::Corrupt`].
@@ -356,12 +357,16 @@ pub(crate) fn open_turns(
     let ids = conn
         .prepare(&open_turns_sql(opening_kinds.len(), terminal_kinds.len()))?
         .query_map(params_from_iter(opening_kinds.iter().chain(terminal_kinds)), |row| {
-            Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?))
+            Ok((
+                row.get::<_, String>(0)?,
+                row.get::<_, String>(1)?,
+                row.get::<_, i64>(2)?,
+            ))
         })?
         .collect::<rusqlite::Result<Vec<_>>>()?;
     let mut turns = Vec::with_capacity(ids.len());
-    for (conversation_id, turn_id) in ids {
-        turns.push(open_turn(conn, &conversation_id, &turn_id)?);
+    for (conversation_id, turn_id, opened_at) in ids {
+        turns.push(open_turn(conn, &conversation_id, &turn_id, opened_at)?);
     }
     turns.sort_by(|a, b| {
         (a.conversation_id.to_string(), a.first.seq).cmp(&(b.conversation_id.to_string(), b.first.seq))
@@ -369,31 +374,38 @@ pub(crate) fn open_turns(
     Ok(turns)
 }
 
-/// The query of [`open_turns`], with `opening` then `terminal` placeholders.
+/// The query of [`open_turns`], with `opening` then `terminal` placeholders: each open turn's conversation, turn id
+/// and the seq of its (first) opening event.
 pub(crate) fn open_turns_sql(opening: usize, terminal: usize) -> String {
     format!(
-        "SELECT DISTINCT o.conversation_id, o.turn_id FROM events o \
+        "SELECT o.conversation_id, o.turn_id, min(o.seq) FROM events o \
          WHERE o.turn_id IS NOT NULL AND o.kind IN ({}) \
-         AND NOT EXISTS (SELECT 1 FROM events t WHERE t.turn_id = o.turn_id AND t.kind IN ({}))",
+         AND o.turn_id NOT IN (SELECT t.turn_id FROM events t WHERE t.turn_id IS NOT NULL AND t.kind IN ({})) \
+         GROUP BY o.conversation_id, o.turn_id",
         placeholders(opening),
         placeholders(terminal),
     )
 }
 
-/// The details of one open turn.
-fn open_turn(conn: &Connection, conversation_id: &str, turn_id: &str) -> Result<OpenTurn> {
+/// The events of turn `?3` of conversation `?1` from seq `?2` on: a range of the primary key, filtered.
+pub(crate) const TURN_TAIL: &str = "FROM events WHERE conversation_id = ?1 AND seq >= ?2 AND turn_id = ?3";
+
+/// The details of one open turn, whose opening event has seq `opened_at`: its events are read from there on.
+fn open_turn(conn: &Connection, conversation_id: &str, turn_id: &str, opened_at: i64) -> Result<OpenTurn> {
     let edge = |order: &str| -> Result<EventRow> {
         conn.prepare_cached(&format!(
-            "SELECT {EVENT_COLUMNS} FROM events WHERE turn_id = ?1 AND conversation_id = ?2 ORDER BY seq {order} LIMIT 1"
+            "SELECT {EVENT_COLUMNS} {TURN_TAIL} ORDER BY seq {order} LIMIT 1"
         ))?
-        .query_row([turn_id, conversation_id], RawEvent::from_row)?
+        .query_row(params![conversation_id, opened_at, turn_id], RawEvent::from_row)?
         .check()
     };
     let first = edge("ASC")?;
     let last = edge("DESC")?;
     let kinds = conn
-        .prepare_cached("SELECT DISTINCT kind FROM events WHERE turn_id = ?1 AND conversation_id = ?2 ORDER BY kind")?
-        .query_map([turn_id, conversation_id], |row| row.get::<_, String>(0))?
+        .prepare_cached(&format!("SELECT DISTINCT kind {TURN_TAIL} ORDER BY kind"))?
+        .query_map(params![conversation_id, opened_at, turn_id], |row| {
+            row.get::<_, String>(0)
+        })?
         .collect::<rusqlite::Result<Vec<_>>>()?;
     Ok(OpenTurn {
         conversation_id: first.conversation_id,

@@ -134,10 +134,10 @@ impl Commit {
                 return Err(StoreError::invalid(format!("events[{i}].body is not a JSON object")));
             }
         }
-        if let Some(command) = &self.command {
-            if serde_json::from_str::<serde::de::IgnoredAny>(&command.result).is_err() {
-                return Err(StoreError::invalid("command.result is not JSON"));
-            }
+        if let Some(command) = &self.command
+            && serde_json::from_str::<serde::de::IgnoredAny>(&command.result).is_err()
+        {
+            return Err(StoreError::invalid("command.result is not JSON"));
         }
         Ok(())
     }
@@ -222,13 +222,14 @@ pub struct OpenTurn {
     pub conversation_id: ConversationId,
     /// The turn.
     pub turn_id: TurnId,
-    /// The turn's first event (normally `prompt_queued`, whose body holds the prompt's terminal context).
+    /// The turn's opening event (for efr `prompt_queued`, whose body holds the prompt's terminal context); the
+    /// earliest one if the turn has several. The other members look at the turn's events from this one on.
     pub first: EventRow,
     /// The kind of the turn's last event.
     pub last_kind: String,
     /// The seq of the turn's last event.
     pub last_seq: u64,
-    /// Every kind that occurs among the turn's events, sorted.
+    /// Every kind that occurs among the turn's events, sorted (for efr: whether `turn_started` is among them).
     pub kinds: Vec<String>,
 }
 

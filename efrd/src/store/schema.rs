@@ -47,6 +47,13 @@ pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// The WAL file is truncated to at most this many bytes after a checkpoint, so a burst does not leave it large.
 const JOURNAL_SIZE_LIMIT: i64 = 64 * 1024 * 1024;
 
+/// Checkpoint after this many WAL pages (16 MiB at 4 KiB pages) rather than SQLite's 1000: a busy log rewrites the
+/// same hot index pages, and each checkpoint copies a hot page once however often the WAL holds it.
+const WAL_AUTOCHECKPOINT: i64 = 4096;
+
+/// The writer's page cache, in KiB (SQLite's negative form): room for the hot pages of many active conversations.
+const WRITER_CACHE_KIB: i64 = 16 * 1024;
+
 /// Opens (creating it, mode 0600, when missing) the database at `path` for the writer thread, applies its settings
 /// and migrates it to [`SCHEMA_VERSION`].
 ///
@@ -120,6 +127,8 @@ fn configure_writer(conn: &Connection) -> rusqlite::Result<()> {
     conn.pragma_update(None, "synchronous", "FULL")?;
     conn.pragma_update(None, "foreign_keys", true)?;
     conn.pragma_update(None, "journal_size_limit", JOURNAL_SIZE_LIMIT)?;
+    conn.pragma_update(None, "wal_autocheckpoint", WAL_AUTOCHECKPOINT)?;
+    conn.pragma_update(None, "cache_size", -WRITER_CACHE_KIB)?;
     // The writer reuses a handful of statements thousands of times a second.
     conn.set_prepared_statement_cache_capacity(32);
     Ok(())

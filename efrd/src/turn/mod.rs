@@ -6,10 +6,14 @@
 //!
 //! What a text turn records, in order: `assistant_message_updated` (coalesced, see [`coalesce`]) and
 //! `assistant_message_completed` for each message that has text, then one of `turn_completed` (usage, context, stop),
-//! `turn_failed` (the error body) or `turn_interrupted` (usage so far). Tools come with the tools issue; until then
-//! the model is given none, and a tool call it makes anyway fails the turn with a clear message.
+//! `turn_failed` (the error body) or `turn_interrupted` (usage so far).
+//!
+//! A turn loops: model call → its tool calls, each run through [`tools::run_call`] (policy, question, run, events) →
+//! the outputs back to the model → the next call, until the model answers without a tool call, at most
+//! [`MAX_MODEL_CALLS`] calls. The message index counts the turn's messages with text across its model calls.
 
 pub mod coalesce;
+pub mod tools;
 
 use std::time::Instant;
 
@@ -36,7 +40,12 @@ pub struct TurnPlan {
     pub provider: Provider,
     /// The model's context window in tokens, when the catalog knows it (for `context` of the end event).
     pub context_window: Option<u64>,
+    /// What the turn's tool calls share; `None` for a turn without tools.
+    pub tools: Option<tools::ToolEnv>,
 }
+
+/// The most model calls one turn makes before it fails (a model that calls tools forever).
+pub const MAX_MODEL_CALLS: usize = 200;
 
 /// What a finished turn adds to its conversation's history for later turns.
 #[derive(Debug, Default)]
@@ -61,20 +70,105 @@ enum Ending {
 pub async fn run(plan: TurnPlan, recorder: Recorder, cancel: CancellationToken) -> TurnOutcome {
     let TurnPlan {
         turn_id,
-        request,
+        mut request,
         provider,
         context_window,
+        tools,
     } = plan;
+    let base_history = request.history.clone();
     let mut state = CallState::new(turn_id, recorder);
-    let mut stream = std::pin::pin!(provider.stream(&request));
+    let mut calls_made = 0;
     let ending = loop {
+        calls_made += 1;
+        let ending = model_call(&mut state, &provider, &request, &cancel).await;
+        let Ending::Stopped { .. } = ending else { break ending };
+        if state.calls.is_empty() {
+            break ending;
+        }
+        let Some(env) = tools.as_ref() else {
+            break Ending::Failed(ErrorBody::new(
+                ErrorCode::Unavailable,
+                "the model called a tool in a turn without tools",
+            ));
+        };
+        if calls_made >= MAX_MODEL_CALLS {
+            break Ending::Failed(ErrorBody::new(
+                ErrorCode::Unavailable,
+                format!("the model called tools {MAX_MODEL_CALLS} times in one turn; the turn stops here"),
+            ));
+        }
+        if state.finish_message().await.is_err() {
+            break Ending::Lost;
+        }
+        let calls = std::mem::take(&mut state.calls);
+        let mut lost = false;
+        for call in calls {
+            state.history.push(HistoryItem::ToolCall {
+                call_id: call.call_id.clone(),
+                tool: call.tool.clone(),
+                freeform: call.freeform,
+                input: call.input.clone(),
+            });
+            // An interrupt lets the running call end (a question answers deny) and runs no further call.
+            let output = if cancel.is_cancelled() {
+                Some(tools::CallOutput {
+                    output: "the turn was interrupted before this call ran".to_owned(),
+                    is_error: true,
+                })
+            } else {
+                tools::run_call(
+                    env,
+                    &state.recorder,
+                    turn_id,
+                    &call.call_id,
+                    &call.tool,
+                    call.freeform,
+                    &call.input,
+                )
+                .await
+            };
+            let Some(output) = output else {
+                lost = true;
+                break;
+            };
+            state.history.push(HistoryItem::ToolOutput {
+                call_id: call.call_id,
+                output: output.output,
+                is_error: output.is_error,
+            });
+        }
+        if lost {
+            break Ending::Lost;
+        }
+        if cancel.is_cancelled() {
+            break Ending::Interrupted;
+        }
+        state.next_model_call();
+        request.history = base_history
+            .iter()
+            .cloned()
+            .chain(state.history.iter().cloned())
+            .collect();
+    };
+    finish(state, ending, turn_id, context_window).await
+}
+
+/// Streams one model call into events until it stops, fails or is interrupted.
+async fn model_call(
+    state: &mut CallState,
+    provider: &Provider,
+    request: &ModelRequest,
+    cancel: &CancellationToken,
+) -> Ending {
+    let mut stream = std::pin::pin!(provider.stream(request));
+    loop {
         let deadline = state.coalescer.deadline();
         let next = tokio::select! {
             biased;
-            () = cancel.cancelled() => break Ending::Interrupted,
+            () = cancel.cancelled() => return Ending::Interrupted,
             () = sleep_until(deadline) => {
                 if state.flush_text().await.is_err() {
-                    break Ending::Lost;
+                    return Ending::Lost;
                 }
                 continue;
             }
@@ -86,9 +180,13 @@ pub async fn run(plan: TurnPlan, recorder: Recorder, cancel: CancellationToken) 
             Some(Ok(event)) => state.apply(event).await,
         };
         if let Err(ending) = step {
-            break ending;
+            return ending;
         }
-    };
+    }
+}
+
+/// Records the end of the turn: flushes the open message, then exactly one terminal event.
+async fn finish(mut state: CallState, ending: Ending, turn_id: TurnId, context_window: Option<u64>) -> TurnOutcome {
     // Whatever happened, no text that reached efrd is lost: flush it and close the open message.
     if !matches!(ending, Ending::Lost) && state.finish_message().await.is_err() {
         return state.outcome();
@@ -183,6 +281,20 @@ struct CallState {
     message: Option<(u32, String)>,
     usage: Usage,
     history: Vec<HistoryItem>,
+    /// The tool calls of the current model call, complete, in order.
+    calls: Vec<PendingCall>,
+    /// Messages with text in the turn's earlier model calls: the index of this call's first message.
+    index_base: u32,
+    /// Messages with text in the current model call.
+    messages_this_call: u32,
+}
+
+/// A tool call the model made, complete.
+struct PendingCall {
+    call_id: String,
+    tool: String,
+    freeform: bool,
+    input: String,
 }
 
 /// The actor is gone; the turn cannot record anything more.
@@ -197,7 +309,16 @@ impl CallState {
             message: None,
             usage: Usage::default(),
             history: Vec::new(),
+            calls: Vec::new(),
+            index_base: 0,
+            messages_this_call: 0,
         }
+    }
+
+    /// Moves on to the turn's next model call: its messages continue the turn's index.
+    fn next_model_call(&mut self) {
+        self.index_base += self.messages_this_call;
+        self.messages_this_call = 0;
     }
 
     fn outcome(self) -> TurnOutcome {
@@ -242,6 +363,9 @@ impl CallState {
     async fn apply(&mut self, event: ModelEvent) -> Result<(), Ending> {
         match event {
             ModelEvent::TextDelta { index, offset, delta } => {
+                // The provider counts this call's messages; the turn counts all of its own.
+                self.messages_this_call = self.messages_this_call.max(index + 1);
+                let index = self.index_base + index;
                 if self.message.as_ref().is_some_and(|(open, _)| *open != index) {
                     self.finish_message().await.map_err(|Lost| Ending::Lost)?;
                 }
@@ -257,13 +381,21 @@ impl CallState {
                 Ok(())
             }
             ModelEvent::ReasoningDelta { .. } => Ok(()),
-            ModelEvent::ToolCallStarted { tool, .. } | ModelEvent::ToolCallDone { tool, .. } => {
-                Err(Ending::Failed(ErrorBody::new(
-                    ErrorCode::Unavailable,
-                    format!("the model called the tool `{tool}`, and efrd cannot run tools yet"),
-                )))
+            ModelEvent::ToolCallStarted { .. } | ModelEvent::ToolInputDelta { .. } => Ok(()),
+            ModelEvent::ToolCallDone {
+                call_id,
+                tool,
+                freeform,
+                input,
+            } => {
+                self.calls.push(PendingCall {
+                    call_id,
+                    tool,
+                    freeform,
+                    input,
+                });
+                Ok(())
             }
-            ModelEvent::ToolInputDelta { .. } => Ok(()),
             ModelEvent::Usage(usage) => {
                 add_usage(&mut self.usage, &usage);
                 Ok(())

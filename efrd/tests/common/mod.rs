@@ -1,5 +1,6 @@
 //! Shared setup of efrd's integration tests: a scripted model server and a real efrd in a temporary home.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a failed unwrap is a failed test.
 #![allow(dead_code)]
 
 use std::path::Path;

@@ -2,8 +2,8 @@
 
 use efr_protocol::events::Event;
 use efr_protocol::wire::{
-    ConversationSubscribeParams, ConversationsListParams, ConversationsListResult, Origin, PromptSendParams,
-    SubscribeItem, TurnInterruptParams,
+    ApprovalRespondParams, ConversationSubscribeParams, ConversationsListParams, ConversationsListResult, Origin,
+    PromptSendParams, SubscribeItem, TurnInterruptParams,
 };
 use efr_protocol::{ErrorBody, ErrorCode};
 use serde_json::{Value, json};
@@ -65,6 +65,21 @@ pub async fn turn_interrupt(ctx: &RequestCtx, raw: Option<Value>) -> Result<Valu
         .get(&ctx.daemon.deps(), params.conversation_id)
         .await?;
     result(&handle.interrupt(params, origin(ctx)).await?)
+}
+
+/// approval.respond: the answer of a question, from any connection with the approve scope; the first answer wins.
+///
+/// # Errors
+/// `not_found` when no question waits for the call, `conflict` when it was answered before, `invalid` for
+/// allow_always, `forbidden` for a phone and a local_only question.
+pub async fn approval_respond(ctx: &RequestCtx, raw: Option<Value>) -> Result<Value, ErrorBody> {
+    let params: ApprovalRespondParams = params(raw)?;
+    let handle = ctx
+        .daemon
+        .conversations
+        .get(&ctx.daemon.deps(), params.conversation_id)
+        .await?;
+    result(&handle.respond(params, origin(ctx)).await?)
 }
 
 /// conversations.list: newest first, in pages (`cursor` continues from `next_cursor`).

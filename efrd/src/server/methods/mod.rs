@@ -52,6 +52,7 @@ pub async fn unary(ctx: &RequestCtx, method: Method, raw: Option<Value>) -> Resu
     match method {
         Method::PromptSend => conversation::prompt_send(ctx, raw).await,
         Method::TurnInterrupt => conversation::turn_interrupt(ctx, raw).await,
+        Method::ApprovalRespond => conversation::approval_respond(ctx, raw).await,
         Method::ConversationsList => conversation::conversations_list(ctx, raw).await,
         Method::ModelsList => no_params(raw).and_then(|()| admin::models_list(ctx)),
         Method::AdminStatus => no_params(raw).and_then(|()| admin::status(ctx)),

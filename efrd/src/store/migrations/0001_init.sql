@@ -32,10 +32,10 @@ CREATE TABLE events (
     PRIMARY KEY (conversation_id, seq)
 ) STRICT;
 
--- Restart recovery: the turns that an opening kind (prompt_queued) names, then per turn whether a terminal kind
--- follows. Both lookups are index seeks, so recovery costs O(turns), not O(events).
-CREATE INDEX events_by_kind ON events (kind, turn_id) WHERE turn_id IS NOT NULL;
-CREATE INDEX events_by_turn ON events (turn_id, kind) WHERE turn_id IS NOT NULL;
+-- Restart recovery: the events of a kind (prompt_queued, turn_completed, ...). Keyed by kind alone, so that within a
+-- kind new entries append in rowid order: a busy log dirties one or two pages of this index per commit, where a
+-- key such as (turn_id, kind) would dirty one page per active turn. Recovery costs O(turns), not O(events).
+CREATE INDEX events_by_kind ON events (kind) WHERE turn_id IS NOT NULL;
 
 -- Idempotent writes: the stored outcome of each command_id. No foreign key on conversation_id: a write that failed
 -- (not_found) still stores its outcome, for a conversation that does not exist.

@@ -52,7 +52,7 @@ async fn conversations_list_newest_first_in_pages() {
             .unwrap();
         made.push((updated, id));
     }
-    made.sort_by(|a, b| (b.0, b.1.to_string()).cmp(&(a.0, a.1.to_string())));
+    made.sort_by_key(|(updated, id)| std::cmp::Reverse((*updated, id.to_string())));
     let want: Vec<ConversationId> = made.iter().map(|(_, id)| *id).collect();
 
     let mut got = Vec::new();
@@ -197,7 +197,7 @@ async fn open_turns_are_the_queued_and_running_ones() {
             vec!["prompt_queued".to_owned()],
         ),
     ];
-    want.sort_by(|x, y| (x.0.to_string(), x.2).cmp(&(y.0.to_string(), y.2)));
+    want.sort_by_key(|x| (x.0.to_string(), x.2));
     assert_eq!(by_conversation, want);
     // The first event is the whole prompt_queued row, body included.
     let first = &open.iter().find(|t| t.turn_id == waiting).unwrap().first;
@@ -259,9 +259,13 @@ fn recovery_and_paging_use_indexes_not_scans() {
         rows.map(Result::unwrap).collect::<Vec<_>>().join("\n")
     };
     let recovery = plan(&read::open_turns_sql(1, 5));
-    assert!(recovery.contains("events_by_kind"), "{recovery}");
-    assert!(recovery.contains("events_by_turn"), "{recovery}");
+    assert_eq!(recovery.matches("USING INDEX events_by_kind").count(), 2, "{recovery}");
     assert!(!recovery.contains("SCAN"), "recovery must not scan the log: {recovery}");
+    let tail = plan(&format!("SELECT DISTINCT kind {} ORDER BY kind", read::TURN_TAIL));
+    assert!(
+        tail.contains("(conversation_id=? AND seq>?)") && !tail.contains("SCAN"),
+        "{tail}"
+    );
 
     let after = plan(&read::events_after_sql());
     assert!(after.contains("SEARCH") && !after.contains("TEMP B-TREE"), "{after}");

@@ -1,0 +1,341 @@
+//! The plan → bubblewrap arguments, as a pure function ([`bwrap_args`]).
+//!
+//! The only facts it needs from the host are the kinds of the masked paths (a folder is masked with an empty
+//! read-only tmpfs, a file with `/dev/null`, a missing path not at all), which the outer stage reads first
+//! ([`HostFacts::read`]) and tests make up. The mounts come from [`LaunchPlan::mounts`], so their order is the one
+//! `sandbox.explain` reads back.
+//!
+//! The arguments, in order:
+//!
+//! ```text
+//! --new-session --die-with-parent --unshare-all --unshare-user --disable-userns [--share-net]
+//! --json-status-fd N --clearenv --setenv K V ...
+//! --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp
+//! (--bind P P | --tmpfs M | --ro-bind /dev/null M | --dev-bind D D)...   the plan's mounts, deepest last
+//! --remount-ro M ...                                                     every folder mask, once all binds are in
+//! --chdir CWD
+//! ```
+//!
+//! `--new-session` stops a command from typing into the user's terminal (TIOCSTI); `--die-with-parent` ends the
+//! sandbox with the launcher; `--disable-userns` stops a nested user namespace (a way around the mount masks).
+//! `--share-net` keeps the host's network for `net_view` and `open_network`.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use efr_protocol::internal::{LaunchPlan, MountKind, Network, PlanError};
+
+/// What a masked path is on the host, after following links.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MaskTarget {
+    /// A folder at this (canonical) path: masked with an empty read-only tmpfs.
+    Dir(PathBuf),
+    /// A file (or socket, or device) at this (canonical) path: masked with `/dev/null`.
+    File(PathBuf),
+    /// Nothing there: nothing to hide, and `/` is read-only, so nothing is mounted.
+    Missing,
+}
+
+/// The host facts [`bwrap_args`] needs: the target of each masked path of the plan.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HostFacts {
+    /// Plan mask path → what is there. A mask without an entry counts as [`MaskTarget::Missing`].
+    pub masks: BTreeMap<PathBuf, MaskTarget>,
+}
+
+impl HostFacts {
+    /// Reads the target of every mask of `plan` from the host (following links, so a link to a credential store
+    /// masks the store itself).
+    ///
+    /// # Errors
+    ///
+    /// An I/O error other than "not found" while resolving a mask, such as a permission error on a parent folder:
+    /// the launcher refuses the call rather than leave a store unmasked.
+    pub fn read(plan: &LaunchPlan) -> io::Result<Self> {
+        let mut masks = BTreeMap::new();
+        for mask in &plan.masks {
+            let target = match std::fs::canonicalize(&mask.path) {
+                Ok(real) if real.is_dir() => MaskTarget::Dir(real),
+                Ok(real) => MaskTarget::File(real),
+                Err(err) if err.kind() == io::ErrorKind::NotFound => MaskTarget::Missing,
+                Err(err) => {
+                    return Err(io::Error::new(
+                        err.kind(),
+                        format!("cannot resolve the mask {:?}: {err}", mask.path),
+                    ));
+                }
+            };
+            masks.insert(mask.path.clone(), target);
+        }
+        Ok(Self { masks })
+    }
+}
+
+/// The bubblewrap options for `plan` (everything before `--` and the command), to be passed with `--args FD`.
+/// `status_fd` is the descriptor bubblewrap writes its JSON status to.
+///
+/// # Errors
+///
+/// The plan's [`PlanError`] when it does not pass [`LaunchPlan::validate`].
+pub fn bwrap_args(plan: &LaunchPlan, host: &HostFacts, status_fd: i32) -> Result<Vec<OsString>, PlanError> {
+    let mounts = plan.mounts()?;
+    let mut args = Args::default();
+    args.push([
+        "--new-session",
+        "--die-with-parent",
+        "--unshare-all",
+        "--unshare-user",
+        "--disable-userns",
+    ]);
+    if plan.network() != Network::None {
+        args.push(["--share-net"]);
+    }
+    args.push(["--json-status-fd"]);
+    args.push([status_fd.to_string()]);
+    args.push(["--clearenv"]);
+    for (name, value) in &plan.env {
+        args.push(["--setenv", name, value]);
+    }
+    let mut read_only_later = Vec::new();
+    for mount in &mounts {
+        let path = mount.path.as_path();
+        match mount.kind {
+            MountKind::RootReadOnly => args.paths("--ro-bind", path, path),
+            MountKind::Dev => args.path("--dev", path),
+            MountKind::Proc => args.path("--proc", path),
+            MountKind::Tmp => args.path("--tmpfs", path),
+            MountKind::Writable | MountKind::Socket => args.paths("--bind", path, path),
+            MountKind::Device => args.paths("--dev-bind", path, path),
+            MountKind::Mask => match host.masks.get(path).unwrap_or(&MaskTarget::Missing) {
+                MaskTarget::Dir(real) => {
+                    args.path("--tmpfs", real);
+                    read_only_later.push(real.clone());
+                }
+                MaskTarget::File(real) => args.paths("--ro-bind", Path::new("/dev/null"), real),
+                MaskTarget::Missing => {}
+            },
+        }
+    }
+    // Read-only only now: a later bind (such as $SCRATCH inside masked efr state) needs its mount point made
+    // in the mask's tmpfs first.
+    for real in &read_only_later {
+        args.path("--remount-ro", real);
+    }
+    args.path("--chdir", &plan.cwd);
+    Ok(args.0)
+}
+
+/// Encodes options for `--args FD`: each one followed by a NUL byte.
+pub fn encode_args(args: &[OsString]) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    for arg in args {
+        bytes.extend_from_slice(arg.as_encoded_bytes());
+        bytes.push(0);
+    }
+    bytes
+}
+
+#[derive(Default)]
+struct Args(Vec<OsString>);
+
+impl Args {
+    fn push<const N: usize, S: Into<OsString>>(&mut self, items: [S; N]) {
+        self.0.extend(items.into_iter().map(Into::into));
+    }
+
+    fn path(&mut self, option: &str, path: &Path) {
+        self.0.push(option.into());
+        self.0.push(path.into());
+    }
+
+    fn paths(&mut self, option: &str, source: &Path, dest: &Path) {
+        self.0.push(option.into());
+        self.0.push(source.into());
+        self.0.push(dest.into());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use efr_protocol::internal::{Mask, MaskSource, Writable, WritableSource};
+    use efr_protocol::wire::Grant;
+
+    use super::*;
+
+    fn strings(args: &[OsString]) -> Vec<&str> {
+        args.iter().map(|a| a.to_str().unwrap()).collect()
+    }
+
+    fn plan() -> LaunchPlan {
+        let mut plan = LaunchPlan::new("/usr/bin/bwrap", vec!["true".into()], "/home/u/p");
+        plan.env.insert("HOME".into(), "/home/u".into());
+        plan.env.insert("PATH".into(), "/usr/bin:/bin".into());
+        plan.writable.push(Writable {
+            path: "/home/u/p".into(),
+            source: WritableSource::Project,
+        });
+        plan.writable.push(Writable {
+            path: "/home/u/.local/state/efr/s/c1".into(),
+            source: WritableSource::Scratch,
+        });
+        plan.masks.push(Mask {
+            path: "/home/u/.ssh".into(),
+            source: MaskSource::Default,
+        });
+        plan.masks.push(Mask {
+            path: "/home/u/.netrc".into(),
+            source: MaskSource::Default,
+        });
+        plan.masks.push(Mask {
+            path: "/home/u/.aws".into(),
+            source: MaskSource::Default,
+        });
+        plan.masks.push(Mask {
+            path: "/home/u/.local/state/efr".into(),
+            source: MaskSource::EfrRoot,
+        });
+        plan
+    }
+
+    fn host() -> HostFacts {
+        let mut host = HostFacts::default();
+        host.masks
+            .insert("/home/u/.ssh".into(), MaskTarget::Dir("/home/u/.ssh".into()));
+        host.masks
+            .insert("/home/u/.netrc".into(), MaskTarget::File("/home/u/.netrc".into()));
+        host.masks.insert(
+            "/home/u/.local/state/efr".into(),
+            MaskTarget::Dir("/data/efr-state".into()),
+        );
+        host
+    }
+
+    #[test]
+    fn a_project_call_in_its_own_network() {
+        let args = bwrap_args(&plan(), &host(), 7).unwrap();
+        assert_eq!(
+            strings(&args),
+            [
+                "--new-session",
+                "--die-with-parent",
+                "--unshare-all",
+                "--unshare-user",
+                "--disable-userns",
+                "--json-status-fd",
+                "7",
+                "--clearenv",
+                "--setenv",
+                "HOME",
+                "/home/u",
+                "--setenv",
+                "PATH",
+                "/usr/bin:/bin",
+                "--ro-bind",
+                "/",
+                "/",
+                "--dev",
+                "/dev",
+                "--proc",
+                "/proc",
+                "--tmpfs",
+                "/tmp",
+                "--bind",
+                "/home/u/p",
+                "/home/u/p",
+                "--tmpfs",
+                "/home/u/.ssh",
+                "--ro-bind",
+                "/dev/null",
+                "/home/u/.netrc",
+                // .aws is missing on this host: nothing mounted. The efr root is a link: its target is masked.
+                "--tmpfs",
+                "/data/efr-state",
+                "--bind",
+                "/home/u/.local/state/efr/s/c1",
+                "/home/u/.local/state/efr/s/c1",
+                "--remount-ro",
+                "/home/u/.ssh",
+                "--remount-ro",
+                "/data/efr-state",
+                "--chdir",
+                "/home/u/p",
+            ]
+        );
+    }
+
+    #[test]
+    fn grants_keep_the_network_and_add_binds() {
+        let mut plan = plan();
+        plan.grants.push(Grant::NetView);
+        plan.grants.push(Grant::Device {
+            path: "/dev/kvm".into(),
+        });
+        plan.grants.push(Grant::Socket {
+            path: "/run/user/1000/bus".into(),
+        });
+        plan.grants.push(Grant::Unmask {
+            path: "/home/u/.ssh".into(),
+        });
+        plan.grants.push(Grant::Write {
+            path: "/home/u/.cache".into(),
+        });
+        let args = bwrap_args(&plan, &host(), 3).unwrap();
+        let text = strings(&args).join(" ");
+        assert!(
+            text.contains("--disable-userns --share-net --json-status-fd 3"),
+            "{text}"
+        );
+        assert!(text.contains("--dev-bind /dev/kvm /dev/kvm"), "{text}");
+        assert!(text.contains("--bind /run/user/1000/bus /run/user/1000/bus"), "{text}");
+        assert!(text.contains("--bind /home/u/.cache /home/u/.cache"), "{text}");
+        assert!(!text.contains(".ssh"), "unmasked: {text}");
+        plan.grants[0] = Grant::OpenNetwork;
+        assert!(strings(&bwrap_args(&plan, &host(), 3).unwrap()).contains(&"--share-net"));
+    }
+
+    #[test]
+    fn a_bad_plan_gives_no_arguments() {
+        let mut plan = plan();
+        plan.grants.push(Grant::Host {
+            host: "example.com".into(),
+            port: None,
+        });
+        assert!(matches!(
+            bwrap_args(&plan, &host(), 3),
+            Err(PlanError::RefusedGrant { kind: "host", .. })
+        ));
+    }
+
+    #[test]
+    fn args_are_nul_terminated() {
+        assert_eq!(encode_args(&["--a".into(), "b c".into()]), b"--a\0b c\0");
+    }
+
+    #[test]
+    fn host_facts_follow_links_and_skip_missing_paths() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("store")).unwrap();
+        std::os::unix::fs::symlink(dir.path().join("store"), dir.path().join("link")).unwrap();
+        std::fs::write(dir.path().join("file"), "x").unwrap();
+        let mut plan = LaunchPlan::new("/usr/bin/bwrap", vec!["true".into()], "/");
+        for name in ["link", "file", "missing"] {
+            plan.masks.push(Mask {
+                path: dir.path().join(name),
+                source: MaskSource::Config,
+            });
+        }
+        let host = HostFacts::read(&plan).unwrap();
+        let real = std::fs::canonicalize(dir.path()).unwrap();
+        assert_eq!(
+            host.masks[&dir.path().join("link")],
+            MaskTarget::Dir(real.join("store"))
+        );
+        assert_eq!(
+            host.masks[&dir.path().join("file")],
+            MaskTarget::File(real.join("file"))
+        );
+        assert_eq!(host.masks[&dir.path().join("missing")], MaskTarget::Missing);
+    }
+}

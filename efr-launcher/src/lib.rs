@@ -1,0 +1,37 @@
+//! `efr-launcher`: the sandbox of one contained call (ARCHITECTURE.md §7, issue 7).
+//!
+//! One binary, two stages:
+//!
+//! - **outer** ([`outer`]): started by efrd's hidden shell with a [launch plan](efr_protocol::internal::LaunchPlan).
+//!   It checks the plan, turns it into bubblewrap's options ([`bwrap::bwrap_args`], a pure function), runs
+//!   bubblewrap with the launcher itself as the command in inner mode, and reports the outcome on the plan's report
+//!   channel: its pid and start time, the sandbox's state, and the command's exit status or a setup error
+//!   ([`efr_protocol::internal::report`]).
+//! - **inner** ([`inner`]): bubblewrap's child, inside the new namespaces and mounts. It empties every capability
+//!   set, sets no_new_privs ([`privileges`]), applies Landlock ([`ruleset`]) and the seccomp filters ([`seccomp`]),
+//!   and execs the command. It refuses rather than run a weaker sandbox.
+//!
+//! What a contained call sees (the plan's mounts, [`efr_protocol::internal::mounts`]): `/` read-only; writable: the
+//! call's project roots, `$SCRATCH` and a private `/tmp`; a fresh `/dev` and `/proc`; masked: the credential stores
+//! of [`efr_protocol::internal::DEFAULT_HOME_MASKS`], efr's own roots and `/run/user/$UID`; its own network
+//! namespace unless a grant keeps the host's. [`selftest`] holds the checks that efrd's probe runs inside.
+//!
+//! Command line (`main.rs`):
+//!
+//! ```text
+//! efr-launcher --plan-fd N          the plan on an inherited descriptor (read to its end)
+//! efr-launcher --plan-file PATH     the plan in a one-time file (read, then removed)
+//! efr-launcher self-test net-view --abstract NAME
+//! efr-launcher inner --spec-fd N --status-fd N --stderr-fd N   (only as bubblewrap's child)
+//! ```
+
+pub mod bwrap;
+pub mod inner;
+pub mod outer;
+pub mod privileges;
+pub mod reporter;
+pub mod ruleset;
+pub mod seccomp;
+pub mod selftest;
+pub mod spec;
+pub mod watch;

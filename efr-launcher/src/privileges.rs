@@ -1,0 +1,102 @@
+//! The inner stage's process hygiene before Landlock and seccomp: descriptors, resource limits, capabilities and
+//! no_new_privs.
+//!
+//! - Every descriptor above 2 becomes close-on-exec, so nothing that the launcher, bubblewrap or the hidden shell
+//!   held open reaches the command.
+//! - Capabilities: bubblewrap run by root keeps the full set inside (it maps root to root). [`drop_capabilities`]
+//!   empties the bounding set first (it needs `CAP_SETPCAP`), then ambient, inheritable, effective and permitted,
+//!   and reads all five back: a set that is not empty refuses the launch. With an empty bounding set even a root
+//!   exec of a setuid-root program gains nothing.
+//! - no_new_privs: set before Landlock and seccomp (both need it); setuid and file capabilities do nothing after it.
+
+use caps::CapSet;
+use efr_protocol::internal::{Rlimit, RlimitResource};
+use nix::sys::resource::{Resource, setrlimit};
+
+/// Marks every descriptor above 2 close-on-exec.
+///
+/// # Errors
+///
+/// The kernel's error (`close_range` exists since Linux 5.11).
+pub fn cloexec_above_stderr() -> std::io::Result<()> {
+    // SAFETY: close_range with CLOSE_RANGE_CLOEXEC only sets a flag on descriptors; it closes none and touches no
+    // memory.
+    let rc = unsafe { libc::close_range(3, libc::c_uint::MAX, libc::CLOSE_RANGE_CLOEXEC as libc::c_int) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// Sets the plan's resource limits.
+///
+/// # Errors
+///
+/// Which limit the kernel refused (such as a hard limit above the current one without privilege).
+pub fn set_limits(limits: &[Rlimit]) -> Result<(), String> {
+    for limit in limits {
+        let resource = match limit.resource {
+            RlimitResource::Cpu => Resource::RLIMIT_CPU,
+            RlimitResource::Fsize => Resource::RLIMIT_FSIZE,
+            RlimitResource::Nofile => Resource::RLIMIT_NOFILE,
+            RlimitResource::Nproc => Resource::RLIMIT_NPROC,
+            RlimitResource::As => Resource::RLIMIT_AS,
+            RlimitResource::Core => Resource::RLIMIT_CORE,
+        };
+        setrlimit(resource, limit.soft, limit.hard).map_err(|err| {
+            format!(
+                "cannot set the {:?} limit to {}/{}: {err}",
+                limit.resource, limit.soft, limit.hard
+            )
+        })?;
+    }
+    Ok(())
+}
+
+/// Empties all five capability sets and checks that they are empty.
+///
+/// # Errors
+///
+/// The set that could not be emptied.
+pub fn drop_capabilities() -> Result<(), String> {
+    let bounding = caps::read(None, CapSet::Bounding).map_err(|e| format!("cannot read the bounding set: {e}"))?;
+    for cap in bounding {
+        caps::drop(None, CapSet::Bounding, cap).map_err(|e| format!("cannot drop {cap} from the bounding set: {e}"))?;
+    }
+    for set in [
+        CapSet::Ambient,
+        CapSet::Inheritable,
+        CapSet::Effective,
+        CapSet::Permitted,
+    ] {
+        caps::clear(None, set).map_err(|e| format!("cannot clear the {set:?} capability set: {e}"))?;
+    }
+    for set in [
+        CapSet::Bounding,
+        CapSet::Ambient,
+        CapSet::Inheritable,
+        CapSet::Effective,
+        CapSet::Permitted,
+    ] {
+        let left = caps::read(None, set).map_err(|e| format!("cannot read the {set:?} capability set: {e}"))?;
+        if !left.is_empty() {
+            return Err(format!("the {set:?} capability set still holds {left:?}"));
+        }
+    }
+    Ok(())
+}
+
+/// Sets no_new_privs and checks it.
+///
+/// # Errors
+///
+/// The kernel's refusal.
+pub fn set_no_new_privs() -> Result<(), String> {
+    nix::sys::prctl::set_no_new_privs().map_err(|e| format!("cannot set no_new_privs: {e}"))?;
+    match nix::sys::prctl::get_no_new_privs() {
+        Ok(true) => Ok(()),
+        Ok(false) => Err("no_new_privs did not stay set".into()),
+        Err(e) => Err(format!("cannot read no_new_privs: {e}")),
+    }
+}

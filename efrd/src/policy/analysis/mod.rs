@@ -1,0 +1,230 @@
+//! One shell line, analysed: whether it is read-only, and if not, every reason why; whether it uses the network,
+//! runs as another user or may wait at the terminal; and which floors it hits.
+//!
+//! [`analyse`] parses the line ([`super::shell`]), walks every command in the order bash runs it (substitutions
+//! first, with the directory each may run in), takes the wrappers off each command, and asks [`super::readonly`]
+//! about what is left. A line is read-only when no [`Concern`] was found and no floor was hit.
+//!
+//! # Wrappers
+//!
+//! | wrapper | what is checked |
+//! |---|---|
+//! | `sudo`, `doas`, `run0`, `pkexec` | [`Concern::Privileged`], interactive (a password) unless `-n`, then the command |
+//! | `su` | privileged and interactive; `su -c 'line'` is analysed like `bash -c` |
+//! | `env` | its `NAME=value` words as assignments, then the command; `env` alone is read-only; `env -S` is unknown |
+//! | `command`, `builtin`, `nice`, `time`, `timeout`, `stdbuf` | the command (`command -v x` alone is read-only) |
+//! | `nohup`, `xargs` | not read-only (`nohup.out`; commands built from input), and the command for the floors |
+//! | `bash -c`, `sh -c`, `zsh -c`, `dash -c`, `ksh -c` | the script, parsed and analysed, at most [`MAX_SHELL_DEPTH`] deep; a script that expands is unknown |
+//! | `bash` alone, `bash script.sh` | not read-only (a shell waits for input; a script efr cannot see) |
+//! | `eval` | unknown; a static argument is still analysed, for the floors |
+//! | `exec` | unknown (it replaces the hidden shell), and the command for the floors |
+//! | `watch` | not read-only, and its command, parsed like `bash -c`, for the floors |
+//! | `busybox`, `setsid` | the command |
+//! | `source`, `.` | unknown |
+//!
+//! A command named by a path counts as its file name when it lies in `/bin`, `/usr/bin`, `/usr/local/bin`, `/sbin`
+//! or `/usr/sbin` (`/usr/bin/ls` is `ls`); any other path (`./ls`) is a program efr cannot see.
+//!
+//! # Environment
+//!
+//! An assignment before a command is fine unless it changes what programs load or run ([`dangerous_env`]):
+//! `PATH`, `LD_*`, `DYLD_*`, `BASH_ENV`, `ENV`, `BASH_FUNC_*`, `PROMPT_COMMAND`, `IFS`, `SHELLOPTS`, `BASHOPTS`,
+//! `PS4`, `CDPATH`, `GLOBIGNORE`, `PAGER`, `MANPAGER`, `EDITOR`, `VISUAL`, `LESSOPEN`, `LESSCLOSE`, `NODE_OPTIONS`,
+//! `PYTHONSTARTUP`, `PYTHONPATH`, `PERL5OPT`, `PERL5LIB`, `RUBYOPT`, `RIPGREP_CONFIG_PATH`, `AWKPATH`, `AWKLIBPATH`
+//! and `GIT_*` (git config can run programs) — except a pager set to `cat` or empty, and `GIT_TERMINAL_PROMPT`,
+//! `GIT_AUTHOR_*` and `GIT_COMMITTER_*`. An assignment with no command (`X=1`) persists in the hidden shell, where a
+//! later line would read it, so it is not read-only.
+//!
+//! # Redirections
+//!
+//! A redirection that writes a file (`>`, `>>`, `>|`, `&>`, `&>>`, `<>`, `>&file`) is not read-only, except to
+//! `/dev/null`, `/dev/stdout`, `/dev/stderr`, `/dev/tty` and `/dev/fd/N`; `2>&1`, `>&-`, `<` and heredocs are fine.
+
+mod command;
+
+use std::path::{Path, PathBuf};
+
+use super::floors::EfrDirs;
+use super::shell::{ParseProblem, Word};
+
+/// How deep `bash -c 'bash -c …'` is followed; deeper is unknown.
+pub const MAX_SHELL_DEPTH: usize = 3;
+
+/// What the analysis needs besides the line.
+#[derive(Debug, Clone, Copy)]
+pub struct Scope<'a> {
+    /// The directory the line starts in (absolute; a relative one makes every relative path unplaceable).
+    pub cwd: &'a Path,
+    /// The turn's project roots (absolute).
+    pub project_roots: &'a [PathBuf],
+    /// The user's home folder, for `~` and `$HOME`.
+    pub home: Option<&'a Path>,
+    /// efr's own roots, for the floors.
+    pub efr: &'a EfrDirs,
+    /// The config's extra read-only commands.
+    pub extra_read_only: &'a [String],
+}
+
+/// Why a line is not read-only. Cautious mode names the first by [`rank`](Self::rank) in its question.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Concern {
+    /// A command uses the network.
+    Network {
+        /// The command, such as `curl` or `git fetch`.
+        command: String,
+    },
+    /// A command writes a path outside every project root.
+    WritesOutside {
+        /// The path as a question shows it.
+        path: String,
+    },
+    /// A command runs as another user.
+    Privileged {
+        /// `sudo`, `doas`, ….
+        command: String,
+    },
+    /// The line does not parse.
+    Unparsed {
+        /// Why.
+        problem: ParseProblem,
+    },
+    /// A construct efr does not analyse.
+    Unknown {
+        /// What, such as "a for loop" or "`eval`".
+        construct: String,
+    },
+    /// A command may wait for input at the terminal.
+    Interactive {
+        /// The command.
+        command: String,
+    },
+    /// A redirection writes a file.
+    WritesFile {
+        /// The target as written.
+        target: String,
+    },
+    /// An assignment changes what programs load or run.
+    Environment {
+        /// The variable.
+        name: String,
+    },
+    /// A command that is not read-only; the text completes "cautious asks before …".
+    NotReadOnly(String),
+}
+
+impl Concern {
+    /// The order in which cautious names concerns: network first (spec: "cautious asks before any network access"),
+    /// then writes outside the project, privileged commands, what efr cannot read, waits at the terminal, and the
+    /// rest.
+    #[must_use]
+    pub fn rank(&self) -> u8 {
+        match self {
+            Self::Network { .. } => 0,
+            Self::WritesOutside { .. } => 1,
+            Self::Privileged { .. } => 2,
+            Self::Unparsed { .. } | Self::Unknown { .. } => 3,
+            Self::Interactive { .. } => 4,
+            Self::WritesFile { .. } | Self::Environment { .. } => 5,
+            Self::NotReadOnly(_) => 6,
+        }
+    }
+
+    /// The question's reason line in cautious mode.
+    #[must_use]
+    pub fn cautious_reason(&self) -> String {
+        match self {
+            Self::Network { .. } => "cautious asks before any network access".to_owned(),
+            Self::WritesOutside { path } => format!("cautious asks before writing outside the project ({path})"),
+            Self::Privileged { command } => {
+                format!("cautious asks before running a command as another user ({command})")
+            }
+            Self::Unparsed { .. } => "cautious asks before a line it cannot parse".to_owned(),
+            Self::Unknown { construct } => format!("cautious asks before {construct}, which it does not analyse"),
+            Self::Interactive { command } => {
+                format!("cautious asks before `{command}`, which may wait for input at the terminal")
+            }
+            Self::WritesFile { target } => format!("cautious asks before writing to a file ({target})"),
+            Self::Environment { name } => format!("cautious asks before a command run with {name} set"),
+            Self::NotReadOnly(text) => format!("cautious asks before {text}"),
+        }
+    }
+}
+
+/// The analysis of one line.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LineAnalysis {
+    /// Every concern, in the order found.
+    pub concerns: Vec<Concern>,
+    /// Some command may wait for input at the terminal (a question about it is `interactive`).
+    pub interactive: bool,
+    /// Some command runs as another user.
+    pub privileged: bool,
+    /// Some command uses the network.
+    pub network: bool,
+    /// The first floor the line hits: the refusal text.
+    pub refusal: Option<&'static str>,
+    /// The targets of recursive deletes outside every project root or that efr cannot place, as a question shows
+    /// them (full mode asks about these).
+    pub guarded_deletes: Vec<String>,
+}
+
+impl LineAnalysis {
+    /// Whether cautious runs the line without a question.
+    #[must_use]
+    pub fn read_only(&self) -> bool {
+        self.concerns.is_empty() && self.refusal.is_none()
+    }
+
+    /// The concern a question names: the first of the lowest [`Concern::rank`].
+    #[must_use]
+    pub fn first_concern(&self) -> Option<&Concern> {
+        self.concerns.iter().min_by_key(|c| c.rank())
+    }
+}
+
+/// Analyses one shell line.
+#[must_use]
+pub fn analyse(line: &str, scope: &Scope<'_>) -> LineAnalysis {
+    command::analyse(line, scope)
+}
+
+/// Whether assigning `value` to `name` before a command changes what programs load or run.
+#[must_use]
+pub fn dangerous_env(name: &str, value: &Word) -> bool {
+    const EXACT: &[&str] = &[
+        "PATH",
+        "BASH_ENV",
+        "ENV",
+        "PROMPT_COMMAND",
+        "IFS",
+        "SHELLOPTS",
+        "BASHOPTS",
+        "PS4",
+        "CDPATH",
+        "GLOBIGNORE",
+        "PAGER",
+        "MANPAGER",
+        "EDITOR",
+        "VISUAL",
+        "LESSOPEN",
+        "LESSCLOSE",
+        "NODE_OPTIONS",
+        "PYTHONSTARTUP",
+        "PYTHONPATH",
+        "PERL5OPT",
+        "PERL5LIB",
+        "RUBYOPT",
+        "RIPGREP_CONFIG_PATH",
+        "AWKPATH",
+        "AWKLIBPATH",
+    ];
+    const PREFIX: &[&str] = &["LD_", "DYLD_", "GIT_", "BASH_FUNC_"];
+    let pager = matches!(name, "PAGER" | "GIT_PAGER" | "MANPAGER" | "SYSTEMD_PAGER");
+    if pager && matches!(value.value.as_deref(), Some("cat" | "")) {
+        return false;
+    }
+    if name == "GIT_TERMINAL_PROMPT" || name.starts_with("GIT_AUTHOR_") || name.starts_with("GIT_COMMITTER_") {
+        return false;
+    }
+    EXACT.contains(&name) || PREFIX.iter().any(|p| name.starts_with(p))
+}

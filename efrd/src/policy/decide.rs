@@ -1,0 +1,380 @@
+//! The decision: from a call, the turn's mode and its context to run, ask or refuse.
+//!
+//! [`decide`] is pure: it reads no file and no clock, so the same input always gives the same [`Decision`], and the
+//! table tests in `policy/tests/` pin every rule. The caller (the turn loop) maps the decision to events:
+//! [`Decision::Run`] to tool_call_started with its `launch`; [`Decision::Ask`] to approval_requested with the
+//! question's members, and after `allow` runs the call with [`Question::launch`]; [`Decision::Refuse`] to
+//! tool_call_completed with `refusal`, and the call never runs.
+
+use std::path::PathBuf;
+
+use efr_protocol::wire::Launch;
+use efr_protocol::wire::common::{Mode, Origin};
+
+use super::analysis::{LineAnalysis, Scope, analyse};
+use super::floors::{self, EfrDirs};
+use super::paths::{display, is_within, normalize, root_of};
+
+/// The longest summary of a shell call, in characters, before it is cut with `…`.
+pub const SUMMARY_CHARS: usize = 200;
+
+/// A call the model made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Call {
+    /// A `shell` tool call.
+    Shell(ShellCall),
+    /// An `apply_patch` tool call.
+    Patch(PatchCall),
+}
+
+/// A shell call: the command line and where it starts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShellCall {
+    /// The command line as the model wrote it (several lines and heredocs allowed).
+    pub command: String,
+    /// The hidden shell's working directory when the call starts (absolute; a relative one cannot place relative
+    /// paths, which only makes the decision more careful).
+    pub cwd: PathBuf,
+}
+
+/// A patch call: what it changes, as absolute paths.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PatchCall {
+    /// Each file the patch touches. The caller makes each path absolute (against the call's directory) and should
+    /// pass it through [`super::paths::resolve`], so that a symbolic link out of the project is seen.
+    pub changes: Vec<PatchChange>,
+}
+
+/// One file of a patch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PatchChange {
+    /// The file (absolute).
+    pub path: PathBuf,
+    /// What the patch does to it.
+    pub kind: ChangeKind,
+}
+
+/// What a patch does to one file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ChangeKind {
+    /// Creates it.
+    Add,
+    /// Changes it.
+    Update,
+    /// Deletes it.
+    Delete,
+    /// Changes it and moves it to `to` (absolute).
+    Move {
+        /// The new path.
+        to: PathBuf,
+    },
+}
+
+/// What the decision needs besides the call and the mode.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PolicyContext {
+    /// The turn's project roots (absolute, resolved like patch paths). Empty outside any project.
+    pub project_roots: Vec<PathBuf>,
+    /// Where the turn's prompt came from. A phone's turn runs with at most cautious ([`effective_mode`]).
+    pub origin: Origin,
+    /// The user's home folder, for `~`, `$HOME` and the floors.
+    pub home: Option<PathBuf>,
+    /// efr's own roots, for the floors.
+    pub efr_dirs: EfrDirs,
+    /// The knobs of `[permissions]` in config.toml.
+    pub config: PolicyConfig,
+}
+
+impl PolicyContext {
+    /// A context with these project roots and origin, no home, no efr roots and the default config.
+    #[must_use]
+    pub fn new(project_roots: Vec<PathBuf>, origin: Origin) -> Self {
+        Self {
+            project_roots,
+            origin,
+            home: None,
+            efr_dirs: EfrDirs::default(),
+            config: PolicyConfig::default(),
+        }
+    }
+}
+
+/// The policy's config knobs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PolicyConfig {
+    /// More commands that cautious runs without a question, with any arguments (names such as `cargo-tree`).
+    pub extra_read_only: Vec<String>,
+}
+
+/// How a call runs (ARCHITECTURE.md §7).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LaunchKind {
+    /// Typed into the hidden shell as the user (a patch: applied by efrd as the user).
+    Direct,
+    /// In the sandbox, by efr-launcher (a patch: applied only where a contained call may write, the project roots
+    /// and `$SCRATCH`; elsewhere it fails as it would inside the sandbox).
+    Contained,
+    /// An approved exit from auto mode: as the user, outside the sandbox.
+    Unsandboxed,
+}
+
+impl LaunchKind {
+    /// The wire form (tool_call_started `launch`), with no grants.
+    #[must_use]
+    pub fn to_wire(self) -> Launch {
+        match self {
+            Self::Direct => Launch::Direct,
+            Self::Contained => Launch::Contained { grants: Vec::new() },
+            Self::Unsandboxed => Launch::Unsandboxed,
+        }
+    }
+}
+
+/// A question for the user (the approval_requested event).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Question {
+    /// What the call would do, one line: the command (cut at [`SUMMARY_CHARS`]) or the patch's files.
+    pub summary: String,
+    /// Why the mode asks, one plain line, such as "cautious asks before any network access".
+    pub reason: String,
+    /// The call may wait for input at the terminal (a sudo password, an editor, a REPL).
+    pub interactive: bool,
+    /// Only the user's own machine may answer: set for an interactive call (a phone cannot type its input), a
+    /// privileged one, and a guarded delete.
+    pub local_only: bool,
+    /// Seconds to answer; `None` when the question has no fixed limit. Full mode's guarded deletes have
+    /// [`floors::GUARDED_DELETE_SECS`].
+    pub expires_in_secs: Option<u32>,
+    /// How the call runs once allowed.
+    pub launch: LaunchKind,
+}
+
+/// The decision about one call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// Run at once.
+    Run {
+        /// How.
+        launch: LaunchKind,
+    },
+    /// Ask the user first.
+    Ask(Question),
+    /// Never run: tool_call_completed carries the refusal.
+    Refuse {
+        /// A few words, such as "efr's config (floor)".
+        refusal: String,
+    },
+}
+
+/// The mode a call is decided in. A phone's turn runs with at most cautious (spec, "Remote devices": "A
+/// prompt.send from a phone runs with a mode of at most cautious"), and a turn the daemon starts for a job notice
+/// with at most auto (spec, changelog entry "full mode"); the caller already records those modes, and this repeats
+/// the rules so that no path around them exists. A mode this build does not know is decided as manual.
+#[must_use]
+pub fn effective_mode(mode: Mode, origin: Origin) -> Mode {
+    match (mode, origin) {
+        (Mode::Auto | Mode::Full, Origin::Phone) => Mode::Cautious,
+        (Mode::Full, Origin::Daemon) => Mode::Auto,
+        (Mode::Unknown, _) => Mode::Manual,
+        (mode, _) => mode,
+    }
+}
+
+/// Decides one call.
+///
+/// Rules (ARCHITECTURE.md §7; the floors and the guarded delete are in [`super::floors`]):
+/// - a floor refuses in every mode;
+/// - manual asks before every shell call ("manual asks before every command") and every patch ("manual asks before
+///   every file change");
+/// - cautious runs a read-only line (wherever it runs) and a patch whose every path is inside a project root and
+///   not inside a `.git` folder, both [`LaunchKind::Direct`]; anything else asks, naming the first concern
+///   (network first);
+/// - auto runs every call [`LaunchKind::Contained`] (see [`decide_auto`] for the exits to come);
+/// - full runs every call [`LaunchKind::Direct`], except a guarded delete, which asks for
+///   [`floors::GUARDED_DELETE_SECS`] seconds.
+#[must_use]
+pub fn decide(call: &Call, mode: Mode, ctx: &PolicyContext) -> Decision {
+    let mode = effective_mode(mode, ctx.origin);
+    match call {
+        Call::Shell(shell) => decide_shell(shell, mode, ctx),
+        Call::Patch(patch) => decide_patch(patch, mode, ctx),
+    }
+}
+
+/// The analysis of a shell call in this context (public for callers that need the facts, such as whether the line
+/// starts a shell or a REPL).
+#[must_use]
+pub fn analyse_call(call: &ShellCall, ctx: &PolicyContext) -> LineAnalysis {
+    let scope = Scope {
+        cwd: &call.cwd,
+        project_roots: &ctx.project_roots,
+        home: ctx.home.as_deref(),
+        efr: &ctx.efr_dirs,
+        extra_read_only: &ctx.config.extra_read_only,
+    };
+    analyse(&call.command, &scope)
+}
+
+fn decide_shell(call: &ShellCall, mode: Mode, ctx: &PolicyContext) -> Decision {
+    let analysis = analyse_call(call, ctx);
+    if let Some(refusal) = analysis.refusal {
+        return Decision::Refuse {
+            refusal: refusal.to_owned(),
+        };
+    }
+    let summary = shell_summary(&call.command);
+    let ask = |reason: String, expires_in_secs: Option<u32>, local: bool| {
+        Decision::Ask(Question {
+            summary: summary.clone(),
+            reason,
+            interactive: analysis.interactive,
+            local_only: analysis.interactive || analysis.privileged || local,
+            expires_in_secs,
+            launch: LaunchKind::Direct,
+        })
+    };
+    match mode {
+        Mode::Cautious => match analysis.first_concern() {
+            None => Decision::Run {
+                launch: LaunchKind::Direct,
+            },
+            Some(concern) => ask(concern.cautious_reason(), None, false),
+        },
+        Mode::Auto => decide_auto(Some(&analysis)),
+        Mode::Full => match analysis.guarded_deletes.first() {
+            None => Decision::Run {
+                launch: LaunchKind::Direct,
+            },
+            Some(target) => {
+                let summary = format!("delete {target} and all it holds: {summary}");
+                Decision::Ask(Question {
+                    summary,
+                    reason: "full mode asks before a delete outside the project".to_owned(),
+                    interactive: analysis.interactive,
+                    local_only: true,
+                    expires_in_secs: Some(floors::GUARDED_DELETE_SECS),
+                    launch: LaunchKind::Direct,
+                })
+            }
+        },
+        // Manual, and Unknown (already mapped to manual by effective_mode).
+        _ => ask("manual asks before every command".to_owned(), None, false),
+    }
+}
+
+/// Auto mode: every call runs contained with the mode's base plan.
+///
+/// This is the extension point of the exits engine (ARCHITECTURE.md §7, issue 7 and the exits issue): it will read
+/// the line's analysis (network, privileged, writes outside the project) and the grants, and return
+/// `Ask`/`Run { launch: Unsandboxed }` for a call that must leave the sandbox. Until then a call that needs an exit
+/// fails inside the sandbox and the model sees why. `analysis` is `None` for a patch.
+#[must_use]
+pub fn decide_auto(analysis: Option<&LineAnalysis>) -> Decision {
+    let _ = analysis;
+    Decision::Run {
+        launch: LaunchKind::Contained,
+    }
+}
+
+fn decide_patch(call: &PatchCall, mode: Mode, ctx: &PolicyContext) -> Decision {
+    let paths: Vec<&PathBuf> = call
+        .changes
+        .iter()
+        .flat_map(|c| match &c.kind {
+            ChangeKind::Move { to } => vec![&c.path, to],
+            _ => vec![&c.path],
+        })
+        .collect();
+    for path in &paths {
+        let path = normalize(path);
+        if let Some(refusal) = ctx.efr_dirs.write_refusal(&path, false) {
+            return Decision::Refuse {
+                refusal: refusal.to_owned(),
+            };
+        }
+        if floors::raw_device(&path) {
+            return Decision::Refuse {
+                refusal: floors::DEVICE.to_owned(),
+            };
+        }
+    }
+    let ask = |reason: &str| {
+        Decision::Ask(Question {
+            summary: patch_summary(call, ctx),
+            reason: reason.to_owned(),
+            interactive: false,
+            local_only: false,
+            expires_in_secs: None,
+            launch: LaunchKind::Direct,
+        })
+    };
+    match mode {
+        Mode::Cautious => {
+            if let Some(outside) = paths.iter().find(|p| root_of(p, &ctx.project_roots).is_none()) {
+                let shown = display(outside, &ctx.project_roots, ctx.home.as_deref());
+                return ask(&format!(
+                    "cautious asks before changing files outside the project ({shown})"
+                ));
+            }
+            if let Some(git) = paths.iter().find(|p| in_git_dir(p, &ctx.project_roots)) {
+                let shown = display(git, &ctx.project_roots, ctx.home.as_deref());
+                return ask(&format!("cautious asks before changing git's own files ({shown})"));
+            }
+            Decision::Run {
+                launch: LaunchKind::Direct,
+            }
+        }
+        Mode::Auto => decide_auto(None),
+        Mode::Full => Decision::Run {
+            launch: LaunchKind::Direct,
+        },
+        _ => ask("manual asks before every file change"),
+    }
+}
+
+/// Whether a path inside a project lies in a `.git` folder (hooks and config there run programs on later git
+/// commands, which cautious runs without a question).
+fn in_git_dir(path: &std::path::Path, roots: &[PathBuf]) -> bool {
+    let path = normalize(path);
+    roots.iter().filter(|root| is_within(&path, root)).any(|root| {
+        path.strip_prefix(root)
+            .is_ok_and(|rest| rest.components().any(|c| c.as_os_str() == ".git"))
+    })
+}
+
+/// A shell call's summary: the line's first line, cut at [`SUMMARY_CHARS`], with `…` when anything was left out.
+#[must_use]
+pub fn shell_summary(command: &str) -> String {
+    let trimmed = command.trim();
+    let first = trimmed.lines().next().unwrap_or_default();
+    let mut out: String = first.chars().take(SUMMARY_CHARS).collect();
+    if out.len() < trimmed.len() {
+        out.push_str(" …");
+    }
+    out
+}
+
+/// A patch's summary: up to three files with what happens to each, then how many more.
+#[must_use]
+pub fn patch_summary(call: &PatchCall, ctx: &PolicyContext) -> String {
+    let show = |p: &PathBuf| display(p, &ctx.project_roots, ctx.home.as_deref());
+    let items: Vec<String> = call
+        .changes
+        .iter()
+        .take(3)
+        .map(|c| match &c.kind {
+            ChangeKind::Add => format!("add {}", show(&c.path)),
+            ChangeKind::Update => format!("change {}", show(&c.path)),
+            ChangeKind::Delete => format!("delete {}", show(&c.path)),
+            ChangeKind::Move { to } => format!("move {} to {}", show(&c.path), show(to)),
+        })
+        .collect();
+    let mut out = items.join(", ");
+    if call.changes.len() > 3 {
+        out.push_str(&format!(" and {} more", call.changes.len() - 3));
+    }
+    if out.is_empty() {
+        out.push_str("an empty patch");
+    }
+    out
+}

@@ -1,0 +1,297 @@
+//! `git`: which subcommands are read-only, which use the network, and which wait for an editor.
+//!
+//! Global options: `-C <path>`, `--no-pager`, `-P`, `-p`/`--paginate`, `--git-dir`, `--work-tree`, `--bare`,
+//! `--no-replace-objects`, `--literal-pathspecs`, `--no-optional-locks` keep a line read-only; `-c` and
+//! `--config-env` set config that can run programs (`core.pager`, `core.fsmonitor`, `diff.external`), and
+//! `--exec-path` picks the programs git runs, so they are not read-only; any other global option is unknown and not
+//! read-only either.
+//!
+//! Read-only subcommands: `status`, `log`, `diff`, `show`, `blame`, `annotate`, `rev-parse`, `ls-files`, `ls-tree`,
+//! `describe`, `show-ref`, `shortlog`, `cat-file`, `rev-list`, `merge-base`, `whatchanged`, `grep` (not `-O`/
+//! `--open-files-in-pager`), `branch` (listing only: no name unless `--list`/`-l`, and only the listing options),
+//! `tag` (with no name, or `-l`/`--list`), `remote` (alone or `-v`), `config` (`--get`, `--get-all`,
+//! `--get-regexp`, `--list`/`-l`). `--output` (log, show, diff and friends write the patch to a file) is never
+//! read-only. The repository's own config is trusted here because cautious asks before a patch to `.git/`
+//! (see [`crate::policy::decide()`]).
+//!
+//! Network: `fetch`, `pull`, `push`, `clone`, `ls-remote`, `submodule` (`update`, `add`, `sync`, `foreach`),
+//! `remote update`/`remote show`/`remote prune`, `archive --remote`, `send-email`, `request-pull`, `svn`.
+//!
+//! Interactive (an editor or a prompt at the terminal): `commit` without `-m`/`-F`/`-C`/`--no-edit`/`--fixup`,
+//! `rebase -i`, `add -p`/`-i`, `tag -a`/`-s` without `-m`/`-F`, `merge` without `--no-edit`/`-m`, `mergetool`.
+
+use super::{Arg, Verdict, long_matches, parse_args, unreadable};
+use crate::policy::shell::Word;
+
+/// The subcommand and its arguments, after git's global options; `Err` holds the verdict for a global option that
+/// is not read-only.
+fn split(args: &[Word]) -> Result<(Option<&str>, &[Word]), Verdict> {
+    let mut i = 0;
+    while let Some(word) = args.get(i) {
+        let Some(value) = word.value.as_deref() else {
+            return Err(unreadable("git"));
+        };
+        match value {
+            "-C" | "--git-dir" | "--work-tree" | "--namespace" => i += 2,
+            "--no-pager"
+            | "-P"
+            | "-p"
+            | "--paginate"
+            | "--bare"
+            | "--no-replace-objects"
+            | "--literal-pathspecs"
+            | "--no-optional-locks" => i += 1,
+            "-c" | "--config-env" => {
+                return Err(Verdict::NotReadOnly(format!(
+                    "`git {value}`, which sets config that can run programs"
+                )));
+            }
+            v if v.starts_with("--git-dir=") || v.starts_with("--work-tree=") || v.starts_with("--namespace=") => {
+                i += 1;
+            }
+            v if v.starts_with("--config-env") => {
+                return Err(Verdict::NotReadOnly(
+                    "`git --config-env`, which sets config that can run programs".to_owned(),
+                ));
+            }
+            v if v.starts_with('-') => {
+                return Err(Verdict::NotReadOnly(format!(
+                    "`git {}`, an option efr does not know",
+                    super::opt_name(v)
+                )));
+            }
+            v => return Ok((Some(v), args.get(i + 1..).unwrap_or(&[]))),
+        }
+    }
+    Ok((None, &[]))
+}
+
+/// The subcommand of a `git …` line (`args` are the words after `git`), after the global options.
+#[must_use]
+pub fn subcommand(args: &[Word]) -> Option<&str> {
+    split(args).ok().and_then(|(sub, _)| sub)
+}
+
+/// Whether a `git …` line is read-only (`args` are the words after `git`).
+#[must_use]
+pub fn classify(args: &[Word]) -> Verdict {
+    let (sub, rest) = match split(args) {
+        Ok(split) => split,
+        Err(verdict) => return verdict,
+    };
+    let Some(sub) = sub else { return Verdict::ReadOnly };
+    let parsed = parse_args(rest);
+    if parsed
+        .iter()
+        .any(|a| matches!(a, Arg::Long(o) if long_matches(o, "--output")))
+    {
+        return Verdict::NotReadOnly(format!("`git {sub} --output`, which writes a file"));
+    }
+    if parsed.iter().any(|a| matches!(a, Arg::Dynamic | Arg::LeadingGlob(_))) {
+        return unreadable("git");
+    }
+    let listing = match sub {
+        "status" | "log" | "diff" | "show" | "blame" | "annotate" | "rev-parse" | "ls-files" | "ls-tree"
+        | "describe" | "show-ref" | "shortlog" | "cat-file" | "rev-list" | "merge-base" | "whatchanged" => true,
+        "grep" => !parsed.iter().any(|a| match a {
+            Arg::Long(o) => long_matches(o, "--open-files-in-pager"),
+            Arg::Short(l) => l.contains('O'),
+            _ => false,
+        }),
+        "branch" => branch_lists(&parsed),
+        "tag" => {
+            let list = parsed
+                .iter()
+                .any(|a| matches!(a, Arg::Short("l") | Arg::Long("--list")));
+            list || parsed.is_empty()
+        }
+        "remote" => parsed
+            .iter()
+            .all(|a| matches!(a, Arg::Short("v") | Arg::Long("--verbose"))),
+        "config" => parsed.iter().any(|a| {
+            matches!(
+                a,
+                Arg::Long("--get" | "--get-all" | "--get-regexp" | "--list") | Arg::Short("l")
+            )
+        }),
+        _ => return Verdict::NotReadOnly(format!("`git {sub}`, which is not on its read-only list")),
+    };
+    if listing {
+        Verdict::ReadOnly
+    } else {
+        Verdict::NotReadOnly(format!(
+            "`git {sub}` with these arguments, which changes the repository"
+        ))
+    }
+}
+
+/// `git branch` only lists: no option outside the listing ones, and a name only with `--list`/`-l`.
+fn branch_lists(parsed: &[Arg<'_>]) -> bool {
+    const LONG: &[&str] = &[
+        "--list",
+        "--all",
+        "--remotes",
+        "--verbose",
+        "--show-current",
+        "--contains",
+        "--no-contains",
+        "--merged",
+        "--no-merged",
+        "--points-at",
+        "--sort",
+        "--format",
+        "--color",
+        "--no-color",
+        "--column",
+        "--no-column",
+        "--abbrev",
+        "--no-abbrev",
+        "--ignore-case",
+        "--omit-empty",
+    ];
+    const TAKES_VALUE: &[&str] = &[
+        "--contains",
+        "--no-contains",
+        "--merged",
+        "--no-merged",
+        "--points-at",
+        "--sort",
+        "--format",
+    ];
+    let list = parsed
+        .iter()
+        .any(|a| matches!(a, Arg::Short("l") | Arg::Long("--list")));
+    let mut value_next = false;
+    for arg in parsed {
+        match *arg {
+            Arg::Long(o) => {
+                let name = super::opt_name(o);
+                if !LONG.contains(&name) {
+                    return false;
+                }
+                value_next = TAKES_VALUE.contains(&name) && !o.contains('=');
+            }
+            Arg::Short(letters) => {
+                if !letters.chars().all(|c| matches!(c, 'a' | 'r' | 'v' | 'l' | 'i')) {
+                    return false;
+                }
+                value_next = false;
+            }
+            Arg::Positional(_) if value_next => value_next = false,
+            Arg::Positional(_) if list => {}
+            _ => return false,
+        }
+    }
+    true
+}
+
+/// Whether a `git …` line uses the network.
+#[must_use]
+pub fn network(args: &[Word]) -> bool {
+    let Ok((Some(sub), rest)) = split(args) else {
+        return false;
+    };
+    let first = rest.first().and_then(|w| w.value.as_deref());
+    match sub {
+        "fetch" | "pull" | "push" | "clone" | "ls-remote" | "send-email" | "request-pull" | "svn" => true,
+        "submodule" => matches!(first, Some("update" | "add" | "sync" | "foreach") | None),
+        "remote" => matches!(first, Some("update" | "show" | "prune")),
+        "archive" => rest
+            .iter()
+            .any(|w| w.value.as_deref().is_some_and(|v| v.starts_with("--remote"))),
+        _ => false,
+    }
+}
+
+/// Whether a `git …` line may wait for an editor or a prompt at the terminal.
+#[must_use]
+pub fn interactive(args: &[Word]) -> bool {
+    let Ok((Some(sub), rest)) = split(args) else {
+        return false;
+    };
+    let parsed = parse_args(rest);
+    let has_short = |c: char| parsed.iter().any(|a| matches!(a, Arg::Short(l) if l.contains(c)));
+    let has_long = |name: &str| {
+        parsed
+            .iter()
+            .any(|a| matches!(a, Arg::Long(o) if long_matches(o, name)))
+    };
+    match sub {
+        "commit" => {
+            !(has_short('m')
+                || has_short('F')
+                || has_short('C')
+                || has_long("--message")
+                || has_long("--file")
+                || has_long("--reuse-message")
+                || has_long("--no-edit")
+                || has_long("--fixup"))
+        }
+        "rebase" => has_short('i') || has_long("--interactive"),
+        "add" => has_short('p') || has_short('i') || has_long("--patch") || has_long("--interactive"),
+        "tag" => (has_short('a') || has_short('s')) && !(has_short('m') || has_short('F') || has_long("--message")),
+        "merge" => !(has_long("--no-edit") || has_short('m') || has_long("--ff-only")),
+        "mergetool" => true,
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn w(line: &str) -> Vec<Word> {
+        line.split_whitespace().map(Word::literal).collect()
+    }
+
+    #[test]
+    fn listing_subcommands() {
+        for line in [
+            "status",
+            "log --oneline -5",
+            "-C sub diff --stat",
+            "branch",
+            "branch -a -v",
+            "branch --list 'f*'",
+            "branch --contains HEAD",
+            "tag -l",
+            "remote -v",
+            "config --get user.name",
+            "--no-pager show HEAD",
+        ] {
+            assert_eq!(classify(&w(line)), Verdict::ReadOnly, "{line}");
+        }
+    }
+
+    #[test]
+    fn changing_subcommands_and_options() {
+        for line in [
+            "branch new",
+            "branch -d old",
+            "branch -m a b",
+            "tag v1",
+            "remote add o url",
+            "config user.name x",
+            "commit -m x",
+            "-c core.pager=sh log",
+            "diff --output=patch",
+            "log --out=f",
+            "grep -O x",
+            "--exec-path=/x status",
+        ] {
+            assert!(matches!(classify(&w(line)), Verdict::NotReadOnly(_)), "{line}");
+        }
+    }
+
+    #[test]
+    fn network_and_interactive() {
+        assert!(network(&w("fetch origin")));
+        assert!(network(&w("-C x pull")));
+        assert!(network(&w("remote update")));
+        assert!(!network(&w("remote -v")));
+        assert!(interactive(&w("commit")));
+        assert!(!interactive(&w("commit -am msg")));
+        assert!(interactive(&w("rebase -i HEAD~3")));
+        assert!(!interactive(&w("status")));
+    }
+}

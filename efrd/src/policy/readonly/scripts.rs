@@ -1,0 +1,337 @@
+//! `sed` and `awk`: read-only only when their scripts cannot write files or run programs.
+//!
+//! A sed script is read ahead command by command (GNU syntax): `w`, `W` and `e`, and the `w` and `e` flags of `s`,
+//! write files or run commands; any command this reader does not know counts as unsafe. An awk program is judged by
+//! its text, conservatively: `system`, `|`, `>`, `getline` and `@` (gawk's `@load`, `@include` and indirect calls)
+//! make it not read-only, even where `>` only compares (`awk '$3 > 1'` asks). `gawk --sandbox`, which turns off
+//! `system`, redirections and pipes, is read-only whatever its program.
+
+use super::{Arg, Verdict, long_matches, parse_args, unreadable};
+use crate::policy::shell::Word;
+
+/// `sed [options] [script] [file…]`.
+pub(super) fn sed(args: &[Word]) -> Verdict {
+    let parsed = parse_args(args);
+    let mut scripts: Vec<&str> = Vec::new();
+    let mut operands: Vec<&str> = Vec::new();
+    let mut iter = parsed.iter();
+    while let Some(arg) = iter.next() {
+        match *arg {
+            Arg::Long(opt) => {
+                if long_matches(opt, "--in-place") {
+                    return not("`sed --in-place`, which changes files");
+                }
+                if long_matches(opt, "--file") {
+                    return not("`sed --file`, whose script efr cannot see");
+                }
+                if long_matches(opt, "--expression") {
+                    match opt.split_once('=') {
+                        Some((_, script)) => scripts.push(script),
+                        None => match iter.next() {
+                            Some(Arg::Positional(s) | Arg::Long(s) | Arg::Short(s) | Arg::LeadingGlob(s)) => {
+                                scripts.push(s);
+                            }
+                            _ => return unreadable("sed"),
+                        },
+                    }
+                } else if !SED_LONG.iter().any(|known| long_matches(opt, known)) {
+                    return not(&format!("`sed {opt}`, an option efr does not know"));
+                }
+            }
+            Arg::Short(letters) => {
+                for (i, c) in letters.char_indices() {
+                    match c {
+                        'n' | 'E' | 'r' | 's' | 'z' | 'u' | 'b' => {}
+                        'i' => return not("`sed -i`, which changes files"),
+                        'f' => return not("`sed -f`, whose script efr cannot see"),
+                        'e' | 'l' => {
+                            let rest = &letters[i + c.len_utf8()..];
+                            let value = if rest.is_empty() {
+                                match iter.next() {
+                                    Some(Arg::Positional(s) | Arg::Long(s) | Arg::Short(s) | Arg::LeadingGlob(s)) => *s,
+                                    _ => return unreadable("sed"),
+                                }
+                            } else {
+                                rest
+                            };
+                            if c == 'e' {
+                                scripts.push(value);
+                            }
+                            break;
+                        }
+                        other => return not(&format!("`sed -{other}`, an option efr does not know")),
+                    }
+                }
+            }
+            Arg::Positional(value) => operands.push(value),
+            Arg::Dynamic | Arg::LeadingGlob(_) => return unreadable("sed"),
+            Arg::DynamicOperand => operands.push(""),
+        }
+    }
+    if scripts.is_empty() {
+        if operands.is_empty() {
+            return unreadable("sed");
+        }
+        scripts.push(operands.remove(0));
+    }
+    for script in scripts {
+        if let Err(command) = sed_script(script) {
+            return not(&format!(
+                "`sed` with a `{command}` command, which writes a file or runs a program"
+            ));
+        }
+    }
+    Verdict::ReadOnly
+}
+
+const SED_LONG: &[&str] = &[
+    "--quiet",
+    "--silent",
+    "--regexp-extended",
+    "--separate",
+    "--null-data",
+    "--unbuffered",
+    "--line-length",
+    "--posix",
+    "--debug",
+    "--sandbox",
+    "--binary",
+    "--follow-symlinks",
+    "--help",
+    "--version",
+];
+
+fn not(text: &str) -> Verdict {
+    Verdict::NotReadOnly(text.to_owned())
+}
+
+/// Reads a sed script ahead. `Err` names the first command that writes, runs a program, or is not known.
+fn sed_script(script: &str) -> Result<(), String> {
+    let chars: Vec<char> = script.chars().collect();
+    let mut i = 0;
+    let at = |i: usize| chars.get(i).copied();
+    while i < chars.len() {
+        let c = chars[i];
+        if c.is_whitespace() || c == ';' || c == '{' || c == '}' || c == '!' {
+            i += 1;
+            continue;
+        }
+        if c == '#' {
+            i = skip_line(&chars, i);
+            continue;
+        }
+        // An address: numbers, `$`, `first~step`, `+N`, `/re/` or `\cREc`, then flags `I`/`M`, and `,`.
+        if c.is_ascii_digit() || matches!(c, '$' | '~' | '+' | ',') {
+            i += 1;
+            continue;
+        }
+        if c == '/' || c == '\\' {
+            let delim = if c == '\\' {
+                i += 1;
+                at(i).ok_or("\\")?
+            } else {
+                '/'
+            };
+            i = skip_delimited(&chars, i + 1, delim);
+            while matches!(at(i), Some('I' | 'M')) {
+                i += 1;
+            }
+            continue;
+        }
+        i += 1;
+        match c {
+            '=' | 'd' | 'D' | 'g' | 'G' | 'h' | 'H' | 'n' | 'N' | 'p' | 'P' | 'x' | 'z' | 'F' | 'l' | 'q' | 'Q' => {
+                while at(i).is_some_and(|d| d.is_ascii_digit() || d == ' ') {
+                    i += 1;
+                }
+            }
+            'b' | 't' | 'T' | ':' | 'v' => {
+                while at(i).is_some_and(|d| d != ';' && d != '\n') {
+                    i += 1;
+                }
+            }
+            // Text to the end of the line (reading a file with `r`/`R` is fine).
+            'a' | 'i' | 'c' | 'r' | 'R' => i = skip_line(&chars, i),
+            's' => {
+                let delim = at(i).ok_or("s")?;
+                i = skip_delimited(&chars, i + 1, delim);
+                i = skip_delimited(&chars, i, delim);
+                while let Some(flag) = at(i) {
+                    match flag {
+                        'g' | 'p' | 'i' | 'I' | 'm' | 'M' => i += 1,
+                        d if d.is_ascii_digit() => i += 1,
+                        'w' | 'e' => return Err(format!("s///{flag}")),
+                        ';' | '\n' | '}' | ' ' | '\t' => break,
+                        other => return Err(format!("s///{other}")),
+                    }
+                }
+            }
+            'y' => {
+                let delim = at(i).ok_or("y")?;
+                i = skip_delimited(&chars, i + 1, delim);
+                i = skip_delimited(&chars, i, delim);
+            }
+            other => return Err(other.to_string()),
+        }
+    }
+    Ok(())
+}
+
+/// The index after the next unescaped `delim` from `i` (or the end).
+fn skip_delimited(chars: &[char], mut i: usize, delim: char) -> usize {
+    while let Some(&c) = chars.get(i) {
+        i += 1;
+        if c == '\\' {
+            i += 1;
+        } else if c == delim {
+            break;
+        }
+    }
+    i
+}
+
+/// The index after the end of the line at `i`, following backslash-newline continuations.
+fn skip_line(chars: &[char], mut i: usize) -> usize {
+    while let Some(&c) = chars.get(i) {
+        i += 1;
+        if c == '\\' {
+            i += 1;
+        } else if c == '\n' {
+            break;
+        }
+    }
+    i
+}
+
+/// `awk [options] 'program' [file…]`.
+pub(super) fn awk(name: &str, args: &[Word]) -> Verdict {
+    let parsed = parse_args(args);
+    let mut program: Option<&str> = None;
+    let mut sandbox = false;
+    let mut iter = parsed.iter();
+    while let Some(arg) = iter.next() {
+        match *arg {
+            Arg::Long(opt) => {
+                if long_matches(opt, "--sandbox") {
+                    sandbox = true;
+                } else if ["--file", "--include", "--load", "--exec"]
+                    .iter()
+                    .any(|d| long_matches(opt, d))
+                {
+                    return Verdict::NotReadOnly(format!("`{name} {opt}`, which runs a program efr cannot see"));
+                } else if long_matches(opt, "--source") {
+                    match opt.split_once('=') {
+                        Some((_, text)) => program = Some(text),
+                        None => match iter.next() {
+                            Some(Arg::Positional(t)) => program = Some(t),
+                            _ => return unreadable(name),
+                        },
+                    }
+                }
+            }
+            Arg::Short(letters) => {
+                let first = letters.chars().next().unwrap_or('-');
+                match first {
+                    'f' | 'i' | 'l' | 'E' => {
+                        return Verdict::NotReadOnly(format!("`{name} -{first}`, which runs a program efr cannot see"));
+                    }
+                    // `-F fs` and `-v a=b` take the next word unless the value is attached (`-F:`).
+                    'F' | 'v' if letters.len() == 1 => {
+                        iter.next();
+                    }
+                    'e' => match iter.next() {
+                        Some(Arg::Positional(t)) => program = Some(t),
+                        _ => return unreadable(name),
+                    },
+                    _ => {}
+                }
+            }
+            Arg::Positional(text) => {
+                if program.is_none() {
+                    program = Some(text);
+                }
+            }
+            Arg::Dynamic | Arg::LeadingGlob(_) => return unreadable(name),
+            Arg::DynamicOperand => {}
+        }
+    }
+    let Some(program) = program else {
+        return unreadable(name);
+    };
+    if sandbox {
+        return Verdict::ReadOnly;
+    }
+    for token in ["system", "|", ">", "getline", "@"] {
+        if program.contains(token) {
+            return Verdict::NotReadOnly(format!(
+                "`{name}` with `{token}` in its program, which may write a file or run a program"
+            ));
+        }
+    }
+    Verdict::ReadOnly
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(f: fn(&[Word]) -> Verdict, line: &str) -> Verdict {
+        let words: Vec<Word> = line.split(' ').map(Word::literal).collect();
+        f(&words)
+    }
+
+    #[test]
+    fn sed_scripts_that_only_print_are_read_only() {
+        for script in [
+            "s/a/b/g",
+            "-n 1,5p",
+            "-e s/x/y/ -e /re/d",
+            "$!N;P;D",
+            "/a/,/b/{s|x|y|2;p}",
+            "y/abc/xyz/",
+            "1~2d",
+            "-E s/(a|b)/c/I",
+        ] {
+            assert_eq!(run(sed, script), Verdict::ReadOnly, "{script}");
+        }
+    }
+
+    #[test]
+    fn sed_scripts_that_write_or_run_are_not() {
+        for script in [
+            "w out",
+            "s/a/b/w out",
+            "1e date",
+            "s/a/b/e",
+            "-i s/a/b/ f",
+            "-i.bak s/a/b/ f",
+            "--in-place s/a/b/ f",
+            "-f script.sed f",
+            "-n /x/W out",
+            "s/a/b/gw out",
+        ] {
+            assert!(matches!(run(sed, script), Verdict::NotReadOnly(_)), "{script}");
+        }
+    }
+
+    #[test]
+    fn sed_without_a_script_or_with_an_unknown_option_is_not() {
+        assert!(matches!(run(sed, "-Q x"), Verdict::NotReadOnly(t) if t.contains("does not know")));
+        assert!(matches!(sed(&[]), Verdict::NotReadOnly(_)));
+    }
+
+    fn awk_run(line: &str) -> Verdict {
+        let words: Vec<Word> = line.split(' ').map(Word::literal).collect();
+        awk("awk", &words)
+    }
+
+    #[test]
+    fn awk_is_conservative() {
+        assert_eq!(awk_run("-F: {print$1} /etc/passwd"), Verdict::ReadOnly);
+        assert_eq!(awk_run("-v x=1 {print}"), Verdict::ReadOnly);
+        assert!(matches!(awk_run("{system(\"rm\")}"), Verdict::NotReadOnly(t) if t.contains("system")));
+        assert!(matches!(awk_run("{print>\"f\"}"), Verdict::NotReadOnly(_)));
+        assert!(matches!(awk_run("-f prog.awk"), Verdict::NotReadOnly(_)));
+        assert_eq!(awk_run("--sandbox {print>\"f\"}"), Verdict::ReadOnly);
+    }
+}

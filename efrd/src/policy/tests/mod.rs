@@ -1,0 +1,229 @@
+//! The decision's table tests: shell lines × modes ([`table`]), patches ([`patch`]), and the question's flags.
+
+mod patch;
+mod table;
+
+use std::path::PathBuf;
+
+use efr_protocol::wire::{Mode, Origin};
+
+use super::{Call, Decision, EfrDirs, LaunchKind, PolicyConfig, PolicyContext, ShellCall, decide};
+
+const HOME: &str = "/home/u";
+const PROJECT: &str = "/home/u/proj";
+
+/// The context every table row runs in: one project under the home folder, the usual efr roots.
+fn ctx() -> PolicyContext {
+    PolicyContext {
+        project_roots: vec![PathBuf::from(PROJECT)],
+        origin: Origin::Terminal,
+        home: Some(PathBuf::from(HOME)),
+        efr_dirs: EfrDirs {
+            config: Some(PathBuf::from("/home/u/.config/efr")),
+            data: Some(PathBuf::from("/home/u/.local/share/efr")),
+            state: Some(PathBuf::from("/home/u/.local/state/efr")),
+            runtime: Some(PathBuf::from("/run/user/1000/efr")),
+        },
+        config: PolicyConfig::default(),
+    }
+}
+
+fn shell(line: &str) -> Call {
+    Call::Shell(ShellCall {
+        command: line.to_owned(),
+        cwd: PathBuf::from(PROJECT),
+    })
+}
+
+/// An expected decision.
+#[derive(Debug, Clone, Copy)]
+enum E {
+    /// Run direct.
+    Run,
+    /// Run contained.
+    Contained,
+    /// Ask, with no expiry, the reason holding this text.
+    Ask(&'static str),
+    /// Ask, expiring in 120 s, the reason holding this text (full mode's guarded delete).
+    Guard(&'static str),
+    /// Refuse, the refusal holding this text.
+    Refuse(&'static str),
+}
+
+/// Why `got` is not `want`, if it is not.
+fn mismatch(got: &Decision, want: E) -> Option<String> {
+    let ok = match (want, got) {
+        (
+            E::Run,
+            Decision::Run {
+                launch: LaunchKind::Direct,
+            },
+        ) => true,
+        (
+            E::Contained,
+            Decision::Run {
+                launch: LaunchKind::Contained,
+            },
+        ) => true,
+        (E::Ask(text), Decision::Ask(q)) => q.reason.contains(text) && q.expires_in_secs.is_none(),
+        (E::Guard(text), Decision::Ask(q)) => q.reason.contains(text) && q.expires_in_secs == Some(120) && q.local_only,
+        (E::Refuse(text), Decision::Refuse { refusal }) => refusal.contains(text),
+        _ => false,
+    };
+    (!ok).then(|| format!("want {want:?}, got {got:?}"))
+}
+
+#[test]
+fn a_phone_turn_is_decided_as_cautious_at_most() {
+    let mut ctx = ctx();
+    ctx.origin = Origin::Phone;
+    for mode in [Mode::Auto, Mode::Full, Mode::Cautious] {
+        let d = decide(&shell("curl https://example.com"), mode, &ctx);
+        assert!(
+            mismatch(&d, E::Ask("cautious asks before any network access")).is_none(),
+            "{mode:?}: {d:?}"
+        );
+        assert_eq!(
+            decide(&shell("ls"), mode, &ctx),
+            Decision::Run {
+                launch: LaunchKind::Direct
+            }
+        );
+    }
+    // Manual stays manual.
+    let d = decide(&shell("ls"), Mode::Manual, &ctx);
+    assert!(
+        mismatch(&d, E::Ask("manual asks before every command")).is_none(),
+        "{d:?}"
+    );
+}
+
+#[test]
+fn a_daemon_turn_is_decided_as_auto_at_most() {
+    let mut ctx = ctx();
+    ctx.origin = Origin::Daemon;
+    assert_eq!(
+        decide(&shell("ls"), Mode::Full, &ctx),
+        Decision::Run {
+            launch: LaunchKind::Contained
+        }
+    );
+    assert_eq!(
+        decide(&shell("ls"), Mode::Cautious, &ctx),
+        Decision::Run {
+            launch: LaunchKind::Direct
+        }
+    );
+}
+
+#[test]
+fn an_unknown_mode_is_decided_as_manual() {
+    let d = decide(&shell("ls"), Mode::Unknown, &ctx());
+    assert!(
+        mismatch(&d, E::Ask("manual asks before every command")).is_none(),
+        "{d:?}"
+    );
+}
+
+#[test]
+fn interactive_and_privileged_questions_are_local_only() {
+    let ask = |line: &str, mode| match decide(&shell(line), mode, &ctx()) {
+        Decision::Ask(q) => q,
+        other => panic!("{line}: {other:?}"),
+    };
+    let q = ask("sudo apt-get install -y jq", Mode::Cautious);
+    assert!(q.interactive && q.local_only);
+    assert_eq!(q.reason, "cautious asks before any network access");
+    let q = ask("sudo -n true", Mode::Cautious);
+    assert!(!q.interactive && q.local_only);
+    let q = ask("python3", Mode::Cautious);
+    assert!(q.interactive && q.local_only);
+    let q = ask("git commit", Mode::Manual);
+    assert!(q.interactive && q.local_only);
+    let q = ask("rm -rf build", Mode::Cautious);
+    assert!(!q.interactive && !q.local_only);
+    assert_eq!(q.launch, LaunchKind::Direct);
+}
+
+#[test]
+fn summaries_name_the_command_and_the_guarded_target() {
+    let Decision::Ask(q) = decide(&shell("curl https://example.com"), Mode::Cautious, &ctx()) else {
+        panic!()
+    };
+    assert_eq!(q.summary, "curl https://example.com");
+    let long = format!("echo {} && curl x", "a".repeat(300));
+    let Decision::Ask(q) = decide(&shell(&long), Mode::Cautious, &ctx()) else {
+        panic!()
+    };
+    assert_eq!(q.summary.chars().count(), super::decide::SUMMARY_CHARS + 2);
+    assert!(q.summary.ends_with(" …"));
+    let Decision::Ask(q) = decide(&shell("cat <<EOF > f\nx\nEOF"), Mode::Manual, &ctx()) else {
+        panic!()
+    };
+    assert_eq!(q.summary, "cat <<EOF > f …");
+    let Decision::Ask(q) = decide(&shell("rm -rf /tmp/build"), Mode::Full, &ctx()) else {
+        panic!()
+    };
+    assert_eq!(q.summary, "delete /tmp/build and all it holds: rm -rf /tmp/build");
+}
+
+#[test]
+fn extra_read_only_commands_from_config() {
+    let mut ctx = ctx();
+    assert!(matches!(
+        decide(&shell("cargo-tree --depth 1"), Mode::Cautious, &ctx),
+        Decision::Ask(_)
+    ));
+    ctx.config.extra_read_only.push("cargo-tree".to_owned());
+    assert_eq!(
+        decide(&shell("cargo-tree --depth 1"), Mode::Cautious, &ctx),
+        Decision::Run {
+            launch: LaunchKind::Direct
+        }
+    );
+    // The config does not lift the other rules: a redirection still writes.
+    assert!(matches!(
+        decide(&shell("cargo-tree > t.txt"), Mode::Cautious, &ctx),
+        Decision::Ask(_)
+    ));
+}
+
+#[test]
+fn a_relative_cwd_places_nothing() {
+    let call = Call::Shell(ShellCall {
+        command: "rm -rf build".to_owned(),
+        cwd: PathBuf::from("proj"),
+    });
+    let d = decide(&call, Mode::Full, &ctx());
+    assert!(
+        mismatch(&d, E::Guard("full mode asks before a delete outside the project")).is_none(),
+        "{d:?}"
+    );
+}
+
+#[test]
+fn a_line_too_long_to_parse_is_never_read_only() {
+    let long = format!("ls {}", "a".repeat(crate::policy::shell::MAX_LINE_BYTES));
+    let d = decide(&shell(&long), Mode::Cautious, &ctx());
+    assert!(
+        mismatch(&d, E::Ask("cautious asks before a line it cannot parse")).is_none(),
+        "{d:?}"
+    );
+    let deep = format!("{}ls{}", "$(echo ".repeat(100), ")".repeat(100));
+    let d = decide(&shell(&deep), Mode::Cautious, &ctx());
+    assert!(
+        mismatch(&d, E::Ask("cautious asks before a line it cannot parse")).is_none(),
+        "{d:?}"
+    );
+}
+
+#[test]
+fn launch_kinds_map_to_the_wire() {
+    use efr_protocol::wire::Launch;
+    assert_eq!(LaunchKind::Direct.to_wire(), Launch::Direct);
+    assert_eq!(
+        LaunchKind::Contained.to_wire(),
+        Launch::Contained { grants: Vec::new() }
+    );
+    assert_eq!(LaunchKind::Unsandboxed.to_wire(), Launch::Unsandboxed);
+}

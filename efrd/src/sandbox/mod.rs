@@ -1,0 +1,14 @@
+//! The sandbox of contained calls, efrd's side (ARCHITECTURE.md §7, issue 7).
+//!
+//! - [`probe`]: runs real contained commands through `efr-launcher` and reports what works (bubblewrap, user
+//!   namespaces, Landlock, seccomp, the net_view self-test), for `admin.sandbox_check` and `admin.status`.
+//! - [`explain`]: what a contained call would see at a path and which rule decides, for `sandbox.explain`.
+//!
+//! The launch plan itself, its mounts and the launcher's report are in `efr_protocol::internal`, shared with
+//! `efr-launcher`.
+
+pub mod explain;
+pub mod probe;
+
+pub use explain::{ExplainError, Explanation, View, explain};
+pub use probe::{Probe, ProbeOptions, find_program, probe};

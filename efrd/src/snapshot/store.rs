@@ -1,0 +1,316 @@
+//! [`SnapshotStore`]: snapshots on disk under an id, in a folder the caller names (a folder of the state root).
+//!
+//! # Layout
+//!
+//! ```text
+//! <dir>/manifests/<id>.json      {"version": 1, "root", "taken_at", "elapsed_ms", "files": {path: entry}, ...}
+//! <dir>/blobs/<2 hex>/<62 hex>   a kept content, named by its SHA-256
+//! ```
+//!
+//! A manifest is the JSON of [`Snapshot`] with a format `version` first. Contents are stored once however many
+//! snapshots keep them. A save writes the missing contents first, then the manifest to a temporary file that is
+//! renamed into place, so a manifest never names a content that is not there and a crash leaves no half manifest.
+//! Folders are 0700 and files 0600: a project's files can hold secrets even when no ignore rule says so.
+//! A content read back is checked against its hash.
+
+use std::collections::HashSet;
+use std::fs;
+use std::io::Write as _;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Component, Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::{Blobs, Snapshot, SnapshotError};
+
+/// The manifest format this efrd writes and reads.
+pub(crate) const MANIFEST_VERSION: u64 = 1;
+
+/// The longest id.
+const MAX_ID_LEN: usize = 128;
+
+/// Snapshots stored in one folder. Cheap to clone; several may use one folder (saves of different ids do not meet;
+/// [`SnapshotStore::collect_garbage`] must not run while a save does).
+#[derive(Debug, Clone)]
+pub struct SnapshotStore {
+    dir: PathBuf,
+}
+
+#[derive(Serialize)]
+struct ManifestOut<'a> {
+    version: u64,
+    #[serde(flatten)]
+    snapshot: &'a Snapshot,
+}
+
+#[derive(Deserialize)]
+struct ManifestVersion {
+    version: u64,
+}
+
+#[derive(Deserialize)]
+struct ManifestIn {
+    #[serde(flatten)]
+    snapshot: Snapshot,
+}
+
+impl SnapshotStore {
+    /// Opens (creating as needed, mode 0700) the store in `dir`.
+    ///
+    /// # Errors
+    ///
+    /// [`SnapshotError::Io`] when a folder cannot be created.
+    pub fn open(dir: &Path) -> Result<Self, SnapshotError> {
+        for folder in [dir.to_path_buf(), dir.join("manifests"), dir.join("blobs")] {
+            private_folder(&folder)?;
+        }
+        Ok(Self { dir: dir.to_path_buf() })
+    }
+
+    /// The store's folder.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Saves `snapshot` under `id`.
+    ///
+    /// # Errors
+    ///
+    /// [`SnapshotError::InvalidId`], [`SnapshotError::Exists`] when the id is taken (nothing is overwritten),
+    /// [`SnapshotError::MissingBlob`] when a kept content is neither in memory nor in a store, [`SnapshotError::Io`].
+    pub fn save(&self, id: &str, snapshot: &Snapshot) -> Result<(), SnapshotError> {
+        check_id(id)?;
+        let manifest = self.manifest_path(id);
+        if manifest.exists() {
+            return Err(SnapshotError::Exists { id: id.to_owned() });
+        }
+        let mut written = HashSet::new();
+        for entry in snapshot.files.values().filter(|entry| entry.kept) {
+            let Some(hash) = entry.sha256.as_deref() else { continue };
+            if !written.insert(hash) {
+                continue;
+            }
+            let path = self.blob_path(hash);
+            if path.exists() {
+                continue;
+            }
+            let bytes = snapshot.blob(hash)?;
+            let Some(folder) = path.parent() else { continue };
+            private_folder(folder)?;
+            write_new(folder, &path, &bytes, true)?;
+        }
+        let json = serde_json::to_vec(&ManifestOut {
+            version: MANIFEST_VERSION,
+            snapshot,
+        })
+        .map_err(|error| SnapshotError::Manifest {
+            path: manifest.clone(),
+            reason: error.to_string(),
+        })?;
+        match write_new(&self.dir.join("manifests"), &manifest, &json, false) {
+            Err(SnapshotError::Io { source, .. }) if source.kind() == std::io::ErrorKind::AlreadyExists => {
+                Err(SnapshotError::Exists { id: id.to_owned() })
+            }
+            other => other,
+        }
+    }
+
+    /// Loads the snapshot saved under `id`; its contents are read from the store when a comparison needs them.
+    ///
+    /// # Errors
+    ///
+    /// [`SnapshotError::InvalidId`], [`SnapshotError::NotFound`], [`SnapshotError::Version`] for another format,
+    /// [`SnapshotError::Manifest`] for a damaged manifest, [`SnapshotError::Io`].
+    pub fn load(&self, id: &str) -> Result<Snapshot, SnapshotError> {
+        check_id(id)?;
+        let path = self.manifest_path(id);
+        let bytes = match fs::read(&path) {
+            Ok(bytes) => bytes,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                return Err(SnapshotError::NotFound { id: id.to_owned() });
+            }
+            Err(error) => return Err(SnapshotError::io(path, error)),
+        };
+        let invalid = |reason: String| SnapshotError::Manifest {
+            path: path.clone(),
+            reason,
+        };
+        let version: ManifestVersion = serde_json::from_slice(&bytes).map_err(|error| invalid(error.to_string()))?;
+        if version.version != MANIFEST_VERSION {
+            return Err(SnapshotError::Version {
+                path,
+                found: version.version,
+            });
+        }
+        let mut snapshot = serde_json::from_slice::<ManifestIn>(&bytes)
+            .map_err(|error| invalid(error.to_string()))?
+            .snapshot;
+        if !snapshot.root.is_absolute() {
+            return Err(invalid(format!("root {} is not absolute", snapshot.root.display())));
+        }
+        if let Some(bad) = snapshot.files.keys().find(|rel| !is_plain_relative(rel)) {
+            return Err(invalid(format!("path {bad:?} is not a relative path below the root")));
+        }
+        snapshot.blobs = Blobs {
+            memory: Default::default(),
+            store: Some(self.dir.join("blobs")),
+        };
+        Ok(snapshot)
+    }
+
+    /// Removes the snapshot saved under `id` (its contents stay until [`SnapshotStore::collect_garbage`]); returns
+    /// whether there was one.
+    ///
+    /// # Errors
+    ///
+    /// [`SnapshotError::InvalidId`], [`SnapshotError::Io`].
+    pub fn remove(&self, id: &str) -> Result<bool, SnapshotError> {
+        check_id(id)?;
+        let path = self.manifest_path(id);
+        match fs::remove_file(&path) {
+            Ok(()) => Ok(true),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(false),
+            Err(error) => Err(SnapshotError::io(path, error)),
+        }
+    }
+
+    /// The ids of the stored snapshots, sorted.
+    ///
+    /// # Errors
+    ///
+    /// [`SnapshotError::Io`] when the manifests folder cannot be listed.
+    pub fn ids(&self) -> Result<Vec<String>, SnapshotError> {
+        let folder = self.dir.join("manifests");
+        let entries = fs::read_dir(&folder).map_err(|error| SnapshotError::io(&folder, error))?;
+        let mut ids: Vec<String> = entries
+            .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+            .filter_map(|name| name.strip_suffix(".json").map(str::to_owned))
+            .filter(|id| check_id(id).is_ok())
+            .collect();
+        ids.sort();
+        Ok(ids)
+    }
+
+    /// Removes the contents that no stored snapshot keeps; returns how many. Run it while no save runs.
+    ///
+    /// # Errors
+    ///
+    /// Any error of [`SnapshotStore::load`] for a stored manifest (nothing is removed then), or [`SnapshotError::Io`].
+    pub fn collect_garbage(&self) -> Result<u64, SnapshotError> {
+        let mut live = HashSet::new();
+        for id in self.ids()? {
+            let snapshot = self.load(&id)?;
+            live.extend(
+                snapshot
+                    .files
+                    .into_values()
+                    .filter(|entry| entry.kept)
+                    .filter_map(|entry| entry.sha256),
+            );
+        }
+        let blobs = self.dir.join("blobs");
+        let mut removed = 0;
+        for folder in fs::read_dir(&blobs).map_err(|error| SnapshotError::io(&blobs, error))? {
+            let folder = folder.map_err(|error| SnapshotError::io(&blobs, error))?.path();
+            let Some(prefix) = folder.file_name().and_then(|name| name.to_str()).map(str::to_owned) else {
+                continue;
+            };
+            let files = fs::read_dir(&folder).map_err(|error| SnapshotError::io(&folder, error))?;
+            for file in files {
+                let path = file.map_err(|error| SnapshotError::io(&folder, error))?.path();
+                let Some(rest) = path.file_name().and_then(|name| name.to_str()) else {
+                    continue;
+                };
+                if !live.contains(&format!("{prefix}{rest}")) {
+                    fs::remove_file(&path).map_err(|error| SnapshotError::io(&path, error))?;
+                    removed += 1;
+                }
+            }
+        }
+        Ok(removed)
+    }
+
+    fn manifest_path(&self, id: &str) -> PathBuf {
+        self.dir.join("manifests").join(format!("{id}.json"))
+    }
+
+    fn blob_path(&self, hash: &str) -> PathBuf {
+        blob_path(&self.dir.join("blobs"), hash)
+    }
+}
+
+impl Snapshot {
+    /// A kept content by its hash: from memory, or from the store it was loaded from (checked against the hash).
+    pub(crate) fn blob(&self, hash: &str) -> Result<Vec<u8>, SnapshotError> {
+        if let Some(bytes) = self.blobs.memory.get(hash) {
+            return Ok(bytes.to_vec());
+        }
+        let Some(store) = &self.blobs.store else {
+            return Err(SnapshotError::MissingBlob { hash: hash.to_owned() });
+        };
+        let path = blob_path(store, hash);
+        let bytes = match fs::read(&path) {
+            Ok(bytes) => bytes,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                return Err(SnapshotError::MissingBlob { hash: hash.to_owned() });
+            }
+            Err(error) => return Err(SnapshotError::io(path, error)),
+        };
+        if format!("{:x}", Sha256::digest(&bytes)) != hash {
+            return Err(SnapshotError::CorruptBlob { hash: hash.to_owned() });
+        }
+        Ok(bytes)
+    }
+}
+
+fn blob_path(blobs: &Path, hash: &str) -> PathBuf {
+    let (prefix, rest) = hash.split_at(hash.len().min(2));
+    blobs.join(prefix).join(rest)
+}
+
+fn check_id(id: &str) -> Result<(), SnapshotError> {
+    let valid = !id.is_empty()
+        && id.len() <= MAX_ID_LEN
+        && !id.starts_with('.')
+        && id
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || matches!(byte, b'.' | b'_' | b'-'));
+    if valid {
+        Ok(())
+    } else {
+        Err(SnapshotError::InvalidId { id: id.to_owned() })
+    }
+}
+
+/// A path of normal components only (no root, `.` or `..`).
+fn is_plain_relative(rel: &str) -> bool {
+    !rel.is_empty()
+        && Path::new(rel)
+            .components()
+            .all(|part| matches!(part, Component::Normal(_)))
+}
+
+fn private_folder(folder: &Path) -> Result<(), SnapshotError> {
+    fs::create_dir_all(folder).map_err(|error| SnapshotError::io(folder, error))?;
+    fs::set_permissions(folder, fs::Permissions::from_mode(0o700)).map_err(|error| SnapshotError::io(folder, error))
+}
+
+/// Writes `bytes` to a temporary file (0600) in `folder` and moves it to `path`: over whatever is there when
+/// `replace`, else failing with `AlreadyExists`.
+fn write_new(folder: &Path, path: &Path, bytes: &[u8], replace: bool) -> Result<(), SnapshotError> {
+    let mut file = tempfile::NamedTempFile::new_in(folder).map_err(|error| SnapshotError::io(folder, error))?;
+    file.write_all(bytes)
+        .map_err(|error| SnapshotError::io(file.path(), error))?;
+    file.as_file()
+        .sync_all()
+        .map_err(|error| SnapshotError::io(file.path(), error))?;
+    let persisted = if replace {
+        file.persist(path)
+    } else {
+        file.persist_noclobber(path)
+    };
+    persisted
+        .map(drop)
+        .map_err(|error| SnapshotError::io(path, error.error))
+}

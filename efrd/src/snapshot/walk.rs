@@ -1,0 +1,366 @@
+//! [`Snapshot::take`]: the walk of a root, its bounds, hashing and the contents it keeps.
+//!
+//! The walk is `ignore`'s sequential walk with each folder sorted by name. It does not yield ignored entries, so
+//! each folder it enters is also listed once with `read_dir`: the names the walk did not yield by the time it leaves
+//! the folder, confirmed by the ignore rules, are the ignored files, recorded by metadata only.
+
+use std::collections::BTreeSet;
+use std::fs::{self, File, Metadata};
+use std::io::Read;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Instant;
+
+use chrono::Utc;
+use ignore::IncrementalIgnore;
+use sha2::{Digest, Sha256};
+
+use super::{Blobs, EntryKind, FileEntry, Limits, Snapshot, TruncateReason, Truncated, walk_order};
+use crate::snapshot::SnapshotError;
+use crate::tools::changes::{is_binary, walk_builder};
+
+/// How much older than the previous snapshot's start a file's ctime must be for its hash to be reused.
+const RACY_NS: i64 = 2_000_000_000;
+
+/// The size of a read when a big file is hashed in pieces.
+const HASH_CHUNK: usize = 64 << 10;
+
+impl Snapshot {
+    /// Walks `root` (an absolute folder) within `limits` and records it; with `previous` (a snapshot of the same
+    /// root, such as the one before a shell call) unchanged files are not read again. The rules are in the module
+    /// docs of [`crate::snapshot`]. Blocks while it reads the tree.
+    ///
+    /// # Errors
+    ///
+    /// [`SnapshotError::NotAFolder`] when `root` is not an absolute path to a folder. Files that cannot be read
+    /// are counted in `skipped`, never an error.
+    pub fn take(root: &Path, limits: &Limits, previous: Option<&Snapshot>) -> Result<Self, SnapshotError> {
+        let started = Instant::now();
+        let taken_at = Utc::now();
+        if !root.is_absolute() || !fs::metadata(root).is_ok_and(|meta| meta.is_dir()) {
+            return Err(SnapshotError::NotAFolder {
+                path: root.to_path_buf(),
+            });
+        }
+        let mut builder = walk_builder(root);
+        builder
+            .sort_by_file_name(std::ffi::OsStr::cmp)
+            .filter_entry(|entry| entry.file_name() != ".git");
+        let matcher = builder.build_matchers().into_iter().next();
+        let previous = previous.filter(|previous| previous.root == root);
+        let mut walk = Walk {
+            root,
+            limits,
+            reuse_before_ns: previous
+                .and_then(|p| p.taken_at.timestamp_nanos_opt())
+                .map(|ns| ns - RACY_NS),
+            previous,
+            matcher,
+            snapshot: Snapshot {
+                root: root.to_path_buf(),
+                taken_at,
+                elapsed_ms: 0,
+                files: Default::default(),
+                truncated: None,
+                not_kept: 0,
+                skipped: 0,
+                blobs: Blobs::default(),
+            },
+            kept_bytes: 0,
+            open: Vec::new(),
+        };
+        for result in builder.build() {
+            let Ok(entry) = result else {
+                walk.snapshot.skipped += 1;
+                continue;
+            };
+            if entry.depth() == 0 {
+                walk.open(String::new(), root);
+                continue;
+            }
+            let Some(rel) = relative(root, entry.path()) else {
+                walk.snapshot.skipped += 1;
+                continue;
+            };
+            if started.elapsed() > limits.max_time {
+                walk.cut(TruncateReason::Time, rel);
+                break;
+            }
+            walk.close_until_inside(&rel);
+            if let Some(parent) = walk.open.last_mut() {
+                parent.pending.remove(rel.rsplit('/').next().unwrap_or(&rel));
+            }
+            let Some(file_type) = entry.file_type() else { continue };
+            if file_type.is_dir() {
+                walk.open(rel, entry.path());
+            } else if file_type.is_file() || file_type.is_symlink() {
+                if walk.snapshot.files.len() >= limits.max_files {
+                    walk.cut(TruncateReason::Files, rel);
+                    break;
+                }
+                walk.record(rel, entry.path());
+            }
+        }
+        walk.close_all();
+        let mut snapshot = walk.snapshot;
+        snapshot.elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        Ok(snapshot)
+    }
+}
+
+/// A folder the walk is inside, and its entries the walk has not yielded yet.
+struct OpenFolder {
+    rel: String,
+    pending: BTreeSet<String>,
+}
+
+struct Walk<'a> {
+    root: &'a Path,
+    limits: &'a Limits,
+    previous: Option<&'a Snapshot>,
+    reuse_before_ns: Option<i64>,
+    matcher: Option<IncrementalIgnore>,
+    snapshot: Snapshot,
+    kept_bytes: u64,
+    open: Vec<OpenFolder>,
+}
+
+impl Walk<'_> {
+    /// Enters a folder: lists its entries (UTF-8 names other than `.git`) to find the ignored ones later.
+    fn open(&mut self, rel: String, path: &Path) {
+        let pending = fs::read_dir(path)
+            .map(|entries| {
+                entries
+                    .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+                    .filter(|name| name != ".git")
+                    .collect()
+            })
+            .unwrap_or_default();
+        self.open.push(OpenFolder { rel, pending });
+    }
+
+    /// Leaves every open folder below the root that does not hold `rel`.
+    fn close_until_inside(&mut self, rel: &str) {
+        while let Some(top) = self.open.last() {
+            let inside = rel
+                .strip_prefix(top.rel.as_str())
+                .is_some_and(|rest| rest.starts_with('/'));
+            if top.rel.is_empty() || inside {
+                return;
+            }
+            if let Some(folder) = self.open.pop() {
+                self.close(folder);
+            }
+        }
+    }
+
+    /// Leaves every open folder, the root last.
+    fn close_all(&mut self) {
+        while let Some(folder) = self.open.pop() {
+            self.close(folder);
+        }
+    }
+
+    /// Records the ignored files among the entries of a folder the walk did not yield (only those before the cut,
+    /// when a bound cut the walk).
+    fn close(&mut self, folder: OpenFolder) {
+        for name in folder.pending {
+            let rel = if folder.rel.is_empty() {
+                name
+            } else {
+                format!("{}/{name}", folder.rel)
+            };
+            if !self.snapshot.covers(&rel) {
+                continue;
+            }
+            let path = self.root.join(&rel);
+            let Ok(meta) = fs::symlink_metadata(&path) else {
+                continue;
+            };
+            let Some(kind) = kind_of(&meta) else {
+                continue;
+            };
+            let ignored = self
+                .matcher
+                .as_mut()
+                .is_some_and(|matcher| matcher.matched(&rel, false).is_ignore());
+            if !ignored {
+                continue;
+            }
+            if self.snapshot.files.len() >= self.limits.max_files {
+                self.cut(TruncateReason::Files, rel);
+                continue;
+            }
+            let mut entry = entry_of(kind, &meta);
+            entry.ignored = true;
+            self.snapshot.files.insert(rel, entry);
+        }
+    }
+
+    /// Marks the walk cut before `next` (or before an earlier `next` already set), and drops what lies after it.
+    fn cut(&mut self, reason: TruncateReason, next: String) {
+        if let Some(cut) = &self.snapshot.truncated
+            && walk_order(&cut.next, &next).is_le()
+        {
+            return;
+        }
+        self.snapshot.files.retain(|path, _| walk_order(path, &next).is_lt());
+        self.snapshot.truncated = Some(Truncated { reason, next });
+    }
+
+    /// Records a file or a symlink the walk yielded.
+    fn record(&mut self, rel: String, path: &Path) {
+        let Some((kind, meta)) = fs::symlink_metadata(path)
+            .ok()
+            .and_then(|meta| Some((kind_of(&meta)?, meta)))
+        else {
+            self.snapshot.skipped += 1;
+            return;
+        };
+        let mut entry = entry_of(kind, &meta);
+        if self.reuse(&rel, &mut entry) {
+            self.snapshot.files.insert(rel, entry);
+            return;
+        }
+        let content = match kind {
+            EntryKind::Symlink => fs::read_link(path).map(|target| Some(target.as_os_str().as_bytes().to_vec())),
+            EntryKind::File if entry.size > self.limits.max_hash_bytes => Ok(None),
+            EntryKind::File if entry.size > self.limits.max_file_bytes => hash_in_pieces(path).map(|(hash, binary)| {
+                entry.sha256 = Some(hash);
+                entry.binary = binary;
+                None
+            }),
+            EntryKind::File => fs::read(path).map(Some),
+        };
+        match content {
+            Ok(Some(bytes)) => self.keep(&mut entry, bytes),
+            Ok(None) => {}
+            Err(_) => {
+                self.snapshot.skipped += 1;
+                return;
+            }
+        }
+        self.snapshot.files.insert(rel, entry);
+    }
+
+    /// Takes the hash and content of the previous snapshot for a file that did not change since well before it.
+    fn reuse(&mut self, rel: &str, entry: &mut FileEntry) -> bool {
+        let (Some(previous), Some(before_ns)) = (self.previous, self.reuse_before_ns) else {
+            return false;
+        };
+        let Some(old) = previous.files.get(rel) else {
+            return false;
+        };
+        let same = old.kind == entry.kind
+            && old.size == entry.size
+            && old.mode == entry.mode
+            && old.mtime_ns == entry.mtime_ns
+            && old.ctime_ns == entry.ctime_ns
+            && old.ino == entry.ino;
+        if !same || old.ignored || entry.ctime_ns >= before_ns {
+            return false;
+        }
+        // A text file the byte budget left out is read again: the budget may hold it this time.
+        if !old.kept && !old.binary && old.sha256.is_some() && old.size <= self.limits.max_file_bytes {
+            return false;
+        }
+        if old.kept {
+            let Some(hash) = &old.sha256 else { return false };
+            if self.kept_bytes + old.size > self.limits.max_kept_bytes {
+                return false;
+            }
+            if let Some(bytes) = previous.blobs.memory.get(hash) {
+                self.snapshot.blobs.memory.insert(hash.clone(), Arc::clone(bytes));
+            } else if let Some(store) = &previous.blobs.store {
+                self.snapshot.blobs.store = Some(store.clone());
+            } else {
+                return false;
+            }
+            self.kept_bytes += old.size;
+        }
+        entry.sha256.clone_from(&old.sha256);
+        entry.kept = old.kept;
+        entry.binary = old.binary;
+        true
+    }
+
+    /// Hashes a content and keeps it when it is text within the budgets.
+    fn keep(&mut self, entry: &mut FileEntry, bytes: Vec<u8>) {
+        let hash = format!("{:x}", Sha256::digest(&bytes));
+        entry.binary = is_binary(&bytes);
+        entry.sha256 = Some(hash.clone());
+        if entry.binary {
+            return;
+        }
+        let len = bytes.len() as u64;
+        if self.kept_bytes + len > self.limits.max_kept_bytes {
+            self.snapshot.not_kept += 1;
+            return;
+        }
+        self.kept_bytes += len;
+        entry.kept = true;
+        self.snapshot
+            .blobs
+            .memory
+            .entry(hash)
+            .or_insert_with(|| Arc::from(bytes));
+    }
+}
+
+/// The path of `path` relative to `root`, `/`-separated, when it is UTF-8.
+fn relative(root: &Path, path: &Path) -> Option<String> {
+    let rest = path.strip_prefix(root).ok()?;
+    let parts: Option<Vec<&str>> = rest.components().map(|part| part.as_os_str().to_str()).collect();
+    Some(parts?.join("/"))
+}
+
+fn kind_of(meta: &Metadata) -> Option<EntryKind> {
+    let file_type = meta.file_type();
+    if file_type.is_symlink() {
+        Some(EntryKind::Symlink)
+    } else if file_type.is_file() {
+        Some(EntryKind::File)
+    } else {
+        None
+    }
+}
+
+fn entry_of(kind: EntryKind, meta: &Metadata) -> FileEntry {
+    FileEntry {
+        kind,
+        size: meta.size(),
+        mode: meta.mode() & 0o7777,
+        mtime_ns: meta
+            .mtime()
+            .saturating_mul(1_000_000_000)
+            .saturating_add(meta.mtime_nsec()),
+        ctime_ns: meta
+            .ctime()
+            .saturating_mul(1_000_000_000)
+            .saturating_add(meta.ctime_nsec()),
+        ino: meta.ino(),
+        sha256: None,
+        kept: false,
+        binary: false,
+        ignored: false,
+    }
+}
+
+/// The SHA-256 of a big file read in pieces, and whether a NUL byte was seen (its UTF-8 is not checked).
+fn hash_in_pieces(path: &Path) -> std::io::Result<(String, bool)> {
+    let mut file = File::open(path)?;
+    let mut hasher = Sha256::new();
+    let mut buffer = vec![0u8; HASH_CHUNK];
+    let mut binary = false;
+    loop {
+        let read = file.read(&mut buffer)?;
+        if read == 0 {
+            break;
+        }
+        binary |= buffer[..read].contains(&0);
+        hasher.update(&buffer[..read]);
+    }
+    Ok((format!("{:x}", hasher.finalize()), binary))
+}

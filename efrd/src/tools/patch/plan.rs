@@ -1,0 +1,398 @@
+//! Every new content computed before anything is written: a [`Plan`] of the files a patch changes.
+//!
+//! The operations run in patch order against an overlay of the file system: the first time an operation names a
+//! path, its state on disk is read and kept (the original, for the rollback and for the check before writing); later
+//! operations on the same path see what the earlier ones left. So `*** Delete File: a` then `*** Add File: a`
+//! rewrites `a`, and two updates of one file apply one after the other. Nothing touches the disk until
+//! [`Plan::commit`].
+
+use std::collections::HashMap;
+use std::fs;
+use std::io;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Component, Path, PathBuf};
+use std::time::Duration;
+
+use efr_protocol::wire::FileChangeKind;
+
+use super::commit::{self, Step};
+use super::error::ApplyError;
+use super::parse::{FileOp, Patch};
+use super::text::as_text;
+use super::update::apply_chunks;
+
+/// What a patch did (or will do) to one file, in patch order; a path that two operations name has two entries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileResult {
+    /// The absolute path: for a move, where the file went.
+    pub path: PathBuf,
+    /// `added`, `modified`, `deleted` or `renamed`.
+    pub kind: FileChangeKind,
+    /// For `renamed`: the absolute path the file had.
+    pub from: Option<PathBuf>,
+    /// Lines added (a line diff of the old and new text; 0 for a binary file).
+    pub added: u64,
+    /// Lines removed (as `added`).
+    pub removed: u64,
+    /// A binary file (deleted, or moved without chunks): `old` and `new` are `None`.
+    pub binary: bool,
+    /// The text before; `None` for an added or a binary file.
+    pub old: Option<String>,
+    /// The text after; `None` for a deleted or a binary file.
+    pub new: Option<String>,
+}
+
+/// The state of a path on disk when the patch first named it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Disk {
+    /// Nothing there (or a parent is not a folder).
+    Missing,
+    /// A regular file, or a symlink to one.
+    File {
+        /// Its bytes.
+        bytes: Vec<u8>,
+        /// Its permission bits.
+        mode: u32,
+        /// For a symlink: what the link holds (restored as a link, never as a copy).
+        link: Option<PathBuf>,
+        /// Where the bytes live: the path itself, or the link's target; writes go there so a link stays a link.
+        real: PathBuf,
+    },
+    /// A folder, a dangling link or a special file: never written or removed by a patch.
+    Other,
+}
+
+impl Disk {
+    /// Reads the state of `path`.
+    pub(super) fn load(path: &Path) -> Result<Self, ApplyError> {
+        let io_error = |source| ApplyError::Io {
+            op: "read",
+            path: path.to_owned(),
+            source,
+        };
+        let meta = match fs::symlink_metadata(path) {
+            Ok(meta) => meta,
+            Err(e) if matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::NotADirectory) => {
+                return Ok(Self::Missing);
+            }
+            Err(e) => return Err(io_error(e)),
+        };
+        let (link, real, meta) = if meta.is_symlink() {
+            match fs::metadata(path) {
+                Ok(target) if target.is_file() => {
+                    let link = fs::read_link(path).map_err(io_error)?;
+                    (Some(link), fs::canonicalize(path).map_err(io_error)?, target)
+                }
+                Ok(_) => return Ok(Self::Other),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Self::Other),
+                Err(e) => return Err(io_error(e)),
+            }
+        } else if meta.is_file() {
+            (None, path.to_owned(), meta)
+        } else {
+            return Ok(Self::Other);
+        };
+        let bytes = fs::read(&real).map_err(io_error)?;
+        Ok(Self::File {
+            bytes,
+            mode: meta.permissions().mode() & 0o7777,
+            link,
+            real,
+        })
+    }
+}
+
+/// The state a path has in the overlay.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum State {
+    Missing,
+    /// A file; `mode` is `None` for a new file (created as `0666` less the umask).
+    File {
+        bytes: Vec<u8>,
+        mode: Option<u32>,
+    },
+    Other,
+}
+
+#[derive(Debug)]
+struct Entry {
+    path: PathBuf,
+    original: Disk,
+    state: State,
+}
+
+/// Paths named so far, in the order first named.
+#[derive(Debug, Default)]
+struct Overlay {
+    entries: Vec<Entry>,
+    index: HashMap<PathBuf, usize>,
+}
+
+impl Overlay {
+    fn entry(&mut self, path: &Path) -> Result<&mut Entry, ApplyError> {
+        let at = match self.index.get(path) {
+            Some(&at) => at,
+            None => {
+                let original = Disk::load(path)?;
+                let state = match &original {
+                    Disk::Missing => State::Missing,
+                    Disk::File { bytes, mode, .. } => State::File {
+                        bytes: bytes.clone(),
+                        mode: Some(*mode),
+                    },
+                    Disk::Other => State::Other,
+                };
+                self.entries.push(Entry {
+                    path: path.to_owned(),
+                    original,
+                    state,
+                });
+                self.index.insert(path.to_owned(), self.entries.len() - 1);
+                self.entries.len() - 1
+            }
+        };
+        Ok(&mut self.entries[at])
+    }
+}
+
+/// The files a patch changes, computed and not yet written.
+#[derive(Debug)]
+pub struct Plan {
+    files: Vec<FileResult>,
+    steps: Vec<Step>,
+}
+
+impl Plan {
+    /// Computes every new content of `patch`, with relative paths resolved against `cwd`.
+    ///
+    /// # Errors
+    ///
+    /// [`ApplyError::RelativeCwd`] for a relative `cwd`; [`ApplyError::AlreadyExists`], [`ApplyError::NotFound`],
+    /// [`ApplyError::NotAFile`], [`ApplyError::Binary`], [`ApplyError::MoveTargetExists`] and
+    /// [`ApplyError::Chunk`] for an operation that does not fit the files; [`ApplyError::Io`] when a file cannot be
+    /// read.
+    pub fn new(patch: &Patch, cwd: &Path) -> Result<Self, ApplyError> {
+        if !cwd.is_absolute() {
+            return Err(ApplyError::RelativeCwd(cwd.to_owned()));
+        }
+        let mut overlay = Overlay::default();
+        let mut files = Vec::with_capacity(patch.hunks.len());
+        for op in &patch.hunks {
+            files.push(apply_op(&mut overlay, op, cwd)?);
+        }
+        let steps = overlay
+            .entries
+            .into_iter()
+            .filter(|entry| !unchanged(&entry.original, &entry.state))
+            .map(|entry| Step {
+                path: entry.path,
+                original: entry.original,
+                state: entry.state,
+            })
+            .collect();
+        Ok(Self { files, steps })
+    }
+
+    /// What the patch does to each file, in patch order.
+    #[must_use]
+    pub fn files(&self) -> &[FileResult] {
+        &self.files
+    }
+
+    /// The absolute paths that the commit writes or removes, in the order first named: the policy's input. A file
+    /// updated through a symlink is listed as the file the link points to, since that is what changes. Paths whose
+    /// content ends as it was are not listed.
+    pub fn paths(&self) -> impl Iterator<Item = &Path> {
+        self.steps.iter().map(Step::changes)
+    }
+
+    /// Writes the plan: every file changes, or none does.
+    ///
+    /// Each touched path must still be as the plan read it. Then each new content goes to a temporary file in the
+    /// same folder, is flushed to disk and renamed over the path (missing folders are created); removals come last.
+    /// When any step fails, what was already done is undone from the originals kept in memory, in reverse order.
+    ///
+    /// # Errors
+    ///
+    /// [`ApplyError::Changed`] when a file changed since the plan (nothing written); [`ApplyError::Io`] when a step
+    /// failed and everything was restored; [`ApplyError::RollbackIncomplete`] when the restore failed too.
+    pub fn commit(self) -> Result<Vec<FileResult>, ApplyError> {
+        commit::commit(&self.steps)?;
+        Ok(self.files)
+    }
+}
+
+/// Whether the final state is what the disk already holds, so the path needs no write.
+fn unchanged(original: &Disk, state: &State) -> bool {
+    match (original, state) {
+        (Disk::Missing, State::Missing) | (Disk::Other, State::Other) => true,
+        (
+            Disk::File { bytes, mode, .. },
+            State::File {
+                bytes: new,
+                mode: new_mode,
+            },
+        ) => bytes == new && new_mode.is_none_or(|new_mode| new_mode == *mode),
+        _ => false,
+    }
+}
+
+/// `path` made absolute against `cwd`, without `.` components (`..` stays: a link may make it mean another place).
+fn resolve(cwd: &Path, path: &Path) -> PathBuf {
+    let joined = if path.is_absolute() {
+        path.to_owned()
+    } else {
+        cwd.join(path)
+    };
+    joined
+        .components()
+        .filter(|component| *component != Component::CurDir)
+        .collect()
+}
+
+fn apply_op(overlay: &mut Overlay, op: &FileOp, cwd: &Path) -> Result<FileResult, ApplyError> {
+    match op {
+        FileOp::Add { path, content, .. } => {
+            let path = resolve(cwd, path);
+            let entry = overlay.entry(&path)?;
+            if entry.state != State::Missing {
+                return Err(ApplyError::AlreadyExists { path });
+            }
+            entry.state = State::File {
+                bytes: content.clone().into_bytes(),
+                mode: None,
+            };
+            Ok(FileResult {
+                added: count(content.lines().count()),
+                kind: FileChangeKind::Added,
+                from: None,
+                removed: 0,
+                binary: false,
+                old: None,
+                new: Some(content.clone()),
+                path,
+            })
+        }
+        FileOp::Delete { path, .. } => {
+            let path = resolve(cwd, path);
+            let entry = overlay.entry(&path)?;
+            let (bytes, _) = existing_file(&entry.state, &path, "delete")?;
+            let old = as_text(&bytes).ok().map(str::to_owned);
+            entry.state = State::Missing;
+            Ok(FileResult {
+                removed: count(old.as_deref().map_or(0, |old| old.lines().count())),
+                binary: old.is_none(),
+                kind: FileChangeKind::Deleted,
+                from: None,
+                added: 0,
+                old,
+                new: None,
+                path,
+            })
+        }
+        FileOp::Update {
+            path, move_to, chunks, ..
+        } => {
+            let path = resolve(cwd, path);
+            let entry = overlay.entry(&path)?;
+            let (bytes, mode) = existing_file(&entry.state, &path, "update")?;
+            let text = as_text(&bytes).ok();
+            let new_bytes = if chunks.is_empty() {
+                bytes.clone()
+            } else {
+                let text = as_text(&bytes).map_err(|why| ApplyError::Binary {
+                    path: path.clone(),
+                    why: why.to_string(),
+                })?;
+                apply_chunks(text, chunks)
+                    .map_err(|error| ApplyError::Chunk {
+                        path: path.clone(),
+                        error,
+                    })?
+                    .into_bytes()
+            };
+            let target = move_to.as_deref().map(|to| resolve(cwd, to)).filter(|to| *to != path);
+            let new = State::File {
+                bytes: new_bytes.clone(),
+                mode,
+            };
+            let (result_path, from) = match target {
+                Some(to) => {
+                    let target_entry = overlay.entry(&to)?;
+                    if target_entry.state != State::Missing {
+                        return Err(ApplyError::MoveTargetExists { from: path, path: to });
+                    }
+                    target_entry.state = new;
+                    overlay.entry(&path)?.state = State::Missing;
+                    (to, Some(path))
+                }
+                None => {
+                    overlay.entry(&path)?.state = new;
+                    (path, None)
+                }
+            };
+            let old = text.map(str::to_owned);
+            let new = as_text(&new_bytes).ok().map(str::to_owned);
+            let (added, removed) = match (&old, &new) {
+                (Some(old), Some(new)) => line_counts(old, new),
+                _ => (0, 0),
+            };
+            Ok(FileResult {
+                path: result_path,
+                kind: if from.is_some() {
+                    FileChangeKind::Renamed
+                } else {
+                    FileChangeKind::Modified
+                },
+                from,
+                added,
+                removed,
+                binary: old.is_none() || new.is_none(),
+                old,
+                new,
+            })
+        }
+    }
+}
+
+/// The bytes and mode of a path that must be a file for `op`.
+fn existing_file(state: &State, path: &Path, op: &'static str) -> Result<(Vec<u8>, Option<u32>), ApplyError> {
+    match state {
+        State::File { bytes, mode } => Ok((bytes.clone(), *mode)),
+        State::Missing => Err(ApplyError::NotFound {
+            op,
+            path: path.to_owned(),
+        }),
+        State::Other => Err(ApplyError::NotAFile {
+            op,
+            path: path.to_owned(),
+        }),
+    }
+}
+
+fn count(lines: usize) -> u64 {
+    u64::try_from(lines).unwrap_or(u64::MAX)
+}
+
+/// Lines added and removed by a line diff of `old` and `new` (a line that only gains or loses its final newline
+/// counts as removed and added, as in `git diff`). The diff gives up on optimality after a second on huge files,
+/// which can only make the counts larger, never wrong in kind.
+fn line_counts(old: &str, new: &str) -> (u64, u64) {
+    let diff = similar::TextDiff::configure()
+        .timeout(Duration::from_secs(1))
+        .diff_lines(old, new);
+    let (mut added, mut removed) = (0, 0);
+    for op in diff.ops() {
+        let (tag, old_range, new_range) = op.as_tag_tuple();
+        match tag {
+            similar::DiffTag::Equal => {}
+            similar::DiffTag::Delete => removed += old_range.len(),
+            similar::DiffTag::Insert => added += new_range.len(),
+            similar::DiffTag::Replace => {
+                removed += old_range.len();
+                added += new_range.len();
+            }
+        }
+    }
+    (count(added), count(removed))
+}

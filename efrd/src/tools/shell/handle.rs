@@ -1,0 +1,329 @@
+//! The caller's side of a hidden shell: [`HiddenShell`], [`Run`], [`Detached`] and what they return.
+//!
+//! A `HiddenShell` is a cheap, cloneable handle to the task that owns the pty (see `actor`). Each method sends that
+//! task one request and waits for its reply, so calls from several tasks are served one at a time, in order.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use tokio::sync::{mpsc, oneshot, watch};
+
+use super::ShellError;
+use super::output::RunOutput;
+use super::waits::InputWait;
+
+/// How a run's command ended (spec wire enum `how`, less `moved`, which the job module records).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum How {
+    /// The command ended by itself; `exit_code` is its status.
+    Ended,
+    /// The command ended after [`HiddenShell::interrupt`].
+    Stopped,
+    /// The command, left running, passed the shell's `detached_limit`: it was interrupted, and the shell closed 5 s
+    /// later if it still ran.
+    Limit,
+    /// [`HiddenShell::close`] closed the shell (or every handle was dropped) while the command ran.
+    Closed,
+    /// The shell itself ended: `exit`, `exec` of a program that ended, a crash. `exit_code` is the shell's status.
+    ShellExited,
+}
+
+/// Whether the shell process still serves runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Life {
+    /// It runs.
+    Alive,
+    /// The shell process ended with this status (128 + signal for a signal).
+    Exited(Option<i32>),
+    /// It was closed.
+    Closed,
+}
+
+impl std::fmt::Display for Life {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Alive => f.write_str("is running"),
+            Self::Exited(Some(code)) => write!(f, "exited with status {code}"),
+            Self::Exited(None) => f.write_str("exited"),
+            Self::Closed => f.write_str("been closed"),
+        }
+    }
+}
+
+/// The end of a run.
+#[derive(Debug, Clone)]
+pub struct RunEnd {
+    /// How it ended.
+    pub how: How,
+    /// The command's status (`$?`; 130 after SIGINT), or the shell's for [`How::ShellExited`]; `None` when not known
+    /// (closed).
+    pub exit_code: Option<i32>,
+    /// Everything the run printed, ANSI removed, bounded as [`RunOutput`] says.
+    pub output: RunOutput,
+    /// The shell's working directory after the run (`None` when the shell is gone).
+    pub cwd: Option<PathBuf>,
+}
+
+/// What a run answers when it ends or when its timeout passes, whichever comes first.
+#[derive(Debug)]
+pub struct RunAnswer {
+    /// The output so far (all of it when the run ended).
+    pub output: RunOutput,
+    /// The status, when the run ended.
+    pub exit_code: Option<i32>,
+    /// How it ended; `None` when it is still running (`left_running`).
+    pub how: Option<How>,
+    /// The shell's working directory after the run; `None` while it runs or when the shell is gone.
+    pub cwd: Option<PathBuf>,
+    /// Set when the command still runs: await its end here. The shell takes no other run until then.
+    pub detached: Option<Detached>,
+}
+
+impl RunAnswer {
+    /// Whether the answer came at the timeout with the command still running (`tool_call_completed.left_running`).
+    pub fn left_running(&self) -> bool {
+        self.detached.is_some()
+    }
+}
+
+/// The internal reply on a run's answer channel.
+#[derive(Debug)]
+pub(crate) enum Answer {
+    Ended(RunEnd),
+    LeftRunning(RunOutput),
+}
+
+/// A run in progress, from [`HiddenShell::run`].
+#[derive(Debug)]
+pub struct Run {
+    pub(crate) command: String,
+    pub(crate) input: watch::Receiver<InputWait>,
+    pub(crate) answer: oneshot::Receiver<Answer>,
+    pub(crate) end: oneshot::Receiver<RunEnd>,
+}
+
+impl Run {
+    /// The command line as given.
+    pub fn command(&self) -> &str {
+        &self.command
+    }
+
+    /// The run's input waits: the value changes (kind, `looks_secret` or prompt) each time the shell sees a change;
+    /// it is [`InputWait::NONE`] at the start and again at the end. Intermediate values may be skipped when the
+    /// receiver is slow; the current value is always the latest look.
+    pub fn input(&self) -> watch::Receiver<InputWait> {
+        self.input.clone()
+    }
+
+    /// Waits for the run to end or for its timeout, whichever comes first. With the command still running, the
+    /// answer has `detached` set and the output printed so far. If the shell's task is gone, the answer says
+    /// [`How::Closed`].
+    pub async fn answer(self) -> RunAnswer {
+        match self.answer.await {
+            Ok(Answer::Ended(end)) => RunAnswer {
+                output: end.output,
+                exit_code: end.exit_code,
+                how: Some(end.how),
+                cwd: end.cwd,
+                detached: None,
+            },
+            Ok(Answer::LeftRunning(output)) => RunAnswer {
+                output,
+                exit_code: None,
+                how: None,
+                cwd: None,
+                detached: Some(Detached {
+                    command: self.command,
+                    input: self.input,
+                    end: self.end,
+                }),
+            },
+            Err(_) => RunAnswer {
+                output: RunOutput::default(),
+                exit_code: None,
+                how: Some(How::Closed),
+                cwd: None,
+                detached: None,
+            },
+        }
+    }
+}
+
+/// A command that outlived its run's timeout and still holds the shell.
+#[derive(Debug)]
+pub struct Detached {
+    command: String,
+    input: watch::Receiver<InputWait>,
+    end: oneshot::Receiver<RunEnd>,
+}
+
+impl Detached {
+    /// The command line as given.
+    pub fn command(&self) -> &str {
+        &self.command
+    }
+
+    /// Its input waits (`shell_command_input_changed`), as [`Run::input`].
+    pub fn input(&self) -> watch::Receiver<InputWait> {
+        self.input.clone()
+    }
+
+    /// Waits for the command to end (`shell_command_ended`). The output is the whole run's, also what came before
+    /// the timeout.
+    pub async fn ended(self) -> RunEnd {
+        self.end.await.unwrap_or(RunEnd {
+            how: How::Closed,
+            exit_code: None,
+            output: RunOutput::default(),
+            cwd: None,
+        })
+    }
+}
+
+/// The command that holds the shell (`shell.status` `busy`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Busy {
+    /// The first 200 characters of the command line.
+    pub command: String,
+    /// When the run started.
+    pub since: DateTime<Utc>,
+    /// True once its run answered at the timeout (`shell_command_detached` was due).
+    pub left_running: bool,
+    /// Its input wait at the last look.
+    pub input: InputWait,
+    /// The row of the screen that holds the cursor now, at most 200 characters; `None` when blank
+    /// (`shell_command_detached.prompt`).
+    pub prompt: Option<String>,
+}
+
+/// What [`HiddenShell::status`] reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShellStatus {
+    /// The shell's process id.
+    pub pid: u32,
+    /// Its working directory after the last run (or at start).
+    pub cwd: Option<PathBuf>,
+    /// The run that holds it, if any.
+    pub busy: Option<Busy>,
+}
+
+/// A request to the shell's task.
+#[derive(Debug)]
+pub(crate) enum Request {
+    Run {
+        command: String,
+        timeout: Duration,
+        reply: oneshot::Sender<Result<Run, ShellError>>,
+    },
+    Input {
+        bytes: Vec<u8>,
+        reply: oneshot::Sender<Result<(), ShellError>>,
+    },
+    Interrupt {
+        reply: oneshot::Sender<Result<(), ShellError>>,
+    },
+    Status {
+        reply: oneshot::Sender<ShellStatus>,
+    },
+    Close {
+        reply: oneshot::Sender<()>,
+    },
+}
+
+/// One hidden shell: a bash or zsh in a pty that efrd owns (ARCHITECTURE.md §7). Start it with
+/// [`HiddenShell::start`](super::HiddenShell::start); clone the handle freely. When the last handle is dropped the
+/// shell is closed.
+#[derive(Debug, Clone)]
+pub struct HiddenShell {
+    pub(crate) requests: mpsc::Sender<Request>,
+    pub(crate) life: watch::Receiver<Life>,
+    pub(crate) pid: u32,
+}
+
+impl HiddenShell {
+    /// The shell's process id.
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// Whether the shell still runs; see [`Life`].
+    pub fn life(&self) -> Life {
+        *self.life.borrow()
+    }
+
+    /// Whether the shell still takes runs.
+    pub fn is_alive(&self) -> bool {
+        self.life() == Life::Alive
+    }
+
+    async fn ask<T>(&self, make: impl FnOnce(oneshot::Sender<T>) -> Request) -> Result<T, ShellError> {
+        let (reply, answer) = oneshot::channel();
+        let gone = || {
+            ShellError::Gone(match self.life() {
+                Life::Alive => Life::Closed,
+                life => life,
+            })
+        };
+        self.requests.send(make(reply)).await.map_err(|_| gone())?;
+        answer.await.map_err(|_| gone())
+    }
+
+    /// Types `command_line` into the shell and starts a run that answers at its end or after `timeout`
+    /// ([`Run::answer`]).
+    ///
+    /// Errors: [`ShellError::InvalidCommand`] for an empty line or one with a NUL byte; [`ShellError::Busy`] while
+    /// another run's command (also one left running) holds the shell, naming it; [`ShellError::Gone`] when the
+    /// shell has exited or was closed (start a new one); [`ShellError::Io`] when the command file or the terminal
+    /// cannot be written.
+    pub async fn run(&self, command_line: &str, timeout: Duration) -> Result<Run, ShellError> {
+        if command_line.trim().is_empty() {
+            return Err(ShellError::InvalidCommand("the command line is empty"));
+        }
+        if command_line.contains('\0') {
+            return Err(ShellError::InvalidCommand("the command line holds a NUL byte"));
+        }
+        let command = command_line.to_owned();
+        self.ask(|reply| Request::Run {
+            command,
+            timeout,
+            reply,
+        })
+        .await?
+    }
+
+    /// Writes `text` to the terminal of the running command, then Enter (`\r`) when `newline` is set. The text is
+    /// never logged.
+    ///
+    /// Errors: [`ShellError::NoRun`] when no command runs, [`ShellError::Gone`], [`ShellError::Io`].
+    pub async fn write_input(&self, text: &str, newline: bool) -> Result<(), ShellError> {
+        let mut bytes = text.as_bytes().to_vec();
+        if newline {
+            bytes.push(b'\r');
+        }
+        self.ask(|reply| Request::Input { bytes, reply }).await?
+    }
+
+    /// Sends SIGINT to the terminal's foreground process group (the running command's); its run then ends with
+    /// [`How::Stopped`].
+    ///
+    /// Errors: [`ShellError::NoRun`] when no command runs, [`ShellError::Gone`], [`ShellError::Io`] when the signal
+    /// cannot be sent.
+    pub async fn interrupt(&self) -> Result<(), ShellError> {
+        self.ask(|reply| Request::Interrupt { reply }).await?
+    }
+
+    /// The shell's state: pid, working directory and the run that holds it.
+    ///
+    /// Errors: [`ShellError::Gone`].
+    pub async fn status(&self) -> Result<ShellStatus, ShellError> {
+        self.ask(|reply| Request::Status { reply }).await
+    }
+
+    /// Closes the shell: a running command's run ends with [`How::Closed`], and every process of the shell's
+    /// session gets SIGHUP, then SIGKILL. Closing a shell that is gone does nothing.
+    pub async fn close(&self) {
+        // A shell that is gone is closed already.
+        let _ = self.ask(|reply| Request::Close { reply }).await;
+    }
+}

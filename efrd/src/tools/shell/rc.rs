@@ -1,0 +1,182 @@
+//! efr's own startup files for the hidden shell, and the line typed for each run.
+//!
+//! # What the shell loads
+//!
+//! The environment is the caller's (the user's, as the prompt's terminal had it); the user's rc files are *not*
+//! read: they set prompts, themes, key bindings, `PROMPT_COMMAND` and `precmd` hooks, greeters and slow plugin
+//! managers, none of which a hidden shell wants, and some of which would print into a run's output. So:
+//!
+//! - bash starts as `bash --noediting --noprofile --rcfile <dir>/bashrc -i` (Debian's `/etc/bash.bashrc` still runs
+//!   first; the rc below comes last and wins);
+//! - zsh starts as `zsh -i` with `ZDOTDIR=<dir>`: `/etc/zsh/zshenv` runs, then our `.zshenv` turns `GLOBAL_RCS` off
+//!   (no `/etc/zsh/zshrc`) and our `.zshrc` restores the user's `ZDOTDIR` (or unsets it) so a nested zsh behaves as
+//!   usual.
+//!
+//! The rc sets a plain prompt (`$ `), no history file, no idle logout (`TMOUT`), no line editor (lines are read in the terminal's line mode,
+//! which keeps the screen plain and the input-wait rules simple), `PAGER=cat` and `GIT_PAGER=cat` (a pager would wait
+//! for keys that no one types), and prints the ready marker last.
+//!
+//! # How a run is typed
+//!
+//! The command line is written to a file (mode 0600) in the shell's own folder, and the shell is given one line:
+//!
+//! ```text
+//!  __efr_id=7; \builtin printf '<S marker>' >/dev/tty; \builtin . '<dir>/run-7'; \builtin printf '<E marker with $?>' >/dev/tty
+//! ```
+//!
+//! Sourcing keeps everything a terminal would (cd, exports, functions, aliases carry over; `exit` and `exec` act on
+//! the shell) while the line typed is always one complete line: a multi-line command, a heredoc or an unclosed quote
+//! stays inside the file (a syntax error ends the `.` with status 2, and the end marker still prints). The markers
+//! are printed by the typed line itself, not by a prompt hook, so a command that changes `PS1`, `PROMPT_COMMAND` or
+//! `precmd` cannot remove them; they go to `/dev/tty`, so `exec >/dev/null` cannot hide them. The leading space
+//! keeps the line out of history, and `\builtin` stays clear of aliases and functions named `printf` or `.`.
+//!
+//! One case skips the end of the typed line: an interrupt (SIGINT) makes an interactive shell drop the rest of the
+//! line. For that, the rc also installs a prompt hook (`PROMPT_COMMAND` in bash, `precmd_functions` in zsh) that
+//! prints the end marker for `$__efr_id`; it is only a fallback, and the shell's actor has another for when a
+//! command removed the hook too (see `actor`).
+
+use std::path::Path;
+
+use super::capture::MARKER_OSC;
+
+/// The user's shell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ShellKind {
+    /// GNU bash (the default).
+    #[default]
+    Bash,
+    /// zsh, when configured.
+    Zsh,
+}
+
+impl ShellKind {
+    /// The program name looked up in `PATH` when no program is given.
+    pub fn program(self) -> &'static str {
+        match self {
+            Self::Bash => "bash",
+            Self::Zsh => "zsh",
+        }
+    }
+}
+
+/// Quotes `text` for bash and zsh as one word.
+pub(crate) fn quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
+}
+
+/// The `printf` format of a marker, with `%s` for the run id and (for the end) the status.
+fn marker_format(nonce: &str, kind: &str) -> String {
+    match kind {
+        "E" => format!(r"\033]{MARKER_OSC};{nonce};E;%s;%s\007"),
+        "S" => format!(r"\033]{MARKER_OSC};{nonce};S;%s\007"),
+        _ => format!(r"\033]{MARKER_OSC};{nonce};R\007"),
+    }
+}
+
+/// The files to write into the shell's folder, as (file name, content).
+pub(crate) fn startup_files(kind: ShellKind, nonce: &str, user_zdotdir: Option<&str>) -> Vec<(&'static str, String)> {
+    let ready = quote(&marker_format(nonce, "R"));
+    let end = quote(&marker_format(nonce, "E"));
+    let common = format!(
+        "unset HISTFILE TMOUT\n\
+         export PAGER=cat GIT_PAGER=cat\n\
+         __efr_id=\n\
+         __efr_end() {{ \\builtin printf {end} \"$__efr_id\" \"$1\" >/dev/tty 2>/dev/null; }}\n"
+    );
+    match kind {
+        ShellKind::Bash => vec![(
+            "bashrc",
+            format!(
+                "# efr's hidden shell (bash). The user's rc files are not read; see efrd/src/tools/shell/rc.rs.\n\
+                 {common}\
+                 HISTCONTROL=ignorespace\n\
+                 PS1='$ '\n\
+                 PS2='> '\n\
+                 PROMPT_COMMAND='__efr_end \"$?\"'\n\
+                 \\builtin printf {ready} >/dev/tty\n"
+            ),
+        )],
+        ShellKind::Zsh => {
+            let restore = match user_zdotdir {
+                Some(dir) => format!("ZDOTDIR={}\n", quote(dir)),
+                None => "unset ZDOTDIR\n".to_owned(),
+            };
+            vec![
+                (
+                    ".zshenv",
+                    "# efr's hidden shell (zsh): skip the global zshrc, zprofile, zlogin.\nunsetopt GLOBAL_RCS\n"
+                        .to_owned(),
+                ),
+                (
+                    ".zshrc",
+                    format!(
+                        "# efr's hidden shell (zsh). The user's rc files are not read; see efrd/src/tools/shell/rc.rs.\n\
+                         {restore}\
+                         {common}\
+                         unsetopt ZLE PROMPT_SP PROMPT_CR BEEP\n\
+                         setopt HIST_IGNORE_SPACE NO_PROMPT_SUBST\n\
+                         PS1='$ '\n\
+                         PS2='> '\n\
+                         RPROMPT=\n\
+                         __efr_precmd() {{ __efr_end \"$?\"; }}\n\
+                         precmd_functions=(__efr_precmd)\n\
+                         \\builtin printf {ready} >/dev/tty\n"
+                    ),
+                ),
+            ]
+        }
+    }
+}
+
+/// The arguments that start the shell, given its folder.
+pub(crate) fn shell_args(kind: ShellKind, dir: &Path) -> Vec<std::ffi::OsString> {
+    match kind {
+        ShellKind::Bash => {
+            vec![
+                "--noediting".into(),
+                "--noprofile".into(),
+                "--rcfile".into(),
+                dir.join("bashrc").into(),
+                "-i".into(),
+            ]
+        }
+        ShellKind::Zsh => vec!["-i".into()],
+    }
+}
+
+/// The line typed for run `id`, whose command is in `file`.
+pub(crate) fn run_line(nonce: &str, id: u64, file: &Path) -> String {
+    let start = quote(&marker_format(nonce, "S"));
+    let end = quote(&marker_format(nonce, "E"));
+    let file = quote(&file.to_string_lossy());
+    format!(
+        " __efr_id={id}; \\builtin printf {start} {id} >/dev/tty; \\builtin . {file}; \\builtin printf {end} {id} \"$?\" >/dev/tty\n"
+    )
+}
+
+/// The line typed when the end marker went missing after an interrupt: it only reports the end of run `id`.
+pub(crate) fn resync_line(nonce: &str, id: u64) -> String {
+    let end = quote(&marker_format(nonce, "E"));
+    format!(" \\builtin printf {end} {id} 130 >/dev/tty\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quoting_survives_single_quotes() {
+        assert_eq!(quote("it's"), r"'it'\''s'");
+    }
+
+    #[test]
+    fn run_line_is_one_line_with_both_markers() {
+        let line = run_line("abc", 7, Path::new("/tmp/x y/run-7"));
+        assert_eq!(line.matches('\n').count(), 1);
+        assert!(line.starts_with(' '), "a leading space keeps the line out of history");
+        assert!(line.contains(r"\033]6973;abc;S;%s\007' 7"));
+        assert!(line.contains(r#"\033]6973;abc;E;%s;%s\007' 7 "$?""#));
+        assert!(line.contains("'/tmp/x y/run-7'"));
+    }
+}

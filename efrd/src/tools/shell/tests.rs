@@ -1,0 +1,516 @@
+//! The hidden shell against a real bash and a real zsh in a real pty. Each scenario runs for both shells.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::*;
+
+/// Generous: the machine is small and tests run in parallel.
+const LONG: Duration = Duration::from_secs(30);
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    opts: ShellOptions,
+}
+
+impl Fixture {
+    fn new(kind: ShellKind) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        let run = dir.path().join("run");
+        std::fs::create_dir(&home).unwrap();
+        std::fs::create_dir(&run).unwrap();
+        let mut opts = ShellOptions::new(kind, home.clone(), run);
+        opts.env = vec![
+            ("PATH".into(), std::env::var_os("PATH").unwrap_or_default()),
+            ("HOME".into(), home.into()),
+            ("LANG".into(), "C.UTF-8".into()),
+        ];
+        Self { _dir: dir, opts }
+    }
+
+    fn home(&self) -> PathBuf {
+        self.opts.cwd.clone()
+    }
+
+    async fn start(&self) -> HiddenShell {
+        HiddenShell::start(self.opts.clone()).await.unwrap()
+    }
+}
+
+/// Runs `line` to its end and returns the answer.
+async fn run(shell: &HiddenShell, line: &str) -> RunAnswer {
+    let answer = shell.run(line, LONG).await.unwrap().answer().await;
+    assert!(!answer.left_running(), "{line:?} did not end within {LONG:?}");
+    answer
+}
+
+async fn wait_for(input: &mut tokio::sync::watch::Receiver<InputWait>, what: impl Fn(&InputWait) -> bool) -> InputWait {
+    let seen = tokio::time::timeout(LONG, input.wait_for(|w| what(w))).await;
+    seen.expect("the wait was not seen in time")
+        .expect("the run ended first")
+        .clone()
+}
+
+macro_rules! both_shells {
+    ($($name:ident),* $(,)?) => {
+        mod bash {
+            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() { super::$name(super::ShellKind::Bash).await; })*
+        }
+        mod zsh {
+            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() { super::$name(super::ShellKind::Zsh).await; })*
+        }
+    };
+}
+
+both_shells!(
+    cd_and_export_carry_over,
+    status_and_output_shapes,
+    output_is_bounded,
+    a_long_command_is_left_running_and_its_end_reported,
+    interrupt_stops_the_command,
+    interrupt_survives_a_removed_prompt_hook,
+    close_then_a_new_shell,
+    hidden_password_prompt_is_answered,
+    visible_wait_of_python_input,
+    raw_mode_password_prompt_looks_secret,
+    exit_and_exec_end_the_shell,
+    prompt_changes_and_redirects_do_not_lose_markers,
+    bad_requests_get_clear_errors,
+);
+
+async fn cd_and_export_carry_over(kind: ShellKind) {
+    let fx = Fixture::new(kind);
+    std::fs::create_dir(fx.home().join("sub dir")).unwrap();
+    let shell = fx.start().await;
+    let first = run(
+        &shell,
+        "cd 'sub dir' && export EFR_TEST_VAR=carried && alias hi='echo hello'",
+    )
+    .await;
+    assert_eq!((first.how, first.exit_code), (Some(How::Ended), Some(0)));
+    assert_eq!(first.cwd, Some(fx.home().join("sub dir")));
+    let second = run(&shell, "pwd; echo \"$EFR_TEST_VAR\"; sh -c 'echo $EFR_TEST_VAR'; hi").await;
+    let expected = format!("{}\ncarried\ncarried\nhello\n", fx.home().join("sub dir").display());
+    assert_eq!(second.output.for_client(), expected);
+    let status = shell.status().await.unwrap();
+    assert_eq!((status.cwd, status.busy), (Some(fx.home().join("sub dir")), None));
+    shell.close().await;
+}
+
+async fn status_and_output_shapes(kind: ShellKind) {
+    let fx = Fixture::new(kind);
+    let shell = fx.start().await;
+    // No final newline, then a normal line: the next run starts clean.
+    assert_eq!(
+        run(&shell, "printf 'no newline'").await.output.for_client(),
+        "no newline"
+    );
+    assert_eq!(run(&shell, "echo next").await.output.for_client(), "next\n");
+    // A timeout too large for a clock is taken as "a long time".
+    let unbounded = shell.run("echo max", Duration::MAX).await.unwrap().answer().await;
+    assert_eq!(unbounded.output.for_client(), "max\n");
+    // Unicode, colours, stderr and a failing status.
+    let colourful = run(
+        &shell,
+        "printf 'größe 🙂\\n\\033[31m日本語\\033[0m\\n'; echo err >&2; false",
+    )
+    .await;
+    assert_eq!(colourful.output.for_client(), "größe 🙂\n日本語\nerr\n");
+    assert_eq!(colourful.exit_code, Some(1));
+    // A multi-line command and a heredoc are one run.
+    let multi = run(
+        &shell,
+        "for i in 1 2; do\n  echo \"n$i\"\ndone\ncat <<'EOF'\nheredoc $HOME\nEOF",
+    )
+    .await;
+    assert_eq!(multi.output.for_client(), "n1\nn2\nheredoc $HOME\n");
+    // A syntax error ends the run with a failure, and the shell goes on.
+    let broken = run(&shell, "echo 'unclosed").await;
+    assert_ne!(broken.exit_code, Some(0));
+    assert_eq!(run(&shell, "echo still here").await.output.for_client(), "still here\n");
+    // A progress line redrawn with \r keeps its last state.
+    assert_eq!(
+        run(&shell, "printf '10%%\\r50%%\\r100%%\\n'").await.output.for_client(),
+        "100%\n"
+    );
+    shell.close().await;
+}
+
+async fn output_is_bounded(kind: ShellKind) {
+    let fx = Fixture::new(kind);
+    let shell = fx.start().await;
+    let lines = 300_000;
+    let answer = run(&shell, &format!("yes 'hello world' | head -n {lines}; printf 'last'")).await;
+    let out = &answer.output;
+    assert_eq!(out.total_lines, lines + 1);
+    assert_eq!(out.total_bytes, lines * 12 + 4);
+    assert!(out.is_truncated());
+    let client = out.for_client();
+    assert!(client.len() <= CLIENT_OUTPUT_CAP + 100, "{}", client.len());
+    assert!(client.starts_with("hello world\nhello world\n"));
+    assert!(client.ends_with("hello world\nlast"));
+    let model = out.for_model(OutputLimits::MODEL);
+    assert!(model.len() <= 16 * 1024 + 100, "{}", model.len());
+    let elided = model.lines().find(|l| l.starts_with("[... ")).unwrap();
+    let shown = model.lines().count() as u64 - 1;
+    assert!(
+        elided.starts_with(&format!("[... {} lines (", lines + 1 - shown)),
+        "{elided}"
+    );
+    // One endless line stays bounded too.
+    let answer = run(&shell, "head -c 3000000 /dev/zero | tr '\\0' x").await;
+    assert_eq!(answer.output.total_lines, 1);
+    assert!(answer.output.for_client().len() < MAX_LINE_BYTES + 100);
+    shell.close().await;
+}
+
+async fn a_long_command_is_left_running_and_its_end_reported(kind: ShellKind) {
+    let fx = Fixture::new(kind);
+    let shell = fx.start().await;
+    let started = chrono::Utc::now();
+    let answer = shell
+        .run(
+            "echo begun; sleep 2; echo done; exit_status_is=4; (exit 4)",
+            Duration::from_millis(700),
+        )
+        .await
+        .unwrap()
+        .answer()
+        .await;
+    assert!(answer.left_running());
+    assert_eq!((answer.how, answer.exit_code), (None, None));
+    assert_eq!(answer.output.for_client(), "begun\n");
+    let status = shell.status().await.unwrap();
+    let busy = status.busy.unwrap();
+    assert!(busy.left_running && busy.since >= started - chrono::Duration::seconds(1));
+    assert!(busy.command.starts_with("echo begun; sleep 2"));
+    // The shell takes no other run, and says which command holds it.
+    let refused = shell.run("echo other", LONG).await.unwrap_err();
+    assert!(
+        matches!(&refused, ShellError::Busy { command, .. } if command.starts_with("echo begun; sleep 2")),
+        "{refused}"
+    );
+    assert!(refused.to_string().contains("echo begun; sleep 2"));
+    let detached = answer.detached.unwrap();
+    let end = tokio::time::timeout(LONG, detached.ended()).await.unwrap();
+    assert_eq!((end.how, end.exit_code), (How::Ended, Some(4)));
+    assert_eq!(end.output.for_client(), "begun\ndone\n");
+    assert_eq!(run(&shell, "echo free").await.output.for_client(), "free\n");
+    shell.close().await;
+}
+
+async fn interrupt_stops_the_command(kind: ShellKind) {
+    let fx = Fixture::new(kind);
+    let shell = fx.start().await;
+    let answer = shell
+        .run("sleep 30", Duration::from_millis(300))
+        .await
+        .unwrap()
+        .answer()
+        .await;
+    let detached = answer.detached.unwrap();
+    shell.interrupt().await.unwrap();
+    let end = tokio::time::timeout(LONG, detached.ended()).await.unwrap();
+    assert_eq!((end.how, end.exit_code), (How::Stopped, Some(130)));
+    // A loop that runs in the shell itself stops too.
+    let run_ = shell.run("while true; do :; done", LONG).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    shell.interrupt().await.unwrap();
+    let answer = tokio::time::timeout(LONG, run_.answer()).await.unwrap();
+    assert_eq!(answer.how, Some(How::Stopped));
+    assert_eq!(run(&shell, "echo after").await.output.for_client(), "after\n");
+    shell.close().await;
+}
+
+async fn interrupt_survives_a_removed_prompt_hook(kind: ShellKind) {
+    let fx = Fixture::new(kind);
+    let shell = fx.start().await;
+    let remove = match kind {
+        ShellKind::Bash => "PROMPT_COMMAND=; PS1='changed> '",
+        ShellKind::Zsh => "precmd_functions=(); PS1='changed> '",
+    };
+    run(&shell, remove).await;
+    let run_ = shell.run("sleep 30", LONG).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    shell.interrupt().await.unwrap();
+    let answer = tokio::time::timeout(LONG, run_.answer()).await.unwrap();
+    assert_eq!((answer.how, answer.exit_code), (Some(How::Stopped), Some(130)));
+    assert_eq!(run(&shell, "echo ok").await.output.for_client(), "ok\n");
+    shell.close().await;
+}
+
+async fn close_then_a_new_shell(kind: ShellKind) {
+    let fx = Fixture::new(kind);
+    let mut slot = ShellSlot::new(fx.opts.clone());
+    let first = slot.shell().await.unwrap().clone();
+    std::fs::create_dir(fx.home().join("elsewhere")).unwrap();
+    let background = run(&first, "cd elsewhere; sleep 60 & echo \"pid=$!\"")
+        .await
+        .output
+        .for_client();
+    let background: i32 = background
+        .lines()
+        .find_map(|l| l.strip_prefix("pid="))
+        .unwrap()
+        .parse()
+        .unwrap();
+    let answer = first
+        .run("sleep 30", Duration::from_millis(200))
+        .await
+        .unwrap()
+        .answer()
+        .await;
+    let detached = answer.detached.unwrap();
+    slot.close().await;
+    let end = tokio::time::timeout(LONG, detached.ended()).await.unwrap();
+    assert_eq!((end.how, end.exit_code), (How::Closed, None));
+    assert_eq!(first.life(), Life::Closed);
+    assert!(matches!(
+        first.run("true", LONG).await,
+        Err(ShellError::Gone(Life::Closed))
+    ));
+    // Nothing of the old session survives.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    for pid in [i32::try_from(first.pid()).unwrap(), background] {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        assert!(
+            stat.is_empty() || stat.contains(") Z "),
+            "process {pid} survived the close: {stat}"
+        );
+    }
+    let second = slot.shell().await.unwrap();
+    assert_ne!(second.pid(), first.pid());
+    let answer = run(second, "pwd").await;
+    assert_eq!(answer.output.for_client(), format!("{}\n", fx.home().display()));
+    slot.close().await;
+}
+
+async fn hidden_password_prompt_is_answered(kind: ShellKind) {
+    let fx = Fixture::new(kind);
+    let shell = fx.start().await;
+    let line = match kind {
+        ShellKind::Bash => "read -r -s -p 'Password: ' pw; echo; echo \"got ${#pw}\"",
+        ShellKind::Zsh => "read -r -s 'pw?Password: '; echo; echo \"got ${#pw}\"",
+    };
+    let run_ = shell.run(line, LONG).await.unwrap();
+    let mut input = run_.input();
+    let wait = wait_for(&mut input, |w| w.kind != InputKind::None).await;
+    assert_eq!(wait.kind, InputKind::Hidden);
+    assert_eq!(wait.prompt.as_deref(), Some("Password:"));
+    assert!(!wait.looks_secret);
+    let status = shell.status().await.unwrap();
+    let busy = status.busy.unwrap();
+    assert_eq!(
+        (busy.input.kind, busy.prompt.as_deref()),
+        (InputKind::Hidden, Some("Password:"))
+    );
+    shell.write_input("hunter2", true).await.unwrap();
+    let answer = tokio::time::timeout(LONG, run_.answer()).await.unwrap();
+    let out = answer.output.for_client();
+    assert!(out.ends_with("got 7\n"), "{out:?}");
+    assert!(!out.contains("hunter2"));
+    assert_eq!(*input.borrow(), InputWait::NONE);
+    shell.close().await;
+}
+
+async fn visible_wait_of_python_input(kind: ShellKind) {
+    let fx = Fixture::new(kind);
+    let shell = fx.start().await;
+    let run_ = shell
+        .run("python3 -c 'x = input(\"name? \"); print(\"hi\", x)'", LONG)
+        .await
+        .unwrap();
+    let mut input = run_.input();
+    let wait = wait_for(&mut input, |w| w.kind != InputKind::None).await;
+    assert_eq!(
+        (wait.kind, wait.looks_secret, wait.prompt.as_deref()),
+        (InputKind::Visible, false, Some("name?"))
+    );
+    shell.write_input("ana", true).await.unwrap();
+    let answer = tokio::time::timeout(LONG, run_.answer()).await.unwrap();
+    assert_eq!(answer.output.for_client(), "name? ana\nhi ana\n");
+    shell.close().await;
+}
+
+async fn raw_mode_password_prompt_looks_secret(kind: ShellKind) {
+    let fx = Fixture::new(kind);
+    let shell = fx.start().await;
+    // A relay-like program: raw mode, a password prompt, a wait in select() rather than read().
+    let script = "import os, select, termios, tty\n\
+                  old = termios.tcgetattr(0)\n\
+                  tty.setraw(0)\n\
+                  try:\n    os.write(1, b'[relay] password for ana: ')\n    select.select([0], [], [])\n    got = os.read(0, 100)\n\
+                  finally:\n    termios.tcsetattr(0, termios.TCSANOW, old)\n\
+                  print('\\nread', len(got.strip()))\n";
+    std::fs::write(fx.home().join("relay.py"), script).unwrap();
+    let run_ = shell.run("python3 relay.py", LONG).await.unwrap();
+    let mut input = run_.input();
+    let wait = wait_for(&mut input, |w| w.kind != InputKind::None).await;
+    assert_eq!(wait.kind, InputKind::Visible);
+    assert!(wait.looks_secret, "{wait:?}");
+    assert_eq!(wait.prompt.as_deref(), Some("[relay] password for ana:"));
+    shell.write_input("s3cret", true).await.unwrap();
+    let answer = tokio::time::timeout(LONG, run_.answer()).await.unwrap();
+    assert!(
+        answer.output.for_client().ends_with("read 6\n"),
+        "{:?}",
+        answer.output.for_client()
+    );
+    shell.close().await;
+}
+
+async fn exit_and_exec_end_the_shell(kind: ShellKind) {
+    let fx = Fixture::new(kind);
+    let mut slot = ShellSlot::new(fx.opts.clone());
+    let first = slot.shell().await.unwrap().clone();
+    let answer = run(&first, "echo bye; exit 3").await;
+    assert_eq!((answer.how, answer.exit_code), (Some(How::ShellExited), Some(3)));
+    // Interactive bash says "exit" on its way out.
+    assert!(
+        answer.output.for_client().starts_with("bye\n"),
+        "{:?}",
+        answer.output.for_client()
+    );
+    assert_eq!(first.life(), Life::Exited(Some(3)));
+    let gone = first.run("true", LONG).await.unwrap_err();
+    assert!(matches!(gone, ShellError::Gone(Life::Exited(Some(3)))), "{gone}");
+    assert!(gone.to_string().contains("next call starts a new one"));
+    // The slot starts a new shell; `exec` of a program replaces it, and its end ends the shell.
+    let second = slot.shell().await.unwrap().clone();
+    assert_ne!(second.pid(), first.pid());
+    let answer = run(&second, "exec sh -c 'echo from exec; exit 5'").await;
+    assert_eq!((answer.how, answer.exit_code), (Some(How::ShellExited), Some(5)));
+    assert_eq!(answer.output.for_client(), "from exec\n");
+    let third = slot.shell().await.unwrap();
+    assert_eq!(run(third, "echo alive").await.output.for_client(), "alive\n");
+    slot.close().await;
+}
+
+async fn prompt_changes_and_redirects_do_not_lose_markers(kind: ShellKind) {
+    let fx = Fixture::new(kind);
+    let shell = fx.start().await;
+    let change = match kind {
+        ShellKind::Bash => "PS1='custom> '; PROMPT_COMMAND='echo prompt noise'; PS0='ps0 noise'",
+        ShellKind::Zsh => "PS1='custom> '; precmd() { echo prompt noise; }; preexec() { echo preexec noise; }",
+    };
+    let answer = run(&shell, change).await;
+    assert_eq!(answer.exit_code, Some(0));
+    // Prompt strings and hooks print before the run's start marker or after its end marker: not its output.
+    assert_eq!(run(&shell, "echo ok").await.output.for_client(), "ok\n");
+    // stdout sent away for good: markers still arrive, stderr still shows.
+    run(&shell, "exec >/dev/null").await;
+    let answer = run(&shell, "echo gone; echo shown >&2").await;
+    assert_eq!(answer.output.for_client(), "shown\n");
+    shell.close().await;
+}
+
+async fn bad_requests_get_clear_errors(kind: ShellKind) {
+    let fx = Fixture::new(kind);
+    let shell = fx.start().await;
+    assert!(matches!(
+        shell.run("  \n", LONG).await,
+        Err(ShellError::InvalidCommand(_))
+    ));
+    assert!(matches!(
+        shell.run("echo a\0b", LONG).await,
+        Err(ShellError::InvalidCommand(_))
+    ));
+    assert!(matches!(shell.write_input("x", true).await, Err(ShellError::NoRun)));
+    assert!(matches!(shell.interrupt().await, Err(ShellError::NoRun)));
+    // None of that disturbed the shell.
+    assert_eq!(run(&shell, "echo fine").await.output.for_client(), "fine\n");
+    shell.close().await;
+    assert!(matches!(shell.status().await, Err(ShellError::Gone(Life::Closed))));
+    assert!(matches!(shell.write_input("x", false).await, Err(ShellError::Gone(_))));
+    // Closing twice is harmless.
+    shell.close().await;
+
+    let mut opts = fx.opts.clone();
+    opts.cwd = fx.home().join("missing");
+    let error = HiddenShell::start(opts).await.unwrap_err();
+    assert!(
+        matches!(&error, ShellError::Start(m) if m.contains("missing")),
+        "{error}"
+    );
+    let mut opts = fx.opts.clone();
+    opts.program = Some("/nonexistent/efr-no-shell".into());
+    let error = HiddenShell::start(opts).await.unwrap_err();
+    assert!(
+        matches!(&error, ShellError::Start(m) if m.contains("efr-no-shell")),
+        "{error}"
+    );
+    let mut opts = fx.opts.clone();
+    opts.work_root = fx.home().join("no-root");
+    assert!(matches!(HiddenShell::start(opts).await, Err(ShellError::Start(_))));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_program_that_never_gets_ready_is_refused() {
+    let fx = Fixture::new(ShellKind::Bash);
+    let fake = fx.home().join("fake-shell");
+    std::fs::write(&fake, "#!/bin/sh\nprintf 'not a shell> '\nsleep 30\n").unwrap();
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let mut opts = fx.opts.clone();
+    opts.program = Some(fake);
+    opts.ready_timeout = Duration::from_millis(800);
+    let error = HiddenShell::start(opts.clone()).await.unwrap_err();
+    assert!(matches!(&error, ShellError::NotReady { .. }), "{error}");
+    // One that ends before it is ready is refused at once, with what its screen showed.
+    let quick = fx.home().join("quick-shell");
+    std::fs::write(&quick, "#!/bin/sh\necho 'broken rc'\nexit 1\n").unwrap();
+    std::fs::set_permissions(&quick, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    opts.program = Some(quick);
+    opts.ready_timeout = LONG;
+    let started = std::time::Instant::now();
+    let error = HiddenShell::start(opts).await.unwrap_err();
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert!(
+        matches!(&error, ShellError::NotReady { screen, .. } if screen.contains("broken rc")),
+        "{error}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_detached_command_past_its_limit_ends_with_limit() {
+    let mut fx = Fixture::new(ShellKind::Bash);
+    fx.opts.detached_limit = Some(Duration::from_millis(500));
+    let shell = fx.start().await;
+    let answer = shell
+        .run("sleep 30", Duration::from_millis(200))
+        .await
+        .unwrap()
+        .answer()
+        .await;
+    let end = tokio::time::timeout(LONG, answer.detached.unwrap().ended())
+        .await
+        .unwrap();
+    assert_eq!((end.how, end.exit_code), (How::Limit, Some(130)));
+    assert_eq!(run(&shell, "echo next").await.output.for_client(), "next\n");
+    shell.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn command_files_are_private_and_removed() {
+    let fx = Fixture::new(ShellKind::Bash);
+    let shell = fx.start().await;
+    let answer = run(
+        &shell,
+        "ls ../run/shell-*/ | grep -c '^run-'; stat -c %a ../run/shell-*",
+    )
+    .await;
+    // While the run ran, its own command file was there (one), and the folder is 0700.
+    assert_eq!(answer.output.for_client(), "1\n700\n");
+    let root = fx.opts.work_root.clone();
+    let folder = std::fs::read_dir(&root).unwrap().next().unwrap().unwrap().path();
+    assert!(
+        std::fs::read_dir(&folder)
+            .unwrap()
+            .all(|e| !e.unwrap().file_name().to_string_lossy().starts_with("run-"))
+    );
+    shell.close().await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(!folder.exists(), "the shell's folder is removed when it ends");
+}

@@ -1,0 +1,192 @@
+//! The tools given to the model, and the reading of a call the model made.
+//!
+//! Two tools (ARCHITECTURE.md §6):
+//! - `shell`: a function tool with `{"command": string, "timeout": integer?}`. The timeout is in seconds, 120 when
+//!   absent, at most [`MAX_TIMEOUT_SECS`]; past it the call answers with what it has and the command goes on
+//!   running (`left_running`).
+//! - `apply_patch`: a freeform tool whose input is the `*** Begin Patch` text. Providers without freeform tools get a
+//!   function tool with one string member `input` (the model layer's fallback), and the call's input is that string.
+
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::model::Tool;
+
+/// The shell tool's name.
+pub const SHELL: &str = "shell";
+/// The patch tool's name.
+pub const APPLY_PATCH: &str = "apply_patch";
+/// The timeout of a shell call when the model gives none: 120 s.
+pub const DEFAULT_TIMEOUT_SECS: u64 = 120;
+/// The longest timeout a shell call may ask for: 1 hour.
+pub const MAX_TIMEOUT_SECS: u64 = 3600;
+
+/// The tools of every turn.
+#[must_use]
+pub fn model_tools() -> Vec<Tool> {
+    vec![
+        Tool::Function {
+            name: SHELL.to_owned(),
+            description: "Run a command line in the user's shell (bash or zsh) in a terminal. The working directory \
+                          and exported variables carry over from one call to the next, as in a terminal. Returns the \
+                          output (long output is cut in the middle) and the exit status. A command that runs past \
+                          its timeout keeps running; the shell then takes no other command until it ends."
+                .to_owned(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "command": {"type": "string", "description": "The command line."},
+                    "timeout": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "maximum": MAX_TIMEOUT_SECS,
+                        "description": "Seconds to wait before answering with what the command printed so far (default 120)."
+                    }
+                },
+                "required": ["command"],
+                "additionalProperties": false
+            }),
+        },
+        Tool::Freeform {
+            name: APPLY_PATCH.to_owned(),
+            description: "Change files with a patch. The input is plain text:\n*** Begin Patch\n*** Add File: \
+                          path\n+line\n*** Update File: path\n@@ context\n line\n-old\n+new\n*** Delete File: path\n\
+                          *** End Patch\nEvery file changes or none does. Paths are relative to the shell's working \
+                          directory, or absolute."
+                .to_owned(),
+        },
+    ]
+}
+
+/// A tool call, read from what the model wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToolCall {
+    /// A shell call.
+    Shell {
+        /// The command line.
+        command: String,
+        /// How long to wait before answering.
+        timeout: Duration,
+    },
+    /// A patch call with its text.
+    Patch {
+        /// The patch text as the model wrote it.
+        text: String,
+    },
+    /// A call that cannot run: an unknown tool or an input that does not parse. The message goes back to the model.
+    Invalid {
+        /// Why, for the model.
+        message: String,
+    },
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ShellInput {
+    command: String,
+    timeout: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct FallbackInput {
+    input: String,
+}
+
+/// Reads a call of `tool` whose input is `input` (JSON for a function tool, plain text for a freeform one).
+#[must_use]
+pub fn read_call(tool: &str, freeform: bool, input: &str) -> ToolCall {
+    match tool {
+        SHELL => match serde_json::from_str::<ShellInput>(input) {
+            Ok(ShellInput { command, .. }) if command.trim().is_empty() => ToolCall::Invalid {
+                message: "`command` is empty".to_owned(),
+            },
+            Ok(ShellInput { command, timeout }) => {
+                let secs = timeout.unwrap_or(DEFAULT_TIMEOUT_SECS).clamp(1, MAX_TIMEOUT_SECS);
+                ToolCall::Shell {
+                    command,
+                    timeout: Duration::from_secs(secs),
+                }
+            }
+            Err(error) => ToolCall::Invalid {
+                message: format!("the shell input is not valid: {error}"),
+            },
+        },
+        APPLY_PATCH if freeform => ToolCall::Patch { text: input.to_owned() },
+        APPLY_PATCH => match serde_json::from_str::<FallbackInput>(input) {
+            Ok(FallbackInput { input }) => ToolCall::Patch { text: input },
+            // Some models send the patch itself where the fallback wants `{"input": ...}`.
+            Err(_) if input.trim_start().starts_with("*** Begin Patch") => ToolCall::Patch { text: input.to_owned() },
+            Err(error) => ToolCall::Invalid {
+                message: format!("the apply_patch input is not valid: {error}"),
+            },
+        },
+        other => ToolCall::Invalid {
+            message: format!("there is no tool `{other}`; the tools are shell and apply_patch"),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shell_calls_read_with_a_bounded_timeout() {
+        assert_eq!(
+            read_call(SHELL, false, r#"{"command":"ls -la"}"#),
+            ToolCall::Shell {
+                command: "ls -la".into(),
+                timeout: Duration::from_secs(120)
+            }
+        );
+        assert_eq!(
+            read_call(SHELL, false, r#"{"command":"sleep 1","timeout":99999}"#),
+            ToolCall::Shell {
+                command: "sleep 1".into(),
+                timeout: Duration::from_secs(MAX_TIMEOUT_SECS)
+            }
+        );
+        assert!(matches!(
+            read_call(SHELL, false, r#"{"cmd":"ls"}"#),
+            ToolCall::Invalid { .. }
+        ));
+        assert!(matches!(
+            read_call(SHELL, false, r#"{"command":"  "}"#),
+            ToolCall::Invalid { .. }
+        ));
+        assert!(matches!(
+            read_call(SHELL, false, "{\"command\": \"ls"),
+            ToolCall::Invalid { .. }
+        ));
+    }
+
+    #[test]
+    fn patches_read_as_freeform_text_or_the_json_fallback() {
+        let text = "*** Begin Patch\n*** End Patch\n";
+        assert_eq!(
+            read_call(APPLY_PATCH, true, text),
+            ToolCall::Patch { text: text.into() }
+        );
+        let json = serde_json::json!({ "input": text }).to_string();
+        assert_eq!(
+            read_call(APPLY_PATCH, false, &json),
+            ToolCall::Patch { text: text.into() }
+        );
+        assert_eq!(
+            read_call(APPLY_PATCH, false, text),
+            ToolCall::Patch { text: text.into() }
+        );
+        let ToolCall::Invalid { message } = read_call("rm", false, "{}") else {
+            panic!()
+        };
+        assert!(message.contains("no tool `rm`"));
+    }
+
+    #[test]
+    fn the_tools_are_shell_and_apply_patch() {
+        let names: Vec<String> = model_tools().iter().map(|t| t.name().to_owned()).collect();
+        assert_eq!(names, [SHELL, APPLY_PATCH]);
+    }
+}

@@ -1,0 +1,217 @@
+//! Tool calls through the real efrd: the hidden shell, apply_patch, the policy of the modes, and questions answered
+//! through approval.respond.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a failed unwrap is a failed test.
+
+mod common;
+
+use efr_protocol::ErrorCode;
+use efr_test_support::client::Client;
+use efr_test_support::scripted::{Reply, ReplyEvent, ScriptToolCall};
+use serde_json::{Value, json};
+
+use common::{command_id, daemon, events_until, model, subscribe};
+
+fn shell_call(id: &str, command: &str) -> Reply {
+    let input = json!({ "command": command }).to_string();
+    let (a, b) = input.split_at(input.len() / 2);
+    Reply {
+        events: vec![ReplyEvent::ToolCall(ScriptToolCall {
+            id: id.into(),
+            name: "shell".into(),
+            freeform: false,
+            input: vec![a.into(), b.into()],
+        })],
+        ..Reply::default()
+    }
+}
+
+fn patch_call(id: &str, patch: &str) -> Reply {
+    Reply {
+        events: vec![ReplyEvent::ToolCall(ScriptToolCall {
+            id: id.into(),
+            name: "apply_patch".into(),
+            freeform: true,
+            input: vec![patch.into()],
+        })],
+        ..Reply::default()
+    }
+}
+
+fn text(answer: &str) -> Reply {
+    Reply {
+        events: vec![ReplyEvent::Text(answer.into())],
+        ..Reply::default()
+    }
+}
+
+async fn prompt_in(client: &mut Client, cwd: &std::path::Path, mode: &str, text: &str) -> Value {
+    client
+        .ok(
+            "prompt.send",
+            json!({"command_id": command_id(), "text": text, "context": {"cwd": cwd}, "settings": {"mode": mode}}),
+        )
+        .await
+        .unwrap()
+}
+
+/// What the model got back for `call_id` in the last request that holds it.
+fn tool_output(server: &efr_test_support::scripted::ScriptedModel, call_id: &str) -> String {
+    let requests = server.requests();
+    let body = requests
+        .iter()
+        .rev()
+        .map(|r| r.body.to_string())
+        .find(|b| b.contains(call_id))
+        .unwrap();
+    let input: Value = serde_json::from_str(&body).unwrap();
+    let items = input["input"].as_array().cloned().unwrap_or_default();
+    items
+        .iter()
+        .find(|item| item["call_id"] == call_id && item["output"].is_string())
+        .map(|item| item["output"].as_str().unwrap().to_owned())
+        .unwrap_or_else(|| panic!("no output for {call_id} in {body}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cautious_runs_ls_at_once_and_the_model_gets_its_output() {
+    let home = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    std::fs::write(project.path().join("hello.txt"), "hi").unwrap();
+    let server = model(vec![shell_call("call_ls", "ls"), text("there is hello.txt")]).await;
+    let efrd = daemon(home.path(), &server);
+    let mut client = efrd.client().await.unwrap();
+    let sent = prompt_in(&mut client, project.path(), "cautious", "what is here?").await;
+    let conversation = sent["conversation_id"].as_str().unwrap().to_owned();
+    let (id, _) = subscribe(&mut client, &conversation, Some(0)).await;
+    let events = events_until(&mut client, id, "turn_completed").await;
+    let kinds: Vec<&str> = events.iter().map(|e| e["kind"].as_str().unwrap()).collect();
+    assert!(!kinds.contains(&"approval_requested"), "{kinds:?}");
+    let started = events.iter().find(|e| e["kind"] == "tool_call_started").unwrap();
+    assert_eq!(started["tool"], "shell");
+    assert_eq!(started["input"], json!({"command": "ls"}));
+    assert_eq!(started["launch"]["kind"], "direct");
+    assert_eq!(started["manual_input"], true);
+    let completed = events.iter().find(|e| e["kind"] == "tool_call_completed").unwrap();
+    assert_eq!(completed["status"], "ok", "{completed}");
+    assert_eq!(completed["exit_code"], 0);
+    assert!(
+        completed["output"].as_str().unwrap().contains("hello.txt"),
+        "{completed}"
+    );
+    assert!(tool_output(&server, "call_ls").contains("hello.txt"));
+    assert_eq!(common::text_of(&events), "there is hello.txt");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn manual_mode_waits_for_approval_before_a_patch_and_applies_it_after_allow() {
+    let home = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let patch = "*** Begin Patch\n*** Add File: notes.md\n+# Notes\n+größe 🙂\n*** End Patch\n";
+    let server = model(vec![patch_call("call_patch", patch), text("done")]).await;
+    let efrd = daemon(home.path(), &server);
+    let mut client = efrd.client().await.unwrap();
+    let sent = prompt_in(&mut client, project.path(), "manual", "write notes").await;
+    let conversation = sent["conversation_id"].as_str().unwrap().to_owned();
+    let (id, _) = subscribe(&mut client, &conversation, Some(0)).await;
+    let asked = events_until(&mut client, id, "approval_requested").await;
+    let question = asked.last().unwrap();
+    assert_eq!(question["call_id"], "call_patch");
+    assert!(
+        !project.path().join("notes.md").exists(),
+        "nothing runs before the answer"
+    );
+
+    // A second terminal answers; a late answer from a third gets conflict.
+    let mut other = efrd.client().await.unwrap();
+    let answer = json!({"command_id": command_id(), "conversation_id": conversation, "call_id": "call_patch", "decision": "allow"});
+    let result = other.ok("approval.respond", answer.clone()).await.unwrap();
+    assert!(result["seq"].is_u64());
+    assert_eq!(
+        other.ok("approval.respond", answer).await.unwrap(),
+        result,
+        "a repeat returns the stored result"
+    );
+    let late = json!({"command_id": command_id(), "conversation_id": conversation, "call_id": "call_patch", "decision": "deny"});
+    assert_eq!(
+        client.call("approval.respond", late).await.unwrap().unwrap_err().code,
+        ErrorCode::Conflict
+    );
+
+    let rest = events_until(&mut client, id, "turn_completed").await;
+    let resolved = rest.iter().find(|e| e["kind"] == "approval_resolved").unwrap();
+    assert_eq!(resolved["decision"], "allow");
+    let completed = rest.iter().find(|e| e["kind"] == "tool_call_completed").unwrap();
+    assert_eq!(completed["status"], "ok");
+    assert_eq!(completed["changes"]["files"][0]["path"], "notes.md");
+    assert_eq!(completed["changes"]["files"][0]["kind"], "added");
+    assert_eq!(completed["changes"]["added"], 2);
+    assert_eq!(
+        std::fs::read_to_string(project.path().join("notes.md")).unwrap(),
+        "# Notes\ngröße 🙂\n"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cautious_asks_before_the_network_and_a_denial_reaches_the_model() {
+    let home = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let server = model(vec![
+        shell_call("call_curl", "curl https://example.com"),
+        text("ok, I will not"),
+    ])
+    .await;
+    let efrd = daemon(home.path(), &server);
+    let mut client = efrd.client().await.unwrap();
+    let sent = prompt_in(&mut client, project.path(), "cautious", "fetch it").await;
+    let conversation = sent["conversation_id"].as_str().unwrap().to_owned();
+    let (id, _) = subscribe(&mut client, &conversation, Some(0)).await;
+    let asked = events_until(&mut client, id, "approval_requested").await;
+    let question = asked.last().unwrap();
+    assert!(question["reason"].as_str().unwrap().contains("network"), "{question}");
+    assert!(question["summary"].as_str().unwrap().contains("curl"), "{question}");
+    let deny = json!({"command_id": command_id(), "conversation_id": conversation, "call_id": "call_curl", "decision": "deny"});
+    client.ok("approval.respond", deny).await.unwrap();
+    let rest = events_until(&mut client, id, "turn_completed").await;
+    let completed = rest.iter().find(|e| e["kind"] == "tool_call_completed").unwrap();
+    assert_eq!(completed["status"], "denied");
+    assert!(tool_output(&server, "call_curl").contains("denied"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupt_while_a_question_waits_ends_the_turn_cleanly() {
+    let home = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let server = model(vec![shell_call("call_rm", "rm -rf build")]).await;
+    let efrd = daemon(home.path(), &server);
+    let mut client = efrd.client().await.unwrap();
+    let sent = prompt_in(&mut client, project.path(), "manual", "clean").await;
+    let conversation = sent["conversation_id"].as_str().unwrap().to_owned();
+    let (id, _) = subscribe(&mut client, &conversation, Some(0)).await;
+    events_until(&mut client, id, "approval_requested").await;
+    client
+        .ok(
+            "turn.interrupt",
+            json!({"command_id": command_id(), "conversation_id": conversation}),
+        )
+        .await
+        .unwrap();
+    let rest = common::events_through(&mut client, id, "turn_interrupted").await;
+    let kinds: Vec<&str> = rest.iter().map(|e| e["kind"].as_str().unwrap()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "turn_interrupt_requested",
+            "approval_resolved",
+            "tool_call_completed",
+            "turn_interrupted"
+        ]
+    );
+    assert_eq!(rest[1]["decision"], "deny");
+    assert_eq!(rest[2]["status"], "denied");
+    // No model call after the interrupt.
+    assert_eq!(
+        server.requests().iter().filter(|r| r.path == "/v1/responses").count(),
+        1
+    );
+}

@@ -1,0 +1,134 @@
+//! The sandbox probe against the real `efr-launcher` and bubblewrap (issue 7, item 6): a working sandbox is
+//! reported with its Landlock ABI and the net_view self-test; a missing bubblewrap, a missing launcher and a
+//! bubblewrap that cannot build the sandbox are each reported with why.
+//!
+//! The launcher is the one built next to efrd (`target/<profile>/efr-launcher`, where an installed efrd finds it
+//! too); when it is not there yet, the test builds it with cargo.
+
+// `launcher()` is test support shared by the tests, and panics like them.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::ffi::OsStr;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use efrd::sandbox::{ProbeOptions, find_program, probe};
+
+fn launcher() -> &'static Path {
+    static LAUNCHER: OnceLock<PathBuf> = OnceLock::new();
+    LAUNCHER.get_or_init(|| {
+        let efrd = Path::new(env!("CARGO_BIN_EXE_efrd"));
+        let launcher = efrd.with_file_name("efr-launcher");
+        if !launcher.is_file() {
+            let mut build = Command::new(env!("CARGO"));
+            build.args(["build", "-p", "efr-launcher", "--bin", "efr-launcher"]);
+            if efrd.parent().and_then(Path::file_name) == Some(OsStr::new("release")) {
+                build.arg("--release");
+            }
+            let status = build.status().expect("run cargo to build efr-launcher");
+            assert!(status.success(), "cannot build efr-launcher for the probe test");
+        }
+        assert!(launcher.is_file(), "efr-launcher is not at {}", launcher.display());
+        launcher
+    })
+}
+
+fn options(dir: &Path) -> ProbeOptions {
+    ProbeOptions {
+        launcher: launcher().to_path_buf(),
+        bwrap: None,
+        home: dir.join("home"),
+        runtime_dir: dir.join("run-user"),
+        netview_off: false,
+    }
+}
+
+#[test]
+fn a_working_sandbox_reports_its_layers() {
+    let dir = tempfile::tempdir().unwrap();
+    let found = probe(&options(dir.path()));
+    assert!(found.status.available, "{found:#?}");
+    assert_eq!(found.status.reason, None);
+    assert!(
+        found.status.landlock_abi.is_some_and(|abi| (1..=6).contains(&abi)),
+        "{found:#?}"
+    );
+    assert!(
+        found.landlock_enforced && found.seccomp && found.user_namespaces,
+        "{found:#?}"
+    );
+    assert!(found.status.netview, "the net_view self-test failed: {found:#?}");
+    assert!(!found.status.netview_off);
+    assert_eq!(found.paths.launcher.as_deref(), Some(launcher()));
+    assert!(
+        found.paths.bwrap.as_ref().is_some_and(|p| p.ends_with("bwrap")),
+        "{found:#?}"
+    );
+    let version = found.bwrap_version.clone().unwrap();
+    assert!(version.chars().next().is_some_and(|c| c.is_ascii_digit()), "{version}");
+    // The user's setting is reported as it is.
+    let found = probe(&ProbeOptions {
+        netview_off: true,
+        ..options(dir.path())
+    });
+    assert!(found.status.netview_off && found.status.available);
+}
+
+#[test]
+fn a_missing_bubblewrap_or_launcher_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let found = probe(&ProbeOptions {
+        bwrap: Some("/nonexistent/bwrap".into()),
+        ..options(dir.path())
+    });
+    assert!(!found.status.available);
+    assert_eq!(
+        found.status.reason.as_deref(),
+        Some("bubblewrap is not installed at /nonexistent/bwrap")
+    );
+    assert_eq!(found.paths.bwrap, None);
+    let found = probe(&ProbeOptions {
+        launcher: "/nonexistent/efr-launcher".into(),
+        ..options(dir.path())
+    });
+    assert!(!found.status.available);
+    assert!(found.status.reason.unwrap().contains("efr-launcher is not installed"));
+    // A PATH without bwrap finds none; the machine's PATH finds the real one.
+    assert_eq!(find_program("bwrap", OsStr::new(dir.path().as_os_str())), None);
+    assert!(find_program("bwrap", OsStr::new("/usr/local/bin:/usr/bin:/bin")).is_some());
+}
+
+#[test]
+fn a_bubblewrap_that_cannot_build_the_sandbox_is_a_setup_error() {
+    // A real program in bubblewrap's place that answers --version and fails the setup as bubblewrap does on a
+    // kernel without user namespaces.
+    let dir = tempfile::tempdir().unwrap();
+    let fake = dir.path().join("bwrap");
+    std::fs::write(
+        &fake,
+        "#!/bin/sh\n[ \"$1\" = --version ] && { echo 'bubblewrap 0.8.0'; exit 0; }\n\
+         echo 'bwrap: No permissions to create new namespace' >&2\nexit 1\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let found = probe(&ProbeOptions {
+        bwrap: Some(fake.clone()),
+        ..options(dir.path())
+    });
+    assert!(!found.status.available, "{found:#?}");
+    assert_eq!(
+        found.setup_error.as_deref(),
+        Some("bwrap: No permissions to create new namespace")
+    );
+    assert!(
+        found
+            .status
+            .reason
+            .unwrap()
+            .contains("No permissions to create new namespace")
+    );
+    assert!(!found.status.netview && !found.landlock_enforced);
+    assert_eq!(found.paths.bwrap, Some(fake));
+}

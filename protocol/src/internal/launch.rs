@@ -1,0 +1,228 @@
+//! The launch plan: everything `efr-launcher` needs to run one contained call (ARCHITECTURE.md §7, issue 7).
+//!
+//! efrd builds a plan from the call, the mode and the grants, and hands it to `efr-launcher` as one JSON object (on
+//! an inherited fd, or in a one-time file). The launcher checks it with [`LaunchPlan::validate`]
+//! ([`crate::internal::validate`]) before anything runs; a plan that does not pass is a setup error of stage `plan`,
+//! and nothing is started.
+//!
+//! # Format
+//!
+//! ```json
+//! {
+//!   "bwrap": "/usr/bin/bwrap",
+//!   "command": {"kind": "shell", "shell": "/bin/bash", "line": "cargo test"},
+//!   "cwd": "/home/u/src/efr",
+//!   "env": {"HOME": "/home/u", "PATH": "/usr/bin:/bin"},
+//!   "writable": [{"path": "/home/u/src/efr", "source": "project"},
+//!                {"path": "/home/u/.local/state/efr/scratch/0190…", "source": "scratch"}],
+//!   "masks": [{"path": "/home/u/.ssh", "source": "default"}, {"path": "/run/user/1000", "source": "run_user"}],
+//!   "grants": [{"kind": "write", "path": "/home/u/.cache/pip"}],
+//!   "rlimits": [{"resource": "nofile", "soft": 1024, "hard": 4096}],
+//!   "report": {"kind": "fd", "fd": 4}
+//! }
+//! ```
+//!
+//! # Rules
+//!
+//! - Every path is absolute and normal (no `.` or `..` component); no string holds a NUL byte, and no argument,
+//!   command line or `NAME=value` is longer than an exec takes ([`crate::internal::MAX_EXEC_STRING`]).
+//! - `/` itself is never writable, and nothing under `/proc` or `/dev` is (a device comes with a `device` grant).
+//! - Grants: `write`, `device`, `unmask`, `socket`, `net_view` and `open_network` have a plan step. `host`, `bus`,
+//!   `bus_filter` and `desktop` come with their issues (the proxy, the bus proxy, the desktop sockets) and are refused
+//!   with a message that says so; an `unknown` grant is refused (spec, "the network view (phase D1)").
+//! - `net_view` and `open_network` exclude each other; an `unmask` names a path of `masks`.
+//! - The network follows from the grants ([`LaunchPlan::network`]): none (the sandbox's own network namespace),
+//!   `net_view` (the host's namespace, Unix and netlink sockets only) or `open_network` (the host's network).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::wire::Grant;
+
+pub use crate::internal::validate::PlanError;
+
+/// One contained call, as efrd hands it to `efr-launcher`. See the module docs for the format and the rules.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LaunchPlan {
+    /// The bubblewrap program, absolute (efrd's probe found it; the launcher searches no `PATH`).
+    pub bwrap: PathBuf,
+    /// What runs inside.
+    pub command: LaunchCommand,
+    /// The working directory inside the sandbox, absolute.
+    pub cwd: PathBuf,
+    /// The whole environment of the command (bubblewrap clears the rest).
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// The writable roots: the call's project roots and `$SCRATCH`.
+    #[serde(default)]
+    pub writable: Vec<Writable>,
+    /// The masked paths (credential stores, efr's own roots, `/run/user/$UID`); see [`crate::internal::masks`].
+    #[serde(default)]
+    pub masks: Vec<Mask>,
+    /// The call's grants (the wire type of tool_call_started `launch`).
+    #[serde(default)]
+    pub grants: Vec<Grant>,
+    /// Resource limits set on the command before it runs.
+    #[serde(default)]
+    pub rlimits: Vec<Rlimit>,
+    /// Where the launcher writes its [`crate::internal::LaunchReport`] lines.
+    #[serde(default)]
+    pub report: ReportTo,
+}
+
+/// What runs inside the sandbox. The launcher execs it directly: it has no shell of its own.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum LaunchCommand {
+    /// A program and its arguments; `argv[0]` is searched in the plan's `PATH` when it has no `/`.
+    Argv {
+        /// At least one element.
+        argv: Vec<String>,
+    },
+    /// A command line for the user's shell, run as `shell -c line`.
+    Shell {
+        /// The shell, absolute (such as `/bin/bash`).
+        shell: PathBuf,
+        /// The command line.
+        line: String,
+    },
+}
+
+/// Why a path is writable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WritableSource {
+    /// A project root of the call.
+    Project,
+    /// The conversation's `$SCRATCH` folder.
+    Scratch,
+}
+
+/// A writable root of the call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Writable {
+    /// The path, absolute; it must exist (else bubblewrap's setup fails and says so).
+    pub path: PathBuf,
+    /// Why it is writable.
+    pub source: WritableSource,
+}
+
+/// Why a path is masked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MaskSource {
+    /// The default list of credential stores ([`crate::internal::DEFAULT_HOME_MASKS`]).
+    Default,
+    /// The user's config added it.
+    Config,
+    /// One of efr's own roots (config, data, state: keys, the event log).
+    EfrRoot,
+    /// The user's runtime folder, `/run/user/$UID` (the session bus, the agent sockets).
+    RunUser,
+}
+
+/// A masked path: a folder shows as an empty read-only folder, a file as an empty file. A path that does not exist
+/// when the call starts is left out (there is nothing to hide, and `/` is read-only).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Mask {
+    /// The path, absolute.
+    pub path: PathBuf,
+    /// Why it is masked.
+    pub source: MaskSource,
+}
+
+/// The network a contained call sees; it follows from the grants ([`LaunchPlan::network`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Network {
+    /// The sandbox's own network namespace: a loopback of its own and nothing else.
+    #[default]
+    None,
+    /// The host's namespace with only Unix and netlink sockets (spec, "the network view (phase D1)").
+    NetView,
+    /// The host's network, unfiltered.
+    OpenNetwork,
+}
+
+/// A resource that an [`Rlimit`] limits (`setrlimit(2)`'s `RLIMIT_*`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RlimitResource {
+    /// CPU time, seconds.
+    Cpu,
+    /// The largest file the command may write, bytes.
+    Fsize,
+    /// Open files.
+    Nofile,
+    /// Processes of the user.
+    Nproc,
+    /// Address space, bytes.
+    As,
+    /// Core file size, bytes.
+    Core,
+}
+
+/// One resource limit. `u64::MAX` means no limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Rlimit {
+    /// Which resource.
+    pub resource: RlimitResource,
+    /// The soft limit; at most `hard`.
+    pub soft: u64,
+    /// The hard limit.
+    pub hard: u64,
+}
+
+/// Where `efr-launcher` writes its report lines.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ReportTo {
+    /// Standard error, each line prefixed with `efr-launcher: report `.
+    #[default]
+    Stderr,
+    /// An inherited file descriptor (3 or more), such as a pipe that efrd reads.
+    Fd {
+        /// The descriptor.
+        fd: i32,
+    },
+    /// A file, created or appended to (mode 0600).
+    File {
+        /// The path, absolute.
+        path: PathBuf,
+    },
+}
+
+impl LaunchPlan {
+    /// A plan with no roots, masks, grants or limits that runs `argv` in `cwd`, reporting to stderr. A base that
+    /// callers fill in.
+    pub fn new(bwrap: impl Into<PathBuf>, argv: Vec<String>, cwd: impl Into<PathBuf>) -> Self {
+        Self {
+            bwrap: bwrap.into(),
+            command: LaunchCommand::Argv { argv },
+            cwd: cwd.into(),
+            env: BTreeMap::new(),
+            writable: Vec::new(),
+            masks: Vec::new(),
+            grants: Vec::new(),
+            rlimits: Vec::new(),
+            report: ReportTo::Stderr,
+        }
+    }
+
+    /// The network the call sees, from its grants. Call after [`LaunchPlan::validate`] (which refuses both).
+    pub fn network(&self) -> Network {
+        if self.grants.contains(&Grant::OpenNetwork) {
+            Network::OpenNetwork
+        } else if self.grants.contains(&Grant::NetView) {
+            Network::NetView
+        } else {
+            Network::None
+        }
+    }
+}

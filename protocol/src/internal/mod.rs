@@ -1,0 +1,23 @@
+//! Internal messages between efrd and its helper programs. They are not part of the public protocol: no fixture
+//! freezes them, the JSON Schema leaves them out, and efrd and its helpers ship together, so they change freely.
+//!
+//! - [`launch`]: the launch plan of one contained call, what efrd hands `efr-launcher` (ARCHITECTURE.md §7).
+//! - [`mounts`]: the plan's mounts in the order the launcher applies them, shared by the launcher (which turns them
+//!   into bubblewrap's arguments) and efrd's `sandbox.explain` (which reads them back for one path).
+//! - [`validate`]: the plan's rules and [`PlanError`].
+//! - [`masks`]: the documented default list of masked credential stores.
+//! - [`report`]: the JSON lines that `efr-launcher` writes about one launch, and its exit codes.
+
+pub mod launch;
+pub mod masks;
+pub mod mounts;
+pub mod report;
+pub mod validate;
+
+pub use launch::{
+    LaunchCommand, LaunchPlan, Mask, MaskSource, Network, ReportTo, Rlimit, RlimitResource, Writable, WritableSource,
+};
+pub use masks::{DEFAULT_HOME_MASKS, default_masks};
+pub use mounts::{Mount, MountKind, Rule};
+pub use report::{LaunchReport, SETUP_ERROR_EXIT, STDERR_PREFIX, SetupStage};
+pub use validate::{MAX_EXEC_STRING, PlanError};

@@ -1,0 +1,260 @@
+//! The mounts of a launch plan, in the order the launcher applies them.
+//!
+//! One function, [`LaunchPlan::mounts`], decides the order, and two readers use it: `efr-launcher` turns each mount
+//! into bubblewrap's arguments, and efrd's `sandbox.explain` finds the mount that decides a path. So what explain
+//! says is what the sandbox does.
+//!
+//! # Order
+//!
+//! 1. `/` read-only, then a fresh `/dev`, a fresh `/proc` and a private `/tmp` (the host's are hidden).
+//! 2. Every other mount, shallowest path first. At equal depth: writable binds (project roots, `$SCRATCH`, `write`
+//!    grants), then masks, then `device` and `socket` grants.
+//!
+//! A later mount covers an earlier one, so **the deepest rule decides**: a mask inside a writable root stays masked
+//! (`~/.ssh` when the root is `~`), `$SCRATCH` inside masked efr state stays writable, and a `socket` grant shows one
+//! socket inside masked `/run/user/$UID`. A path masked and made writable at once stays masked; `unmask` lifts a mask.
+
+use std::collections::HashSet;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use crate::internal::launch::{LaunchPlan, MaskSource, PlanError, WritableSource};
+use crate::wire::Grant;
+
+/// What one mount does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MountKind {
+    /// The host's `/`, read-only (`--ro-bind / /`).
+    RootReadOnly,
+    /// A fresh `/dev` with the standard nodes (`--dev`).
+    Dev,
+    /// A fresh `/proc` of the sandbox's own processes (`--proc`).
+    Proc,
+    /// A private, empty, writable `/tmp` (`--tmpfs`).
+    Tmp,
+    /// The host path, writable (`--bind`).
+    Writable,
+    /// Hidden: an empty read-only folder, or an empty file (`--tmpfs` + `--remount-ro`, or `/dev/null`).
+    Mask,
+    /// A host device node (`--dev-bind`).
+    Device,
+    /// A host Unix socket (`--bind`).
+    Socket,
+}
+
+/// The rule that put a mount in the plan, as `sandbox.explain` names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Rule {
+    /// `/` is read-only.
+    Root,
+    /// The fresh `/dev`.
+    FreshDev,
+    /// The fresh `/proc`.
+    FreshProc,
+    /// The private `/tmp`.
+    PrivateTmp,
+    /// A project root of the call.
+    Project,
+    /// `$SCRATCH`.
+    Scratch,
+    /// A `write` grant.
+    WriteGrant,
+    /// A mask, and where it came from.
+    Mask(MaskSource),
+    /// A `device` grant.
+    DeviceGrant,
+    /// A `socket` grant.
+    SocketGrant,
+}
+
+impl fmt::Display for Rule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Rule::Root => "/ is read-only",
+            Rule::FreshDev => "the sandbox has a fresh /dev",
+            Rule::FreshProc => "the sandbox has a fresh /proc of its own processes",
+            Rule::PrivateTmp => "the sandbox has a private /tmp",
+            Rule::Project => "a project root of the call is writable",
+            Rule::Scratch => "$SCRATCH is writable",
+            Rule::WriteGrant => "a write grant",
+            Rule::Mask(MaskSource::Default) => "masked: a credential store of the default list",
+            Rule::Mask(MaskSource::Config) => "masked by the config",
+            Rule::Mask(MaskSource::EfrRoot) => "masked: efr's own state and keys",
+            Rule::Mask(MaskSource::RunUser) => "masked: the user's runtime folder /run/user/$UID",
+            Rule::DeviceGrant => "a device grant",
+            Rule::SocketGrant => "a socket grant",
+        })
+    }
+}
+
+/// One mount of the sandbox.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mount {
+    /// The path inside the sandbox (the same as the host path: the sandbox keeps the host's layout).
+    pub path: PathBuf,
+    /// What the mount does.
+    pub kind: MountKind,
+    /// Why it is there.
+    pub rule: Rule,
+}
+
+impl Mount {
+    fn new(path: impl Into<PathBuf>, kind: MountKind, rule: Rule) -> Self {
+        Self {
+            path: path.into(),
+            kind,
+            rule,
+        }
+    }
+}
+
+impl LaunchPlan {
+    /// The plan's mounts in the order of the module docs. Unmasked masks are left out, and a mount that repeats an
+    /// earlier one (same path, same kind) appears once.
+    ///
+    /// # Errors
+    ///
+    /// The plan's [`PlanError`] when it does not pass [`LaunchPlan::validate`].
+    pub fn mounts(&self) -> Result<Vec<Mount>, PlanError> {
+        self.validate()?;
+        let mut mounts = vec![
+            Mount::new("/", MountKind::RootReadOnly, Rule::Root),
+            Mount::new("/dev", MountKind::Dev, Rule::FreshDev),
+            Mount::new("/proc", MountKind::Proc, Rule::FreshProc),
+            Mount::new("/tmp", MountKind::Tmp, Rule::PrivateTmp),
+        ];
+        let unmasked: HashSet<&Path> = self
+            .grants
+            .iter()
+            .filter_map(|grant| match grant {
+                Grant::Unmask { path } => Some(path.as_path()),
+                _ => None,
+            })
+            .collect();
+        let mut rest = Vec::new();
+        for writable in &self.writable {
+            let rule = match writable.source {
+                WritableSource::Project => Rule::Project,
+                WritableSource::Scratch => Rule::Scratch,
+            };
+            rest.push(Mount::new(&writable.path, MountKind::Writable, rule));
+        }
+        for grant in &self.grants {
+            match grant {
+                Grant::Write { path } => rest.push(Mount::new(path, MountKind::Writable, Rule::WriteGrant)),
+                Grant::Device { path } => rest.push(Mount::new(path, MountKind::Device, Rule::DeviceGrant)),
+                Grant::Socket { path } => rest.push(Mount::new(path, MountKind::Socket, Rule::SocketGrant)),
+                _ => {}
+            }
+        }
+        for mask in &self.masks {
+            if !unmasked.contains(mask.path.as_path()) {
+                rest.push(Mount::new(&mask.path, MountKind::Mask, Rule::Mask(mask.source)));
+            }
+        }
+        // Stable: at equal depth and class, the plan's own order stays.
+        rest.sort_by_key(|mount| (mount.path.components().count(), class(mount.kind)));
+        let mut seen = HashSet::new();
+        rest.retain(|mount| seen.insert((mount.path.clone(), mount.kind)));
+        mounts.extend(rest);
+        Ok(mounts)
+    }
+}
+
+/// The order of kinds at equal depth: writable binds, then masks (a mask wins over a bind of the same path), then
+/// the grants that show one node.
+fn class(kind: MountKind) -> u8 {
+    match kind {
+        MountKind::RootReadOnly | MountKind::Dev | MountKind::Proc | MountKind::Tmp => 0,
+        MountKind::Writable => 1,
+        MountKind::Mask => 2,
+        MountKind::Device | MountKind::Socket => 3,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::internal::launch::{Mask, Writable};
+
+    fn paths(mounts: &[Mount]) -> Vec<(&str, MountKind)> {
+        mounts.iter().map(|m| (m.path.to_str().unwrap(), m.kind)).collect()
+    }
+
+    #[test]
+    fn the_deepest_rule_comes_last() {
+        let mut plan = LaunchPlan::new("/usr/bin/bwrap", vec!["true".into()], "/home/u");
+        plan.writable.push(Writable {
+            path: "/home/u/.local/state/efr/scratch/c1".into(),
+            source: WritableSource::Scratch,
+        });
+        plan.writable.push(Writable {
+            path: "/home/u".into(),
+            source: WritableSource::Project,
+        });
+        plan.masks.push(Mask {
+            path: "/home/u/.local/state/efr".into(),
+            source: MaskSource::EfrRoot,
+        });
+        plan.masks.push(Mask {
+            path: "/home/u/.ssh".into(),
+            source: MaskSource::Default,
+        });
+        plan.masks.push(Mask {
+            path: "/run/user/1000".into(),
+            source: MaskSource::RunUser,
+        });
+        plan.grants.push(Grant::Socket {
+            path: "/run/user/1000/bus".into(),
+        });
+        plan.grants.push(Grant::Device {
+            path: "/dev/kvm".into(),
+        });
+        plan.grants.push(Grant::Write { path: "/home/u".into() });
+        let mounts = plan.mounts().unwrap();
+        assert_eq!(
+            paths(&mounts),
+            vec![
+                ("/", MountKind::RootReadOnly),
+                ("/dev", MountKind::Dev),
+                ("/proc", MountKind::Proc),
+                ("/tmp", MountKind::Tmp),
+                ("/home/u", MountKind::Writable),
+                ("/dev/kvm", MountKind::Device),
+                ("/home/u/.ssh", MountKind::Mask),
+                ("/run/user/1000", MountKind::Mask),
+                ("/run/user/1000/bus", MountKind::Socket),
+                ("/home/u/.local/state/efr", MountKind::Mask),
+                ("/home/u/.local/state/efr/scratch/c1", MountKind::Writable),
+            ]
+        );
+        // The project root's rule stays the first one that named it.
+        assert_eq!(mounts[4].rule, Rule::Project);
+    }
+
+    #[test]
+    fn a_mask_wins_over_a_bind_of_the_same_path_and_unmask_lifts_it() {
+        let mut plan = LaunchPlan::new("/usr/bin/bwrap", vec!["true".into()], "/");
+        plan.masks.push(Mask {
+            path: "/home/u/.aws".into(),
+            source: MaskSource::Default,
+        });
+        plan.grants.push(Grant::Write {
+            path: "/home/u/.aws".into(),
+        });
+        let mounts = plan.mounts().unwrap();
+        assert_eq!(mounts.last().unwrap().kind, MountKind::Mask);
+        plan.grants.push(Grant::Unmask {
+            path: "/home/u/.aws".into(),
+        });
+        let mounts = plan.mounts().unwrap();
+        assert_eq!(mounts.last().unwrap().kind, MountKind::Writable);
+        assert!(!mounts.iter().any(|m| m.kind == MountKind::Mask));
+    }
+
+    #[test]
+    fn a_bad_plan_has_no_mounts() {
+        let plan = LaunchPlan::new("bwrap", vec!["true".into()], "/");
+        assert!(matches!(plan.mounts(), Err(PlanError::NotAbsolute { .. })));
+    }
+}

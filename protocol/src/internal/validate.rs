@@ -1,0 +1,525 @@
+//! The rules of a launch plan ([`LaunchPlan::validate`]) and why a plan is refused ([`PlanError`]).
+//!
+//! The rules are listed in [`crate::internal::launch`]'s module docs. The launcher checks them before anything
+//! runs; efrd's `sandbox.explain` checks them before it reads the mounts.
+
+use std::path::{Component, Path, PathBuf};
+
+use crate::internal::launch::{LaunchCommand, LaunchPlan, ReportTo, RlimitResource};
+use crate::wire::Grant;
+
+/// The longest string an exec takes (`MAX_ARG_STRLEN`: 32 pages of 4 KiB, with the closing NUL).
+pub const MAX_EXEC_STRING: usize = 32 * 4096 - 1;
+
+/// Why a plan is refused. The launcher reports it as a setup error of stage `plan`; nothing ran.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PlanError {
+    /// A path is relative.
+    #[error("the {what} {path:?} is not an absolute path")]
+    NotAbsolute {
+        /// Which member.
+        what: &'static str,
+        /// The path.
+        path: PathBuf,
+    },
+    /// A path has a `.` or `..` component.
+    #[error("the {what} {path:?} has a `.` or `..` component")]
+    NotNormal {
+        /// Which member.
+        what: &'static str,
+        /// The path.
+        path: PathBuf,
+    },
+    /// A string holds a NUL byte.
+    #[error("the {what} holds a NUL byte")]
+    Nul {
+        /// Which member.
+        what: &'static str,
+    },
+    /// The argv is empty.
+    #[error("the command's argv is empty")]
+    EmptyArgv,
+    /// One argument or `NAME=value` string longer than the kernel takes in an exec (`MAX_ARG_STRLEN`).
+    #[error("the {what} is {bytes} bytes; the kernel takes at most {MAX_EXEC_STRING} bytes per string")]
+    TooLong {
+        /// Which member (the variable's name for the environment).
+        what: String,
+        /// Its length in bytes.
+        bytes: usize,
+    },
+    /// An environment variable's name is empty or holds `=`.
+    #[error("the environment variable name {name:?} is not valid")]
+    BadEnvName {
+        /// The name.
+        name: String,
+    },
+    /// A grant has no plan step yet, or is unknown.
+    #[error("the {kind} grant is refused: {reason}")]
+    RefusedGrant {
+        /// The grant's kind.
+        kind: &'static str,
+        /// Why, in a few words.
+        reason: &'static str,
+    },
+    /// Both `net_view` and `open_network`.
+    #[error("the net_view and open_network grants exclude each other")]
+    NetworkConflict,
+    /// An `unmask` grant names a path that `masks` does not hold.
+    #[error("the unmask grant names {path:?}, which is not masked")]
+    UnmaskNotMasked {
+        /// The path.
+        path: PathBuf,
+    },
+    /// A path may not be writable.
+    #[error("{path:?} may not be writable: {reason}")]
+    WritableForbidden {
+        /// The path.
+        path: PathBuf,
+        /// Why.
+        reason: &'static str,
+    },
+    /// A path may not be masked.
+    #[error("{path:?} may not be masked: {reason}")]
+    MaskForbidden {
+        /// The path.
+        path: PathBuf,
+        /// Why.
+        reason: &'static str,
+    },
+    /// A soft limit above its hard limit.
+    #[error("the {resource:?} limit has soft {soft} above hard {hard}")]
+    BadRlimit {
+        /// Which resource.
+        resource: RlimitResource,
+        /// The soft limit.
+        soft: u64,
+        /// The hard limit.
+        hard: u64,
+    },
+    /// A report fd below 3.
+    #[error("the report fd {fd} is not 3 or more")]
+    BadReportFd {
+        /// The fd.
+        fd: i32,
+    },
+}
+
+impl LaunchPlan {
+    /// Checks the rules of the module docs.
+    ///
+    /// # Errors
+    ///
+    /// The first rule the plan breaks, as a [`PlanError`].
+    pub fn validate(&self) -> Result<(), PlanError> {
+        check_path("bwrap path", &self.bwrap)?;
+        check_path("working directory", &self.cwd)?;
+        match &self.command {
+            LaunchCommand::Argv { argv } => {
+                if argv.is_empty() {
+                    return Err(PlanError::EmptyArgv);
+                }
+                if argv.iter().any(|arg| arg.contains('\0')) {
+                    return Err(PlanError::Nul { what: "argv" });
+                }
+                if let Some(arg) = argv.iter().find(|arg| arg.len() > MAX_EXEC_STRING) {
+                    return Err(PlanError::TooLong {
+                        what: "argument".into(),
+                        bytes: arg.len(),
+                    });
+                }
+            }
+            LaunchCommand::Shell { shell, line } => {
+                check_path("shell", shell)?;
+                if line.contains('\0') {
+                    return Err(PlanError::Nul { what: "command line" });
+                }
+                if line.len() > MAX_EXEC_STRING {
+                    return Err(PlanError::TooLong {
+                        what: "command line".into(),
+                        bytes: line.len(),
+                    });
+                }
+            }
+        }
+        for (name, value) in &self.env {
+            if name.is_empty() || name.contains('=') || name.contains('\0') {
+                return Err(PlanError::BadEnvName { name: name.clone() });
+            }
+            if value.contains('\0') {
+                return Err(PlanError::Nul { what: "environment" });
+            }
+            let bytes = name.len() + 1 + value.len();
+            if bytes > MAX_EXEC_STRING {
+                return Err(PlanError::TooLong {
+                    what: format!("environment variable {name}"),
+                    bytes,
+                });
+            }
+        }
+        for writable in &self.writable {
+            check_writable("writable root", &writable.path)?;
+        }
+        for mask in &self.masks {
+            check_path("mask", &mask.path)?;
+            if mask.path == Path::new("/") {
+                return Err(PlanError::MaskForbidden {
+                    path: mask.path.clone(),
+                    reason: "it is the whole file system",
+                });
+            }
+        }
+        self.validate_grants()?;
+        for limit in &self.rlimits {
+            if limit.soft > limit.hard {
+                return Err(PlanError::BadRlimit {
+                    resource: limit.resource,
+                    soft: limit.soft,
+                    hard: limit.hard,
+                });
+            }
+        }
+        match &self.report {
+            ReportTo::Stderr => {}
+            ReportTo::Fd { fd } if *fd < 3 => return Err(PlanError::BadReportFd { fd: *fd }),
+            ReportTo::Fd { .. } => {}
+            ReportTo::File { path } => check_path("report file", path)?,
+        }
+        Ok(())
+    }
+
+    fn validate_grants(&self) -> Result<(), PlanError> {
+        for grant in &self.grants {
+            match grant {
+                Grant::Write { path } => check_writable("write grant", path)?,
+                Grant::Device { path } => {
+                    check_path("device grant", path)?;
+                    if !path.starts_with("/dev") || path == Path::new("/dev") {
+                        return Err(PlanError::WritableForbidden {
+                            path: path.clone(),
+                            reason: "a device grant names a node under /dev",
+                        });
+                    }
+                }
+                Grant::Socket { path } => check_path("socket grant", path)?,
+                Grant::Unmask { path } => {
+                    check_path("unmask grant", path)?;
+                    if !self.masks.iter().any(|mask| &mask.path == path) {
+                        return Err(PlanError::UnmaskNotMasked { path: path.clone() });
+                    }
+                }
+                Grant::NetView | Grant::OpenNetwork => {}
+                Grant::Host { .. } => {
+                    return Err(PlanError::RefusedGrant {
+                        kind: "host",
+                        reason: "host grants need efr's network proxy, which this launcher has no plan step for yet",
+                    });
+                }
+                Grant::Bus { .. } => {
+                    return Err(PlanError::RefusedGrant {
+                        kind: "bus",
+                        reason: "bus grants come with the bus issue; this launcher has no plan step for them yet",
+                    });
+                }
+                Grant::BusFilter { .. } => {
+                    return Err(PlanError::RefusedGrant {
+                        kind: "bus_filter",
+                        reason: "bus_filter grants need efr-bus-proxy, which this launcher has no plan step for yet",
+                    });
+                }
+                Grant::Desktop { .. } => {
+                    return Err(PlanError::RefusedGrant {
+                        kind: "desktop",
+                        reason: "desktop grants come with the desktop issue; this launcher has no plan step for them yet",
+                    });
+                }
+                Grant::Unknown => {
+                    return Err(PlanError::RefusedGrant {
+                        kind: "unknown",
+                        reason: "this launcher does not know the grant's kind",
+                    });
+                }
+            }
+        }
+        if self.grants.contains(&Grant::NetView) && self.grants.contains(&Grant::OpenNetwork) {
+            return Err(PlanError::NetworkConflict);
+        }
+        Ok(())
+    }
+}
+
+/// Absolute, normal, no NUL.
+fn check_path(what: &'static str, path: &Path) -> Result<(), PlanError> {
+    if path.as_os_str().as_encoded_bytes().contains(&0) {
+        return Err(PlanError::Nul { what });
+    }
+    if !path.is_absolute() {
+        return Err(PlanError::NotAbsolute {
+            what,
+            path: path.to_path_buf(),
+        });
+    }
+    if path
+        .components()
+        .any(|c| matches!(c, Component::CurDir | Component::ParentDir))
+    {
+        return Err(PlanError::NotNormal {
+            what,
+            path: path.to_path_buf(),
+        });
+    }
+    Ok(())
+}
+
+/// A path that may be made writable: not `/`, nothing under the fresh `/proc` and `/dev`.
+fn check_writable(what: &'static str, path: &Path) -> Result<(), PlanError> {
+    check_path(what, path)?;
+    let reason = if path == Path::new("/") {
+        "it is the whole file system"
+    } else if path.starts_with("/proc") {
+        "the sandbox has its own /proc"
+    } else if path.starts_with("/dev") {
+        "the sandbox has its own /dev; a device comes with a device grant"
+    } else {
+        return Ok(());
+    };
+    Err(PlanError::WritableForbidden {
+        path: path.to_path_buf(),
+        reason,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::internal::launch::{Mask, MaskSource, Network, Rlimit, Writable, WritableSource};
+    use crate::wire::{Bus, DesktopKind};
+
+    fn plan() -> LaunchPlan {
+        let mut plan = LaunchPlan::new("/usr/bin/bwrap", vec!["true".into()], "/work");
+        plan.masks.push(Mask {
+            path: "/home/u/.ssh".into(),
+            source: MaskSource::Default,
+        });
+        plan
+    }
+
+    #[test]
+    fn a_plain_plan_passes_and_round_trips() {
+        let mut plan = plan();
+        plan.env.insert("HOME".into(), "/home/u".into());
+        plan.writable.push(Writable {
+            path: "/work".into(),
+            source: WritableSource::Project,
+        });
+        plan.grants.push(Grant::Unmask {
+            path: "/home/u/.ssh".into(),
+        });
+        plan.rlimits.push(Rlimit {
+            resource: RlimitResource::Nofile,
+            soft: 10,
+            hard: 10,
+        });
+        plan.report = ReportTo::Fd { fd: 4 };
+        plan.validate().unwrap();
+        let json = serde_json::to_string(&plan).unwrap();
+        assert_eq!(serde_json::from_str::<LaunchPlan>(&json).unwrap(), plan);
+    }
+
+    #[test]
+    fn unknown_members_are_refused() {
+        let err = serde_json::from_str::<LaunchPlan>(
+            r#"{"bwrap":"/b","command":{"kind":"argv","argv":["x"]},"cwd":"/","writeable":[]}"#,
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("writeable"), "{err}");
+    }
+
+    #[test]
+    fn paths_must_be_absolute_and_normal() {
+        let mut bad = plan();
+        bad.cwd = "work".into();
+        assert!(matches!(
+            bad.validate(),
+            Err(PlanError::NotAbsolute {
+                what: "working directory",
+                ..
+            })
+        ));
+        let mut bad = plan();
+        bad.writable.push(Writable {
+            path: "/work/../etc".into(),
+            source: WritableSource::Project,
+        });
+        assert!(matches!(
+            bad.validate(),
+            Err(PlanError::NotNormal {
+                what: "writable root",
+                ..
+            })
+        ));
+        let mut bad = plan();
+        bad.bwrap = "/usr/bin/bw\0rap".into();
+        assert_eq!(bad.validate(), Err(PlanError::Nul { what: "bwrap path" }));
+        let mut bad = plan();
+        bad.report = ReportTo::File { path: "report".into() };
+        assert!(matches!(
+            bad.validate(),
+            Err(PlanError::NotAbsolute {
+                what: "report file",
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn commands_and_env_are_checked() {
+        let mut bad = plan();
+        bad.command = LaunchCommand::Argv { argv: vec![] };
+        assert_eq!(bad.validate(), Err(PlanError::EmptyArgv));
+        let mut bad = plan();
+        bad.command = LaunchCommand::Argv {
+            argv: vec!["a\0b".into()],
+        };
+        assert_eq!(bad.validate(), Err(PlanError::Nul { what: "argv" }));
+        let mut bad = plan();
+        bad.command = LaunchCommand::Shell {
+            shell: "bash".into(),
+            line: "true".into(),
+        };
+        assert!(matches!(
+            bad.validate(),
+            Err(PlanError::NotAbsolute { what: "shell", .. })
+        ));
+        let mut bad = plan();
+        bad.command = LaunchCommand::Shell {
+            shell: "/bin/bash".into(),
+            line: "a\0".into(),
+        };
+        assert_eq!(bad.validate(), Err(PlanError::Nul { what: "command line" }));
+        let mut bad = plan();
+        bad.env.insert("A=B".into(), "x".into());
+        assert_eq!(bad.validate(), Err(PlanError::BadEnvName { name: "A=B".into() }));
+        let mut bad = plan();
+        bad.env.insert(String::new(), "x".into());
+        assert!(matches!(bad.validate(), Err(PlanError::BadEnvName { .. })));
+        let mut bad = plan();
+        bad.env.insert("A".into(), "x\0".into());
+        assert_eq!(bad.validate(), Err(PlanError::Nul { what: "environment" }));
+        let mut bad = plan();
+        bad.env.insert("BIG".into(), "x".repeat(MAX_EXEC_STRING - 3));
+        assert_eq!(
+            bad.validate(),
+            Err(PlanError::TooLong {
+                what: "environment variable BIG".into(),
+                bytes: MAX_EXEC_STRING + 1
+            })
+        );
+        bad.env.insert("BIG".into(), "x".repeat(MAX_EXEC_STRING - 4));
+        bad.validate().unwrap();
+        let mut bad = plan();
+        bad.command = LaunchCommand::Shell {
+            shell: "/bin/sh".into(),
+            line: "x".repeat(MAX_EXEC_STRING + 1),
+        };
+        assert!(matches!(bad.validate(), Err(PlanError::TooLong { .. })));
+        bad.command = LaunchCommand::Argv {
+            argv: vec!["x".repeat(MAX_EXEC_STRING + 1)],
+        };
+        assert!(matches!(bad.validate(), Err(PlanError::TooLong { .. })));
+    }
+
+    #[test]
+    fn forbidden_writable_and_masked_paths() {
+        for path in ["/", "/proc/1", "/dev/sda"] {
+            let mut bad = plan();
+            bad.grants.push(Grant::Write { path: path.into() });
+            assert!(
+                matches!(bad.validate(), Err(PlanError::WritableForbidden { .. })),
+                "{path}"
+            );
+        }
+        let mut bad = plan();
+        bad.masks.push(Mask {
+            path: "/".into(),
+            source: MaskSource::Config,
+        });
+        assert!(matches!(bad.validate(), Err(PlanError::MaskForbidden { .. })));
+        let mut bad = plan();
+        bad.grants.push(Grant::Device {
+            path: "/home/u/kvm".into(),
+        });
+        assert!(matches!(bad.validate(), Err(PlanError::WritableForbidden { .. })));
+    }
+
+    #[test]
+    fn grants_without_a_plan_step_are_refused_with_a_message() {
+        let refused = [
+            (
+                Grant::Host {
+                    host: "example.com".into(),
+                    port: None,
+                },
+                "host",
+            ),
+            (Grant::Bus { bus: Bus::Session }, "bus"),
+            (Grant::BusFilter { bus: Bus::System }, "bus_filter"),
+            (
+                Grant::Desktop {
+                    desktop: DesktopKind::Wayland,
+                },
+                "desktop",
+            ),
+            (Grant::Unknown, "unknown"),
+        ];
+        for (grant, kind) in refused {
+            let mut bad = plan();
+            bad.grants.push(grant);
+            let err = bad.validate().unwrap_err();
+            assert!(
+                matches!(err, PlanError::RefusedGrant { kind: k, .. } if k == kind),
+                "{err}"
+            );
+            assert!(
+                err.to_string().starts_with(&format!("the {kind} grant is refused: ")),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
+    fn network_follows_the_grants() {
+        let mut plan = plan();
+        assert_eq!(plan.network(), Network::None);
+        plan.grants.push(Grant::NetView);
+        assert_eq!(plan.network(), Network::NetView);
+        plan.validate().unwrap();
+        plan.grants.push(Grant::OpenNetwork);
+        assert_eq!(plan.validate(), Err(PlanError::NetworkConflict));
+        plan.grants.retain(|grant| grant != &Grant::NetView);
+        assert_eq!(plan.network(), Network::OpenNetwork);
+    }
+
+    #[test]
+    fn unmask_names_a_mask_and_limits_are_ordered() {
+        let mut bad = plan();
+        bad.grants.push(Grant::Unmask {
+            path: "/home/u/.aws".into(),
+        });
+        assert_eq!(
+            bad.validate(),
+            Err(PlanError::UnmaskNotMasked {
+                path: "/home/u/.aws".into()
+            })
+        );
+        let mut bad = plan();
+        bad.rlimits.push(Rlimit {
+            resource: RlimitResource::Cpu,
+            soft: 2,
+            hard: 1,
+        });
+        assert!(matches!(bad.validate(), Err(PlanError::BadRlimit { .. })));
+        let mut bad = plan();
+        bad.report = ReportTo::Fd { fd: 2 };
+        assert_eq!(bad.validate(), Err(PlanError::BadReportFd { fd: 2 }));
+    }
+}
