@@ -215,3 +215,60 @@ async fn an_interrupt_while_a_question_waits_ends_the_turn_cleanly() {
         1
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn full_mode_refuses_a_floor_and_a_guarded_delete_expires_unanswered() {
+    let home = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("keep.txt"), "keep").unwrap();
+    let server = model(vec![
+        shell_call("call_floor", "rm -rf /"),
+        shell_call("call_rm", &format!("rm -rf {}", outside.path().display())),
+        shell_call("call_echo", "echo full runs this"),
+        text("done"),
+    ])
+    .await;
+    let config =
+        efr_test_support::daemon::config_for(&server.base_url()) + "\n[permissions]\nquestion_limit_secs = 1\n";
+    let efrd = efr_test_support::daemon::TestDaemon::start(
+        common::efrd_binary(),
+        home.path(),
+        Some(&config),
+        &[("OPENAI_API_KEY", "sk-proj-testkey0000000000000000a1b2")],
+    )
+    .unwrap();
+    let mut client = efrd.client().await.unwrap();
+    let sent = prompt_in(&mut client, project.path(), "full", "go").await;
+    assert_eq!(sent["settings"]["mode"], "full");
+    let conversation = sent["conversation_id"].as_str().unwrap().to_owned();
+    let (id, _) = subscribe(&mut client, &conversation, Some(0)).await;
+    let events = events_until(&mut client, id, "turn_completed").await;
+    let completed = |call: &str| {
+        events
+            .iter()
+            .find(|e| e["kind"] == "tool_call_completed" && e["call_id"] == call)
+            .unwrap()
+            .clone()
+    };
+
+    let floor = completed("call_floor");
+    assert_eq!(floor["status"], "failed");
+    assert!(floor["refusal"].is_string(), "{floor}");
+    assert!(tool_output(&server, "call_floor").contains("refused"));
+
+    let asked = events.iter().find(|e| e["kind"] == "approval_requested").unwrap();
+    assert_eq!(asked["call_id"], "call_rm");
+    assert_eq!(asked["expires_in_secs"], 1);
+    let expired = events.iter().find(|e| e["kind"] == "approval_expired").unwrap();
+    assert_eq!(expired["call_id"], "call_rm");
+    assert_eq!(completed("call_rm")["status"], "denied");
+    assert!(
+        outside.path().join("keep.txt").exists(),
+        "an unanswered delete never runs"
+    );
+
+    let echo = completed("call_echo");
+    assert_eq!(echo["status"], "ok");
+    assert!(echo["output"].as_str().unwrap().contains("full runs this"));
+}

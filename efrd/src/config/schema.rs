@@ -184,6 +184,9 @@ impl Mode {
 pub struct PermissionsSection {
     /// The mode of a turn whose prompt names none; default `cautious`.
     pub default_mode: Mode,
+    /// Seconds a question with a limit waits before it expires and its call does not run (full mode's guarded
+    /// deletes); absent: the policy's own limit, 120 s.
+    pub question_limit_secs: Option<u32>,
 }
 
 /// `[daemon]`. Every key here needs a restart (see [`super::RESTART_SECTIONS`]).

@@ -12,8 +12,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use efr_protocol::events::{
-    ApprovalRequested, ApprovalResolved, ConversationCreated, Event, EventBody, PromptQueued, TurnFailed,
-    TurnInterruptRequested, TurnStarted,
+    ApprovalExpired, ApprovalRequested, ApprovalResolved, ConversationCreated, Event, EventBody, PromptQueued,
+    TurnFailed, TurnInterruptRequested, TurnStarted,
 };
 use efr_protocol::ids::{CallId, CommandId, ConversationId, Timestamp, TurnId};
 use efr_protocol::wire::{
@@ -178,7 +178,10 @@ impl Actor {
                     call_id,
                     question,
                     reply,
-                } => self.ask(turn_id, call_id, *question, reply).await,
+                } => {
+                    self.ask(turn_id, call_id, *question, reply, &me).await;
+                }
+                Command::Expire { call_id } => self.expire(call_id).await,
                 Command::Respond { params, origin, reply } => {
                     let _ = reply.send(self.respond(*params, origin).await);
                 }
@@ -345,6 +348,7 @@ impl Actor {
         call_id: CallId,
         question: Question,
         reply: oneshot::Sender<ApprovalDecision>,
+        me: &mpsc::WeakSender<Command>,
     ) {
         let body = EventBody::ApprovalRequested(ApprovalRequested {
             call_id: call_id.clone(),
@@ -359,6 +363,17 @@ impl Actor {
             let _ = reply.send(ApprovalDecision::Deny);
             return;
         }
+        if let Some(secs) = question.expires_in_secs {
+            // The timer holds only a weak sender: it never keeps a stopped actor alive.
+            let me = me.clone();
+            let call_id = call_id.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(std::time::Duration::from_secs(u64::from(secs))).await;
+                if let Some(tx) = me.upgrade() {
+                    let _ = tx.send(Command::Expire { call_id }).await;
+                }
+            });
+        }
         self.approvals.insert(
             call_id,
             PendingApproval {
@@ -367,6 +382,25 @@ impl Actor {
                 reply,
             },
         );
+    }
+
+    /// A question with a limit that nobody answered in time: approval_expired, and the call does not run.
+    async fn expire(&mut self, call_id: CallId) {
+        let Some(pending) = self.approvals.get(&call_id) else {
+            return;
+        };
+        let turn_id = pending.turn_id;
+        let body = EventBody::ApprovalExpired(ApprovalExpired {
+            call_id: call_id.clone(),
+            away: false,
+        });
+        if self.commit(vec![(Some(turn_id), body)], None).await.is_err() {
+            return;
+        }
+        if let Some(pending) = self.approvals.remove(&call_id) {
+            let _ = pending.reply.send(ApprovalDecision::Deny);
+        }
+        self.answered.insert(call_id);
     }
 
     /// approval.respond: the first answer wins; the same command id again returns the same result.
@@ -570,6 +604,7 @@ impl Actor {
             roots: vec![crate::policy::paths::resolve(&cwd).unwrap_or(cwd)],
             mode: settings.mode,
             origin,
+            question_limit_secs: self.deps.models.config().permissions.question_limit_secs,
         }
     }
 

@@ -77,6 +77,9 @@ enum Command {
         question: Box<Question>,
         reply: oneshot::Sender<ApprovalDecision>,
     },
+    Expire {
+        call_id: CallId,
+    },
     Respond {
         params: Box<ApprovalRespondParams>,
         origin: Origin,

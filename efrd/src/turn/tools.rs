@@ -39,6 +39,8 @@ pub struct ToolEnv {
     pub mode: Mode,
     /// Where the prompt came from.
     pub origin: Origin,
+    /// `[permissions] question_limit_secs`: replaces the limit of a question that has one.
+    pub question_limit_secs: Option<u32>,
 }
 
 /// What goes back to the model for one call.
@@ -181,15 +183,20 @@ pub async fn run_call(
             recorder.record(turn_id, vec![completed]).await.ok()?;
             return Some(CallOutput { output, is_error: true });
         }
-        Decision::Ask(question) => match recorder.ask(turn_id, call_id.clone(), question).await.ok()? {
-            ApprovalDecision::Allow | ApprovalDecision::AllowAlways => {}
-            _ => {
-                let output = "the user denied this call; it did not run".to_owned();
-                let completed = completed(&call_id, CallStatus::Denied, output.clone(), None);
-                recorder.record(turn_id, vec![completed]).await.ok()?;
-                return Some(CallOutput { output, is_error: true });
+        Decision::Ask(mut question) => {
+            if question.expires_in_secs.is_some() {
+                question.expires_in_secs = env.question_limit_secs.or(question.expires_in_secs);
             }
-        },
+            match recorder.ask(turn_id, call_id.clone(), question).await.ok()? {
+                ApprovalDecision::Allow | ApprovalDecision::AllowAlways => {}
+                _ => {
+                    let output = "the user denied this call (or did not answer in time); it did not run".to_owned();
+                    let completed = completed(&call_id, CallStatus::Denied, output.clone(), None);
+                    recorder.record(turn_id, vec![completed]).await.ok()?;
+                    return Some(CallOutput { output, is_error: true });
+                }
+            }
+        }
         Decision::Run { .. } => {}
     }
 
