@@ -147,6 +147,10 @@ async fn manual_mode_waits_for_approval_before_a_patch_and_applies_it_after_allo
     assert_eq!(completed["changes"]["files"][0]["kind"], "added");
     assert_eq!(completed["changes"]["added"], 2);
     assert_eq!(
+        completed["diff"], "--- /dev/null\n+++ b/notes.md\n@@ -0,0 +1,2 @@\n+# Notes\n+größe 🙂\n",
+        "the diff of an added file, in git's form"
+    );
+    assert_eq!(
         std::fs::read_to_string(project.path().join("notes.md")).unwrap(),
         "# Notes\ngröße 🙂\n"
     );
@@ -271,4 +275,93 @@ async fn full_mode_refuses_a_floor_and_a_guarded_delete_expires_unanswered() {
     let echo = completed("call_echo");
     assert_eq!(echo["status"], "ok");
     assert!(echo["output"].as_str().unwrap().contains("full runs this"));
+}
+
+/// A subscription's next event of `kind` for `call`.
+async fn next_event(client: &mut Client, id: u64, kind: &str) -> Value {
+    common::events_through(client, id, kind).await.pop().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hidden_password_prompt_is_answered_through_input_respond() {
+    let home = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let line = "read -s -p 'Password: ' pw; echo; echo \"got ${#pw} chars\"";
+    let server = model(vec![shell_call("call_pw", line), text("ok")]).await;
+    let efrd = daemon(home.path(), &server);
+    let mut client = efrd.client().await.unwrap();
+    let sent = prompt_in(&mut client, project.path(), "full", "ask me").await;
+    let conversation = sent["conversation_id"].as_str().unwrap().to_owned();
+    let (id, _) = subscribe(&mut client, &conversation, Some(0)).await;
+    let wait = next_event(&mut client, id, "tool_call_input_changed").await;
+    assert_eq!(wait["input"], "hidden", "{wait}");
+    let status = client
+        .ok("shell.status", json!({"conversation_id": conversation}))
+        .await
+        .unwrap();
+    assert_eq!(status["busy"]["call_id"], "call_pw");
+    assert_eq!(status["busy"]["input"], "hidden");
+
+    // A manual answer is fine for this command; an answer of the wrong kind is not.
+    let wrong = json!({"conversation_id": conversation, "call_id": "call_pw", "text": "x", "input": "visible"});
+    assert_eq!(
+        client.call("input.respond", wrong).await.unwrap().unwrap_err().code,
+        ErrorCode::Conflict
+    );
+    let answer = json!({"conversation_id": conversation, "call_id": "call_pw", "text": "hunter22", "input": "hidden"});
+    client.ok("input.respond", answer).await.unwrap();
+    let done = next_event(&mut client, id, "tool_call_completed").await;
+    let output = done["output"].as_str().unwrap();
+    assert!(output.contains("got 8 chars"), "{done}");
+    assert!(!output.contains("hunter22"), "a hidden answer is never echoed");
+    events_until(&mut client, id, "turn_completed").await;
+    // After the call's end, an answer is not_found.
+    let late = json!({"conversation_id": conversation, "call_id": "call_pw", "text": "x", "input": "hidden"});
+    assert_eq!(
+        client.call("input.respond", late).await.unwrap().unwrap_err().code,
+        ErrorCode::NotFound
+    );
+    assert!(!efrd.log().contains("hunter22"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_visible_wait_is_answered_and_a_manual_answer_to_a_nested_shell_is_refused() {
+    let home = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let server = model(vec![
+        shell_call("call_py", "python3 -c 'print(\"hello \" + input(\"name? \"))'"),
+        shell_call("call_sh", "bash"),
+        text("ok"),
+    ])
+    .await;
+    let efrd = daemon(home.path(), &server);
+    let mut client = efrd.client().await.unwrap();
+    let sent = prompt_in(&mut client, project.path(), "full", "go").await;
+    let conversation = sent["conversation_id"].as_str().unwrap().to_owned();
+    let (id, _) = subscribe(&mut client, &conversation, Some(0)).await;
+    let wait = next_event(&mut client, id, "tool_call_input_changed").await;
+    assert_eq!(wait["input"], "visible", "{wait}");
+    let answer = json!({"conversation_id": conversation, "call_id": "call_py", "text": "Ada", "input": "visible"});
+    client.ok("input.respond", answer).await.unwrap();
+    let done = next_event(&mut client, id, "tool_call_completed").await;
+    assert!(done["output"].as_str().unwrap().contains("hello Ada"), "{done}");
+
+    // `bash` starts a shell that reads command lines: no manual input for it.
+    let started = next_event(&mut client, id, "tool_call_started").await;
+    assert_eq!(started["call_id"], "call_sh");
+    assert!(started.get("manual_input").is_none(), "{started}");
+    let manual = json!({"conversation_id": conversation, "call_id": "call_sh", "text": "exit", "input": "visible", "manual": true});
+    assert_eq!(
+        client.call("input.respond", manual).await.unwrap().unwrap_err().code,
+        ErrorCode::Conflict
+    );
+    // Stop the nested shell: its call then completes and the turn goes on.
+    client
+        .ok(
+            "shell.interrupt",
+            json!({"command_id": command_id(), "conversation_id": conversation, "call_id": "call_sh", "close": true}),
+        )
+        .await
+        .unwrap();
+    events_until(&mut client, id, "turn_completed").await;
 }

@@ -18,7 +18,8 @@ use efr_protocol::events::{
 use efr_protocol::ids::{CallId, CommandId, ConversationId, Timestamp, TurnId};
 use efr_protocol::wire::{
     ApprovalDecision, ApprovalRespondParams, ApprovalRespondResult, ConversationStatus,
-    ConversationSummary as WireSummary, Origin, Overridden, PromptSendParams, PromptSendResult, RunningTurn, Snapshot,
+    ConversationSummary as WireSummary, InputRespondParams, InputRespondResult, Origin, Overridden, PromptSendParams,
+    PromptSendResult, RunningTurn, ShellInterruptParams, ShellInterruptResult, ShellStatusResult, Snapshot,
     TurnInterruptParams, TurnInterruptResult, TurnSettings,
 };
 use efr_protocol::{ErrorBody, ErrorCode};
@@ -94,6 +95,7 @@ pub(super) struct Actor {
     approvals: HashMap<CallId, PendingApproval>,
     answered: HashSet<CallId>,
     shell: Arc<tokio::sync::Mutex<ShellSlot>>,
+    shell_call: super::shell::ShellCall,
 }
 
 impl Actor {
@@ -113,6 +115,7 @@ impl Actor {
             events: broadcast::channel(capacity).0,
             approvals: HashMap::new(),
             answered: HashSet::new(),
+            shell_call: super::shell::ShellCall::default(),
             shell: Arc::new(tokio::sync::Mutex::new(ShellSlot::new(ShellOptions::new(
                 ShellKind::Bash,
                 home_dir(),
@@ -182,6 +185,17 @@ impl Actor {
                     self.ask(turn_id, call_id, *question, reply, &me).await;
                 }
                 Command::Expire { call_id } => self.expire(call_id).await,
+                Command::InputRespond { params, reply } => {
+                    let _ = reply.send(self.input_respond(*params).await);
+                }
+                Command::ShellStatus { reply } => {
+                    let _ = reply.send(ShellStatusResult {
+                        busy: self.shell_call.busy(),
+                    });
+                }
+                Command::ShellInterrupt { params, reply } => {
+                    let _ = reply.send(self.shell_interrupt(*params).await);
+                }
                 Command::Respond { params, origin, reply } => {
                     let _ = reply.send(self.respond(*params, origin).await);
                 }
@@ -382,6 +396,51 @@ impl Actor {
                 reply,
             },
         );
+    }
+
+    /// input.respond: the answer goes to the shell's terminal, with a newline.
+    async fn input_respond(&mut self, params: InputRespondParams) -> Result<InputRespondResult, ErrorBody> {
+        self.shell_call.check_answer(&params)?;
+        let slot = self.shell.lock().await;
+        let Some(shell) = slot.current() else {
+            return Err(ErrorBody::new(ErrorCode::NotFound, "the hidden shell is gone"));
+        };
+        shell
+            .write_input(params.text.expose(), true)
+            .await
+            .map_err(|e| ErrorBody::new(ErrorCode::Conflict, format!("the answer could not be written: {e}")))?;
+        Ok(InputRespondResult {})
+    }
+
+    /// shell.interrupt: SIGINT to the command's process group, or with `close` a close of the hidden shell (the next
+    /// call starts a new one). The same command id again returns the same (empty) result.
+    async fn shell_interrupt(&mut self, params: ShellInterruptParams) -> Result<ShellInterruptResult, ErrorBody> {
+        if let Some(stored) = self.stored_outcome(params.command_id).await? {
+            return Ok(stored);
+        }
+        if !self.shell_call.holds(&params.call_id) {
+            return Err(ErrorBody::new(
+                ErrorCode::NotFound,
+                format!("call {} runs no command now", params.call_id),
+            ));
+        }
+        {
+            let mut slot = self.shell.lock().await;
+            if params.close {
+                slot.close().await;
+            } else if let Some(shell) = slot.current() {
+                shell
+                    .interrupt()
+                    .await
+                    .map_err(|e| ErrorBody::new(ErrorCode::Conflict, format!("the interrupt failed: {e}")))?;
+            }
+        }
+        let result = ShellInterruptResult {};
+        let command = self.command_record(params.command_id, "shell.interrupt", &result)?;
+        match self.commit(Vec::new(), Some(command)).await {
+            Ok(_) | Err(Committed::Duplicate(_)) => Ok(result),
+            Err(Committed::Failed(error)) => Err(error),
+        }
     }
 
     /// A question with a limit that nobody answered in time: approval_expired, and the call does not run.
@@ -694,6 +753,9 @@ impl Actor {
             Err(error) => return Err(Committed::Failed(store_error(error))),
         }
         self.last_seq = last_seq;
+        for event in &events {
+            self.shell_call.observe(event);
+        }
         let events: Vec<Arc<Event>> = events.into_iter().map(Arc::new).collect();
         for event in &events {
             // No receiver is not an error: nobody watches right now.

@@ -18,6 +18,7 @@ mod actor;
 mod history;
 pub mod recovery;
 mod settings;
+mod shell;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -25,8 +26,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use efr_protocol::events::{Event, EventBody};
 use efr_protocol::ids::{CallId, ConversationId, TurnId};
 use efr_protocol::wire::{
-    ApprovalDecision, ApprovalRespondParams, ApprovalRespondResult, Origin, PromptSendParams, PromptSendResult,
-    Snapshot, TurnInterruptParams, TurnInterruptResult,
+    ApprovalDecision, ApprovalRespondParams, ApprovalRespondResult, InputRespondParams, InputRespondResult, Origin,
+    PromptSendParams, PromptSendResult, ShellInterruptParams, ShellInterruptResult, ShellStatusResult, Snapshot,
+    TurnInterruptParams, TurnInterruptResult,
 };
 use efr_protocol::{ErrorBody, ErrorCode};
 use tokio::sync::{broadcast, mpsc, oneshot};
@@ -79,6 +81,17 @@ enum Command {
     },
     Expire {
         call_id: CallId,
+    },
+    InputRespond {
+        params: Box<InputRespondParams>,
+        reply: oneshot::Sender<Result<InputRespondResult, ErrorBody>>,
+    },
+    ShellStatus {
+        reply: oneshot::Sender<ShellStatusResult>,
+    },
+    ShellInterrupt {
+        params: Box<ShellInterruptParams>,
+        reply: oneshot::Sender<Result<ShellInterruptResult, ErrorBody>>,
     },
     Respond {
         params: Box<ApprovalRespondParams>,
@@ -152,6 +165,38 @@ impl ConversationHandle {
         self.ask(|reply| Command::Respond {
             params: Box::new(params),
             origin,
+            reply,
+        })
+        .await?
+    }
+
+    /// Writes an answer to the command of the shell call that waits (input.respond).
+    ///
+    /// # Errors
+    /// `not_found` when the call runs no command, `conflict` when the answer does not fit the wait.
+    pub async fn input_respond(&self, params: InputRespondParams) -> Result<InputRespondResult, ErrorBody> {
+        self.ask(|reply| Command::InputRespond {
+            params: Box::new(params),
+            reply,
+        })
+        .await?
+    }
+
+    /// The hidden shell's state (shell.status).
+    ///
+    /// # Errors
+    /// `unavailable` when the actor stopped.
+    pub async fn shell_status(&self) -> Result<ShellStatusResult, ErrorBody> {
+        self.ask(|reply| Command::ShellStatus { reply }).await
+    }
+
+    /// SIGINT to the command of a shell call, or a close of the hidden shell (shell.interrupt).
+    ///
+    /// # Errors
+    /// `not_found` when the call holds no command of the shell.
+    pub async fn shell_interrupt(&self, params: ShellInterruptParams) -> Result<ShellInterruptResult, ErrorBody> {
+        self.ask(|reply| Command::ShellInterrupt {
+            params: Box::new(params),
             reply,
         })
         .await?

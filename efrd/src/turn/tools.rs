@@ -11,19 +11,19 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use efr_protocol::events::{
-    CallStatus, EventBody, ShellCommandDetached, ShellCommandEnded, ToolCallCompleted, ToolCallStarted,
+    CallStatus, EventBody, ShellCommandDetached, ShellCommandEnded, ToolCallCompleted, ToolCallInputChanged,
+    ToolCallStarted,
 };
 use efr_protocol::ids::{CallId, Timestamp, TurnId};
-use efr_protocol::wire::{
-    ApprovalDecision, FileChange, FileChangeKind, FileChanges, InputWait as WireInputWait, Mode, Origin,
-};
+use efr_protocol::wire::{ApprovalDecision, FileChangeKind, FileChanges, InputWait as WireInputWait, Mode, Origin};
 use serde_json::Value;
 use tokio::sync::Mutex;
 
 use crate::conversation::Recorder;
 use crate::policy::{self, Call, ChangeKind, Decision, PatchCall, PatchChange, PolicyContext, ShellCall};
+use crate::tools::changes::{Change, DisplayRoots, IgnoreRules, TOOL_CALL_DIFF_LINES, file_changes, unified_diff};
 use crate::tools::patch::{self, Plan};
-use crate::tools::shell::{How, OutputLimits, ShellSlot, nested_shell};
+use crate::tools::shell::{How, InputKind, OutputLimits, ShellSlot, nested_shell};
 use crate::tools::spec::{self, ToolCall};
 
 /// What a turn's tool calls share: the conversation's hidden shell, where the project is, and the turn's mode.
@@ -85,36 +85,37 @@ fn patch_change(result: &patch::FileResult) -> PatchChange {
     }
 }
 
-/// The path of a file as a client shows it: relative to the first project root that holds it, else absolute.
-fn display_path(path: &Path, roots: &[PathBuf]) -> PathBuf {
-    roots
-        .iter()
-        .find_map(|root| path.strip_prefix(root).ok())
-        .map_or_else(|| path.to_owned(), Path::to_owned)
-}
-
-fn changes_of(results: &[patch::FileResult], roots: &[PathBuf]) -> FileChanges {
-    let mut files: Vec<FileChange> = results
-        .iter()
-        .map(|r| FileChange {
-            path: display_path(&r.path, roots),
-            kind: r.kind,
-            from: r.from.as_ref().map(|from| display_path(from, roots)),
-            added: r.added,
-            removed: r.removed,
-            binary: r.binary,
+/// The changes and the unified diff of an applied patch, with paths as a client shows them (spec, file_change).
+fn changes_of(results: Vec<patch::FileResult>, env: &ToolEnv) -> (FileChanges, String) {
+    let project = env.roots.first().map(PathBuf::as_path);
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let roots = DisplayRoots {
+        project,
+        scratch: None,
+        home: home.as_deref(),
+    };
+    let mut ignore = project.map(IgnoreRules::new);
+    let changes: Vec<Change> = results
+        .into_iter()
+        .map(|result| {
+            let ignored = ignore
+                .as_mut()
+                .is_some_and(|rules| rules.is_ignored(&result.path, false));
+            Change::from_patch(result, ignored)
         })
         .collect();
-    files.sort_by(|a, b| a.path.cmp(&b.path));
-    let added = files.iter().map(|f| f.added).sum();
-    let removed = files.iter().map(|f| f.removed).sum();
-    let more = files.len().saturating_sub(50) as u64;
-    files.truncate(50);
-    FileChanges {
-        files,
-        more,
-        added,
-        removed,
+    (
+        file_changes(&changes, &roots),
+        unified_diff(&changes, &roots, TOOL_CALL_DIFF_LINES),
+    )
+}
+
+/// The wire form of a wait's kind.
+fn wire_wait(kind: InputKind) -> WireInputWait {
+    match kind {
+        InputKind::None => WireInputWait::None,
+        InputKind::Visible => WireInputWait::Visible,
+        InputKind::Hidden => WireInputWait::Hidden,
     }
 }
 
@@ -206,7 +207,7 @@ pub async fn run_call(
             let plan = plan?;
             let (event, output) = match plan.commit() {
                 Ok(results) => {
-                    let changes = changes_of(&results, &env.roots);
+                    let (changes, diff) = changes_of(results, env);
                     let summary: Vec<String> = changes
                         .files
                         .iter()
@@ -216,6 +217,7 @@ pub async fn run_call(
                     let mut event = completed(&call_id, CallStatus::Ok, output.clone(), None);
                     if let EventBody::ToolCallCompleted(c) = &mut event {
                         c.changes = Some(changes);
+                        c.diff = Some(diff);
                     }
                     (
                         event,
@@ -320,7 +322,27 @@ async fn run_shell(
             return Some(CallOutput { output, is_error: true });
         }
     };
-    let answer = run.answer().await;
+    // While the command runs, each change of its wait for input is recorded (tool_call_input_changed).
+    let mut waits = run.input();
+    let answer = run.answer();
+    tokio::pin!(answer);
+    let answer = loop {
+        tokio::select! {
+            answer = &mut answer => break answer,
+            changed = waits.changed() => {
+                if changed.is_err() {
+                    break answer.await;
+                }
+                let wait = waits.borrow_and_update().clone();
+                let body = EventBody::ToolCallInputChanged(ToolCallInputChanged {
+                    call_id: call_id.clone(),
+                    input: wire_wait(wait.kind),
+                    looks_secret: wait.looks_secret,
+                });
+                recorder.record(turn_id, vec![body]).await.ok()?;
+            }
+        }
+    };
     let for_model = answer.output.for_model(OutputLimits::MODEL);
     let left_running = answer.left_running();
     let ok = answer.exit_code == Some(0) || left_running;

@@ -4,6 +4,7 @@
 pub mod admin;
 pub mod conversation;
 pub mod hello;
+pub mod shell;
 
 use efr_protocol::ErrorBody;
 use efr_protocol::methods::Method;
@@ -53,6 +54,9 @@ pub async fn unary(ctx: &RequestCtx, method: Method, raw: Option<Value>) -> Resu
         Method::PromptSend => conversation::prompt_send(ctx, raw).await,
         Method::TurnInterrupt => conversation::turn_interrupt(ctx, raw).await,
         Method::ApprovalRespond => conversation::approval_respond(ctx, raw).await,
+        Method::InputRespond => shell::input_respond(ctx, raw).await,
+        Method::ShellStatus => shell::status(ctx, raw).await,
+        Method::ShellInterrupt => shell::interrupt(ctx, raw).await,
         Method::ConversationsList => conversation::conversations_list(ctx, raw).await,
         Method::ModelsList => no_params(raw).and_then(|()| admin::models_list(ctx)),
         Method::AdminStatus => no_params(raw).and_then(|()| admin::status(ctx)),
