@@ -71,10 +71,8 @@ impl ShellCall {
                     }
                 }
             }
-            EventBody::ShellCommandEnded(ended) => {
-                if self.open.as_ref().is_some_and(|o| o.call_id == ended.call_id) {
-                    self.open = None;
-                }
+            EventBody::ShellCommandEnded(ended) if self.open.as_ref().is_some_and(|o| o.call_id == ended.call_id) => {
+                self.open = None;
             }
             _ => {}
         }
