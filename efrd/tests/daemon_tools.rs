@@ -365,3 +365,39 @@ async fn a_visible_wait_is_answered_and_a_manual_answer_to_a_nested_shell_is_ref
         .unwrap();
     events_until(&mut client, id, "turn_completed").await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_that_outlives_its_timeout_is_left_running_and_its_end_is_recorded() {
+    let home = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let input = json!({"command": "sleep 2; echo finally", "timeout": 1}).to_string();
+    let long = Reply {
+        events: vec![ReplyEvent::ToolCall(ScriptToolCall {
+            id: "call_long".into(),
+            name: "shell".into(),
+            freeform: false,
+            input: vec![input],
+        })],
+        ..Reply::default()
+    };
+    let server = model(vec![long, text("waiting for it")]).await;
+    let efrd = daemon(home.path(), &server);
+    let mut client = efrd.client().await.unwrap();
+    let sent = prompt_in(&mut client, project.path(), "full", "go").await;
+    let conversation = sent["conversation_id"].as_str().unwrap().to_owned();
+    let (id, _) = subscribe(&mut client, &conversation, Some(0)).await;
+    let events = common::events_through(&mut client, id, "shell_command_ended").await;
+    let completed = events.iter().find(|e| e["kind"] == "tool_call_completed").unwrap();
+    assert_eq!(completed["left_running"], true, "{completed}");
+    let detached = events.iter().find(|e| e["kind"] == "shell_command_detached").unwrap();
+    assert_eq!(detached["command"], "sleep 2; echo finally");
+    assert!(
+        detached.get("turn_id").is_none(),
+        "a detached command belongs to the conversation"
+    );
+    let ended = events.last().unwrap();
+    assert_eq!(ended["call_id"], "call_long");
+    assert_eq!(ended["how"], "ended");
+    assert_eq!(ended["exit_code"], 0);
+    assert!(tool_output(&server, "call_long").contains("still runs"));
+}

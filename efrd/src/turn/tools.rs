@@ -367,6 +367,8 @@ async fn run_shell(
         diff: None,
         sandbox: None,
     })];
+    // The completion belongs to the turn; the detached command belongs to the conversation (spec).
+    recorder.record(turn_id, std::mem::take(&mut bodies)).await.ok()?;
     if let Some(detached) = answer.detached {
         bodies.push(EventBody::ShellCommandDetached(ShellCommandDetached {
             call_id: call_id.clone(),
@@ -378,6 +380,8 @@ async fn run_shell(
             prompt: None,
             approved_by: None,
         }));
+        // Recorded before its end can be: shell_command_ended always comes after shell_command_detached.
+        recorder.record_outside_turn(std::mem::take(&mut bodies)).await.ok()?;
         let recorder = recorder.clone();
         let call_id = call_id.clone();
         tokio::spawn(async move {
@@ -397,7 +401,6 @@ async fn run_shell(
             let _ = recorder.record_outside_turn(vec![ended]).await;
         });
     }
-    recorder.record(turn_id, bodies).await.ok()?;
     Some(CallOutput {
         output: model_text,
         is_error: !ok,
