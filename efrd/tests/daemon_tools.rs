@@ -401,3 +401,86 @@ async fn a_command_that_outlives_its_timeout_is_left_running_and_its_end_is_reco
     assert_eq!(ended["exit_code"], 0);
     assert!(tool_output(&server, "call_long").contains("still runs"));
 }
+
+fn git(dir: &std::path::Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@t", "-c", "core.autocrlf=false"])
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("HOME", dir)
+        .output()
+        .expect("git (install the Debian package git)");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turns_changes_and_conversation_diff_match_git_diff() {
+    let home = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let root = project.path();
+    std::fs::write(
+        root.join("lib.rs"),
+        "fn one() -> u32 {\n    1\n}\n\nfn two() -> u32 {\n    2\n}\n",
+    )
+    .unwrap();
+    std::fs::write(root.join(".gitignore"), ".env\n").unwrap();
+    git(root, &["init", "-q"]);
+    git(root, &["add", "."]);
+    git(root, &["commit", "-qm", "start"]);
+    let patch = "*** Begin Patch\n*** Update File: lib.rs\n@@ fn two() -> u32 {\n-    2\n+    22\n*** End Patch\n";
+    let server = model(vec![
+        patch_call("call_patch", patch),
+        shell_call("call_new", "printf 'fresh\\n' > new.txt && echo SECRET=1 > .env"),
+        text("done"),
+    ])
+    .await;
+    let efrd = daemon(home.path(), &server);
+    let mut client = efrd.client().await.unwrap();
+    let sent = prompt_in(&mut client, root, "full", "change things").await;
+    let conversation = sent["conversation_id"].as_str().unwrap().to_owned();
+    let (id, _) = subscribe(&mut client, &conversation, Some(0)).await;
+    let events = events_until(&mut client, id, "turn_completed").await;
+    let done = events.last().unwrap();
+    let paths: Vec<&str> = done["changes"]["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths, [".env", "lib.rs", "new.txt"], "{done}");
+
+    let diff = client
+        .ok("conversation.diff", json!({"conversation_id": conversation}))
+        .await
+        .unwrap();
+    assert_eq!(diff["turn_id"], sent["turn_id"]);
+    let ours = diff["diff"].as_str().unwrap();
+    assert!(ours.contains(".env: ignored file, content not shown"), "{ours}");
+    git(root, &["add", "-N", "new.txt"]);
+    let theirs: String = git(root, &["diff", "--no-color", "--no-ext-diff"])
+        .lines()
+        .filter(|l| !(l.starts_with("diff --git") || l.starts_with("index ") || l.starts_with("new file mode")))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let ours_without_ignored: String = ours
+        .lines()
+        .filter(|l| !l.starts_with(".env:"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_eq!(ours_without_ignored, theirs);
+    let stat = client
+        .ok(
+            "conversation.diff",
+            json!({"conversation_id": conversation, "stat": true}),
+        )
+        .await
+        .unwrap();
+    assert!(stat.get("diff").is_none());
+    assert_eq!(stat["changes"], done["changes"]);
+}

@@ -33,6 +33,7 @@ use super::{Command, ConversationHandle, MAILBOX, Subscription, history, setting
 use crate::daemon::models::Models;
 use crate::model::HistoryItem;
 use crate::policy::Question;
+use crate::snapshot::SnapshotStore;
 use crate::store::{CommandRecord, Commit, ConversationSummary, EventRow, Store, StoreError};
 use crate::tools::shell::{ShellKind, ShellOptions, ShellSlot};
 use crate::turn::tools::ToolEnv;
@@ -52,6 +53,8 @@ pub struct Deps {
     pub models: Arc<Models>,
     /// Where hidden shells keep their private files (a folder in the runtime root).
     pub shell_root: PathBuf,
+    /// The turns' snapshots of their projects (a folder in the state root).
+    pub snapshots: Arc<SnapshotStore>,
 }
 
 /// An approval question that waits for its answer.
@@ -640,13 +643,14 @@ impl Actor {
     /// What the turn's tool calls share. The project of a conversation is its working directory (the first
     /// prompt's cwd) until projects come; the hidden shell starts there.
     async fn tool_env(&mut self, settings: &TurnSettings, origin: Origin) -> ToolEnv {
-        let cwd = self
+        let project = self
             .summary
             .as_ref()
             .and_then(|s| s.cwd.as_ref())
             .map(PathBuf::from)
-            .filter(|p| p.is_absolute() && p.is_dir())
-            .unwrap_or_else(home_dir);
+            .filter(|p| p.is_absolute() && p.is_dir());
+        let snapshots = project.as_ref().map(|_| Arc::clone(&self.deps.snapshots));
+        let cwd = project.unwrap_or_else(home_dir);
         {
             let mut slot = self.shell.lock().await;
             if slot.current().is_none() {
@@ -664,6 +668,7 @@ impl Actor {
             mode: settings.mode,
             origin,
             question_limit_secs: self.deps.models.config().permissions.question_limit_secs,
+            snapshots,
         }
     }
 

@@ -23,6 +23,7 @@ use crate::conversation::{Conversations, Deps, recovery};
 use crate::listen::{Listener, Notifier};
 use crate::model::{EnvKeys, KeyStore};
 use crate::server;
+use crate::snapshot::SnapshotStore;
 use crate::store::Store;
 
 /// The exit code of a start that failed for a reason other than the ones with their own code.
@@ -47,6 +48,8 @@ pub struct Daemon {
     pub models: Arc<Models>,
     /// The live conversations.
     pub conversations: Conversations,
+    /// The turns' snapshots of their projects (`$state/snapshots`).
+    pub snapshots: Arc<SnapshotStore>,
     /// Events that belong to no conversation (login_completed, logout_completed), for watchers.
     pub daemon_events: broadcast::Sender<Arc<DaemonEvent>>,
     daemon_seq: std::sync::atomic::AtomicU64,
@@ -67,6 +70,7 @@ impl Daemon {
             store: self.store.clone(),
             models: Arc::clone(&self.models),
             shell_root: self.roots.runtime.path.join("shells"),
+            snapshots: Arc::clone(&self.snapshots),
         }
     }
 
@@ -157,6 +161,8 @@ async fn start_and_serve(roots: Roots, config: ConfigState) -> Result<(), StartE
     let store = Store::open(roots.data.path.join("efr.db"))
         .await
         .map_err(|e| fail(EXIT_FAILURE)(e.to_string()))?;
+    let snapshots = SnapshotStore::open(&roots.state.path.join("snapshots"))
+        .map_err(|e| fail(EXIT_FAILURE)(format!("cannot open the snapshot store: {e}")))?;
     let keys = Arc::new(KeyStore::open(&roots.state.path, EnvKeys::from_process()));
     let models = Models::new(Arc::new(config), keys, &roots.state.path).map_err(|e| fail(EXIT_FAILURE)(e.message))?;
     let daemon = Arc::new(Daemon {
@@ -167,6 +173,7 @@ async fn start_and_serve(roots: Roots, config: ConfigState) -> Result<(), StartE
         store,
         models: Arc::new(models),
         conversations: Conversations::default(),
+        snapshots: Arc::new(snapshots),
         daemon_events: broadcast::channel(DAEMON_EVENTS).0,
         daemon_seq: std::sync::atomic::AtomicU64::new(0),
         connections: AtomicUsize::new(0),

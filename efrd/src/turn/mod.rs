@@ -13,6 +13,7 @@
 //! [`MAX_MODEL_CALLS`] calls. The message index counts the turn's messages with text across its model calls.
 
 pub mod coalesce;
+pub mod snapshots;
 pub mod tools;
 
 use std::time::Instant;
@@ -76,6 +77,13 @@ pub async fn run(plan: TurnPlan, recorder: Recorder, cancel: CancellationToken) 
         tools,
     } = plan;
     let base_history = request.history.clone();
+    let snapshots = match tools
+        .as_ref()
+        .and_then(|env| env.snapshots.clone().map(|store| (store, env.cwd.clone())))
+    {
+        Some((store, root)) => Some(snapshots::TurnSnapshots::begin(store, root, turn_id).await),
+        None => None,
+    };
     let mut state = CallState::new(turn_id, recorder);
     let mut calls_made = 0;
     let ending = loop {
@@ -150,7 +158,16 @@ pub async fn run(plan: TurnPlan, recorder: Recorder, cancel: CancellationToken) 
             .chain(state.history.iter().cloned())
             .collect();
     };
-    finish(state, ending, turn_id, context_window).await
+    // The turn's changes: its first snapshot against its last (after the model's last word, before the end event).
+    let changes = if matches!(ending, Ending::Lost) {
+        None
+    } else {
+        match snapshots {
+            Some(snapshots) => snapshots.end().await,
+            None => None,
+        }
+    };
+    finish(state, ending, turn_id, context_window, changes).await
 }
 
 /// Streams one model call into events until it stops, fails or is interrupted.
@@ -186,7 +203,13 @@ async fn model_call(
 }
 
 /// Records the end of the turn: flushes the open message, then exactly one terminal event.
-async fn finish(mut state: CallState, ending: Ending, turn_id: TurnId, context_window: Option<u64>) -> TurnOutcome {
+async fn finish(
+    mut state: CallState,
+    ending: Ending,
+    turn_id: TurnId,
+    context_window: Option<u64>,
+    changes: Option<efr_protocol::wire::FileChanges>,
+) -> TurnOutcome {
     // Whatever happened, no text that reached efrd is lost: flush it and close the open message.
     if !matches!(ending, Ending::Lost) && state.finish_message().await.is_err() {
         return state.outcome();
@@ -204,18 +227,18 @@ async fn finish(mut state: CallState, ending: Ending, turn_id: TurnId, context_w
             usage: usage_member,
             context,
             stop: stop_member(reason, empty),
-            changes: None,
+            changes: changes.clone(),
         }),
         Ending::Failed(error) => EventBody::TurnFailed(TurnFailed {
             error,
             usage: usage_member,
             context,
-            changes: None,
+            changes: changes.clone(),
         }),
         Ending::Interrupted => EventBody::TurnInterrupted(TurnInterrupted {
             usage: usage_member,
             context,
-            changes: None,
+            changes: changes.clone(),
         }),
         Ending::Lost => return state.outcome(),
     };

@@ -21,6 +21,7 @@ use tokio::sync::Mutex;
 
 use crate::conversation::Recorder;
 use crate::policy::{self, Call, ChangeKind, Decision, PatchCall, PatchChange, PolicyContext, ShellCall};
+use crate::snapshot::SnapshotStore;
 use crate::tools::changes::{Change, DisplayRoots, IgnoreRules, TOOL_CALL_DIFF_LINES, file_changes, unified_diff};
 use crate::tools::patch::{self, Plan};
 use crate::tools::shell::{How, InputKind, OutputLimits, ShellSlot, nested_shell};
@@ -41,6 +42,9 @@ pub struct ToolEnv {
     pub origin: Origin,
     /// `[permissions] question_limit_secs`: replaces the limit of a question that has one.
     pub question_limit_secs: Option<u32>,
+    /// Where the turn's first and last snapshots of the project go; `None` for a conversation without a project
+    /// (no working directory), which gets no turn `changes`.
+    pub snapshots: Option<Arc<SnapshotStore>>,
 }
 
 /// What goes back to the model for one call.

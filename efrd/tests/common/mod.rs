@@ -59,7 +59,11 @@ pub fn command_id() -> String {
 
 /// Sends a prompt and returns its result.
 pub async fn prompt(client: &mut Client, conversation: Option<&str>, text: &str) -> Value {
-    let mut params = json!({"command_id": command_id(), "text": text, "context": {"cwd": "/tmp", "tty": "/dev/pts/9"}});
+    // A small project of its own: a turn snapshots its working directory at its start and end.
+    let project = std::env::temp_dir().join("efr-tests-project");
+    std::fs::create_dir_all(&project).unwrap();
+    let mut params =
+        json!({"command_id": command_id(), "text": text, "context": {"cwd": project, "tty": "/dev/pts/9"}});
     if let Some(id) = conversation {
         params["conversation_id"] = json!(id);
     }

@@ -2,8 +2,8 @@
 
 use efr_protocol::events::Event;
 use efr_protocol::wire::{
-    ApprovalRespondParams, ConversationSubscribeParams, ConversationsListParams, ConversationsListResult, Origin,
-    PromptSendParams, SubscribeItem, TurnInterruptParams,
+    ApprovalRespondParams, ConversationDiffParams, ConversationDiffResult, ConversationSubscribeParams,
+    ConversationsListParams, ConversationsListResult, Origin, PromptSendParams, SubscribeItem, TurnInterruptParams,
 };
 use efr_protocol::{ErrorBody, ErrorCode};
 use serde_json::{Value, json};
@@ -13,6 +13,7 @@ use super::{params, result};
 use crate::conversation::summary_to_wire;
 use crate::server::{RequestCtx, StreamSink};
 use crate::store::{ConversationCursor, PageRequest};
+use crate::tools::changes::CONVERSATION_DIFF_LINES;
 
 /// How many events one read of the log takes while a subscriber catches up.
 const REPLAY_PAGE: u32 = 500;
@@ -194,4 +195,66 @@ pub async fn subscribe(ctx: &RequestCtx, raw: Option<Value>, sink: &mut StreamSi
             Err(RecvError::Closed) => return Ok(()),
         }
     }
+}
+
+/// conversation.diff: what a turn changed in its project, its first snapshot against its last.
+///
+/// The conversation is the named one, else the newest conversation of the hello's terminal; the turn is the named
+/// one, else the newest turn of the conversation that started and ended (not a cancelled one).
+///
+/// # Errors
+/// `not_found` when there is no such conversation or turn, or the turn has no snapshots (it had no project).
+pub async fn diff(ctx: &RequestCtx, raw: Option<Value>) -> Result<Value, ErrorBody> {
+    let params: ConversationDiffParams = params(raw)?;
+    let store = &ctx.daemon.store;
+    let unavailable =
+        |e: crate::store::StoreError| ErrorBody::new(ErrorCode::Unavailable, format!("the event store failed: {e}"));
+    let conversation = match params.conversation_id {
+        Some(id) => id,
+        None => {
+            let tty = ctx.session.hello_info().tty.ok_or_else(|| {
+                ErrorBody::new(
+                    ErrorCode::NotFound,
+                    "no conversation named, and this connection's hello named no tty",
+                )
+            })?;
+            let page = store
+                .list_conversations(PageRequest {
+                    limit: 200,
+                    after: None,
+                })
+                .await
+                .map_err(unavailable)?;
+            page.conversations
+                .iter()
+                .map(summary_to_wire)
+                .find(|row| row.tty.as_deref() == Some(tty.as_str()))
+                .map(|row| row.conversation_id)
+                .ok_or_else(|| ErrorBody::new(ErrorCode::NotFound, format!("the terminal {tty} has no conversation")))?
+        }
+    };
+    let turn_id = match params.turn_id {
+        Some(turn_id) => turn_id,
+        None => {
+            let mut seq = 0;
+            let mut newest = None;
+            loop {
+                let rows = store
+                    .events_after(conversation, seq, REPLAY_PAGE)
+                    .await
+                    .map_err(unavailable)?;
+                let Some(last) = rows.last() else { break };
+                seq = last.seq;
+                for row in &rows {
+                    if matches!(row.kind.as_str(), "turn_completed" | "turn_failed" | "turn_interrupted") {
+                        newest = row.turn_id.or(newest);
+                    }
+                }
+            }
+            newest.ok_or_else(|| ErrorBody::new(ErrorCode::NotFound, "the conversation has no finished turn"))?
+        }
+    };
+    let (changes, diff) =
+        crate::turn::snapshots::turn_diff(&ctx.daemon.snapshots, turn_id, params.stat, CONVERSATION_DIFF_LINES).await?;
+    result(&ConversationDiffResult { turn_id, changes, diff })
 }

@@ -58,6 +58,7 @@ pub async fn unary(ctx: &RequestCtx, method: Method, raw: Option<Value>) -> Resu
         Method::ShellStatus => shell::status(ctx, raw).await,
         Method::ShellInterrupt => shell::interrupt(ctx, raw).await,
         Method::ConversationsList => conversation::conversations_list(ctx, raw).await,
+        Method::ConversationDiff => conversation::diff(ctx, raw).await,
         Method::ModelsList => no_params(raw).and_then(|()| admin::models_list(ctx)),
         Method::AdminStatus => no_params(raw).and_then(|()| admin::status(ctx)),
         Method::AdminConfigReload => {
