@@ -122,20 +122,27 @@ async fn manual_mode_waits_for_approval_before_a_patch_and_applies_it_after_allo
         "nothing runs before the answer"
     );
 
-    // A second terminal answers; a late answer from a third gets conflict.
-    let mut other = efrd.client().await.unwrap();
-    let answer = json!({"command_id": command_id(), "conversation_id": conversation, "call_id": "call_patch", "decision": "allow"});
-    let result = other.ok("approval.respond", answer.clone()).await.unwrap();
-    assert!(result["seq"].is_u64());
-    assert_eq!(
-        other.ok("approval.respond", answer).await.unwrap(),
-        result,
-        "a repeat returns the stored result"
+    // Two other terminals answer at once: exactly one wins, the other gets conflict.
+    let mut second = efrd.client().await.unwrap();
+    let mut third = efrd.client().await.unwrap();
+    let answer = |id: String| json!({"command_id": id, "conversation_id": conversation, "call_id": "call_patch", "decision": "allow"});
+    let (first_id, other_id) = (command_id(), command_id());
+    let (a, b) = tokio::join!(
+        second.call("approval.respond", answer(first_id.clone())),
+        third.call("approval.respond", answer(other_id.clone()))
     );
-    let late = json!({"command_id": command_id(), "conversation_id": conversation, "call_id": "call_patch", "decision": "deny"});
+    let (a, b) = (a.unwrap(), b.unwrap());
+    assert!(a.is_ok() != b.is_ok(), "one winner: {a:?} {b:?}");
+    let (winner, winner_id) = if a.is_ok() {
+        (a.unwrap(), first_id)
+    } else {
+        (b.unwrap(), other_id)
+    };
+    assert!(winner["seq"].is_u64());
     assert_eq!(
-        client.call("approval.respond", late).await.unwrap().unwrap_err().code,
-        ErrorCode::Conflict
+        client.ok("approval.respond", answer(winner_id)).await.unwrap(),
+        winner,
+        "a repeat returns the stored result"
     );
 
     let rest = events_until(&mut client, id, "turn_completed").await;
