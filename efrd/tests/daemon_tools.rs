@@ -132,12 +132,12 @@ async fn manual_mode_waits_for_approval_before_a_patch_and_applies_it_after_allo
         third.call("approval.respond", answer(other_id.clone()))
     );
     let (a, b) = (a.unwrap(), b.unwrap());
-    assert!(a.is_ok() != b.is_ok(), "one winner: {a:?} {b:?}");
-    let (winner, winner_id) = if a.is_ok() {
-        (a.unwrap(), first_id)
-    } else {
-        (b.unwrap(), other_id)
+    let (winner, loser, winner_id) = match (a, b) {
+        (Ok(winner), Err(loser)) => (winner, loser, first_id),
+        (Err(loser), Ok(winner)) => (winner, loser, other_id),
+        (a, b) => panic!("one winner: {a:?} {b:?}"),
     };
+    assert_eq!(loser.code, ErrorCode::Conflict);
     assert!(winner["seq"].is_u64());
     assert_eq!(
         client.ok("approval.respond", answer(winner_id)).await.unwrap(),
