@@ -105,8 +105,27 @@ pub fn tidy(root: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Where the build goes when the workspace sits under `/tmp`: a contained call gets a private `/tmp`, so a launcher
+/// built there would be hidden inside its own sandbox (efr-launcher refuses that plan, rightly). `/var/tmp` is seen.
+fn target_outside_tmp(root: &Path) -> Option<std::path::PathBuf> {
+    if std::env::var_os("CARGO_TARGET_DIR").is_some() || !root.starts_with("/tmp") {
+        return None;
+    }
+    let name: String = root
+        .to_string_lossy()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    Some(Path::new("/var/tmp/efr-target").join(name))
+}
+
 /// Everything CI checks: packages, tidy, then every test of the workspace.
 pub fn ci(root: &Path) -> Result<()> {
+    if let Some(target) = target_outside_tmp(root) {
+        println!("==> the workspace is under /tmp: building in {}", target.display());
+        // SAFETY: xtask is single-threaded here; nothing reads the environment concurrently.
+        unsafe { std::env::set_var("CARGO_TARGET_DIR", &target) };
+    }
     install_packages()?;
     tidy(root)?;
     run(
