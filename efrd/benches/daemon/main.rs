@@ -6,7 +6,9 @@
 //! loopback. The bench is its client, over the real Unix socket. It measures:
 //!
 //! - `hello`: the round trip of `hello` on a fresh connection (connect not timed), p50 and p99 over 10,000
-//!   connections. Budget: under 1 ms, both.
+//!   connections. Budget: under 1 ms, both. Beside it, as a reference for the machine's noise (no budget), the
+//!   round trip of the same frame through a plain echo thread on a Unix socket pair, timed between the hellos so
+//!   both see the same load; the 1-minute load average is printed too.
 //! - `first delta`: `prompt.send` sent → the turn's first `assistant_message_updated` read by a live subscriber of
 //!   the conversation, p50 over 50 prompts into one conversation. The scripted model has no delay before its text,
 //!   so all of the time is efrd's own (its commits, the model call over loopback HTTP, parsing, coalescing, fan-out).
@@ -31,6 +33,10 @@ use efr_test_support::client::{Client, StreamFrame};
 use efr_test_support::daemon::{TestDaemon, config_for};
 use efr_test_support::scripted::{Reply, ReplyEvent, Script, ScriptUsage, ScriptedModel, Step};
 use serde_json::{Value, json};
+
+use echo::Echo;
+
+mod echo;
 
 /// The hello round trip budget (ARCHITECTURE.md §12), for p50 and p99.
 const HELLO_BUDGET: Duration = Duration::from_millis(1);
@@ -99,9 +105,10 @@ fn main() -> ExitCode {
 /// Runs every measure; `Ok(false)` when one is over its budget.
 async fn bench() -> Result<bool> {
     println!(
-        "daemon: efrd {} (release), {} cores, EFR_HOME on the target's disk",
+        "daemon: efrd {} (release), {} cores, load average {}, EFR_HOME on the target's disk",
         env!("CARGO_PKG_VERSION"),
         std::thread::available_parallelism().map_or(0, std::num::NonZero::get),
+        load_average(),
     );
     let mut ok = true;
 
@@ -112,10 +119,17 @@ async fn bench() -> Result<bool> {
     let idle = idle_rss(&efrd).await?;
     ok &= report_rss("RSS idle", idle, IDLE_RSS_BUDGET_KIB, "");
 
-    let hellos = phase("hello", hello_round_trips(&efrd.socket())).await?;
+    let (hellos, echoes) = phase("hello", hello_round_trips(&efrd.socket())).await?;
     let (p50, p99) = (percentile(&hellos, 50), percentile(&hellos, 99));
     ok &= report_time(&format!("hello round trip, p50 of {}", hellos.len()), p50, HELLO_BUDGET);
     ok &= report_time(&format!("hello round trip, p99 of {}", hellos.len()), p99, HELLO_BUDGET);
+    println!(
+        "{:<56} {:>10}   (p99 {}; reference, no budget; load average {})",
+        "bare echo round trip, same frame, p50",
+        millis(percentile(&echoes, 50)),
+        millis(percentile(&echoes, 99)),
+        load_average(),
+    );
 
     for (name, reply) in [("whole", whole_reply()), ("streamed", streamed_reply())] {
         let times = phase("first delta", first_delta(&efrd, &model, &reply)).await?;
@@ -181,10 +195,13 @@ fn hello_params() -> Value {
     json!({"protocol": efr_protocol::PROTOCOL_VERSION, "client": {"name": "efr-bench", "version": env!("CARGO_PKG_VERSION")}})
 }
 
-/// [`HELLO_WARMUP`] then [`HELLO_ROUNDS`] hellos, each on a new connection; returns the measured round trips.
-async fn hello_round_trips(socket: &Path) -> Result<Vec<Duration>> {
+/// [`HELLO_WARMUP`] then [`HELLO_ROUNDS`] hellos, each on a new connection, each followed by one round trip of the
+/// [`Echo`] reference. Returns the measured round trips of both.
+async fn hello_round_trips(socket: &Path) -> Result<(Vec<Duration>, Vec<Duration>)> {
     let params = hello_params();
+    let mut echo = Echo::start(&json!({"id": 1, "method": "hello", "params": params}))?;
     let mut times = Vec::with_capacity(HELLO_ROUNDS);
+    let mut echoes = Vec::with_capacity(HELLO_ROUNDS);
     for round in 0..HELLO_WARMUP + HELLO_ROUNDS {
         let mut client = Client::connect_raw(socket).await?;
         let started = Instant::now();
@@ -197,11 +214,22 @@ async fn hello_round_trips(socket: &Path) -> Result<Vec<Duration>> {
         if result["protocol"] != json!(efr_protocol::PROTOCOL_VERSION) || !result["daemon_id"].is_string() {
             bail!("hello {round}: an answer without protocol and daemon_id: {result}");
         }
+        let echoed = echo.round_trip().await?;
         if round >= HELLO_WARMUP {
             times.push(elapsed);
+            echoes.push(echoed);
         }
     }
-    Ok(times)
+    echo.stop()?;
+    Ok((times, echoes))
+}
+
+/// The 1-minute load average from `/proc/loadavg`, or `?` when it cannot be read.
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|text| text.split_whitespace().next().map(str::to_owned))
+        .unwrap_or_else(|| "?".to_owned())
 }
 
 /// A short answer in one burst, with usage, as the scripted server sends it at once.
