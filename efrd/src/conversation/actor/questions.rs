@@ -1,0 +1,191 @@
+//! The actor's questions and the hidden shell's requests: approval questions (asked by a turn's call, answered by
+//! approval.respond, denied by an interrupt, expired by their limit), input.respond and shell.interrupt.
+
+// A part of the actor: its imports and private types.
+use super::*;
+
+impl Actor {
+    /// Records approval_requested and keeps the question until an answer or an interrupt resolves it.
+    pub(super) async fn ask(
+        &mut self,
+        turn_id: TurnId,
+        call_id: CallId,
+        question: Question,
+        reply: oneshot::Sender<ApprovalDecision>,
+        me: &mpsc::WeakSender<Command>,
+    ) {
+        let body = EventBody::ApprovalRequested(ApprovalRequested {
+            call_id: call_id.clone(),
+            summary: question.summary,
+            interactive: question.interactive,
+            local_only: question.local_only,
+            reason: Some(question.reason).filter(|r| !r.is_empty()),
+            expires_in_secs: question.expires_in_secs.map(u64::from),
+        });
+        if self.commit(vec![(Some(turn_id), body)], None).await.is_err() {
+            // Nothing was recorded: the call does not run.
+            let _ = reply.send(ApprovalDecision::Deny);
+            return;
+        }
+        if let Some(secs) = question.expires_in_secs {
+            // The timer holds only a weak sender: it never keeps a stopped actor alive.
+            let me = me.clone();
+            let call_id = call_id.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(std::time::Duration::from_secs(u64::from(secs))).await;
+                if let Some(tx) = me.upgrade() {
+                    let _ = tx.send(Command::Expire { call_id }).await;
+                }
+            });
+        }
+        self.approvals.insert(
+            call_id,
+            PendingApproval {
+                turn_id,
+                local_only: question.local_only,
+                reply,
+            },
+        );
+    }
+
+    /// input.respond: the answer goes to the shell's terminal, with a newline.
+    pub(super) async fn input_respond(&mut self, params: InputRespondParams) -> Result<InputRespondResult, ErrorBody> {
+        self.shell_call.check_answer(&params)?;
+        let slot = self.shell.lock().await;
+        let Some(shell) = slot.current() else {
+            return Err(ErrorBody::new(ErrorCode::NotFound, "the hidden shell is gone"));
+        };
+        shell
+            .write_input(params.text.expose(), true)
+            .await
+            .map_err(|e| ErrorBody::new(ErrorCode::Conflict, format!("the answer could not be written: {e}")))?;
+        Ok(InputRespondResult {})
+    }
+
+    /// shell.interrupt: SIGINT to the command's process group, or with `close` a close of the hidden shell (the next
+    /// call starts a new one). The same command id again returns the same (empty) result.
+    pub(super) async fn shell_interrupt(
+        &mut self,
+        params: ShellInterruptParams,
+    ) -> Result<ShellInterruptResult, ErrorBody> {
+        if let Some(stored) = self.stored_outcome(params.command_id).await? {
+            return Ok(stored);
+        }
+        if !self.shell_call.holds(&params.call_id) {
+            return Err(ErrorBody::new(
+                ErrorCode::NotFound,
+                format!("call {} runs no command now", params.call_id),
+            ));
+        }
+        {
+            let mut slot = self.shell.lock().await;
+            if params.close {
+                slot.close().await;
+            } else if let Some(shell) = slot.current() {
+                shell
+                    .interrupt()
+                    .await
+                    .map_err(|e| ErrorBody::new(ErrorCode::Conflict, format!("the interrupt failed: {e}")))?;
+            }
+        }
+        let result = ShellInterruptResult {};
+        let command = self.command_record(params.command_id, "shell.interrupt", &result)?;
+        match self.commit(Vec::new(), Some(command)).await {
+            Ok(_) | Err(Committed::Duplicate(_)) => Ok(result),
+            Err(Committed::Failed(error)) => Err(error),
+        }
+    }
+
+    /// A question with a limit that nobody answered in time: approval_expired, and the call does not run.
+    pub(super) async fn expire(&mut self, call_id: CallId) {
+        let Some(pending) = self.approvals.get(&call_id) else {
+            return;
+        };
+        let turn_id = pending.turn_id;
+        let body = EventBody::ApprovalExpired(ApprovalExpired {
+            call_id: call_id.clone(),
+            away: false,
+        });
+        if self.commit(vec![(Some(turn_id), body)], None).await.is_err() {
+            return;
+        }
+        if let Some(pending) = self.approvals.remove(&call_id) {
+            let _ = pending.reply.send(ApprovalDecision::Deny);
+        }
+        self.answered.insert(call_id);
+    }
+
+    /// approval.respond: the first answer wins; the same command id again returns the same result.
+    pub(super) async fn respond(
+        &mut self,
+        params: ApprovalRespondParams,
+        origin: Origin,
+    ) -> Result<ApprovalRespondResult, ErrorBody> {
+        if let Some(stored) = self.stored_outcome(params.command_id).await? {
+            return Ok(stored);
+        }
+        let Some(pending) = self.approvals.get(&params.call_id) else {
+            return Err(if self.answered.contains(&params.call_id) {
+                ErrorBody::new(
+                    ErrorCode::Conflict,
+                    format!("the question of call {} was already answered", params.call_id),
+                )
+            } else {
+                ErrorBody::new(
+                    ErrorCode::NotFound,
+                    format!("no question waits for call {}", params.call_id),
+                )
+            });
+        };
+        match params.decision {
+            ApprovalDecision::Allow | ApprovalDecision::Deny => {}
+            ApprovalDecision::AllowAlways => {
+                return Err(ErrorBody::invalid(
+                    "allow_always needs always rules, which this efrd does not have yet",
+                ));
+            }
+            ApprovalDecision::Unknown => return Err(ErrorBody::invalid("bad params: `decision` is not allow or deny")),
+        }
+        if origin == Origin::Phone && pending.local_only {
+            return Err(ErrorBody::new(
+                ErrorCode::Forbidden,
+                "only the user's own machine may answer this question",
+            ));
+        }
+        let turn_id = pending.turn_id;
+        let result = ApprovalRespondResult { seq: self.last_seq + 1 };
+        let command = self.command_record(params.command_id, "approval.respond", &result)?;
+        if !self
+            .resolve(turn_id, params.call_id, params.decision, Some(command))
+            .await
+        {
+            return Err(ErrorBody::new(
+                ErrorCode::Unavailable,
+                "the answer could not be recorded",
+            ));
+        }
+        Ok(result)
+    }
+
+    /// Records approval_resolved and hands the decision to the waiting call. Returns false when nothing changed.
+    pub(super) async fn resolve(
+        &mut self,
+        turn_id: TurnId,
+        call_id: CallId,
+        decision: ApprovalDecision,
+        command: Option<CommandRecord>,
+    ) -> bool {
+        let body = EventBody::ApprovalResolved(ApprovalResolved {
+            call_id: call_id.clone(),
+            decision,
+        });
+        if self.commit(vec![(Some(turn_id), body)], command).await.is_err() {
+            return false;
+        }
+        if let Some(pending) = self.approvals.remove(&call_id) {
+            let _ = pending.reply.send(decision);
+        }
+        self.answered.insert(call_id);
+        true
+    }
+}
