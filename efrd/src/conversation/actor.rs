@@ -56,7 +56,9 @@ pub struct Deps {
     /// Where hidden shells keep their private files (a folder in the runtime root).
     pub shell_root: PathBuf,
     /// The turns' snapshots of their projects (a folder in the state root).
-    pub snapshots: Arc<SnapshotStore>,
+        pub snapshots: Arc<SnapshotStore>,
+    /// The sandbox of contained calls (the cached probe).
+    pub sandbox: Arc<crate::sandbox::SandboxState>,
 }
 
 /// An approval question that waits for its answer.

@@ -22,6 +22,7 @@ use crate::config::{ConfigState, Roots};
 use crate::conversation::{Conversations, Deps, recovery};
 use crate::listen::{Listener, Notifier};
 use crate::model::{EnvKeys, KeyStore};
+use crate::sandbox::SandboxState;
 use crate::server;
 use crate::snapshot::SnapshotStore;
 use crate::store::Store;
@@ -49,7 +50,9 @@ pub struct Daemon {
     /// The live conversations.
     pub conversations: Conversations,
     /// The turns' snapshots of their projects (`$state/snapshots`).
-    pub snapshots: Arc<SnapshotStore>,
+        pub snapshots: Arc<SnapshotStore>,
+    /// The sandbox of contained calls: the cached probe.
+    pub sandbox: Arc<SandboxState>,
     /// Events that belong to no conversation (login_completed, logout_completed), for watchers.
     pub daemon_events: broadcast::Sender<Arc<DaemonEvent>>,
     daemon_seq: std::sync::atomic::AtomicU64,
@@ -70,7 +73,8 @@ impl Daemon {
             store: self.store.clone(),
             models: Arc::clone(&self.models),
             shell_root: self.roots.runtime.path.join("shells"),
-            snapshots: Arc::clone(&self.snapshots),
+                        snapshots: Arc::clone(&self.snapshots),
+            sandbox: Arc::clone(&self.sandbox),
         }
     }
 
@@ -173,7 +177,8 @@ async fn start_and_serve(roots: Roots, config: ConfigState) -> Result<(), StartE
         store,
         models: Arc::new(models),
         conversations: Conversations::default(),
-        snapshots: Arc::new(snapshots),
+                snapshots: Arc::new(snapshots),
+        sandbox: Arc::new(SandboxState::new(SandboxState::default_options())),
         daemon_events: broadcast::channel(DAEMON_EVENTS).0,
         daemon_seq: std::sync::atomic::AtomicU64::new(0),
         connections: AtomicUsize::new(0),

@@ -9,6 +9,8 @@
 
 pub mod explain;
 pub mod probe;
+pub mod state;
 
 pub use explain::{ExplainError, Explanation, View, explain};
 pub use probe::{Probe, ProbeOptions, find_program, probe};
+pub use state::SandboxState;
