@@ -409,6 +409,88 @@ async fn a_command_that_outlives_its_timeout_is_left_running_and_its_end_is_reco
     assert!(tool_output(&server, "call_long").contains("still runs"));
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_left_running_command_that_starts_waiting_for_input_records_the_change() {
+    let home = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let line = "sleep 2; read -p 'more? ' answer; echo got $answer";
+    let input = json!({"command": line, "timeout": 1}).to_string();
+    let long = Reply {
+        events: vec![ReplyEvent::ToolCall(ScriptToolCall {
+            id: "call_wait".into(),
+            name: "shell".into(),
+            freeform: false,
+            input: vec![input],
+        })],
+        ..Reply::default()
+    };
+    let server = model(vec![long, text("it waits")]).await;
+    let efrd = daemon(home.path(), &server);
+    let mut client = efrd.client().await.unwrap();
+    let sent = prompt_in(&mut client, project.path(), "full", "go").await;
+    let conversation = sent["conversation_id"].as_str().unwrap().to_owned();
+    let (id, _) = subscribe(&mut client, &conversation, Some(0)).await;
+    let events = common::events_through(&mut client, id, "shell_command_input_changed").await;
+    let detached = events.iter().find(|e| e["kind"] == "shell_command_detached").unwrap();
+    assert_eq!(
+        detached["input"], "none",
+        "it did not wait yet when its call answered: {detached}"
+    );
+    let changed = events.last().unwrap();
+    assert_eq!(changed["call_id"], "call_wait");
+    assert_eq!(changed["input"], "visible", "{changed}");
+    assert_eq!(changed["contained"], false);
+    assert!(changed["prompt"].as_str().unwrap().contains("more?"), "{changed}");
+    assert!(changed.get("turn_id").is_none(), "it belongs to the conversation");
+    // Stopping it ends the wait with the command.
+    client
+        .ok(
+            "shell.interrupt",
+            json!({"command_id": command_id(), "conversation_id": conversation, "call_id": "call_wait"}),
+        )
+        .await
+        .unwrap();
+    let rest = common::events_through(&mut client, id, "shell_command_ended").await;
+    let ended = rest.last().unwrap();
+    assert_eq!(ended["call_id"], "call_wait");
+    assert_ne!(ended["how"], "ended", "{ended}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shell_program_zsh_runs_the_calls_in_zsh_and_carries_cd_and_export() {
+    let home = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    std::fs::create_dir(project.path().join("sub")).unwrap();
+    let server = model(vec![
+        shell_call("call_1", "cd sub && export EFR_SEEN=yes; echo \"zsh $ZSH_VERSION\""),
+        shell_call("call_2", "echo \"$PWD $EFR_SEEN\""),
+        text("done"),
+    ])
+    .await;
+    let config = format!(
+        "{}\n[shell]\nprogram = \"zsh\"\n",
+        efr_test_support::daemon::config_for(&server.base_url())
+    );
+    let efrd = efr_test_support::daemon::TestDaemon::start(
+        common::efrd_binary(),
+        home.path(),
+        Some(&config),
+        &[("OPENAI_API_KEY", "sk-proj-testkey0000000000000000a1b2")],
+    )
+    .unwrap();
+    let mut client = efrd.client().await.unwrap();
+    let sent = prompt_in(&mut client, project.path(), "full", "go").await;
+    let conversation = sent["conversation_id"].as_str().unwrap().to_owned();
+    let (id, _) = subscribe(&mut client, &conversation, Some(0)).await;
+    events_until(&mut client, id, "turn_completed").await;
+    let first = tool_output(&server, "call_1");
+    let version = first.trim().strip_prefix("zsh ").unwrap_or("");
+    assert!(!version.is_empty(), "the call ran in zsh: {first:?}");
+    let second = tool_output(&server, "call_2");
+    let sub = project.path().join("sub").canonicalize().unwrap();
+    assert!(second.contains(&format!("{} yes", sub.display())), "{second:?}");
+}
+
 fn git(dir: &std::path::Path, args: &[&str]) -> String {
     let out = std::process::Command::new("git")
         .args(["-c", "user.name=t", "-c", "user.email=t@t", "-c", "core.autocrlf=false"])

@@ -230,3 +230,13 @@ fn key_paths_display_as_toml_writes_them() {
     assert_eq!(KeyPath::keys(&["a", "odd key", ""]).to_string(), "a.\"odd key\".\"\"");
     assert_eq!(KeyPath::default().to_string(), "");
 }
+
+#[test]
+fn shell_program_is_bash_or_zsh_and_another_is_a_clear_error() {
+    assert_eq!(parse("").unwrap().config.shell.program, crate::config::ShellProgram::Bash);
+    let parsed = parse("[shell]\nprogram = \"zsh\"\n").unwrap();
+    assert_eq!(parsed.config.shell.program, crate::config::ShellProgram::Zsh);
+    let e = err("[shell]\nprogram = \"fish\"\n");
+    assert_eq!(place(&e).2, Some("shell.program"), "{e}");
+    assert!(e.message.contains("bash") && e.message.contains("zsh"), "{e}");
+}

@@ -25,6 +25,9 @@
 //! [permissions]
 //! default_mode = "cautious"         # manual | cautious | auto | full
 //!
+//! [shell]
+//! program = "zsh"                   # bash | zsh: the hidden shell of the model's shell calls; default bash
+//!
 //! [daemon]                          # every daemon.* key needs a restart
 //! log_level = "info"                # a tracing filter directive, such as "info" or "efrd=debug,warn"
 //! idle_exit_secs = 600              # absent: never exit when idle
@@ -45,6 +48,28 @@ pub struct Config {
     pub permissions: PermissionsSection,
     /// `[daemon]`: process settings; each needs a restart to change.
     pub daemon: DaemonSection,
+    /// `[shell]`: the hidden shell of each conversation.
+    pub shell: ShellSection,
+}
+
+/// `[shell]`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ShellSection {
+    /// The shell that runs the model's shell calls (found on `PATH`); default `bash`. A change applies to hidden
+    /// shells started after it: a running one keeps its shell until it is closed.
+    pub program: ShellProgram,
+}
+
+/// The shells a hidden shell can be.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ShellProgram {
+    /// GNU bash.
+    #[default]
+    Bash,
+    /// zsh.
+    Zsh,
 }
 
 /// A model provider, by its config name (kebab-case).

@@ -56,7 +56,7 @@ pub struct Deps {
     /// Where hidden shells keep their private files (a folder in the runtime root).
     pub shell_root: PathBuf,
     /// The turns' snapshots of their projects (a folder in the state root).
-        pub snapshots: Arc<SnapshotStore>,
+    pub snapshots: Arc<SnapshotStore>,
     /// The sandbox of contained calls (the cached probe).
     pub sandbox: Arc<crate::sandbox::SandboxState>,
 }
@@ -111,6 +111,7 @@ impl Actor {
         // `[daemon] subscriber_queue`: how far a subscriber may fall behind before its stream ends with overflow.
         let capacity = deps.models.config().daemon.subscriber_queue.max(1);
         let shell_root = deps.shell_root.clone();
+        let kind = shell_kind(deps.models.config().shell.program);
         Self {
             deps,
             id,
@@ -124,7 +125,7 @@ impl Actor {
             answered: HashSet::new(),
             shell_call: super::shell::ShellCall::default(),
             shell: Arc::new(tokio::sync::Mutex::new(ShellSlot::new(ShellOptions::new(
-                ShellKind::Bash,
+                kind,
                 home_dir(),
                 shell_root,
             )))),
@@ -478,7 +479,7 @@ impl Actor {
             let mut slot = self.shell.lock().await;
             if slot.current().is_none() {
                 *slot = ShellSlot::new(ShellOptions::new(
-                    ShellKind::Bash,
+                    shell_kind(self.deps.models.config().shell.program),
                     cwd.clone(),
                     self.deps.shell_root.clone(),
                 ));
@@ -656,6 +657,14 @@ fn ends_turn(body: &EventBody) -> bool {
 
 fn status_name(status: ConversationStatus) -> &'static str {
     status.as_str()
+}
+
+/// The hidden shell's kind for `[shell] program`.
+fn shell_kind(program: crate::config::ShellProgram) -> ShellKind {
+    match program {
+        crate::config::ShellProgram::Bash => ShellKind::Bash,
+        crate::config::ShellProgram::Zsh => ShellKind::Zsh,
+    }
 }
 
 /// The wire form of a store summary row (`last_seq` and `tty` are kept in its `extra` object).

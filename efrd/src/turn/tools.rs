@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use efr_protocol::events::{
-    CallStatus, EventBody, ShellCommandDetached, ShellCommandEnded, ToolCallCompleted, ToolCallInputChanged,
-    ToolCallStarted,
+    CallStatus, EventBody, ShellCommandDetached, ShellCommandEnded, ShellCommandInputChanged, ToolCallCompleted,
+    ToolCallInputChanged, ToolCallStarted,
 };
 use efr_protocol::ids::{CallId, Timestamp, TurnId};
 use efr_protocol::wire::{ApprovalDecision, FileChangeKind, FileChanges, InputWait as WireInputWait, Mode, Origin};
@@ -374,14 +374,16 @@ async fn run_shell(
     // The completion belongs to the turn; the detached command belongs to the conversation (spec).
     recorder.record(turn_id, std::mem::take(&mut bodies)).await.ok()?;
     if let Some(detached) = answer.detached {
+        let mut waits = detached.input();
+        let wait = waits.borrow_and_update().clone();
         bodies.push(EventBody::ShellCommandDetached(ShellCommandDetached {
             call_id: call_id.clone(),
             command: command.chars().take(200).collect(),
             since: Timestamp::now(),
             contained: false,
-            input: WireInputWait::None,
-            looks_secret: false,
-            prompt: None,
+            input: wire_wait(wait.kind),
+            looks_secret: wait.looks_secret,
+            prompt: wait.prompt,
             approved_by: None,
         }));
         // Recorded before its end can be: shell_command_ended always comes after shell_command_detached.
@@ -389,7 +391,28 @@ async fn run_shell(
         let recorder = recorder.clone();
         let call_id = call_id.clone();
         tokio::spawn(async move {
-            let end = detached.ended().await;
+            let end = detached.ended();
+            tokio::pin!(end);
+            // Each change of the left-running command's wait for input is recorded until it ends.
+            let end = loop {
+                tokio::select! {
+                    end = &mut end => break end,
+                    changed = waits.changed() => {
+                        if changed.is_err() {
+                            break end.await;
+                        }
+                        let wait = waits.borrow_and_update().clone();
+                        let body = EventBody::ShellCommandInputChanged(ShellCommandInputChanged {
+                            call_id: call_id.clone(),
+                            input: wire_wait(wait.kind),
+                            contained: false,
+                            looks_secret: wait.looks_secret,
+                            prompt: wait.prompt,
+                        });
+                        let _ = recorder.record_outside_turn(vec![body]).await;
+                    }
+                }
+            };
             let how = match end.how {
                 How::Ended => efr_protocol::wire::How::Ended,
                 How::Stopped => efr_protocol::wire::How::Stopped,
