@@ -16,7 +16,9 @@ mod device;
 mod enums;
 mod events;
 mod methods;
+mod sandbox;
 mod values;
+mod watch;
 
 use std::fmt;
 use std::io;
@@ -97,9 +99,11 @@ impl fmt::Debug for Example {
 pub fn examples() -> Vec<Example> {
     let mut all = methods::examples();
     all.extend(admin::examples());
+    all.extend(sandbox::examples());
     all.extend(device::examples());
     all.extend(events::examples());
     all.extend(enums::examples());
+    all.extend(watch::examples());
     all
 }
 

@@ -20,12 +20,14 @@ use crate::hello::{HelloParams, HelloResult};
 use crate::methods::Scope;
 use crate::wire::{
     AdminConfigReloadParams, AdminConfigReloadResult, AdminLoginApiKeyParams, AdminLoginApiKeyResult,
-    AdminLogoutParams, AdminLogoutResult, AdminStatusParams, AdminStatusResult, ApprovalRespondParams,
-    ApprovalRespondResult, ConversationDiffParams, ConversationDiffResult, ConversationSubscribeParams,
-    ConversationsListParams, ConversationsListResult, InputRespondParams, InputRespondResult, ModelsListParams,
-    ModelsListResult, PromptSendParams, PromptSendResult, ShellInterruptParams, ShellInterruptResult,
-    ShellStatusParams, ShellStatusResult, SubscribeItem, TurnInterruptParams, TurnInterruptResult,
+    AdminLogoutParams, AdminLogoutResult, AdminSandboxCheckParams, AdminSandboxCheckResult, AdminStatusParams,
+    AdminStatusResult, ApprovalRespondParams, ApprovalRespondResult, ConversationDiffParams, ConversationDiffResult,
+    ConversationSubscribeParams, ConversationsListParams, ConversationsListResult, InputRespondParams,
+    InputRespondResult, ModelsListParams, ModelsListResult, PromptSendParams, PromptSendResult, SandboxExplainParams,
+    SandboxExplainResult, ShellInterruptParams, ShellInterruptResult, ShellStatusParams, ShellStatusResult,
+    SubscribeItem, TurnInterruptParams, TurnInterruptResult,
 };
+use crate::wire::{ConversationsRecentParams, ConversationsRecentResult, ConversationsWatchParams, WatchItem};
 
 /// The `$schema` of draft 2020-12.
 pub const DIALECT: &str = "https://json-schema.org/draft/2020-12/schema";
@@ -57,6 +59,10 @@ pub fn protocol_schema() -> Value {
             SubscribeItem,
             ConversationsListParams,
             ConversationsListResult,
+            ConversationsRecentParams,
+            ConversationsRecentResult,
+            ConversationsWatchParams,
+            WatchItem,
             ConversationDiffParams,
             ConversationDiffResult,
             TurnInterruptParams,
@@ -71,6 +77,10 @@ pub fn protocol_schema() -> Value {
             AdminLoginApiKeyResult,
             AdminLogoutParams,
             AdminLogoutResult,
+            AdminSandboxCheckParams,
+            AdminSandboxCheckResult,
+            SandboxExplainParams,
+            SandboxExplainResult,
             InputRespondParams,
             InputRespondResult,
             ApprovalRespondParams,

@@ -19,11 +19,14 @@ pub mod input;
 pub mod login;
 pub mod models;
 pub mod prompt;
+pub mod recent;
 pub mod route;
 pub mod sandbox;
+pub mod sandbox_methods;
 pub mod shell;
 pub mod subscribe;
 pub mod turn;
+pub mod watch;
 
 pub use admin::{
     AdminStatusParams, AdminStatusResult, ConfigStatus, LoginKind, ProviderStatus, Root, RootSource, Roots,
@@ -42,10 +45,15 @@ pub use input::{AnswerInput, InputRespondParams, InputRespondResult, InputWait};
 pub use login::{AdminLoginApiKeyParams, AdminLoginApiKeyResult, AdminLogoutParams, AdminLogoutResult};
 pub use models::{Catalog, CatalogOrigin, ModelInfo, ModelSource, ModelsListParams, ModelsListResult};
 pub use prompt::{Desktop, PromptContext, PromptSendParams, PromptSendResult, QueueAs, ShellContext, TerminalCommand};
+pub use recent::{ConversationsRecentParams, ConversationsRecentResult, RecentConversation};
 pub use route::{PromptRoute, RouteScope, RouteSwitch, SwitchReason};
 pub use sandbox::{
     BlockReason, Blocked, Bus, BusProxyOff, BusRefusal, DesktopKind, Grant, Launch, SandboxPaths, SandboxStatus,
     SandboxSummary,
+};
+pub use sandbox_methods::{
+    AdminSandboxCheckParams, AdminSandboxCheckResult, PathView, ProbeName, SandboxExplainParams, SandboxExplainResult,
+    SandboxProbe,
 };
 pub use shell::{
     ApprovedBy, How, ShellBusy, ShellInterruptParams, ShellInterruptResult, ShellStatusParams, ShellStatusResult,
@@ -54,3 +62,4 @@ pub use subscribe::{
     CompactTrigger, ConversationSubscribeParams, Draft, DraftPart, RunningTurn, Snapshot, SnapshotLive, SubscribeItem,
 };
 pub use turn::{Resent, TurnInterruptParams, TurnInterruptResult, WithdrawnPrompt, WithdrawnSteer};
+pub use watch::{ConversationsWatchParams, WatchItem};

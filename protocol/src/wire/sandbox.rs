@@ -247,7 +247,11 @@ pub struct SandboxStatus {
     pub bus_proxy_off: Option<BusProxyOff>,
 }
 
-/// The programs the sandbox uses (admin.status `sandbox_paths`); each absent when not found.
+/// The paths of the sandbox (admin.status and admin.sandbox_check `sandbox_paths`): the programs it uses, each absent
+/// when not found, and the folders a contained call gets, each absent (or empty) when not reported.
+///
+/// The spec's sandbox_paths carries scratch, masks and writable roots (issue 7, item 6); this type began with the
+/// programs, so the folders were added as optional members (docs/protocol.md, "The sandbox check and explain").
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct SandboxPaths {
     /// efr-launcher.
@@ -262,6 +266,18 @@ pub struct SandboxPaths {
     /// efr-bus-proxy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bus_proxy: Option<PathBuf>,
+    /// The folder that holds each conversation's `$SCRATCH` (`$state/scratch`; a call's own is
+    /// `$state/scratch/<conversation_id>`, writable in the sandbox).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scratch: Option<PathBuf>,
+    /// The paths every contained call sees masked, in the plan's order: the default credential stores under the
+    /// home, the user's runtime folder, efr's own roots, then the config's additions. Absent when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub masks: Vec<PathBuf>,
+    /// The project roots that contained calls write: the project of each recent conversation (the nearest git root
+    /// of its working directory, or the directory itself), without repeats. Absent when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub writable: Vec<PathBuf>,
 }
 
 #[cfg(test)]
