@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
+use efr_protocol::wire::{ProbeName, SandboxProbe};
 use efrd::sandbox::{ProbeOptions, find_program, probe};
 
 fn launcher() -> &'static Path {
@@ -33,6 +34,14 @@ fn launcher() -> &'static Path {
         assert!(launcher.is_file(), "efr-launcher is not at {}", launcher.display());
         launcher
     })
+}
+
+/// The step `name` of a probe.
+fn step(steps: &[SandboxProbe], name: ProbeName) -> &SandboxProbe {
+    steps
+        .iter()
+        .find(|step| step.name == name)
+        .unwrap_or_else(|| panic!("no step {name}: {steps:#?}"))
 }
 
 fn options(dir: &Path) -> ProbeOptions {
@@ -68,6 +77,22 @@ fn a_working_sandbox_reports_its_layers() {
     );
     let version = found.bwrap_version.clone().unwrap();
     assert!(version.chars().next().is_some_and(|c| c.is_ascii_digit()), "{version}");
+    // Every step, in order, passed, with what it found.
+    let names: Vec<ProbeName> = found.steps.iter().map(|step| step.name).collect();
+    assert_eq!(names, &ProbeName::ALL[..ProbeName::ALL.len() - 1]);
+    assert!(
+        found.steps.iter().all(|step| step.passed && step.reason.is_none()),
+        "{found:#?}"
+    );
+    let bwrap = found.paths.bwrap.clone().unwrap();
+    assert_eq!(
+        step(&found.steps, ProbeName::Bwrap).detail,
+        Some(format!("{version} at {}", bwrap.display()))
+    );
+    assert_eq!(
+        step(&found.steps, ProbeName::Landlock).detail,
+        Some(format!("ABI {}", found.status.landlock_abi.unwrap()))
+    );
     // The user's setting is reported as it is.
     let found = probe(&ProbeOptions {
         netview_off: true,
@@ -89,12 +114,34 @@ fn a_missing_bubblewrap_or_launcher_says_why() {
         Some("bubblewrap is not installed at /nonexistent/bwrap")
     );
     assert_eq!(found.paths.bwrap, None);
+    let bwrap = step(&found.steps, ProbeName::Bwrap);
+    assert!(!bwrap.passed && bwrap.detail.is_none());
+    assert_eq!(bwrap.reason, found.status.reason);
+    // The launcher is still checked on its own; the steps that need a run are not.
+    assert!(step(&found.steps, ProbeName::Launcher).passed);
+    let net_view = step(&found.steps, ProbeName::NetView);
+    assert!(!net_view.passed);
+    assert_eq!(
+        net_view.reason.as_deref(),
+        Some("not checked: bubblewrap is not installed at /nonexistent/bwrap")
+    );
     let found = probe(&ProbeOptions {
         launcher: "/nonexistent/efr-launcher".into(),
         ..options(dir.path())
     });
     assert!(!found.status.available);
-    assert!(found.status.reason.unwrap().contains("efr-launcher is not installed"));
+    assert!(
+        found
+            .status
+            .reason
+            .clone()
+            .unwrap()
+            .contains("efr-launcher is not installed")
+    );
+    assert!(step(&found.steps, ProbeName::Bwrap).passed);
+    let launcher_step = step(&found.steps, ProbeName::Launcher);
+    assert_eq!(launcher_step.reason, found.status.reason);
+    assert!(!step(&found.steps, ProbeName::ContainedRun).passed);
     // A PATH without bwrap finds none; the machine's PATH finds the real one.
     assert_eq!(find_program("bwrap", OsStr::new(dir.path().as_os_str())), None);
     assert!(find_program("bwrap", OsStr::new("/usr/local/bin:/usr/bin:/bin")).is_some());
@@ -126,9 +173,21 @@ fn a_bubblewrap_that_cannot_build_the_sandbox_is_a_setup_error() {
         found
             .status
             .reason
+            .as_deref()
             .unwrap()
             .contains("No permissions to create new namespace")
     );
     assert!(!found.status.netview && !found.landlock_enforced);
+    let run = step(&found.steps, ProbeName::ContainedRun);
+    assert!(!run.passed);
+    assert_eq!(run.reason, found.status.reason);
+    let landlock = step(&found.steps, ProbeName::Landlock);
+    assert!(
+        landlock
+            .reason
+            .as_deref()
+            .unwrap()
+            .starts_with("not checked: the sandbox cannot start")
+    );
     assert_eq!(found.paths.bwrap, Some(fake));
 }

@@ -36,6 +36,6 @@ pub use parse::{ConfigError, KeyPath};
 pub use roots::{DirError, Root, RootSource, Roots, RootsError, ensure_private_dir};
 pub use schema::{
     CompatSection, Config, DaemonSection, ExtraModel, Mode, ModelSection, PermissionsSection, ProviderId,
-    ProviderSection, ProvidersSection, RetrySection, ShellProgram, ShellSection,
+    ProviderSection, ProvidersSection, RetrySection, SandboxSection, ShellProgram, ShellSection,
 };
 pub use state::{ConfigState, ConfigStatus, EXIT_CONFIG_INVALID, RESTART_SECTIONS, ReloadOutcome};

@@ -233,7 +233,10 @@ fn key_paths_display_as_toml_writes_them() {
 
 #[test]
 fn shell_program_is_bash_or_zsh_and_another_is_a_clear_error() {
-    assert_eq!(parse("").unwrap().config.shell.program, crate::config::ShellProgram::Bash);
+    assert_eq!(
+        parse("").unwrap().config.shell.program,
+        crate::config::ShellProgram::Bash
+    );
     let parsed = parse("[shell]\nprogram = \"zsh\"\n").unwrap();
     assert_eq!(parsed.config.shell.program, crate::config::ShellProgram::Zsh);
     let e = err("[shell]\nprogram = \"fish\"\n");

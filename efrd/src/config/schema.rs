@@ -28,6 +28,9 @@
 //! [shell]
 //! program = "zsh"                   # bash | zsh: the hidden shell of the model's shell calls; default bash
 //!
+//! [sandbox]
+//! extra_masks = ["/home/ada/.vault-token"]  # absolute paths a contained call sees masked, after the defaults
+//!
 //! [daemon]                          # every daemon.* key needs a restart
 //! log_level = "info"                # a tracing filter directive, such as "info" or "efrd=debug,warn"
 //! idle_exit_secs = 600              # absent: never exit when idle
@@ -50,6 +53,17 @@ pub struct Config {
     pub daemon: DaemonSection,
     /// `[shell]`: the hidden shell of each conversation.
     pub shell: ShellSection,
+    /// `[sandbox]`: what contained calls see.
+    pub sandbox: SandboxSection,
+}
+
+/// `[sandbox]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SandboxSection {
+    /// Paths that every contained call sees masked, after the default list (credential stores, `/run/user/$UID`,
+    /// efr's own roots); absolute, normal (no `.` or `..`), not `/`. A change applies to calls that start after it.
+    pub extra_masks: Vec<std::path::PathBuf>,
 }
 
 /// `[shell]`.

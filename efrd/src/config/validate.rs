@@ -93,6 +93,21 @@ pub fn check(config: &Config) -> Result<(), Invalid> {
         }
     }
 
+    for (i, path) in config.sandbox.extra_masks.iter().enumerate() {
+        let key = KeyPath::keys(&["sandbox", "extra_masks"]).index(i);
+        let normal = path
+            .components()
+            .all(|c| matches!(c, std::path::Component::RootDir | std::path::Component::Normal(_)));
+        if !path.is_absolute() || !normal {
+            return invalid(
+                key,
+                format!("{} is not an absolute path without `.` or `..`", path.display()),
+            );
+        }
+        if path == std::path::Path::new("/") {
+            return invalid(key, "/ cannot be masked: it is the whole file system");
+        }
+    }
     let daemon = KeyPath::keys(&["daemon"]);
     let d = &config.daemon;
     if let Err(e) = tracing_subscriber::EnvFilter::try_new(&d.log_level) {
@@ -257,6 +272,19 @@ mod tests {
             efforts: efforts.iter().map(|e| (*e).to_owned()).collect(),
             default_effort: default.map(str::to_owned),
             context_window: Some(1000),
+        }
+    }
+
+    #[test]
+    fn extra_masks_are_absolute_normal_and_not_the_root() {
+        let mut config = Config::default();
+        config.sandbox.extra_masks = vec!["/home/ada/.vault-token".into()];
+        assert_eq!(check(&config), Ok(()));
+        for bad in ["~/.vault-token", "/home/ada/../bob", "/"] {
+            config.sandbox.extra_masks = vec!["/srv/ok".into(), bad.into()];
+            let error = check(&config).unwrap_err();
+            assert_eq!(error.key.to_string(), "sandbox.extra_masks[1]", "{bad}");
+            assert!(!error.message.is_empty());
         }
     }
 

@@ -16,6 +16,8 @@ use std::path::{Component, Path, PathBuf};
 use efr_protocol::internal::{LaunchPlan, MountKind, PlanError, Rule};
 use serde::Serialize;
 
+use super::plan::normalize;
+
 /// What a contained call sees at a path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -113,21 +115,6 @@ pub fn explain(path: &Path, cwd: Option<&Path>, plan: &LaunchPlan) -> Result<Exp
         rule_path: mount.path.clone(),
         rule: mount.rule.to_string(),
     })
-}
-
-/// Removes `.` and resolves `..` lexically (no file is read, so links are not followed).
-fn normalize(path: &Path) -> PathBuf {
-    let mut out = PathBuf::from("/");
-    for component in path.components() {
-        match component {
-            Component::Normal(part) => out.push(part),
-            Component::ParentDir => {
-                out.pop();
-            }
-            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
-        }
-    }
-    out
 }
 
 #[cfg(test)]

@@ -3,14 +3,18 @@
 //! - [`probe`]: runs real contained commands through `efr-launcher` and reports what works (bubblewrap, user
 //!   namespaces, Landlock, seccomp, the net_view self-test), for `admin.sandbox_check` and `admin.status`.
 //! - [`explain`]: what a contained call would see at a path and which rule decides, for `sandbox.explain`.
+//! - [`plan`]: the base plan of a contained call (project root, `$SCRATCH`, the masks) and its [`Layout`].
+//! - [`state`]: the cached probe of the daemon.
 //!
 //! The launch plan itself, its mounts and the launcher's report are in `efr_protocol::internal`, shared with
 //! `efr-launcher`.
 
 pub mod explain;
+pub mod plan;
 pub mod probe;
 pub mod state;
 
 pub use explain::{ExplainError, Explanation, View, explain};
+pub use plan::{Layout, base_plan, project_root};
 pub use probe::{Probe, ProbeOptions, find_program, probe};
 pub use state::SandboxState;

@@ -6,6 +6,10 @@
 //! the host's namespace (the self-test passes only if that socket stays out of reach). Around it, facts that explain
 //! a failure: where bubblewrap is and its version, whether the kernel allows user namespaces.
 //!
+//! Each step's outcome is kept ([`Probe::steps`], in [`ProbeName`]'s order) for `admin.sandbox_check`: the facts
+//! (bubblewrap, the launcher, user namespaces) are each checked on their own, and the steps that need a contained run
+//! are "not checked" when a fact they need is missing.
+//!
 //! Blocking (it waits for child processes, about 20 ms): call it from a blocking thread. The caller caches the
 //! result and probes again after a setup error.
 
@@ -15,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use efr_protocol::internal::{LaunchPlan, LaunchReport, ReportTo, default_masks};
-use efr_protocol::wire::{Grant, SandboxPaths, SandboxStatus};
+use efr_protocol::wire::{Grant, ProbeName, SandboxPaths, SandboxProbe, SandboxStatus};
 use serde::Serialize;
 
 /// What the probe needs to know.
@@ -52,21 +56,48 @@ pub struct Probe {
     pub seccomp: bool,
     /// The setup error of the contained `true`, as the launcher reported it.
     pub setup_error: Option<String>,
+    /// Every step, in [`ProbeName`]'s order, passed or not and why.
+    pub steps: Vec<SandboxProbe>,
 }
 
-/// Runs the probe. Never fails: what went wrong is in `status.reason` (and `setup_error`).
+impl Probe {
+    fn step(&mut self, name: ProbeName, failed: Option<String>, detail: Option<String>) {
+        self.steps.push(SandboxProbe {
+            name,
+            passed: failed.is_none(),
+            detail,
+            reason: failed,
+        });
+    }
+
+    /// Ends the probe at a failure: `reason` becomes the status's reason, and every step not taken yet is "not
+    /// checked" for it.
+    fn stop(mut self, reason: String) -> Self {
+        for &name in ProbeName::ALL {
+            if name != ProbeName::Unknown && !self.steps.iter().any(|step| step.name == name) {
+                self.step(name, Some(format!("not checked: {reason}")), None);
+            }
+        }
+        self.status.reason = Some(reason);
+        self
+    }
+}
+
+/// Runs the probe. Never fails: what went wrong is in `status.reason` (the first failure), `setup_error` and each
+/// step of `steps`.
 pub fn probe(options: &ProbeOptions) -> Probe {
     let bwrap = match &options.bwrap {
         Some(path) => path.is_file().then(|| path.clone()),
         None => std::env::var_os("PATH").and_then(|path| find_program("bwrap", &path)),
     };
+    let launcher = options.launcher.is_file().then(|| options.launcher.clone());
     let mut found = Probe {
         status: SandboxStatus {
             netview_off: options.netview_off,
             ..SandboxStatus::default()
         },
         paths: SandboxPaths {
-            launcher: options.launcher.is_file().then(|| options.launcher.clone()),
+            launcher: launcher.clone(),
             bwrap: bwrap.clone(),
             ..SandboxPaths::default()
         },
@@ -76,36 +107,48 @@ pub fn probe(options: &ProbeOptions) -> Probe {
         landlock_scoped: false,
         seccomp: false,
         setup_error: None,
+        steps: Vec::new(),
     };
-    let Some(bwrap) = bwrap else {
-        found.status.reason = Some(match &options.bwrap {
+    // The facts, each on its own, so the check names every one that is missing.
+    let bwrap_failed = match &bwrap {
+        None => Some(match &options.bwrap {
             Some(path) => format!("bubblewrap is not installed at {}", path.display()),
             None => "bubblewrap is not installed (no bwrap on PATH)".into(),
-        });
-        return found;
+        }),
+        Some(path) => {
+            found.bwrap_version = bwrap_version(path);
+            found
+                .bwrap_version
+                .is_none()
+                .then(|| format!("bubblewrap at {} does not run", path.display()))
+        }
     };
-    found.bwrap_version = bwrap_version(&bwrap);
-    if found.bwrap_version.is_none() {
-        found.status.reason = Some(format!("bubblewrap at {} does not run", bwrap.display()));
-        return found;
-    }
-    if found.paths.launcher.is_none() {
-        found.status.reason = Some(format!(
-            "efr-launcher is not installed at {}",
-            options.launcher.display()
-        ));
-        return found;
-    }
-    if !found.user_namespaces {
-        found.status.reason = Some("the kernel allows no user namespaces (user.max_user_namespaces is 0)".into());
-        return found;
-    }
+    let detail = bwrap
+        .as_ref()
+        .zip(found.bwrap_version.as_ref())
+        .map(|(path, version)| format!("{version} at {}", path.display()));
+    found.step(ProbeName::Bwrap, bwrap_failed.clone(), detail);
+    let launcher_failed = launcher
+        .is_none()
+        .then(|| format!("efr-launcher is not installed at {}", options.launcher.display()));
+    let detail = launcher.as_ref().map(|path| path.display().to_string());
+    found.step(ProbeName::Launcher, launcher_failed.clone(), detail);
+    let userns_failed = (!found.user_namespaces)
+        .then(|| "the kernel allows no user namespaces (user.max_user_namespaces is 0)".to_owned());
+    found.step(ProbeName::UserNamespaces, userns_failed.clone(), None);
+    let failed = bwrap_failed.or(launcher_failed).or(userns_failed);
+    // A missing bubblewrap is always a failure, so `failed` holds a reason whenever this returns.
+    let Some(bwrap) = bwrap.filter(|_| failed.is_none()) else {
+        return found.stop(failed.unwrap_or_default());
+    };
+    // A real contained `true`: bubblewrap, user namespaces, Landlock and seccomp all have to work.
     let plan = base_plan(options, &bwrap, vec!["true".into()]);
     let report = match launch(&options.launcher, plan) {
         Ok(report) => report,
         Err(err) => {
-            found.status.reason = Some(format!("cannot run efr-launcher: {err}"));
-            return found;
+            let reason = format!("cannot run efr-launcher: {err}");
+            found.step(ProbeName::ContainedRun, Some(reason.clone()), None);
+            return found.stop(reason);
         }
     };
     for line in &report {
@@ -122,20 +165,29 @@ pub fn probe(options: &ProbeOptions) -> Probe {
             found.seccomp = *seccomp;
         }
     }
-    match LaunchReport::end(&report) {
-        Some(LaunchReport::Exited { exit_code: 0, .. }) if found.landlock_enforced => {}
+    let run_failed = match LaunchReport::end(&report) {
+        Some(LaunchReport::Exited { exit_code: 0, .. }) if found.landlock_enforced => None,
         Some(LaunchReport::SetupError { message, .. }) => {
             found.setup_error = Some(message.clone());
-            found.status.reason = Some(format!("the sandbox cannot start: {message}"));
-            return found;
+            Some(format!("the sandbox cannot start: {message}"))
         }
-        other => {
-            found.status.reason = Some(format!("a contained `true` did not succeed ({other:?})"));
-            return found;
-        }
+        other => Some(format!("a contained `true` did not succeed ({other:?})")),
+    };
+    found.step(ProbeName::ContainedRun, run_failed.clone(), None);
+    if let Some(reason) = run_failed {
+        return found.stop(reason);
     }
+    let abi = found.status.landlock_abi.unwrap_or_default();
+    found.step(ProbeName::Landlock, None, Some(format!("ABI {abi}")));
+    let scope_failed = (!found.landlock_scoped)
+        .then(|| format!("Landlock ABI {abi} cannot scope abstract Unix sockets and signals (ABI 6 can)"));
+    found.step(ProbeName::LandlockScope, scope_failed, None);
+    let seccomp_failed = (!found.seccomp).then(|| "the seccomp filters were not loaded".to_owned());
+    found.step(ProbeName::Seccomp, seccomp_failed, None);
     found.status.available = true;
-    found.status.netview = net_view_self_test(options, &bwrap);
+    let net_view = net_view_self_test(options, &bwrap);
+    found.status.netview = net_view.is_ok();
+    found.step(ProbeName::NetView, net_view.err(), None);
     found
 }
 
@@ -149,14 +201,14 @@ fn base_plan(options: &ProbeOptions, bwrap: &Path, argv: Vec<String>) -> LaunchP
 
 /// The net_view self-test: passes when the launcher's `self-test net-view` exits 0 under the grant while this
 /// process listens on the abstract socket it tries.
-fn net_view_self_test(options: &ProbeOptions, bwrap: &Path) -> bool {
+///
+/// # Errors
+/// Why it did not pass, one sentence.
+fn net_view_self_test(options: &ProbeOptions, bwrap: &Path) -> Result<(), String> {
     let name = format!("efr-probe-{}-{}", std::process::id(), rand::random::<u64>());
-    let Ok(addr) = SocketAddr::from_abstract_name(name.as_bytes()) else {
-        return false;
-    };
-    let Ok(_listener) = UnixListener::bind_addr(&addr) else {
-        return false;
-    };
+    let addr =
+        SocketAddr::from_abstract_name(name.as_bytes()).map_err(|e| format!("cannot name an abstract socket: {e}"))?;
+    let _listener = UnixListener::bind_addr(&addr).map_err(|e| format!("cannot listen on an abstract socket: {e}"))?;
     let argv = vec![
         options.launcher.display().to_string(),
         "self-test".into(),
@@ -166,10 +218,18 @@ fn net_view_self_test(options: &ProbeOptions, bwrap: &Path) -> bool {
     ];
     let mut plan = base_plan(options, bwrap, argv);
     plan.grants.push(Grant::NetView);
-    matches!(
-        launch(&options.launcher, plan).as_deref().map(LaunchReport::end),
-        Ok(Some(LaunchReport::Exited { exit_code: 0, .. }))
-    )
+    let report = launch(&options.launcher, plan).map_err(|e| format!("cannot run efr-launcher: {e}"))?;
+    match LaunchReport::end(&report) {
+        Some(LaunchReport::Exited { exit_code: 0, .. }) => Ok(()),
+        Some(LaunchReport::Exited { exit_code, .. }) => Err(format!(
+            "the self-test failed (exit {exit_code}): under net_view, an inet socket opened, a Unix or netlink socket \
+             did not, or the host's abstract socket was reachable"
+        )),
+        Some(LaunchReport::SetupError { message, .. }) => {
+            Err(format!("the sandbox refused the net_view grant: {message}"))
+        }
+        other => Err(format!("the self-test did not end ({other:?})")),
+    }
 }
 
 /// Runs one plan through the launcher (a one-time plan file and a report file in a private temporary folder) and

@@ -3,11 +3,15 @@
 //!
 //! The probe runs once, on first need, on a blocking thread; [`SandboxState::invalidate`] (after a contained call's
 //! setup error) makes the next [`SandboxState::current`] probe again, as does [`SandboxState::recheck`].
+//!
+//! The cache sits behind a plain lock that is only held to copy an `Arc`, so a reader that must not wait for a
+//! probe (admin.status: [`SandboxState::peek`]) never does; a second lock makes probes run one at a time, so
+//! callers that arrive while one runs share its result instead of starting their own.
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use tokio::sync::Mutex;
+use tokio::sync::Mutex as AsyncMutex;
 
 use super::probe::{Probe, ProbeOptions, probe};
 
@@ -15,7 +19,10 @@ use super::probe::{Probe, ProbeOptions, probe};
 #[derive(Debug)]
 pub struct SandboxState {
     options: ProbeOptions,
+    /// The last probe; `None` before the first one and after [`Self::invalidate`].
     cached: Mutex<Option<Arc<Probe>>>,
+    /// Held while a probe runs.
+    probing: AsyncMutex<()>,
 }
 
 impl SandboxState {
@@ -25,6 +32,7 @@ impl SandboxState {
         Self {
             options,
             cached: Mutex::new(None),
+            probing: AsyncMutex::new(()),
         }
     }
 
@@ -38,8 +46,10 @@ impl SandboxState {
                 .unwrap_or_else(|_| PathBuf::from("efr-launcher"))
         });
         let home = std::env::var_os("HOME").map_or_else(|| PathBuf::from("/"), PathBuf::from);
-        let runtime_dir = std::env::var_os("XDG_RUNTIME_DIR")
-            .map_or_else(|| PathBuf::from(format!("/run/user/{}", nix::unistd::getuid())), PathBuf::from);
+        let runtime_dir = std::env::var_os("XDG_RUNTIME_DIR").map_or_else(
+            || PathBuf::from(format!("/run/user/{}", nix::unistd::getuid())),
+            PathBuf::from,
+        );
         ProbeOptions {
             launcher,
             bwrap: std::env::var_os("EFR_BWRAP").map(PathBuf::from),
@@ -55,33 +65,63 @@ impl SandboxState {
         &self.options
     }
 
-    /// The cached probe, probing first when there is none.
+    /// The cached probe, probing first when there is none. Callers that come while a probe runs wait for it and
+    /// share its result.
     pub async fn current(&self) -> Arc<Probe> {
-        let mut cached = self.cached.lock().await;
-        if let Some(found) = cached.as_ref() {
-            return Arc::clone(found);
+        if let Some(found) = self.peek() {
+            return found;
+        }
+        let _probing = self.probing.lock().await;
+        // Another caller may have probed while this one waited.
+        if let Some(found) = self.peek() {
+            return found;
         }
         let found = self.run().await;
-        *cached = Some(Arc::clone(&found));
+        *self.slot() = Some(Arc::clone(&found));
         found
     }
 
     /// The cached probe without probing (`None` before the first probe).
     pub async fn cached(&self) -> Option<Arc<Probe>> {
-        self.cached.lock().await.clone()
+        self.peek()
     }
 
-    /// Probes again and caches the result.
+    /// The cached probe without probing and without waiting for a probe that runs (`None` before the first probe
+    /// and after [`Self::invalidate`]). For admin.status, which must not wait ~20 ms or more for a probe.
+    #[must_use]
+    pub fn peek(&self) -> Option<Arc<Probe>> {
+        self.slot().clone()
+    }
+
+    /// Starts a probe on the runtime when none is cached and none runs, and returns at once; the next
+    /// [`Self::peek`] after it ends sees the result.
+    pub fn probe_in_background(self: &Arc<Self>) {
+        if self.peek().is_some() || self.probing.try_lock().is_err() {
+            return;
+        }
+        let state = Arc::clone(self);
+        tokio::spawn(async move {
+            state.current().await;
+        });
+    }
+
+    /// Probes again and caches the result (admin.sandbox_check).
     pub async fn recheck(&self) -> Arc<Probe> {
-        let mut cached = self.cached.lock().await;
+        let _probing = self.probing.lock().await;
         let found = self.run().await;
-        *cached = Some(Arc::clone(&found));
+        *self.slot() = Some(Arc::clone(&found));
         found
     }
 
     /// Forgets the cached probe (after a setup error): the next [`Self::current`] probes again.
     pub async fn invalidate(&self) {
-        *self.cached.lock().await = None;
+        *self.slot() = None;
+    }
+
+    /// The cache slot. A poisoned lock still holds a whole `Option<Arc<_>>` (it is only ever replaced), so it is
+    /// used as it is.
+    fn slot(&self) -> MutexGuard<'_, Option<Arc<Probe>>> {
+        self.cached.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     async fn run(&self) -> Arc<Probe> {
@@ -98,5 +138,59 @@ impl SandboxState {
                 Arc::new(found)
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    /// A state whose probe ends at once: bubblewrap is not where it looks.
+    fn without_bwrap() -> Arc<SandboxState> {
+        Arc::new(SandboxState::new(ProbeOptions {
+            launcher: PathBuf::from("/nonexistent/efr-launcher"),
+            bwrap: Some(PathBuf::from("/nonexistent/bwrap")),
+            home: PathBuf::from("/nonexistent/home"),
+            runtime_dir: PathBuf::from("/nonexistent/run"),
+            netview_off: false,
+        }))
+    }
+
+    #[tokio::test]
+    async fn the_cache_fills_on_first_need_and_empties_on_invalidate() {
+        let state = without_bwrap();
+        assert!(state.peek().is_none() && state.cached().await.is_none());
+        let found = state.current().await;
+        assert!(!found.status.available);
+        assert!(Arc::ptr_eq(&state.peek().unwrap(), &found));
+        // The same probe again, not a new one.
+        assert!(Arc::ptr_eq(&state.current().await, &found));
+        // recheck probes anew.
+        assert!(!Arc::ptr_eq(&state.recheck().await, &found));
+        state.invalidate().await;
+        assert!(state.peek().is_none());
+    }
+
+    #[tokio::test]
+    async fn a_background_probe_fills_the_cache_without_a_waiting_caller() {
+        let state = without_bwrap();
+        state.probe_in_background();
+        let mut waited = Duration::ZERO;
+        while state.peek().is_none() {
+            assert!(waited < Duration::from_secs(10), "the background probe never ended");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            waited += Duration::from_millis(5);
+        }
+        let found = state.peek().unwrap();
+        assert_eq!(
+            found.status.reason.as_deref(),
+            Some("bubblewrap is not installed at /nonexistent/bwrap")
+        );
+        // A cached result is kept: no second probe starts.
+        state.probe_in_background();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert!(Arc::ptr_eq(&state.peek().unwrap(), &found));
     }
 }

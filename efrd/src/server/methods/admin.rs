@@ -80,11 +80,12 @@ fn provider_param(name: &str) -> Result<ProviderKind, ErrorBody> {
     }
 }
 
-/// admin.status.
+/// admin.status. The sandbox members come from the cached probe and never wait for one
+/// ([`super::sandbox::status_members`]).
 ///
 /// # Errors
 /// Never in practice; `internal` if the result cannot be serialized.
-pub fn status(ctx: &RequestCtx) -> Result<Value, ErrorBody> {
+pub async fn status(ctx: &RequestCtx) -> Result<Value, ErrorBody> {
     let daemon = &ctx.daemon;
     let roots = &daemon.roots;
     let config = daemon.models.config_state().status();
@@ -105,6 +106,7 @@ pub fn status(ctx: &RequestCtx) -> Result<Value, ErrorBody> {
             }
         })
         .collect();
+    let (sandbox, sandbox_paths) = super::sandbox::status_members(ctx).await;
     result(&AdminStatusResult {
         version: env!("CARGO_PKG_VERSION").to_owned(),
         pid: std::process::id(),
@@ -124,8 +126,8 @@ pub fn status(ctx: &RequestCtx) -> Result<Value, ErrorBody> {
         }),
         providers,
         catalog: Some(wire_catalog(&daemon.models.catalog())),
-        sandbox: None,
-        sandbox_paths: None,
+        sandbox,
+        sandbox_paths,
     })
 }
 

@@ -55,7 +55,10 @@ pub fn hello(daemon: &Daemon, session: &Session, raw: Option<Value>) -> Result<V
         version: env!("CARGO_PKG_VERSION").to_owned(),
         protocol: PROTOCOL_VERSION,
         // Only what this efrd really does is announced.
-        capabilities: Capabilities::default(),
+        capabilities: Capabilities {
+            conversations_watch: true,
+            ..Capabilities::default()
+        },
         paths: HelloPaths {
             socket: Some(roots.socket_path()),
             config: Some(roots.config.path.clone()),

@@ -4,7 +4,9 @@
 pub mod admin;
 pub mod conversation;
 pub mod hello;
+pub mod sandbox;
 pub mod shell;
+pub mod watch;
 
 use efr_protocol::ErrorBody;
 use efr_protocol::methods::Method;
@@ -58,9 +60,18 @@ pub async fn unary(ctx: &RequestCtx, method: Method, raw: Option<Value>) -> Resu
         Method::ShellStatus => shell::status(ctx, raw).await,
         Method::ShellInterrupt => shell::interrupt(ctx, raw).await,
         Method::ConversationsList => conversation::conversations_list(ctx, raw).await,
+        Method::ConversationsRecent => watch::conversations_recent(ctx, raw).await,
         Method::ConversationDiff => conversation::diff(ctx, raw).await,
         Method::ModelsList => no_params(raw).and_then(|()| admin::models_list(ctx)),
-        Method::AdminStatus => no_params(raw).and_then(|()| admin::status(ctx)),
+        Method::AdminStatus => {
+            no_params(raw)?;
+            admin::status(ctx).await
+        }
+        Method::AdminSandboxCheck => {
+            no_params(raw)?;
+            sandbox::sandbox_check(ctx).await
+        }
+        Method::SandboxExplain => sandbox::explain_path(ctx, raw).await,
         Method::AdminConfigReload => {
             no_params(raw)?;
             admin::config_reload(ctx).await
@@ -98,6 +109,7 @@ pub async fn stream(
 ) -> Result<(), ErrorBody> {
     match method {
         Method::ConversationSubscribe => conversation::subscribe(ctx, raw, sink).await,
+        Method::ConversationsWatch => watch::conversations_watch(ctx, raw, sink).await,
         _ => Err(not_served(method)),
     }
 }

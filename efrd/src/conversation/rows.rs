@@ -1,0 +1,154 @@
+//! The rows of conversations.recent and conversations.watch, made from the store's summary rows.
+//!
+//! Source: the spec's changelog entry "resuming a conversation": the conversations of the scope key of `pwd` come
+//! first, each part newest first; a row has its summary, route, project, turns, open_in and here; the result names
+//! the terminal's current conversation.
+//!
+//! # What this efrd can say (until routing and the project registry land)
+//!
+//! - The scope key of a conversation is its working directory (ADR 0003: "the project of a conversation is its
+//!   working directory"): a row is `here` when its `cwd` holds `pwd` (the same folder or one above it). The result's
+//!   `scope`, a row's `route` and its `project` are absent, since efrd names no project yet.
+//! - `open_in` is the terminal that holds the conversation (the tty of its summary row) when it is not the asking
+//!   terminal. efrd does not track whether that terminal is still open.
+//! - `current` is the newest conversation whose summary row names the asking tty.
+
+use std::path::Path;
+
+use efr_protocol::ids::ConversationId;
+use efr_protocol::wire::{ConversationsRecentResult, RecentConversation};
+
+use super::summary_to_wire;
+use crate::store::ConversationSummary;
+
+/// Who asks: the terminal and its working directory, each optional (both absent for conversations.watch).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Asker<'a> {
+    /// The asking terminal, such as `/dev/pts/3`.
+    pub tty: Option<&'a str>,
+    /// Its working directory.
+    pub pwd: Option<&'a Path>,
+}
+
+/// The row of one conversation as `asker` sees it.
+#[must_use]
+pub fn recent_row(summary: &ConversationSummary, asker: Asker<'_>) -> RecentConversation {
+    let wire = summary_to_wire(summary);
+    let here = match (asker.pwd, wire.cwd.as_deref()) {
+        (Some(pwd), Some(cwd)) => pwd.starts_with(cwd),
+        _ => false,
+    };
+    let open_in = wire.tty.clone().filter(|tty| Some(tty.as_str()) != asker.tty);
+    RecentConversation {
+        route: wire.route.clone(),
+        project: None,
+        turns: wire.turns,
+        open_in,
+        here,
+        summary: wire,
+    }
+}
+
+/// conversations.recent from `newest_first` (the store's rows, newest first): the rows of `asker`'s scope first,
+/// each part newest first, at most `limit` rows; `current` is found among all of `newest_first`.
+#[must_use]
+pub fn recent(newest_first: &[ConversationSummary], asker: Asker<'_>, limit: usize) -> ConversationsRecentResult {
+    let current: Option<ConversationId> = asker.tty.and_then(|tty| {
+        newest_first
+            .iter()
+            .find(|s| s.extra.get("tty").and_then(|t| t.as_str()) == Some(tty))
+            .map(|s| s.id)
+    });
+    let rows: Vec<RecentConversation> = newest_first.iter().map(|s| recent_row(s, asker)).collect();
+    // A stable partition keeps each part newest first.
+    let (mut conversations, rest): (Vec<_>, Vec<_>) = rows.into_iter().partition(|row| row.here);
+    conversations.extend(rest);
+    conversations.truncate(limit);
+    ConversationsRecentResult {
+        scope: None,
+        current,
+        conversations,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use efr_protocol::ids::Timestamp;
+    use serde_json::{Map, Value};
+
+    use super::*;
+
+    fn row(cwd: Option<&str>, tty: Option<&str>, turns: u64) -> ConversationSummary {
+        let mut extra = Map::new();
+        if let Some(tty) = tty {
+            extra.insert("tty".into(), Value::from(tty));
+        }
+        ConversationSummary {
+            id: ConversationId::new(),
+            title: Some("t".into()),
+            status: "idle".into(),
+            cwd: cwd.map(str::to_owned),
+            created_at: Timestamp::now(),
+            updated_at: Timestamp::now(),
+            turn_count: turns,
+            extra,
+        }
+    }
+
+    #[test]
+    fn the_rows_of_the_pwd_come_first_each_part_newest_first() {
+        let rows = [
+            row(Some("/tmp/a"), None, 1),
+            row(Some("/home/ada/efr"), Some("/dev/pts/3"), 2),
+            row(None, None, 3),
+            row(Some("/home/ada/efr/protocol"), Some("/dev/pts/7"), 4),
+            row(Some("/home/ada"), None, 5),
+        ];
+        let asker = Asker {
+            tty: Some("/dev/pts/7"),
+            pwd: Some(Path::new("/home/ada/efr/protocol")),
+        };
+        let result = recent(&rows, asker, 20);
+        let turns: Vec<u64> = result.conversations.iter().map(|r| r.turns).collect();
+        assert_eq!(turns, [2, 4, 5, 1, 3]);
+        let here: Vec<bool> = result.conversations.iter().map(|r| r.here).collect();
+        assert_eq!(here, [true, true, true, false, false]);
+        assert_eq!(result.current, Some(rows[3].id));
+        // The asking terminal is not "another open terminal".
+        assert_eq!(result.conversations[0].open_in.as_deref(), Some("/dev/pts/3"));
+        assert_eq!(result.conversations[1].open_in, None);
+        assert_eq!(result.scope, None);
+    }
+
+    #[test]
+    fn limit_cuts_after_the_order_and_current_needs_a_tty() {
+        let rows = [row(None, Some("/dev/pts/1"), 1), row(Some("/x"), None, 2)];
+        let result = recent(
+            &rows,
+            Asker {
+                tty: None,
+                pwd: Some(Path::new("/x/y")),
+            },
+            1,
+        );
+        assert_eq!(result.conversations.len(), 1);
+        assert_eq!(result.conversations[0].turns, 2);
+        assert_eq!(result.current, None);
+        // Without a tty every holder is another terminal.
+        let all = recent(&rows, Asker::default(), 5);
+        assert_eq!(all.conversations[0].open_in.as_deref(), Some("/dev/pts/1"));
+        assert!(all.conversations.iter().all(|r| !r.here));
+    }
+
+    #[test]
+    fn a_sibling_folder_with_a_common_prefix_is_not_here() {
+        let r = recent_row(
+            &row(Some("/home/ada/efr"), None, 1),
+            Asker {
+                tty: None,
+                pwd: Some(Path::new("/home/ada/efr-old")),
+            },
+        );
+        assert!(!r.here);
+    }
+}

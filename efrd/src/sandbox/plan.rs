@@ -1,0 +1,218 @@
+//! The base plan of a contained call: what every call of auto mode starts from before its grants (ARCHITECTURE.md
+//! §7, issue 7 item 3), and what `sandbox.explain` reads.
+//!
+//! - writable: the call's project root ([`project_root`]: the nearest git root of its working directory, or the
+//!   directory itself) and `$SCRATCH` (one folder per conversation under [`Layout::scratch_root`], `$state/scratch`);
+//!   the private `/tmp` comes with every plan ([`LaunchPlan::mounts`]);
+//! - masked: the default credential stores under the home, the runtime folder `/run/user/$UID`, efr's own four roots
+//!   (keys, the event log, config), then the paths the config adds ([`Layout::masks`]);
+//! - everything else under `/` read-only, no network.
+//!
+//! [`Layout`] holds the folders the plan needs and reads no file; [`project_root`] looks for `.git` up the tree.
+
+use std::path::{Component, Path, PathBuf};
+
+use efr_protocol::ids::ConversationId;
+use efr_protocol::internal::{LaunchPlan, Mask, Writable, WritableSource, default_masks};
+
+use super::probe::ProbeOptions;
+use crate::config::Roots;
+
+/// The folders the base plan is made of. Built once per daemon from the probe's options and the roots.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Layout {
+    /// The user's home (the default masks sit under it).
+    pub home: PathBuf,
+    /// The user's runtime folder, `/run/user/$UID` (masked).
+    pub runtime_dir: PathBuf,
+    /// efr's own roots: config, data, state and runtime (masked; `$SCRATCH` inside the state root stays writable,
+    /// because the deeper rule decides).
+    pub efr_roots: Vec<PathBuf>,
+    /// The folder of the conversations' `$SCRATCH` folders: `$state/scratch`.
+    pub scratch_root: PathBuf,
+    /// The masks the config adds (`[sandbox] extra_masks`, absolute paths), after the defaults.
+    pub config_masks: Vec<PathBuf>,
+}
+
+impl Layout {
+    /// The layout of this daemon: home and runtime folder from the probe's `options`, efr's roots from `roots`, and
+    /// the config's masks (`[sandbox] extra_masks`, absolute paths).
+    #[must_use]
+    pub fn new(options: &ProbeOptions, roots: &Roots, config_masks: &[PathBuf]) -> Self {
+        Self {
+            home: options.home.clone(),
+            runtime_dir: options.runtime_dir.clone(),
+            efr_roots: vec![
+                roots.config.path.clone(),
+                roots.data.path.clone(),
+                roots.state.path.clone(),
+                roots.runtime.path.clone(),
+            ],
+            scratch_root: roots.state.path.join("scratch"),
+            config_masks: config_masks.to_vec(),
+        }
+    }
+
+    /// The masks of every contained call, in the plan's order, without repeats ([`default_masks`]).
+    #[must_use]
+    pub fn masks(&self) -> Vec<Mask> {
+        default_masks(&self.home, &self.runtime_dir, &self.efr_roots, &self.config_masks)
+    }
+
+    /// `$SCRATCH` of one conversation: `$state/scratch/<conversation_id>`.
+    #[must_use]
+    pub fn scratch_of(&self, conversation: ConversationId) -> PathBuf {
+        self.scratch_root.join(conversation.to_string())
+    }
+}
+
+/// The project root of a working directory: the nearest folder at or above `cwd` that holds `.git` (a folder, or
+/// the file of a worktree or submodule), else `cwd` itself. `None` for `/`, which is never writable. `cwd` is taken
+/// as given (made absolute-normal by the caller; links are not followed, like `sandbox.explain`).
+#[must_use]
+pub fn project_root(cwd: &Path) -> Option<PathBuf> {
+    let root = cwd
+        .ancestors()
+        .find(|folder| folder.join(".git").exists())
+        .unwrap_or(cwd);
+    (root != Path::new("/")).then(|| root.to_path_buf())
+}
+
+/// Removes `.` and resolves `..` lexically, as `sandbox.explain` does with its path (no file is read).
+#[must_use]
+pub fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::from("/");
+    for component in path.components() {
+        match component {
+            Component::Normal(part) => out.push(part),
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
+        }
+    }
+    out
+}
+
+/// The base plan of a call that runs `argv` in `cwd` (absolute) with `bwrap`: the project root (when there is one)
+/// and `scratch` writable, the layout's masks, no grants and no network. `PATH` is the only variable.
+#[must_use]
+pub fn base_plan(
+    layout: &Layout,
+    bwrap: &Path,
+    argv: Vec<String>,
+    cwd: &Path,
+    project: Option<&Path>,
+    scratch: &Path,
+) -> LaunchPlan {
+    let mut plan = LaunchPlan::new(bwrap, argv, cwd);
+    plan.env.insert("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into());
+    if let Some(project) = project {
+        plan.writable.push(Writable {
+            path: project.to_path_buf(),
+            source: WritableSource::Project,
+        });
+    }
+    plan.writable.push(Writable {
+        path: scratch.to_path_buf(),
+        source: WritableSource::Scratch,
+    });
+    plan.masks = layout.masks();
+    plan
+}
+
+#[cfg(test)]
+mod tests {
+    use efr_protocol::internal::MaskSource;
+
+    use super::*;
+
+    fn layout() -> Layout {
+        Layout {
+            home: "/home/u".into(),
+            runtime_dir: "/run/user/1000".into(),
+            efr_roots: vec![
+                "/home/u/.config/efr".into(),
+                "/home/u/.local/share/efr".into(),
+                "/home/u/.local/state/efr".into(),
+                "/run/user/1000/efr".into(),
+            ],
+            scratch_root: "/home/u/.local/state/efr/scratch".into(),
+            config_masks: vec!["/home/u/.vault-token".into()],
+        }
+    }
+
+    #[test]
+    fn the_project_is_the_nearest_git_root_or_the_folder_itself() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = dir.path().join("repo");
+        let deep = repo.join("src/bin");
+        std::fs::create_dir_all(&deep).unwrap();
+        std::fs::create_dir(repo.join(".git")).unwrap();
+        assert_eq!(project_root(&deep), Some(repo.clone()));
+        assert_eq!(project_root(&repo), Some(repo.clone()));
+        // A worktree's .git is a file.
+        let worktree = dir.path().join("worktree");
+        std::fs::create_dir_all(worktree.join("a")).unwrap();
+        std::fs::write(worktree.join(".git"), "gitdir: /elsewhere\n").unwrap();
+        assert_eq!(project_root(&worktree.join("a")), Some(worktree));
+        let plain = dir.path().join("plain");
+        std::fs::create_dir(&plain).unwrap();
+        assert_eq!(project_root(&plain), Some(plain.clone()));
+        // A folder that does not exist is its own project.
+        assert_eq!(project_root(&plain.join("new")), Some(plain.join("new")));
+        assert_eq!(project_root(Path::new("/")), None);
+    }
+
+    #[test]
+    fn the_base_plan_holds_the_project_scratch_and_every_mask() {
+        let layout = layout();
+        let scratch = layout.scratch_of(ConversationId::new());
+        let plan = base_plan(
+            &layout,
+            Path::new("/usr/bin/bwrap"),
+            vec!["true".into()],
+            Path::new("/home/u/src/efr/efrd"),
+            Some(Path::new("/home/u/src/efr")),
+            &scratch,
+        );
+        plan.validate().unwrap();
+        let writable: Vec<_> = plan.writable.iter().map(|w| (w.path.clone(), w.source)).collect();
+        assert_eq!(
+            writable,
+            vec![
+                (PathBuf::from("/home/u/src/efr"), WritableSource::Project),
+                (scratch.clone(), WritableSource::Scratch),
+            ]
+        );
+        assert!(scratch.starts_with("/home/u/.local/state/efr/scratch/"));
+        let last = plan.masks.last().unwrap();
+        assert_eq!(
+            (last.path.as_path(), last.source),
+            (Path::new("/home/u/.vault-token"), MaskSource::Config)
+        );
+        assert!(plan.masks.iter().any(|m| m.path == Path::new("/home/u/.ssh")));
+        assert!(
+            plan.masks
+                .iter()
+                .any(|m| m.path == Path::new("/home/u/.local/state/efr") && m.source == MaskSource::EfrRoot)
+        );
+        assert!(plan.grants.is_empty());
+        // Without a project, only $SCRATCH is writable.
+        let plan = base_plan(
+            &layout,
+            Path::new("/usr/bin/bwrap"),
+            vec!["true".into()],
+            Path::new("/"),
+            None,
+            &scratch,
+        );
+        assert_eq!(plan.writable.len(), 1);
+    }
+
+    #[test]
+    fn normalize_is_lexical() {
+        assert_eq!(normalize(Path::new("/a/./b/../c")), Path::new("/a/c"));
+        assert_eq!(normalize(Path::new("/../..")), Path::new("/"));
+    }
+}
