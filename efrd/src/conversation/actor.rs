@@ -33,11 +33,20 @@ use super::{Command, ConversationHandle, MAILBOX, Subscription, history, setting
 use crate::daemon::models::Models;
 use crate::model::HistoryItem;
 use crate::policy::Question;
+use crate::sandbox::plan::Layout;
 use crate::snapshot::SnapshotStore;
 use crate::store::{CommandRecord, Commit, ConversationSummary, EventRow, Store, StoreError};
 use crate::tools::shell::{ShellKind, ShellOptions, ShellSlot};
 use crate::turn::tools::ToolEnv;
 use crate::turn::{self, TurnOutcome, TurnPlan};
+
+/// The options of a conversation's hidden shell: efrd's environment without the keys efrd holds (a shell call, direct
+/// or contained, never sees them).
+fn shell_options(kind: ShellKind, cwd: PathBuf, work_root: PathBuf) -> ShellOptions {
+    let mut options = ShellOptions::new(kind, cwd, work_root);
+    options.env = crate::turn::contained::without_held_secrets(options.env);
+    options
+}
 
 /// The user's home folder, where a conversation without a working directory starts its shell.
 fn home_dir() -> PathBuf {
@@ -59,6 +68,10 @@ pub struct Deps {
     pub snapshots: Arc<SnapshotStore>,
     /// The sandbox of contained calls (the cached probe).
     pub sandbox: Arc<crate::sandbox::SandboxState>,
+    /// efr's four roots: masked in contained calls; `$SCRATCH` lives in the state root.
+    pub roots: crate::config::Roots,
+    /// The broadcast of row changes that conversations.watch sends (called after each commit).
+    pub rows: Arc<super::watch::RowChanges>,
 }
 
 /// An approval question that waits for its answer.
@@ -124,7 +137,7 @@ impl Actor {
             approvals: HashMap::new(),
             answered: HashSet::new(),
             shell_call: super::shell::ShellCall::default(),
-            shell: Arc::new(tokio::sync::Mutex::new(ShellSlot::new(ShellOptions::new(
+            shell: Arc::new(tokio::sync::Mutex::new(ShellSlot::new(shell_options(
                 kind,
                 home_dir(),
                 shell_root,
@@ -414,11 +427,24 @@ impl Actor {
                 summary.turn_count += 1;
                 summary.status = status_name(ConversationStatus::Running).to_owned();
             }
+            let mut queued = queued;
+            // Auto's sandbox is checked here, at the turn's start (the probe is cached; the first one takes tens of
+            // milliseconds): prompt.send stays fast, and a queued prompt is judged by the sandbox of its own start.
+            let unavailable = if queued.settings.mode == efr_protocol::wire::Mode::Auto {
+                let probe = self.deps.sandbox.current().await;
+                settings::sandbox_fallback(&mut queued.settings, &probe.status)
+            } else {
+                None
+            };
             let started = EventBody::TurnStarted(TurnStarted {
                 settings: Some(queued.settings.clone()),
                 overridden: Some(queued.overridden),
             });
-            if let Err(error) = self.commit(vec![(Some(turn_id), started)], None).await {
+            let mut bodies = vec![(Some(turn_id), started)];
+            if let Some(unavailable) = unavailable {
+                bodies.push((Some(turn_id), EventBody::SandboxUnavailable(unavailable)));
+            }
+            if let Err(error) = self.commit(bodies, None).await {
                 warn!(conversation = %self.id, %turn_id, error = %error.body(), "cannot start a turn");
                 if let Some(summary) = self.summary.as_mut() {
                     summary.turn_count -= 1;
@@ -475,10 +501,16 @@ impl Actor {
             .filter(|p| p.is_absolute() && p.is_dir());
         let snapshots = project.as_ref().map(|_| Arc::clone(&self.deps.snapshots));
         let cwd = project.unwrap_or_else(home_dir);
+        // The config's masks as they are at the turn's start (a reload applies to the next turn).
+        let layout = Layout::new(
+            self.deps.sandbox.options(),
+            &self.deps.roots,
+            &self.deps.models.config().sandbox.extra_masks,
+        );
         {
             let mut slot = self.shell.lock().await;
             if slot.current().is_none() {
-                *slot = ShellSlot::new(ShellOptions::new(
+                *slot = ShellSlot::new(shell_options(
                     shell_kind(self.deps.models.config().shell.program),
                     cwd.clone(),
                     self.deps.shell_root.clone(),
@@ -493,6 +525,10 @@ impl Actor {
             origin,
             question_limit_secs: self.deps.models.config().permissions.question_limit_secs,
             snapshots,
+            call_snapshots: Arc::default(),
+            sandbox: Arc::clone(&self.deps.sandbox),
+            scratch: layout.scratch_of(self.id),
+            layout,
         }
     }
 
@@ -589,6 +625,9 @@ impl Actor {
         for event in &events {
             // No receiver is not an error: nobody watches right now.
             let _ = self.events.send(Arc::clone(event));
+        }
+        if let Some(summary) = &self.summary {
+            self.deps.rows.committed(summary, &events);
         }
         Ok(events)
     }

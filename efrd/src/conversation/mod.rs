@@ -17,8 +17,10 @@
 mod actor;
 mod history;
 pub mod recovery;
+pub mod rows;
 mod settings;
 mod shell;
+pub mod watch;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};

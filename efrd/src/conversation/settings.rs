@@ -4,8 +4,13 @@
 //! in models.list, or an effort (the prompt's own or the config's) that is not one of the model's efforts, is
 //! `invalid` with data `{setting, value, choices}` (plus `model` for an effort); a turn from a remote origin runs
 //! with a mode of at most cautious.
+//!
+//! Auto's fallback (spec, "the wire types of the auto sandbox (phase 1)": turn_started settings gain an optional
+//! fallback, and sandbox_unavailable is recorded): when the turn starts, [`sandbox_fallback`] reads the sandbox's
+//! cached probe; a sandbox that cannot run makes the turn run as cautious, with the probe's reason.
 
-use efr_protocol::wire::{Mode, ModeFallback, Origin, Overridden, PromptSettings, TurnSettings};
+use efr_protocol::events::SandboxUnavailable;
+use efr_protocol::wire::{Mode, ModeFallback, Origin, Overridden, PromptSettings, SandboxStatus, TurnSettings};
 use efr_protocol::{ErrorBody, ErrorCode};
 
 use crate::config::Config;
@@ -38,15 +43,9 @@ pub fn resolve(
     if origin == Origin::Phone && matches!(mode, Mode::Auto | Mode::Full) {
         mode = Mode::Cautious;
     }
-    // auto runs every call in efr's sandbox, which turns do not use yet: such a turn runs as cautious and says why
-    // (the spec's fallback of a turn whose sandbox cannot run).
-    let fallback = (mode == Mode::Auto).then(|| {
-        mode = Mode::Cautious;
-        ModeFallback {
-            asked: Mode::Auto,
-            reason: "efr's sandbox does not run turns' calls yet".to_owned(),
-        }
-    });
+    // Whether auto's sandbox can run is decided when the turn starts ([`sandbox_fallback`]), not here: prompt.send
+    // stays fast, and a prompt that waits in the queue is judged by the sandbox of its own start.
+    let fallback = None;
 
     let model = match asked.model.or_else(|| config.model.model.clone()) {
         Some(model) => model,
@@ -80,5 +79,80 @@ fn wire_mode(mode: ConfigMode) -> Mode {
         ConfigMode::Cautious => Mode::Cautious,
         ConfigMode::Auto => Mode::Auto,
         ConfigMode::Full => Mode::Full,
+    }
+}
+
+/// Auto's fallback at a turn's start: when `settings.mode` is auto and `status` (the sandbox's probe) says contained
+/// calls cannot run, the turn runs as cautious: `settings` gets mode cautious and `fallback {asked: auto, reason}`,
+/// and the returned `sandbox_unavailable` (with no call_id: the probe found it) is recorded with turn_started.
+/// Other modes, and auto with a working sandbox, are left as they are (`None`).
+pub fn sandbox_fallback(settings: &mut TurnSettings, status: &SandboxStatus) -> Option<SandboxUnavailable> {
+    if settings.mode != Mode::Auto || status.available {
+        return None;
+    }
+    let reason = status
+        .reason
+        .clone()
+        .unwrap_or_else(|| "the sandbox cannot run, and the probe said no more".to_owned());
+    settings.mode = Mode::Cautious;
+    settings.fallback = Some(ModeFallback {
+        asked: Mode::Auto,
+        reason: reason.clone(),
+    });
+    Some(SandboxUnavailable { reason, call_id: None })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(mode: Mode) -> TurnSettings {
+        TurnSettings {
+            mode,
+            model: "gpt-5".into(),
+            effort: None,
+            fallback: None,
+        }
+    }
+
+    #[test]
+    fn auto_without_a_sandbox_runs_as_cautious_and_says_why() {
+        let down = SandboxStatus {
+            available: false,
+            reason: Some("bubblewrap is not installed at /nonexistent/bwrap".into()),
+            ..SandboxStatus::default()
+        };
+        let mut turn = settings(Mode::Auto);
+        let event = sandbox_fallback(&mut turn, &down).unwrap();
+        assert_eq!(turn.mode, Mode::Cautious);
+        assert_eq!(
+            turn.fallback,
+            Some(ModeFallback {
+                asked: Mode::Auto,
+                reason: "bubblewrap is not installed at /nonexistent/bwrap".into()
+            })
+        );
+        assert_eq!(event.reason, "bubblewrap is not installed at /nonexistent/bwrap");
+        assert_eq!(event.call_id, None);
+        // A probe that failed without a reason still gives one.
+        let mut turn = settings(Mode::Auto);
+        let event = sandbox_fallback(&mut turn, &SandboxStatus::default()).unwrap();
+        assert!(!event.reason.is_empty());
+    }
+
+    #[test]
+    fn auto_with_a_sandbox_and_other_modes_stay() {
+        let up = SandboxStatus {
+            available: true,
+            ..SandboxStatus::default()
+        };
+        let mut turn = settings(Mode::Auto);
+        assert_eq!(sandbox_fallback(&mut turn, &up), None);
+        assert_eq!(turn, settings(Mode::Auto));
+        for mode in [Mode::Manual, Mode::Cautious, Mode::Full] {
+            let mut turn = settings(mode);
+            assert_eq!(sandbox_fallback(&mut turn, &SandboxStatus::default()), None);
+            assert_eq!(turn, settings(mode));
+        }
     }
 }

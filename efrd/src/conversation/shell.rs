@@ -8,7 +8,7 @@
 
 use efr_protocol::events::{Event, EventBody};
 use efr_protocol::ids::{CallId, Timestamp};
-use efr_protocol::wire::{AnswerInput, InputRespondParams, InputWait, ShellBusy};
+use efr_protocol::wire::{AnswerInput, InputRespondParams, InputWait, Launch, ShellBusy};
 use efr_protocol::{ErrorBody, ErrorCode};
 
 use crate::tools::spec::SHELL;
@@ -25,6 +25,7 @@ struct OpenCall {
     command: String,
     since: Timestamp,
     manual_input: bool,
+    contained: bool,
     input: InputWait,
     looks_secret: bool,
     left_running: bool,
@@ -45,6 +46,7 @@ impl ShellCall {
                     command: command.chars().take(200).collect(),
                     since: event.at,
                     manual_input: started.manual_input,
+                    contained: matches!(started.launch, Some(Launch::Contained { .. })),
                     input: InputWait::None,
                     looks_secret: false,
                     left_running: false,
@@ -85,7 +87,7 @@ impl ShellCall {
             call_id: o.call_id.clone(),
             command: o.command.clone(),
             since: o.since,
-            contained: false,
+            contained: o.contained,
             input: o.input,
             looks_secret: o.looks_secret,
             prompt: None,

@@ -50,11 +50,13 @@ pub struct Daemon {
     /// The live conversations.
     pub conversations: Conversations,
     /// The turns' snapshots of their projects (`$state/snapshots`).
-        pub snapshots: Arc<SnapshotStore>,
+    pub snapshots: Arc<SnapshotStore>,
     /// The sandbox of contained calls: the cached probe.
     pub sandbox: Arc<SandboxState>,
     /// Events that belong to no conversation (login_completed, logout_completed), for watchers.
     pub daemon_events: broadcast::Sender<Arc<DaemonEvent>>,
+    /// Changes of conversations' rows, for conversations.watch.
+    pub rows: Arc<crate::conversation::watch::RowChanges>,
     daemon_seq: std::sync::atomic::AtomicU64,
     connections: AtomicUsize,
 }
@@ -73,8 +75,10 @@ impl Daemon {
             store: self.store.clone(),
             models: Arc::clone(&self.models),
             shell_root: self.roots.runtime.path.join("shells"),
-                        snapshots: Arc::clone(&self.snapshots),
+            snapshots: Arc::clone(&self.snapshots),
             sandbox: Arc::clone(&self.sandbox),
+            roots: self.roots.clone(),
+            rows: Arc::clone(&self.rows),
         }
     }
 
@@ -169,6 +173,8 @@ async fn start_and_serve(roots: Roots, config: ConfigState) -> Result<(), StartE
         .map_err(|e| fail(EXIT_FAILURE)(format!("cannot open the snapshot store: {e}")))?;
     let keys = Arc::new(KeyStore::open(&roots.state.path, EnvKeys::from_process()));
     let models = Models::new(Arc::new(config), keys, &roots.state.path).map_err(|e| fail(EXIT_FAILURE)(e.message))?;
+    // A watcher may fall as far behind as a subscriber (`[daemon] subscriber_queue`).
+    let row_queue = models.config().daemon.subscriber_queue;
     let daemon = Arc::new(Daemon {
         daemon_id: daemon_id(&roots).map_err(fail(EXIT_FAILURE))?,
         started_at: Timestamp::now(),
@@ -177,9 +183,10 @@ async fn start_and_serve(roots: Roots, config: ConfigState) -> Result<(), StartE
         store,
         models: Arc::new(models),
         conversations: Conversations::default(),
-                snapshots: Arc::new(snapshots),
+        snapshots: Arc::new(snapshots),
         sandbox: Arc::new(SandboxState::new(SandboxState::default_options())),
         daemon_events: broadcast::channel(DAEMON_EVENTS).0,
+        rows: Arc::new(crate::conversation::watch::RowChanges::new(row_queue)),
         daemon_seq: std::sync::atomic::AtomicU64::new(0),
         connections: AtomicUsize::new(0),
     });
@@ -190,6 +197,8 @@ async fn start_and_serve(roots: Roots, config: ConfigState) -> Result<(), StartE
     if recovered > 0 {
         info!(turns = recovered, "recorded the turns a previous efrd left open");
     }
+    // The first admin.status and the first auto turn then find the sandbox's state cached.
+    daemon.sandbox.probe_in_background();
 
     let shutdown = CancellationToken::new();
     spawn_signal_handler(shutdown.clone()).map_err(|e| fail(EXIT_FAILURE)(format!("cannot watch signals: {e}")))?;

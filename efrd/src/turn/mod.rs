@@ -11,8 +11,14 @@
 //! A turn loops: model call → its tool calls, each run through [`tools::run_call`] (policy, question, run, events) →
 //! the outputs back to the model → the next call, until the model answers without a tool call, at most
 //! [`MAX_MODEL_CALLS`] calls. The message index counts the turn's messages with text across its model calls.
+//!
+//! Modules: [`tools`] (one call: policy, question, events), [`shell_call`] (a shell call in the hidden shell, direct
+//! or contained), [`contained`] (a contained call's launch plan and the launcher's report), [`snapshots`] (a turn's
+//! and a shell call's changes), [`coalesce`] (text deltas).
 
 pub mod coalesce;
+pub mod contained;
+pub mod shell_call;
 pub mod snapshots;
 pub mod tools;
 

@@ -1,11 +1,21 @@
-//! A turn's first and last snapshot of its project: the `changes` of its end event, and what conversation.diff shows.
+//! A turn's first and last snapshot of its project: the `changes` of its end event, and what conversation.diff shows;
+//! and the snapshots around one shell call: the `changes` of its tool_call_completed.
 //!
 //! The turn takes a snapshot of the project before its first model call (`<turn_id>-pre`) and one when it ends
 //! (`<turn_id>-post`), both saved in the snapshot store so that conversation.diff can compare them later, also after a
 //! restart. A snapshot that fails (a vanished folder, a full disk) costs the turn its `changes`, never the turn.
+//!
+//! A shell call's own changes (spec, tool_call_completed `changes`: "what changed while a shell call ran in the
+//! turn's project, $SCRATCH ..., also a file that another conversation or the user changed then"): [`CallSnapshots`]
+//! takes a snapshot of each root just before the call and one when it answers, and compares them. They are kept in
+//! memory only. The cost is bounded: each walk reuses the hashes of the last one (unchanged files are not read
+//! again) and stops after [`CALL_LIMITS`]' time, so a call on a large tree costs at most two short walks, and a cut
+//! walk compares only what both walks reached.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use efr_protocol::ids::TurnId;
 use efr_protocol::wire::FileChanges;
@@ -28,7 +38,11 @@ pub fn post_id(turn_id: TurnId) -> String {
 }
 
 async fn take(root: PathBuf, previous: Option<Snapshot>) -> Option<Snapshot> {
-    let taken = tokio::task::spawn_blocking(move || Snapshot::take(&root, &Limits::default(), previous.as_ref())).await;
+    take_within(root, previous, Limits::default()).await
+}
+
+async fn take_within(root: PathBuf, previous: Option<Snapshot>, limits: Limits) -> Option<Snapshot> {
+    let taken = tokio::task::spawn_blocking(move || Snapshot::take(&root, &limits, previous.as_ref())).await;
     match taken {
         Ok(Ok(snapshot)) => Some(snapshot),
         Ok(Err(error)) => {
@@ -118,4 +132,153 @@ pub async fn turn_diff(
     let display = roots(&root);
     let diff = (!stat).then(|| unified_diff(&changes, &display, max_lines));
     Ok((file_changes(&changes, &display), diff))
+}
+
+/// The bounds of the walks around one shell call: those of a turn's snapshot, with at most 2 s per walk.
+pub const CALL_LIMITS: Duration = Duration::from_secs(2);
+
+/// The roots a shell call's changes are shown against (spec, file_change `path`).
+#[derive(Debug, Clone, Default)]
+pub struct CallRoots {
+    /// The turn's project root; `None` for a conversation without one (its calls get no `changes` there).
+    pub project: Option<PathBuf>,
+    /// The conversation's `$SCRATCH`, when it exists.
+    pub scratch: Option<PathBuf>,
+    /// The user's home.
+    pub home: Option<PathBuf>,
+}
+
+impl CallRoots {
+    fn walked(&self) -> Vec<PathBuf> {
+        self.project.iter().chain(self.scratch.iter()).cloned().collect()
+    }
+}
+
+/// The snapshots of a turn's shell calls: the last one of each root, kept so the next walk reads only what changed.
+/// One per turn ([`crate::turn::tools::ToolEnv`]).
+#[derive(Debug, Default)]
+pub struct CallSnapshots {
+    last: std::sync::Mutex<HashMap<PathBuf, Snapshot>>,
+}
+
+/// The snapshots taken before one call ([`CallSnapshots::before`]).
+#[derive(Debug)]
+pub struct BeforeCall {
+    roots: CallRoots,
+    snapshots: Vec<Snapshot>,
+}
+
+impl CallSnapshots {
+    fn last_of(&self, root: &Path) -> Option<Snapshot> {
+        self.last.lock().ok().and_then(|last| last.get(root).cloned())
+    }
+
+    fn keep(&self, snapshot: &Snapshot) {
+        if let Ok(mut last) = self.last.lock() {
+            last.insert(snapshot.root.clone(), snapshot.clone());
+        }
+    }
+
+    /// Takes a snapshot of the project and of `$SCRATCH` (each that exists) before a call.
+    pub async fn before(&self, roots: CallRoots) -> BeforeCall {
+        let mut snapshots = Vec::new();
+        for root in roots.walked() {
+            let previous = self.last_of(&root);
+            if let Some(snapshot) = take_within(root, previous, call_limits()).await {
+                self.keep(&snapshot);
+                snapshots.push(snapshot);
+            }
+        }
+        BeforeCall { roots, snapshots }
+    }
+
+    /// Takes the snapshots again and returns what changed since [`CallSnapshots::before`]: `None` when nothing did
+    /// (or a walk failed).
+    pub async fn changes(&self, before: BeforeCall) -> Option<FileChanges> {
+        let mut changes: Vec<Change> = Vec::new();
+        for old in &before.snapshots {
+            let Some(new) = take_within(old.root.clone(), Some(old.clone()), call_limits()).await else {
+                continue;
+            };
+            self.keep(&new);
+            if let Ok(compared) = compare(old, &new) {
+                changes.extend(compared.changes);
+            }
+        }
+        if changes.is_empty() {
+            return None;
+        }
+        let roots = &before.roots;
+        let display = DisplayRoots {
+            project: roots.project.as_deref(),
+            scratch: roots.scratch.as_deref(),
+            home: roots.home.as_deref(),
+        };
+        Some(file_changes(&changes, &display))
+    }
+}
+
+fn call_limits() -> Limits {
+    Limits {
+        max_time: CALL_LIMITS,
+        ..Limits::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_calls_changes_cover_the_project_and_scratch_shown_as_the_spec_says() {
+        let dir = tempfile::tempdir().unwrap();
+        let project = dir.path().join("project");
+        let scratch = dir.path().join("scratch");
+        std::fs::create_dir_all(&project).unwrap();
+        std::fs::create_dir_all(&scratch).unwrap();
+        std::fs::write(project.join("kept.txt"), "same\n").unwrap();
+        std::fs::write(project.join("edit.txt"), "one\n").unwrap();
+        let snapshots = CallSnapshots::default();
+        let roots = CallRoots {
+            project: Some(project.clone()),
+            scratch: Some(scratch.clone()),
+            home: Some(dir.path().to_path_buf()),
+        };
+        let before = snapshots.before(roots.clone()).await;
+        std::fs::write(project.join("edit.txt"), "one\ntwo\n").unwrap();
+        std::fs::write(project.join("new.txt"), "a\nb\nc\n").unwrap();
+        std::fs::write(scratch.join("notes"), "n\n").unwrap();
+        let changes = snapshots.changes(before).await.unwrap();
+        let files: Vec<(String, u64, u64)> = changes
+            .files
+            .iter()
+            .map(|f| (f.path.display().to_string(), f.added, f.removed))
+            .collect();
+        assert_eq!(
+            files,
+            vec![
+                ("$SCRATCH/notes".to_owned(), 1, 0),
+                ("edit.txt".to_owned(), 1, 0),
+                ("new.txt".to_owned(), 3, 0),
+            ]
+        );
+        // The next call starts from here: nothing changed, no changes.
+        let before = snapshots.before(roots).await;
+        assert_eq!(snapshots.changes(before).await, None);
+    }
+
+    #[tokio::test]
+    async fn a_call_without_a_project_or_scratch_has_no_changes() {
+        let snapshots = CallSnapshots::default();
+        let before = snapshots.before(CallRoots::default()).await;
+        assert_eq!(snapshots.changes(before).await, None);
+        // A root that vanished is skipped, not an error.
+        let before = snapshots
+            .before(CallRoots {
+                project: Some("/nonexistent/efr-project".into()),
+                ..CallRoots::default()
+            })
+            .await;
+        assert_eq!(snapshots.changes(before).await, None);
+    }
 }

@@ -4,27 +4,30 @@
 //! The order of events of a call: `tool_call_started` (with `launch` and `manual_input`), then, when the policy asks,
 //! `approval_requested` and `approval_resolved`, then `tool_call_completed` (with `refusal` for a call the policy
 //! refused, `status: denied` for one the user denied, `left_running` for a command that outlived its timeout, and
-//! `changes` for a patch). A command left running also records `shell_command_detached` now and
-//! `shell_command_ended` when it ends; both belong to the conversation, not to the turn.
+//! `changes` for a patch). A shell call runs in [`super::shell_call`] (direct, or contained in auto mode); a patch of
+//! a contained call applies only where a contained call may write (the project roots and `$SCRATCH`), else it fails
+//! as the same write inside the sandbox would.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use efr_protocol::events::{
-    CallStatus, EventBody, ShellCommandDetached, ShellCommandEnded, ShellCommandInputChanged, ToolCallCompleted,
-    ToolCallInputChanged, ToolCallStarted,
-};
-use efr_protocol::ids::{CallId, Timestamp, TurnId};
-use efr_protocol::wire::{ApprovalDecision, FileChangeKind, FileChanges, InputWait as WireInputWait, Mode, Origin};
+use efr_protocol::events::{CallStatus, EventBody, ToolCallCompleted, ToolCallStarted};
+use efr_protocol::ids::{CallId, TurnId};
+use efr_protocol::wire::{ApprovalDecision, FileChangeKind, FileChanges, Launch, Mode, Origin};
 use serde_json::Value;
 use tokio::sync::Mutex;
 
+use super::contained;
+use super::shell_call::run_shell;
+use super::snapshots::CallSnapshots;
 use crate::conversation::Recorder;
 use crate::policy::{self, Call, ChangeKind, Decision, PatchCall, PatchChange, PolicyContext, ShellCall};
+use crate::sandbox::SandboxState;
+use crate::sandbox::plan::Layout;
 use crate::snapshot::SnapshotStore;
 use crate::tools::changes::{Change, DisplayRoots, IgnoreRules, TOOL_CALL_DIFF_LINES, file_changes, unified_diff};
 use crate::tools::patch::{self, Plan};
-use crate::tools::shell::{How, InputKind, OutputLimits, ShellSlot, nested_shell};
+use crate::tools::shell::{ShellSlot, nested_shell};
 use crate::tools::spec::{self, ToolCall};
 
 /// What a turn's tool calls share: the conversation's hidden shell, where the project is, and the turn's mode.
@@ -43,8 +46,17 @@ pub struct ToolEnv {
     /// `[permissions] question_limit_secs`: replaces the limit of a question that has one.
     pub question_limit_secs: Option<u32>,
     /// Where the turn's first and last snapshots of the project go; `None` for a conversation without a project
-    /// (no working directory), which gets no turn `changes`.
+    /// (no working directory), which gets no turn `changes` and no `changes` of a shell call in a project.
     pub snapshots: Option<Arc<SnapshotStore>>,
+    /// The snapshots around the turn's shell calls (a call's own `changes`).
+    pub call_snapshots: Arc<CallSnapshots>,
+    /// The sandbox of contained calls: the cached probe, the launcher's path.
+    pub sandbox: Arc<SandboxState>,
+    /// The folders of a contained call's base plan.
+    pub layout: Layout,
+    /// The conversation's `$SCRATCH` (`<state root>/scratch/<conversation id>`), made (mode 0700) by the first
+    /// contained call.
+    pub scratch: PathBuf,
 }
 
 /// What goes back to the model for one call.
@@ -114,15 +126,6 @@ fn changes_of(results: Vec<patch::FileResult>, env: &ToolEnv) -> (FileChanges, S
     )
 }
 
-/// The wire form of a wait's kind.
-fn wire_wait(kind: InputKind) -> WireInputWait {
-    match kind {
-        InputKind::None => WireInputWait::None,
-        InputKind::Visible => WireInputWait::Visible,
-        InputKind::Hidden => WireInputWait::Hidden,
-    }
-}
-
 /// Runs one call and records its events. Returns what the model gets, or `None` when the recorder is gone.
 pub async fn run_call(
     env: &ToolEnv,
@@ -177,7 +180,7 @@ pub async fn run_call(
         input: input_value(freeform, input),
         freeform,
         manual_input,
-        launch,
+        launch: launch.clone(),
     });
     recorder.record(turn_id, vec![started]).await.ok()?;
 
@@ -206,9 +209,28 @@ pub async fn run_call(
     }
 
     match call {
-        ToolCall::Shell { command, timeout } => run_shell(env, recorder, turn_id, &call_id, &command, timeout).await,
+        ToolCall::Shell { command, timeout } => {
+            let grants = match &launch {
+                Some(Launch::Contained { grants }) => Some(grants.as_slice()),
+                _ => None,
+            };
+            run_shell(env, recorder, turn_id, &call_id, &command, timeout, grants).await
+        }
         ToolCall::Patch { .. } => {
             let plan = plan?;
+            if let Some(Launch::Contained { grants }) = &launch
+                && let Some(outside) = outside_sandbox(env, &plan, grants)
+            {
+                let output = format!(
+                    "the patch did not apply, and no file changed: {} is not writable in efr's sandbox (a contained \
+                     call writes only in the project and $SCRATCH)",
+                    outside.display()
+                );
+                // efrd applies a patch itself, so it has no sandbox summary; it follows the sandbox's rules.
+                let event = completed(&call_id, CallStatus::Failed, output.clone(), None);
+                recorder.record(turn_id, vec![event]).await.ok()?;
+                return Some(CallOutput { output, is_error: true });
+            }
             let (event, output) = match plan.commit() {
                 Ok(results) => {
                     let (changes, diff) = changes_of(results, env);
@@ -297,139 +319,28 @@ async fn finish_invalid(
     })
 }
 
-async fn run_shell(
-    env: &ToolEnv,
-    recorder: &Recorder,
-    turn_id: TurnId,
-    call_id: &CallId,
-    command: &str,
-    timeout: std::time::Duration,
-) -> Option<CallOutput> {
-    let run = {
-        let mut slot = env.shell.lock().await;
-        match slot.shell().await {
-            Ok(shell) => shell.run(command, timeout).await,
-            Err(error) => Err(error),
-        }
+/// The first path of a planned patch that a contained call could not write (a move's old path too), if any.
+fn outside_sandbox(env: &ToolEnv, plan: &Plan, grants: &[efr_protocol::wire::Grant]) -> Option<PathBuf> {
+    let roots: Vec<PathBuf> = if env.snapshots.is_some() {
+        env.roots.clone()
+    } else {
+        Vec::new()
     };
-    let run = match run {
-        Ok(run) => run,
-        Err(error) => {
-            let output = format!("the command did not run: {error}");
-            recorder
-                .record(
-                    turn_id,
-                    vec![completed(call_id, CallStatus::Failed, output.clone(), None)],
-                )
-                .await
-                .ok()?;
-            return Some(CallOutput { output, is_error: true });
-        }
-    };
-    // While the command runs, each change of its wait for input is recorded (tool_call_input_changed).
-    let mut waits = run.input();
-    let answer = run.answer();
-    tokio::pin!(answer);
-    let answer = loop {
-        tokio::select! {
-            answer = &mut answer => break answer,
-            changed = waits.changed() => {
-                if changed.is_err() {
-                    break answer.await;
-                }
-                let wait = waits.borrow_and_update().clone();
-                let body = EventBody::ToolCallInputChanged(ToolCallInputChanged {
-                    call_id: call_id.clone(),
-                    input: wire_wait(wait.kind),
-                    looks_secret: wait.looks_secret,
-                });
-                recorder.record(turn_id, vec![body]).await.ok()?;
-            }
-        }
-    };
-    let for_model = answer.output.for_model(OutputLimits::MODEL);
-    let left_running = answer.left_running();
-    let ok = answer.exit_code == Some(0) || left_running;
-    let mut model_text = for_model;
-    if let Some(code) = answer.exit_code.filter(|c| *c != 0) {
-        model_text.push_str(&format!("\n[exit status {code}]"));
-    }
-    if left_running {
-        model_text.push_str(&format!(
-            "\n[the command still runs after {} s; the shell takes no other command until it ends]",
-            timeout.as_secs()
-        ));
-    }
-    let mut bodies = vec![EventBody::ToolCallCompleted(ToolCallCompleted {
-        call_id: call_id.clone(),
-        status: if ok { CallStatus::Ok } else { CallStatus::Failed },
-        output: answer.output.for_client(),
-        exit_code: answer.exit_code,
-        refusal: None,
-        left_running,
-        changes: None,
-        diff: None,
-        sandbox: None,
-    })];
-    // The completion belongs to the turn; the detached command belongs to the conversation (spec).
-    recorder.record(turn_id, std::mem::take(&mut bodies)).await.ok()?;
-    if let Some(detached) = answer.detached {
-        let mut waits = detached.input();
-        let wait = waits.borrow_and_update().clone();
-        bodies.push(EventBody::ShellCommandDetached(ShellCommandDetached {
-            call_id: call_id.clone(),
-            command: command.chars().take(200).collect(),
-            since: Timestamp::now(),
-            contained: false,
-            input: wire_wait(wait.kind),
-            looks_secret: wait.looks_secret,
-            prompt: wait.prompt,
-            approved_by: None,
-        }));
-        // Recorded before its end can be: shell_command_ended always comes after shell_command_detached.
-        recorder.record_outside_turn(std::mem::take(&mut bodies)).await.ok()?;
-        let recorder = recorder.clone();
-        let call_id = call_id.clone();
-        tokio::spawn(async move {
-            let end = detached.ended();
-            tokio::pin!(end);
-            // Each change of the left-running command's wait for input is recorded until it ends.
-            let end = loop {
-                tokio::select! {
-                    end = &mut end => break end,
-                    changed = waits.changed() => {
-                        if changed.is_err() {
-                            break end.await;
-                        }
-                        let wait = waits.borrow_and_update().clone();
-                        let body = EventBody::ShellCommandInputChanged(ShellCommandInputChanged {
-                            call_id: call_id.clone(),
-                            input: wire_wait(wait.kind),
-                            contained: false,
-                            looks_secret: wait.looks_secret,
-                            prompt: wait.prompt,
-                        });
-                        let _ = recorder.record_outside_turn(vec![body]).await;
-                    }
-                }
-            };
-            let how = match end.how {
-                How::Ended => efr_protocol::wire::How::Ended,
-                How::Stopped => efr_protocol::wire::How::Stopped,
-                How::Limit => efr_protocol::wire::How::Limit,
-                How::Closed => efr_protocol::wire::How::Closed,
-                How::ShellExited => efr_protocol::wire::How::ShellExited,
-            };
-            let ended = EventBody::ShellCommandEnded(ShellCommandEnded {
-                call_id,
-                how,
-                exit_code: end.exit_code,
-            });
-            let _ = recorder.record_outside_turn(vec![ended]).await;
-        });
-    }
-    Some(CallOutput {
-        output: model_text,
-        is_error: !ok,
-    })
+    // Only the mounts matter here: the shell, line and report are placeholders.
+    let sandbox = contained::call_plan(&contained::CallPlan {
+        layout: &env.layout,
+        bwrap: Path::new("/usr/bin/bwrap"),
+        shell: Path::new("/bin/sh"),
+        line: "true",
+        cwd: &env.cwd,
+        env: &[],
+        project_roots: &roots,
+        scratch: &env.scratch,
+        grants,
+        report: Path::new("/dev/null"),
+    });
+    plan.files()
+        .iter()
+        .flat_map(|file| std::iter::once(file.path.clone()).chain(file.from.clone()))
+        .find(|path| !contained::writable_in(&sandbox, path))
 }

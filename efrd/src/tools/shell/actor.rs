@@ -297,10 +297,11 @@ impl Actor {
         match request {
             Request::Run {
                 command,
+                shown,
                 timeout,
                 reply,
             } => {
-                let result = self.start_run(command, timeout).await;
+                let result = self.start_run(command, shown, timeout).await;
                 let _ = reply.send(result);
             }
             Request::Input { bytes, reply } => {
@@ -332,7 +333,8 @@ impl Actor {
         }
     }
 
-    async fn start_run(&mut self, command: String, timeout: Duration) -> Result<Run, ShellError> {
+    /// Starts a run of `command`; `shown` is what [`Busy`], a busy error and the [`Run`] name as its command.
+    async fn start_run(&mut self, command: String, shown: String, timeout: Duration) -> Result<Run, ShellError> {
         if let Some(active) = &self.active {
             return Err(ShellError::Busy {
                 command: active.command.chars().take(COMMAND_MAX_CHARS).collect(),
@@ -353,7 +355,7 @@ impl Actor {
         self.capture.begin(id);
         self.active = Some(Active {
             id,
-            command: command.clone(),
+            command: shown.clone(),
             since: SystemTime::now(),
             file: file.clone(),
             deadline: later(now, timeout),
@@ -374,7 +376,7 @@ impl Actor {
             return Err(error);
         }
         Ok(Run {
-            command,
+            command: shown,
             input: input_rx,
             answer: answer_rx,
             end: end_rx,

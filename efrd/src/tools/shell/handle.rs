@@ -213,6 +213,7 @@ pub struct ShellStatus {
 pub(crate) enum Request {
     Run {
         command: String,
+        shown: String,
         timeout: Duration,
         reply: oneshot::Sender<Result<Run, ShellError>>,
     },
@@ -239,12 +240,20 @@ pub struct HiddenShell {
     pub(crate) requests: mpsc::Sender<Request>,
     pub(crate) life: watch::Receiver<Life>,
     pub(crate) pid: u32,
+    pub(crate) work_dir: PathBuf,
 }
 
 impl HiddenShell {
     /// The shell's process id.
     pub fn pid(&self) -> u32 {
         self.pid
+    }
+
+    /// The shell's private folder (mode 0700, in the options' `work_root`): where a caller keeps the one-time files
+    /// of a run, such as a contained call's launch plan and report. Removed with everything in it when the shell
+    /// ends.
+    pub fn work_dir(&self) -> &std::path::Path {
+        &self.work_dir
     }
 
     /// Whether the shell still runs; see [`Life`].
@@ -277,6 +286,15 @@ impl HiddenShell {
     /// shell has exited or was closed (start a new one); [`ShellError::Io`] when the command file or the terminal
     /// cannot be written.
     pub async fn run(&self, command_line: &str, timeout: Duration) -> Result<Run, ShellError> {
+        self.run_as(command_line, command_line, timeout).await
+    }
+
+    /// As [`HiddenShell::run`], but the run is named `shown` wherever it shows (a busy error, [`Busy::command`],
+    /// [`Run::command`]) while `command_line` is what the shell runs: a contained call types the launcher's line and
+    /// shows the model's.
+    ///
+    /// Errors: those of [`HiddenShell::run`].
+    pub async fn run_as(&self, command_line: &str, shown: &str, timeout: Duration) -> Result<Run, ShellError> {
         if command_line.trim().is_empty() {
             return Err(ShellError::InvalidCommand("the command line is empty"));
         }
@@ -284,8 +302,10 @@ impl HiddenShell {
             return Err(ShellError::InvalidCommand("the command line holds a NUL byte"));
         }
         let command = command_line.to_owned();
+        let shown = shown.to_owned();
         self.ask(|reply| Request::Run {
             command,
+            shown,
             timeout,
             reply,
         })

@@ -231,6 +231,7 @@ impl HiddenShell {
         let (life_tx, life) = watch::channel(Life::Alive);
         let (ready_tx, ready_rx) = oneshot::channel();
         let (requests, requests_rx) = mpsc::channel(16);
+        let work_dir = dir.path().to_path_buf();
         let actor = actor::Actor::new(actor::Spawned {
             master,
             pid,
@@ -248,6 +249,7 @@ impl HiddenShell {
             requests,
             life,
             pid: u32::try_from(pid).unwrap_or_default(),
+            work_dir,
         };
         match tokio::time::timeout(opts.ready_timeout, ready_rx).await {
             Ok(Ok(Ok(()))) => Ok(shell),

@@ -514,3 +514,32 @@ async fn command_files_are_private_and_removed() {
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert!(!folder.exists(), "the shell's folder is removed when it ends");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_shows_its_given_name_and_its_work_dir_is_the_private_folder() {
+    let fx = Fixture::new(ShellKind::Bash);
+    let shell = fx.start().await;
+    assert!(shell.work_dir().starts_with(&fx.opts.work_root));
+    assert!(shell.work_dir().is_dir());
+    // The shell runs one line and names it by another: busy errors and the status show the given name.
+    let run = shell
+        .run_as("sleep 3; echo slept", "the model's line", Duration::from_millis(200))
+        .await
+        .unwrap();
+    assert_eq!(run.command(), "the model's line");
+    let answer = run.answer().await;
+    let detached = answer.detached.expect("left running");
+    assert_eq!(detached.command(), "the model's line");
+    match shell.run("true", LONG).await {
+        Err(ShellError::Busy { command, .. }) => assert_eq!(command, "the model's line"),
+        other => panic!("expected busy, got {other:?}"),
+    }
+    let status = shell.status().await.unwrap();
+    assert_eq!(status.busy.unwrap().command, "the model's line");
+    let end = tokio::time::timeout(LONG, detached.ended()).await.unwrap();
+    assert!(end.output.for_client().contains("slept"));
+    let dir = shell.work_dir().to_path_buf();
+    shell.close().await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(!dir.exists());
+}

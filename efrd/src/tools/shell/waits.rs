@@ -96,10 +96,17 @@ pub(crate) enum Sleep {
     No,
 }
 
-/// Looks at `/proc` for the processes in group `foreground`; `shell` is the hidden shell's pid.
+/// Looks at `/proc` for the processes in group `foreground` and their descendants; `shell` is the hidden shell's
+/// pid.
+///
+/// Descendants count because a contained call's command runs in a session of its own (bubblewrap's
+/// `--new-session`): the terminal's foreground group is `efr-launcher`'s, while the program that reads the terminal
+/// (through the descriptors it inherited) is the launcher's grandchild in another group. A descendant in a background
+/// group of the shell's own session cannot sleep reading the terminal (job control stops it first), so the wider set
+/// adds no false waits.
 pub(crate) fn foreground_sleep(foreground: i32, tty: TtyId, shell: i32) -> Sleep {
     let mut maybe = false;
-    for pid in group_members(foreground) {
+    for pid in group_and_descendants(foreground) {
         let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
             continue;
         };
@@ -115,6 +122,7 @@ pub(crate) fn foreground_sleep(foreground: i32, tty: TtyId, shell: i32) -> Sleep
 }
 
 /// The pids whose process group is `group` (a scan of `/proc/*/stat`).
+#[cfg(test)]
 fn group_members(group: i32) -> Vec<i32> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
@@ -124,6 +132,41 @@ fn group_members(group: i32) -> Vec<i32> {
         .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
         .filter(|pid| std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| stat_group(&s) == Some(group)))
         .collect()
+}
+
+/// The pids whose process group is `group`, and every descendant of them (one scan of `/proc/*/stat`).
+fn group_and_descendants(group: i32) -> Vec<i32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    // (pid, parent, group) of every process.
+    let table: Vec<(i32, i32, i32)> = entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter_map(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            let mut fields = stat_fields(&stat)?;
+            let parent = fields.nth(1)?.parse().ok()?;
+            let pgrp = fields.next()?.parse().ok()?;
+            Some((pid, parent, pgrp))
+        })
+        .collect();
+    let mut found: Vec<i32> = table
+        .iter()
+        .filter(|(_, _, g)| *g == group)
+        .map(|(pid, _, _)| *pid)
+        .collect();
+    let mut next = 0;
+    while next < found.len() {
+        let parent = found[next];
+        next += 1;
+        for (pid, _, _) in table.iter().filter(|(_, p, _)| *p == parent) {
+            if !found.contains(pid) {
+                found.push(*pid);
+            }
+        }
+    }
+    found
 }
 
 /// The pids whose session is `session` (a scan of `/proc/*/stat`): what closing a shell must end.
@@ -142,6 +185,7 @@ pub(crate) fn session_members(session: i32) -> Vec<i32> {
 }
 
 /// The process group (field 5) of a `/proc/.../stat` line; the command name (field 2) may hold spaces and ')'.
+#[cfg(test)]
 fn stat_group(stat: &str) -> Option<i32> {
     stat_fields(stat)?.nth(2)?.parse().ok()
 }
@@ -360,5 +404,38 @@ mod tests {
     fn this_process_is_in_its_own_group_scan() {
         let group = nix::unistd::getpgrp().as_raw();
         assert!(group_members(group).contains(&(std::process::id() as i32)));
+    }
+
+    #[test]
+    fn descendants_in_another_session_are_found() {
+        // A child that starts a session of its own (as bubblewrap's --new-session does) leaves this group and is
+        // still found as a descendant of it. setsid(1) does not fork here (the child leads no group), so the child
+        // itself becomes the new session's leader.
+        let group = nix::unistd::getpgrp().as_raw();
+        let mut child = std::process::Command::new("setsid")
+            .args(["sleep", "5"])
+            .spawn()
+            .unwrap();
+        let pid = child.id() as i32;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .as_deref()
+            .and_then(stat_group)
+            != Some(pid)
+        {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the child did not start its session"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let members = group_members(group);
+        let wider = group_and_descendants(group);
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(!members.contains(&pid), "the child left the group");
+        assert!(wider.contains(&pid), "and is found as a descendant: {wider:?}");
+        assert!(wider.contains(&(std::process::id() as i32)));
     }
 }

@@ -1,0 +1,445 @@
+//! A contained call's launch plan, its one-time files and the launcher's report (ARCHITECTURE.md §7, issue 7 items
+//! 3–5; docs/adr/0004-contained-calls.md).
+//!
+//! A contained call runs as `efr-launcher`'s command inside the conversation's hidden shell: efrd writes the plan to
+//! a one-time file in the shell's private folder and types `'<launcher>' --plan-file '<file>'` as the call's command
+//! line, so output, input waits, timeouts, detaching and `shell.interrupt` work as for a direct call. The plan is
+//! made here, from:
+//!
+//! - the sandbox's base plan ([`crate::sandbox::plan::base_plan`]: the project root and `$SCRATCH` writable, the
+//!   default masks and efr's own roots masked, no network), plus the turn's other project roots;
+//! - the command: the line run by the user's shell as `shell -c line` (the launcher has no shell of its own);
+//! - the working directory and the exported environment of the hidden shell at the call's start (so `cd` and
+//!   `export` of earlier calls carry over), without the keys efrd holds ([`HELD_SECRETS`]), with `SCRATCH` set;
+//! - the call's grants (none yet: grants come with the exits issue);
+//! - the report going to a file next to the plan ([`ReportTo::File`]), read when the call ends ([`Outcome`]).
+//!
+//! Everything here but the file helpers is pure and unit-tested; the run itself is in `shell_call`.
+
+use std::collections::BTreeMap;
+use std::io::{self, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use efr_protocol::internal::{
+    LaunchCommand, LaunchPlan, LaunchReport, MAX_EXEC_STRING, MountKind, ReportTo, Writable, WritableSource,
+};
+use efr_protocol::wire::Grant;
+
+use crate::sandbox::plan::{Layout, base_plan, normalize};
+
+/// The environment variables that hold keys efrd holds itself (model/keys.rs reads them). Neither the hidden shell
+/// nor a contained call gets them (ARCHITECTURE.md §2: "no child ever sees them").
+pub const HELD_SECRETS: &[&str] = &["OPENAI_API_KEY", "ANTHROPIC_API_KEY"];
+
+/// `env` without the variables of [`HELD_SECRETS`].
+pub fn without_held_secrets<K: AsRef<std::ffi::OsStr>, V>(env: impl IntoIterator<Item = (K, V)>) -> Vec<(K, V)> {
+    env.into_iter()
+        .filter(|(name, _)| !HELD_SECRETS.iter().any(|held| name.as_ref() == *held))
+        .collect()
+}
+
+/// Parses the output of `env -0` (`NAME=value` entries, each ended by a NUL byte). An entry without `=`, with an
+/// empty name, or that is not UTF-8 is left out (a launch plan holds UTF-8 strings).
+pub fn parse_env(bytes: &[u8]) -> Vec<(String, String)> {
+    bytes
+        .split(|b| *b == 0)
+        .filter_map(|entry| {
+            let entry = std::str::from_utf8(entry).ok()?;
+            let (name, value) = entry.split_once('=')?;
+            (!name.is_empty()).then(|| (name.to_owned(), value.to_owned()))
+        })
+        .collect()
+}
+
+/// What one contained call's plan is made of.
+#[derive(Debug, Clone)]
+pub struct CallPlan<'a> {
+    /// The folders of the base plan (home, runtime folder, efr's roots, the config's masks).
+    pub layout: &'a Layout,
+    /// bubblewrap, absolute (the probe found it).
+    pub bwrap: &'a Path,
+    /// The user's shell that runs the line, absolute (the hidden shell's own program).
+    pub shell: &'a Path,
+    /// The model's command line.
+    pub line: &'a str,
+    /// The hidden shell's working directory at the call's start.
+    pub cwd: &'a Path,
+    /// The hidden shell's exported environment at the call's start.
+    pub env: &'a [(String, String)],
+    /// The turn's project roots (writable); empty for a conversation without a project.
+    pub project_roots: &'a [PathBuf],
+    /// The conversation's `$SCRATCH` (writable, exported as `SCRATCH`).
+    pub scratch: &'a Path,
+    /// The call's grants.
+    pub grants: &'a [Grant],
+    /// Where the launcher writes its report.
+    pub report: &'a Path,
+}
+
+/// The launch plan of a contained call; see the module docs for what goes in. Environment entries that a plan may
+/// not hold (a name with `=`, a string longer than an exec takes, a NUL byte) are left out, so the plan is refused
+/// only for a reason of the call itself.
+pub fn call_plan(call: &CallPlan<'_>) -> LaunchPlan {
+    let project = call.project_roots.first().map(PathBuf::as_path);
+    let mut plan = base_plan(call.layout, call.bwrap, Vec::new(), call.cwd, project, call.scratch);
+    plan.command = LaunchCommand::Shell {
+        shell: call.shell.to_path_buf(),
+        line: call.line.to_owned(),
+    };
+    for root in call.project_roots.iter().skip(1) {
+        plan.writable.push(Writable {
+            path: root.clone(),
+            source: WritableSource::Project,
+        });
+    }
+    plan.env = sandbox_env(call.env, call.cwd, call.scratch, &plan.env);
+    plan.grants = call.grants.to_vec();
+    plan.report = ReportTo::File {
+        path: call.report.to_path_buf(),
+    };
+    plan
+}
+
+/// The environment of a contained call: the shell's, without [`HELD_SECRETS`] and entries a plan may not hold, with
+/// `PWD` the call's directory and `SCRATCH` set; the base's `PATH` when the shell has none.
+fn sandbox_env(
+    shell_env: &[(String, String)],
+    cwd: &Path,
+    scratch: &Path,
+    base: &BTreeMap<String, String>,
+) -> BTreeMap<String, String> {
+    let fits = |name: &str, value: &str| {
+        !name.contains('=')
+            && !name.contains('\0')
+            && !value.contains('\0')
+            && name.len() + 1 + value.len() <= MAX_EXEC_STRING
+    };
+    let mut env: BTreeMap<String, String> = without_held_secrets(shell_env.iter().cloned())
+        .into_iter()
+        .filter(|(name, value)| fits(name, value))
+        .collect();
+    for (name, value) in base {
+        env.entry(name.clone()).or_insert_with(|| value.clone());
+    }
+    env.insert("PWD".into(), cwd.display().to_string());
+    env.insert("SCRATCH".into(), scratch.display().to_string());
+    env.remove("OLDPWD");
+    env
+}
+
+/// Quotes `text` as one word for bash and zsh.
+pub fn quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
+}
+
+/// The command line typed into the hidden shell for a contained call.
+pub fn launcher_line(launcher: &Path, plan_file: &Path) -> String {
+    format!(
+        "{} --plan-file {}",
+        quote(&launcher.to_string_lossy()),
+        quote(&plan_file.to_string_lossy())
+    )
+}
+
+/// The command line that writes the hidden shell's exported environment to `file` (NUL-separated). `\command`
+/// skips an alias or a function named `env`.
+pub fn env_line(file: &Path) -> String {
+    format!("\\command env -0 >{}", quote(&file.to_string_lossy()))
+}
+
+/// Writes a one-time file readable by the owner only (mode 0600); fails when the file exists.
+///
+/// # Errors
+/// The create or the write failed.
+pub fn write_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)?;
+    file.write_all(bytes)
+}
+
+/// How a contained call ended, as its launcher reported it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The command ran and ended with this status; `exec_error` when the program could not start.
+    Exited {
+        /// The command's status (128 + the signal for a signal).
+        exit_code: i32,
+        /// Why the program could not start.
+        exec_error: Option<String>,
+    },
+    /// The sandbox could not start; the command did not run.
+    SetupError {
+        /// The failing part's own words, such as bubblewrap's `Can't chdir to /tmp/x`.
+        message: String,
+    },
+    /// The report has no end line: the launcher was ended (an interrupt, a closed shell) or never ran.
+    NoEnd,
+}
+
+impl Outcome {
+    /// The outcome of a report's text ([`LaunchReport::parse_lines`]); a report that does not parse has no end.
+    pub fn of_report(text: &str) -> Self {
+        let Ok(lines) = LaunchReport::parse_lines(text) else {
+            return Self::NoEnd;
+        };
+        match LaunchReport::end(&lines) {
+            Some(LaunchReport::Exited { exit_code, exec_error }) => Self::Exited {
+                exit_code: *exit_code,
+                exec_error: exec_error.clone(),
+            },
+            Some(LaunchReport::SetupError { message, .. }) => Self::SetupError {
+                message: message.clone(),
+            },
+            _ => Self::NoEnd,
+        }
+    }
+
+    /// Reads and removes the report file; a missing file has no end.
+    pub fn take(report: &Path) -> Self {
+        let text = std::fs::read_to_string(report).unwrap_or_default();
+        let _ = std::fs::remove_file(report);
+        Self::of_report(&text)
+    }
+}
+
+/// Whether a contained call may write at `path` (absolute): the deepest mount of `plan` that holds it is a writable
+/// bind (a project root, `$SCRATCH`, a write grant). The private `/tmp`, masks and everything read-only are not:
+/// a file tool's write there would not be what the sandbox allows (the `/tmp` the call sees is its own).
+pub fn writable_in(plan: &LaunchPlan, path: &Path) -> bool {
+    let path = normalize(path);
+    let Ok(mounts) = plan.mounts() else {
+        return false;
+    };
+    mounts
+        .iter()
+        .rev()
+        .find(|mount| path.starts_with(&mount.path))
+        .is_some_and(|mount| mount.kind == MountKind::Writable)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use efr_protocol::internal::MaskSource;
+
+    fn layout() -> Layout {
+        Layout {
+            home: "/home/u".into(),
+            runtime_dir: "/run/user/1000".into(),
+            efr_roots: vec![
+                "/home/u/.config/efr".into(),
+                "/home/u/.local/share/efr".into(),
+                "/home/u/.local/state/efr".into(),
+                "/run/user/1000/efr".into(),
+            ],
+            scratch_root: "/home/u/.local/state/efr/scratch".into(),
+            config_masks: Vec::new(),
+        }
+    }
+
+    fn env() -> Vec<(String, String)> {
+        vec![
+            ("PATH".into(), "/home/u/bin:/usr/bin:/bin".into()),
+            ("HOME".into(), "/home/u".into()),
+            ("FOO".into(), "exported earlier".into()),
+            ("OPENAI_API_KEY".into(), "sk-proj-secret".into()),
+            ("ANTHROPIC_API_KEY".into(), "sk-ant-secret".into()),
+            ("OLDPWD".into(), "/somewhere".into()),
+            ("PWD".into(), "/stale".into()),
+            ("HUGE".into(), "x".repeat(MAX_EXEC_STRING)),
+        ]
+    }
+
+    fn plan_of(roots: &[PathBuf], grants: &[Grant]) -> LaunchPlan {
+        let layout = layout();
+        let env = env();
+        call_plan(&CallPlan {
+            layout: &layout,
+            bwrap: Path::new("/usr/bin/bwrap"),
+            shell: Path::new("/usr/bin/bash"),
+            line: "cargo test && echo 'done'",
+            cwd: Path::new("/home/u/src/app/sub"),
+            env: &env,
+            project_roots: roots,
+            scratch: Path::new("/home/u/.local/state/efr/scratch/c1"),
+            grants,
+            report: Path::new("/run/user/1000/efr/shells/shell-x/report-1"),
+        })
+    }
+
+    #[test]
+    fn the_plan_runs_the_line_in_the_users_shell_where_the_shell_is() {
+        let plan = plan_of(&["/home/u/src/app".into()], &[]);
+        plan.validate().unwrap();
+        assert_eq!(
+            plan.command,
+            LaunchCommand::Shell {
+                shell: "/usr/bin/bash".into(),
+                line: "cargo test && echo 'done'".into()
+            }
+        );
+        assert_eq!(plan.cwd, Path::new("/home/u/src/app/sub"));
+        assert_eq!(
+            plan.report,
+            ReportTo::File {
+                path: "/run/user/1000/efr/shells/shell-x/report-1".into()
+            }
+        );
+        assert!(plan.grants.is_empty());
+    }
+
+    #[test]
+    fn the_environment_is_the_shells_without_keys_with_scratch() {
+        let plan = plan_of(&["/home/u/src/app".into()], &[]);
+        assert_eq!(plan.env["PATH"], "/home/u/bin:/usr/bin:/bin", "the shell's PATH wins");
+        assert_eq!(plan.env["FOO"], "exported earlier");
+        assert_eq!(plan.env["SCRATCH"], "/home/u/.local/state/efr/scratch/c1");
+        assert_eq!(plan.env["PWD"], "/home/u/src/app/sub");
+        for gone in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OLDPWD", "HUGE"] {
+            assert!(!plan.env.contains_key(gone), "{gone} is left out");
+        }
+        // Without a PATH of its own the call gets the base plan's.
+        let layout = layout();
+        let plan = call_plan(&CallPlan {
+            env: &[],
+            ..CallPlan {
+                layout: &layout,
+                bwrap: Path::new("/usr/bin/bwrap"),
+                shell: Path::new("/bin/zsh"),
+                line: "true",
+                cwd: Path::new("/"),
+                env: &[],
+                project_roots: &[],
+                scratch: Path::new("/s"),
+                grants: &[],
+                report: Path::new("/r"),
+            }
+        });
+        assert_eq!(plan.env["PATH"], "/usr/local/bin:/usr/bin:/bin");
+    }
+
+    #[test]
+    fn writable_are_the_project_roots_and_scratch_and_efr_roots_are_masked() {
+        let roots = vec![PathBuf::from("/home/u/src/app"), PathBuf::from("/home/u/src/lib")];
+        let plan = plan_of(&roots, &[]);
+        let writable: Vec<_> = plan.writable.iter().map(|w| (w.path.as_path(), w.source)).collect();
+        assert_eq!(
+            writable,
+            vec![
+                (Path::new("/home/u/src/app"), WritableSource::Project),
+                (
+                    Path::new("/home/u/.local/state/efr/scratch/c1"),
+                    WritableSource::Scratch
+                ),
+                (Path::new("/home/u/src/lib"), WritableSource::Project),
+            ]
+        );
+        for root in layout().efr_roots {
+            assert!(
+                plan.masks
+                    .iter()
+                    .any(|m| m.path == root && m.source == MaskSource::EfrRoot),
+                "{} is masked",
+                root.display()
+            );
+        }
+        assert!(plan.masks.iter().any(|m| m.path == Path::new("/home/u/.ssh")));
+        assert!(plan.masks.iter().any(|m| m.path == Path::new("/run/user/1000")));
+        // What a file tool of a contained call may write.
+        assert!(writable_in(&plan, Path::new("/home/u/src/app/src/main.rs")));
+        assert!(writable_in(&plan, Path::new("/home/u/src/lib/x")));
+        assert!(writable_in(
+            &plan,
+            Path::new("/home/u/.local/state/efr/scratch/c1/notes")
+        ));
+        assert!(!writable_in(&plan, Path::new("/home/u/.local/state/efr/keys")));
+        assert!(!writable_in(&plan, Path::new("/home/u/.bashrc")));
+        assert!(!writable_in(&plan, Path::new("/tmp/x")), "the call's /tmp is its own");
+        assert!(!writable_in(&plan, Path::new("/home/u/src/app/../../.ssh/config")));
+        // A project root that holds a credential store keeps it masked.
+        let plan = plan_of(&["/home/u".into()], &[]);
+        assert!(writable_in(&plan, Path::new("/home/u/notes.txt")));
+        assert!(!writable_in(&plan, Path::new("/home/u/.ssh/id_ed25519")));
+        // A write grant opens its path.
+        let plan = plan_of(
+            &[],
+            &[Grant::Write {
+                path: "/home/u/.cache/pip".into(),
+            }],
+        );
+        assert!(writable_in(&plan, Path::new("/home/u/.cache/pip/wheels")));
+        assert!(
+            !writable_in(&plan, Path::new("/home/u/src/app/x")),
+            "no project: not writable"
+        );
+    }
+
+    #[test]
+    fn lines_quote_their_paths() {
+        assert_eq!(quote("it's"), r"'it'\''s'");
+        assert_eq!(
+            launcher_line(Path::new("/opt/efr/efr-launcher"), Path::new("/run/a b/plan-1.json")),
+            "'/opt/efr/efr-launcher' --plan-file '/run/a b/plan-1.json'"
+        );
+        assert_eq!(env_line(Path::new("/run/x/env-1")), r"\command env -0 >'/run/x/env-1'");
+    }
+
+    #[test]
+    fn env_output_parses_and_skips_what_a_plan_cannot_hold() {
+        let bytes = b"A=1\0B=x=y\0MULTI=line1\nline2\0=nameless\0noequals\0BAD=\xff\0EMPTY=\0";
+        assert_eq!(
+            parse_env(bytes),
+            vec![
+                ("A".into(), "1".into()),
+                ("B".into(), "x=y".into()),
+                ("MULTI".into(), "line1\nline2".into()),
+                ("EMPTY".into(), String::new()),
+            ]
+        );
+        let kept = without_held_secrets(vec![("OPENAI_API_KEY", "k"), ("HOME", "/h")]);
+        assert_eq!(kept, vec![("HOME", "/h")]);
+    }
+
+    #[test]
+    fn the_report_tells_exit_codes_setup_errors_and_no_end_apart() {
+        let launched = r#"{"kind":"launched","launcher_pid":7,"launcher_start":9}"#;
+        assert_eq!(
+            Outcome::of_report(&format!("{launched}\n{{\"kind\":\"exited\",\"exit_code\":3}}\n")),
+            Outcome::Exited {
+                exit_code: 3,
+                exec_error: None
+            }
+        );
+        assert_eq!(
+            Outcome::of_report(&format!(
+                "{launched}\n{{\"kind\":\"setup_error\",\"stage\":\"bwrap\",\"message\":\"bwrap: Can't chdir to /tmp/x\"}}\n"
+            )),
+            Outcome::SetupError {
+                message: "bwrap: Can't chdir to /tmp/x".into()
+            }
+        );
+        assert_eq!(Outcome::of_report(launched), Outcome::NoEnd);
+        assert_eq!(Outcome::of_report("{not json"), Outcome::NoEnd);
+        let dir = tempfile::tempdir().unwrap();
+        let report = dir.path().join("report");
+        assert_eq!(Outcome::take(&report), Outcome::NoEnd, "a missing report has no end");
+        std::fs::write(&report, "{\"kind\":\"exited\",\"exit_code\":0}\n").unwrap();
+        assert!(matches!(Outcome::take(&report), Outcome::Exited { exit_code: 0, .. }));
+        assert!(!report.exists(), "the report is removed once read");
+    }
+
+    #[test]
+    fn one_time_files_are_private_and_never_reused() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("plan.json");
+        write_private(&file, b"{}").unwrap();
+        assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o600);
+        let again = write_private(&file, b"{}").unwrap_err();
+        assert_eq!(again.kind(), io::ErrorKind::AlreadyExists);
+    }
+}

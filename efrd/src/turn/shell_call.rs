@@ -1,0 +1,447 @@
+//! Running one shell call in the conversation's hidden shell, direct or contained, and recording what it did.
+//!
+//! A direct call types the model's line into the hidden shell. A contained call (auto mode) first asks the shell for
+//! its working directory and exported environment (a short `env -0` run), writes the launch plan to a one-time file
+//! in the shell's private folder ([`super::contained`]) and types `'<launcher>' --plan-file '<file>'` instead: the
+//! launcher runs in the pty like any command, so its output, its input waits, the timeout, detaching and
+//! `shell.interrupt` work as for a direct call (docs/adr/0004-contained-calls.md).
+//!
+//! Events: `tool_call_input_changed` while it runs; `tool_call_completed` with the exit code, `left_running`,
+//! `changes` (what changed in the project and `$SCRATCH` while it ran, [`super::snapshots::CallSnapshots`]) and, for a contained
+//! call, `sandbox` (with `setup_error` when the sandbox could not start: the command did not run, and the probe is
+//! run again at the next need); then, for a command left running, `shell_command_detached`, its
+//! `shell_command_input_changed` and `shell_command_ended` (with `contained` set for a contained call).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use efr_protocol::events::{
+    CallStatus, EventBody, SandboxUnavailable, ShellCommandDetached, ShellCommandEnded, ShellCommandInputChanged,
+    ToolCallCompleted, ToolCallInputChanged,
+};
+use efr_protocol::ids::{CallId, Timestamp, TurnId};
+use efr_protocol::wire::{Grant, InputWait as WireInputWait, SandboxSummary};
+
+use super::contained::{self, CallPlan, Outcome};
+use super::snapshots::CallRoots;
+use super::tools::{CallOutput, ToolEnv};
+use crate::conversation::Recorder;
+use crate::tools::shell::{HiddenShell, How, InputKind, OutputLimits};
+
+/// How long the `env -0` run before a contained call may take.
+const PREPARE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The wire form of a wait's kind.
+fn wire_wait(kind: InputKind) -> WireInputWait {
+    match kind {
+        InputKind::None => WireInputWait::None,
+        InputKind::Visible => WireInputWait::Visible,
+        InputKind::Hidden => WireInputWait::Hidden,
+    }
+}
+
+/// A contained call made ready to type: the launcher's line and its report file.
+struct Prepared {
+    line: String,
+    report: PathBuf,
+    plan_file: PathBuf,
+}
+
+/// Why a contained call could not be made ready; the command did not run.
+enum NotPrepared {
+    /// The sandbox cannot run (the probe says why): `sandbox_unavailable` is recorded for the call.
+    Unavailable(String),
+    /// Anything else (the shell is busy or gone, a file could not be written).
+    Failed(String),
+}
+
+/// Runs a shell call (`grants` is `Some` for a contained call) and records its events; returns what the model gets,
+/// or `None` when the recorder is gone.
+pub async fn run_shell(
+    env: &ToolEnv,
+    recorder: &Recorder,
+    turn_id: TurnId,
+    call_id: &CallId,
+    command: &str,
+    timeout: Duration,
+    grants: Option<&[Grant]>,
+) -> Option<CallOutput> {
+    let failed = |output: String| async move {
+        let body = failed_completion(call_id, output.clone(), grants.is_some().then(SandboxSummary::default));
+        recorder.record(turn_id, vec![body]).await.ok()?;
+        Some(CallOutput { output, is_error: true })
+    };
+    let shell = {
+        let mut slot = env.shell.lock().await;
+        match slot.shell().await {
+            Ok(shell) => shell.clone(),
+            Err(error) => {
+                drop(slot);
+                return failed(format!("the command did not run: {error}")).await;
+            }
+        }
+    };
+    // $SCRATCH is made before the first snapshot, so what the call writes there is among its changes.
+    if grants.is_some()
+        && let Err(error) = crate::config::ensure_private_dir(&env.scratch)
+    {
+        return failed(format!(
+            "the command did not run: cannot make $SCRATCH {}: {error}",
+            env.scratch.display()
+        ))
+        .await;
+    }
+    let before = env.call_snapshots.before(call_roots(env)).await;
+    let prepared = match grants {
+        None => None,
+        Some(grants) => match prepare(env, &shell, command, grants).await {
+            Ok(prepared) => Some(prepared),
+            Err(NotPrepared::Unavailable(reason)) => {
+                let unavailable = EventBody::SandboxUnavailable(SandboxUnavailable {
+                    reason: reason.clone(),
+                    call_id: Some(call_id.clone()),
+                });
+                recorder.record(turn_id, vec![unavailable]).await.ok()?;
+                return failed(format!("the sandbox cannot run, so the command did not run: {reason}")).await;
+            }
+            Err(NotPrepared::Failed(why)) => return failed(format!("the command did not run: {why}")).await,
+        },
+    };
+    let line = prepared.as_ref().map_or(command, |p| p.line.as_str());
+    let run = match shell.run_as(line, command, timeout).await {
+        Ok(run) => run,
+        Err(error) => {
+            if let Some(prepared) = &prepared {
+                let _ = std::fs::remove_file(&prepared.plan_file);
+            }
+            return failed(format!("the command did not run: {error}")).await;
+        }
+    };
+    // While the command runs, each change of its wait for input is recorded (tool_call_input_changed).
+    let mut waits = run.input();
+    let answer = run.answer();
+    tokio::pin!(answer);
+    let answer = loop {
+        tokio::select! {
+            answer = &mut answer => break answer,
+            changed = waits.changed() => {
+                if changed.is_err() {
+                    break answer.await;
+                }
+                let wait = waits.borrow_and_update().clone();
+                let body = EventBody::ToolCallInputChanged(ToolCallInputChanged {
+                    call_id: call_id.clone(),
+                    input: wire_wait(wait.kind),
+                    looks_secret: wait.looks_secret,
+                });
+                recorder.record(turn_id, vec![body]).await.ok()?;
+            }
+        }
+    };
+    let changes = env.call_snapshots.changes(before).await;
+    let left_running = answer.left_running();
+    let mut exit_code = answer.exit_code;
+    let mut sandbox = prepared.as_ref().map(|_| SandboxSummary::default());
+    let mut note = None;
+    if let Some(prepared) = prepared.as_ref().filter(|_| !left_running) {
+        let _ = std::fs::remove_file(&prepared.plan_file);
+        match Outcome::take(&prepared.report) {
+            Outcome::Exited {
+                exit_code: code,
+                exec_error,
+            } => {
+                exit_code = Some(code);
+                note = exec_error.map(|e| format!("[the program could not start: {e}]"));
+            }
+            Outcome::SetupError { message } => {
+                // The command did not run: its status is the launcher's, not the command's.
+                exit_code = None;
+                note = Some(format!(
+                    "[efr's sandbox could not start, so the command did not run: {message}]"
+                ));
+                sandbox = Some(SandboxSummary {
+                    setup_error: Some(message),
+                    ..SandboxSummary::default()
+                });
+                // The sandbox may have changed under efrd: the next need probes again (spec, setup_error).
+                env.sandbox.invalidate().await;
+            }
+            Outcome::NoEnd => {}
+        }
+    }
+    let setup_failed = sandbox.as_ref().is_some_and(|s| s.setup_error.is_some());
+    let ok = !setup_failed && (exit_code == Some(0) || left_running);
+    let mut model_text = answer.output.for_model(OutputLimits::MODEL);
+    if let Some(note) = note {
+        model_text.push('\n');
+        model_text.push_str(&note);
+    }
+    if let Some(code) = exit_code.filter(|c| *c != 0) {
+        model_text.push_str(&format!("\n[exit status {code}]"));
+    }
+    if left_running {
+        model_text.push_str(&format!(
+            "\n[the command still runs after {} s; the shell takes no other command until it ends]",
+            timeout.as_secs()
+        ));
+    }
+    let completed = EventBody::ToolCallCompleted(ToolCallCompleted {
+        call_id: call_id.clone(),
+        status: if ok { CallStatus::Ok } else { CallStatus::Failed },
+        output: answer.output.for_client(),
+        exit_code,
+        refusal: None,
+        left_running,
+        changes,
+        diff: None,
+        sandbox,
+    });
+    // The completion belongs to the turn; the detached command belongs to the conversation (spec).
+    recorder.record(turn_id, vec![completed]).await.ok()?;
+    if let Some(detached) = answer.detached {
+        let contained = prepared.is_some();
+        let mut waits = detached.input();
+        let wait = waits.borrow_and_update().clone();
+        let body = EventBody::ShellCommandDetached(ShellCommandDetached {
+            call_id: call_id.clone(),
+            command: command.chars().take(200).collect(),
+            since: Timestamp::now(),
+            contained,
+            input: wire_wait(wait.kind),
+            looks_secret: wait.looks_secret,
+            prompt: wait.prompt,
+            approved_by: None,
+        });
+        // Recorded before its end can be: shell_command_ended always comes after shell_command_detached.
+        recorder.record_outside_turn(vec![body]).await.ok()?;
+        let recorder = recorder.clone();
+        let call_id = call_id.clone();
+        tokio::spawn(async move {
+            let end = detached.ended();
+            tokio::pin!(end);
+            // Each change of the left-running command's wait for input is recorded until it ends.
+            let end = loop {
+                tokio::select! {
+                    end = &mut end => break end,
+                    changed = waits.changed() => {
+                        if changed.is_err() {
+                            break end.await;
+                        }
+                        let wait = waits.borrow_and_update().clone();
+                        let body = EventBody::ShellCommandInputChanged(ShellCommandInputChanged {
+                            call_id: call_id.clone(),
+                            input: wire_wait(wait.kind),
+                            contained,
+                            looks_secret: wait.looks_secret,
+                            prompt: wait.prompt,
+                        });
+                        let _ = recorder.record_outside_turn(vec![body]).await;
+                    }
+                }
+            };
+            let mut exit_code = end.exit_code;
+            if let Some(prepared) = prepared {
+                let _ = std::fs::remove_file(&prepared.plan_file);
+                match Outcome::take(&prepared.report) {
+                    Outcome::Exited { exit_code: code, .. } => exit_code = Some(code),
+                    Outcome::SetupError { .. } => exit_code = None,
+                    Outcome::NoEnd => {}
+                }
+            }
+            let how = match end.how {
+                How::Ended => efr_protocol::wire::How::Ended,
+                How::Stopped => efr_protocol::wire::How::Stopped,
+                How::Limit => efr_protocol::wire::How::Limit,
+                How::Closed => efr_protocol::wire::How::Closed,
+                How::ShellExited => efr_protocol::wire::How::ShellExited,
+            };
+            let ended = EventBody::ShellCommandEnded(ShellCommandEnded {
+                call_id,
+                how,
+                exit_code,
+            });
+            let _ = recorder.record_outside_turn(vec![ended]).await;
+        });
+    }
+    Some(CallOutput {
+        output: model_text,
+        is_error: !ok,
+    })
+}
+
+/// The roots whose changes a shell call reports: the project (when the conversation has one) and `$SCRATCH` (when
+/// it exists).
+fn call_roots(env: &ToolEnv) -> CallRoots {
+    CallRoots {
+        project: env.snapshots.as_ref().map(|_| env.cwd.clone()),
+        scratch: Some(env.scratch.clone()).filter(|s| s.is_dir()),
+        home: std::env::var_os("HOME").map(PathBuf::from),
+    }
+}
+
+fn failed_completion(call_id: &CallId, output: String, sandbox: Option<SandboxSummary>) -> EventBody {
+    EventBody::ToolCallCompleted(ToolCallCompleted {
+        call_id: call_id.clone(),
+        status: CallStatus::Failed,
+        output,
+        exit_code: None,
+        refusal: None,
+        left_running: false,
+        changes: None,
+        diff: None,
+        sandbox,
+    })
+}
+
+/// Makes a contained call ready: the sandbox's probe, the shell's cwd and environment, the plan file.
+async fn prepare(env: &ToolEnv, shell: &HiddenShell, line: &str, grants: &[Grant]) -> Result<Prepared, NotPrepared> {
+    let probe = env.sandbox.current().await;
+    let bwrap = match (&probe.paths.bwrap, probe.status.available) {
+        (Some(bwrap), true) => bwrap.clone(),
+        _ => {
+            let reason = probe
+                .status
+                .reason
+                .clone()
+                .unwrap_or_else(|| "the sandbox probe failed and said no more".to_owned());
+            return Err(NotPrepared::Unavailable(reason));
+        }
+    };
+    let failed = NotPrepared::Failed;
+    let work = shell.work_dir().to_path_buf();
+    let id = format!("{:016x}", rand::random::<u64>());
+    let env_file = work.join(format!("env-{id}"));
+    // The shell's exported environment and working directory now, so `cd` and `export` of earlier calls carry over.
+    let run = shell
+        .run(&contained::env_line(&env_file), PREPARE_TIMEOUT)
+        .await
+        .map_err(|e| failed(e.to_string()))?;
+    let answer = run.answer().await;
+    let exported = std::fs::read(&env_file);
+    let _ = std::fs::remove_file(&env_file);
+    if answer.left_running() {
+        let _ = shell.interrupt().await;
+        return Err(failed(
+            "the hidden shell did not report its environment in time".to_owned(),
+        ));
+    }
+    let exported = match (answer.exit_code, exported) {
+        (Some(0), Ok(bytes)) => contained::parse_env(&bytes),
+        (code, _) => {
+            return Err(failed(format!(
+                "the hidden shell could not report its environment (`env -0` ended with {code:?}): {}",
+                answer.output.for_model(OutputLimits::MODEL)
+            )));
+        }
+    };
+    let cwd = answer
+        .cwd
+        .ok_or_else(|| failed("the hidden shell's working directory is not known".to_owned()))?;
+    let program = std::fs::read_link(format!("/proc/{}/exe", shell.pid()))
+        .map_err(|e| failed(format!("cannot find the hidden shell's program: {e}")))?;
+    let report = work.join(format!("report-{id}"));
+    let plan_file = work.join(format!("plan-{id}.json"));
+    let project_roots: Vec<PathBuf> = if env.snapshots.is_some() {
+        env.roots.clone()
+    } else {
+        Vec::new()
+    };
+    let plan = contained::call_plan(&CallPlan {
+        layout: &env.layout,
+        bwrap: &bwrap,
+        shell: &program,
+        line,
+        cwd: &cwd,
+        env: &exported,
+        project_roots: &project_roots,
+        scratch: &env.scratch,
+        grants,
+        report: &report,
+    });
+    let bytes = serde_json::to_vec(&plan).map_err(|e| failed(format!("cannot encode the launch plan: {e}")))?;
+    contained::write_private(&plan_file, &bytes)
+        .map_err(|e| failed(format!("cannot write the launch plan {}: {e}", plan_file.display())))?;
+    Ok(Prepared {
+        line: contained::launcher_line(&env.sandbox.options().launcher, &plan_file),
+        report,
+        plan_file,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use efr_protocol::wire::{Mode, Origin};
+
+    use super::*;
+    use crate::sandbox::plan::Layout;
+    use crate::sandbox::{ProbeOptions, SandboxState};
+    use crate::tools::shell::{ShellKind, ShellOptions, ShellSlot};
+
+    fn env(dir: &std::path::Path, bwrap: &str) -> ToolEnv {
+        let home = dir.join("home");
+        let run = dir.join("run");
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::create_dir_all(&run).unwrap();
+        let options = ProbeOptions {
+            launcher: "/nonexistent/efr-launcher".into(),
+            bwrap: Some(bwrap.into()),
+            home: home.clone(),
+            runtime_dir: dir.join("run-user"),
+            netview_off: false,
+        };
+        let layout = Layout {
+            home: home.clone(),
+            runtime_dir: dir.join("run-user"),
+            efr_roots: vec![dir.join("state")],
+            scratch_root: dir.join("state/scratch"),
+            config_masks: Vec::new(),
+        };
+        ToolEnv {
+            shell: Arc::new(tokio::sync::Mutex::new(ShellSlot::new(ShellOptions::new(
+                ShellKind::Bash,
+                home.clone(),
+                run,
+            )))),
+            cwd: home.clone(),
+            roots: vec![home],
+            mode: Mode::Auto,
+            origin: Origin::Terminal,
+            question_limit_secs: None,
+            snapshots: None,
+            call_snapshots: Arc::default(),
+            sandbox: Arc::new(SandboxState::new(options)),
+            scratch: layout.scratch_root.join("c1"),
+            layout,
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_sandbox_that_cannot_run_is_unavailable_and_the_shell_runs_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let env = env(dir.path(), "/nonexistent/bwrap");
+        let shell = env.shell.lock().await.shell().await.unwrap().clone();
+        let marker = dir.path().join("home/ran");
+        let line = format!("touch {}", marker.display());
+        match prepare(&env, &shell, &line, &[]).await {
+            Err(NotPrepared::Unavailable(reason)) => {
+                assert_eq!(reason, "bubblewrap is not installed at /nonexistent/bwrap");
+            }
+            Err(NotPrepared::Failed(why)) => panic!("expected unavailable, got {why}"),
+            Ok(prepared) => panic!("expected unavailable, got {}", prepared.line),
+        }
+        assert!(!marker.exists());
+        let status = shell.status().await.unwrap();
+        assert_eq!(status.busy, None);
+        // No one-time file is left in the shell's folder.
+        let left: Vec<_> = std::fs::read_dir(shell.work_dir())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|name| name.starts_with("plan-") || name.starts_with("env-") || name.starts_with("report-"))
+            .collect();
+        assert!(left.is_empty(), "{left:?}");
+        shell.close().await;
+    }
+}
