@@ -1,13 +1,80 @@
 //! `efr`: the command-line client of efrd.
 //!
-//! Not built yet (issue "The efr CLI, shell integration, systemd units ..."). It says so and exits non-zero rather
-//! than pretend to send anything.
+//! efr is a thin client (ARCHITECTURE.md §2, §9): it sends a prompt with the terminal's context, shows the turn as
+//! it streams, and asks the user what efrd asks; all state lives in efrd. Each other command maps to one method.
+//!
+//! - [`cli`]: the command line (clap).
+//! - [`socket`]: where efrd's socket is; [`client`]: the connection; [`report`]: exit codes and failures.
+//! - [`context`]: the terminal's context of a prompt; [`tty`]: terminal modes.
+//! - [`turn`]: `efr "prompt"`, the turn's view and its questions.
+//! - [`commands`]: status, models, login, logout, sandbox check, diff.
+//! - `shell_init`, `daemon_cmd`: `efr shell-init` and `efr daemon` (their own modules).
 
-fn main() -> std::process::ExitCode {
-    eprintln!(
-        "efr {}: the command-line client is not built yet (protocol {})",
-        env!("CARGO_PKG_VERSION"),
-        efr_protocol::PROTOCOL_VERSION
-    );
-    std::process::ExitCode::from(2)
+mod cli;
+mod client;
+mod commands;
+mod context;
+mod daemon_cmd;
+mod report;
+mod shell_init;
+mod socket;
+mod tty;
+mod turn;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use cli::{Cli, Command, SandboxCommand};
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => {
+            let _ = error.print();
+            // Help and version are not failures; a usage error is bad input (1), never "efrd not running" (2).
+            return if error.use_stderr() {
+                ExitCode::from(report::FAILED)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
+    match cli.command {
+        Some(Command::ShellInit { shell }) => {
+            print!("{}", shell_init::script(shell));
+            ExitCode::SUCCESS
+        }
+        Some(Command::Daemon { command }) => daemon_cmd::run(&command),
+        command => {
+            let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+                Ok(runtime) => runtime,
+                Err(error) => {
+                    eprintln!("efr: cannot start the async runtime: {error}");
+                    return ExitCode::from(report::FAILED);
+                }
+            };
+            let code = runtime.block_on(run(command, &cli.prompt));
+            // The key reader may block in a read of stdin: do not wait for it.
+            runtime.shutdown_background();
+            code
+        }
+    }
+}
+
+async fn run(command: Option<Command>, root_prompt: &cli::PromptArgs) -> ExitCode {
+    match command {
+        None => turn::run(root_prompt).await,
+        Some(Command::Prompt(args)) => turn::run(&args).await,
+        Some(Command::Status(args)) => commands::status::run(args.json).await,
+        Some(Command::Models(args)) => commands::models::run(args.json).await,
+        Some(Command::Login(args)) => commands::login::login(&args).await,
+        Some(Command::Logout(args)) => commands::login::logout(&args).await,
+        Some(Command::Sandbox {
+            command: SandboxCommand::Check(args),
+        }) => commands::sandbox::check(args.json).await,
+        Some(Command::Diff(args)) => commands::diff::run(&args).await,
+        // Handled before the runtime starts.
+        Some(Command::ShellInit { .. } | Command::Daemon { .. }) => ExitCode::SUCCESS,
+    }
 }

@@ -4,3 +4,4 @@
 pub mod client;
 pub mod daemon;
 pub mod scripted;
+pub mod systemd;

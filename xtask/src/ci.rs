@@ -107,7 +107,7 @@ pub fn tidy(root: &Path) -> Result<()> {
 
 /// Where the build goes when the workspace sits under `/tmp`: a contained call gets a private `/tmp`, so a launcher
 /// built there would be hidden inside its own sandbox (efr-launcher refuses that plan, rightly). `/var/tmp` is seen.
-fn target_outside_tmp(root: &Path) -> Option<std::path::PathBuf> {
+pub(crate) fn target_outside_tmp(root: &Path) -> Option<std::path::PathBuf> {
     if std::env::var_os("CARGO_TARGET_DIR").is_some() || !root.starts_with("/tmp") {
         return None;
     }

@@ -6,12 +6,14 @@
 //! | `protocol-schema` | rewrites `docs/protocol.schema.json` from the wire types (`--check`: fail when stale) |
 //! | `tidy` | `cargo fmt --check`, clippy with `-D warnings`, schema and fixtures current |
 //! | `ci` | installs the Debian packages the tests need (as root, when missing), then `tidy` and every test |
+//! | `demo` | the main job end to end: a sample project's failing test fixed through efrd (`--release`: optimised; `--no-systemd`: systemd-socket-activate instead of a user manager) |
 //! | `bench` | runs the benchmarks and prints each number next to its budget (ARCHITECTURE.md §12) |
 //!
 //! Every command exits non-zero on the first failure and says which step failed.
 
 mod bench;
 mod ci;
+mod demo;
 mod protocol;
 
 use std::path::PathBuf;
@@ -19,7 +21,8 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 
-const USAGE: &str = "usage: cargo xtask <bless | protocol-schema [--check] | tidy | ci | bench>";
+const USAGE: &str =
+    "usage: cargo xtask <bless | protocol-schema [--check] | tidy | ci | demo [--release] [--no-systemd] | bench>";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -43,6 +46,7 @@ fn run(args: &[String]) -> Result<()> {
         (Some("tidy"), []) => ci::tidy(&root),
         (Some("ci"), []) => ci::ci(&root),
         (Some("bench"), []) => bench::bench(&root),
+        (Some("demo"), rest) => demo::demo(&root, rest),
         _ => bail!("{USAGE}"),
     }
 }

@@ -1,0 +1,203 @@
+//! The command line of `efr` (clap derive): `efr "prompt"`, `efr prompt ...` and the thin commands.
+//!
+//! `efr "why does the test fail?"` is the prompt command without its name: the root takes the same flags and
+//! words as `efr prompt`, and a first word that names a subcommand wins (`efr prompt status` sends the word
+//! "status" as a prompt).
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::daemon_cmd::DaemonCommand;
+use crate::shell_init::InitShell;
+
+/// efr: a terminal AI coding agent; this is the client of efrd.
+#[derive(Debug, Parser)]
+#[command(
+    name = "efr",
+    version,
+    args_conflicts_with_subcommands = true,
+    arg_required_else_help = true
+)]
+pub struct Cli {
+    /// The command; absent: the words are a prompt.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    /// A prompt given without `prompt`.
+    #[command(flatten)]
+    pub prompt: PromptArgs,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Send a prompt to the terminal's conversation and show the turn.
+    Prompt(PromptArgs),
+    /// Show efrd's state: version, uptime, providers and logins, the sandbox.
+    Status(JsonArg),
+    /// List the models that a turn can use.
+    Models(JsonArg),
+    /// Log in to a provider (the key comes from stdin or a prompt, never from the command line).
+    Login(LoginArgs),
+    /// Remove a provider's stored login.
+    Logout(LogoutArgs),
+    /// The sandbox: `efr sandbox check`.
+    Sandbox {
+        /// What to do.
+        #[command(subcommand)]
+        command: SandboxCommand,
+    },
+    /// Show what a turn changed in files.
+    Diff(DiffArgs),
+    /// Print the shell integration: `eval "$(efr shell-init zsh)"`.
+    ShellInit {
+        /// The shell.
+        shell: InitShell,
+    },
+    /// Install, remove or run efrd.
+    Daemon {
+        /// What to do.
+        #[command(subcommand)]
+        command: DaemonCommand,
+    },
+}
+
+/// `--json`: print the result as JSON, one line.
+#[derive(Debug, Args)]
+pub struct JsonArg {
+    /// Print the result as JSON (one line) for scripts.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The permission modes a prompt may ask for (ARCHITECTURE.md §7).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ModeArg {
+    /// Ask before every call that runs a command or changes a file.
+    Manual,
+    /// Run read-only commands and edits in the project; ask before the rest.
+    Cautious,
+    /// Run every call contained in the sandbox; judge exits.
+    Auto,
+    /// Run as the user with no sandbox and no question (floors still hold).
+    Full,
+}
+
+/// The shells the integration passes with `--shell`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ShellArg {
+    /// bash.
+    Bash,
+    /// zsh.
+    Zsh,
+}
+
+/// The flags and words of a prompt.
+#[derive(Debug, Args)]
+pub struct PromptArgs {
+    /// The permission mode of the turn.
+    #[arg(long, value_enum)]
+    pub mode: Option<ModeArg>,
+    /// The model of the turn (see `efr models`).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// The reasoning effort of the turn, one of the model's efforts.
+    #[arg(long)]
+    pub effort: Option<String>,
+    /// Start a new conversation instead of the terminal's.
+    #[arg(long, conflicts_with = "conversation")]
+    pub new: bool,
+    /// Send to this conversation (its id).
+    #[arg(long, value_name = "ID")]
+    pub conversation: Option<String>,
+    /// Print each event as JSON, one per line.
+    #[arg(long)]
+    pub json: bool,
+    /// The user's shell (shell integration).
+    #[arg(long, value_enum, hide = true)]
+    pub shell: Option<ShellArg>,
+    /// The terminal's last command line (shell integration).
+    #[arg(long, hide = true, value_name = "LINE", allow_hyphen_values = true)]
+    pub last_command: Option<String>,
+    /// The last command's exit status (shell integration).
+    #[arg(long, hide = true, value_name = "N", allow_hyphen_values = true)]
+    pub last_status: Option<i32>,
+    /// A recent command line, oldest first, `LINE` or `STATUS<TAB>LINE` (shell integration; repeatable).
+    #[arg(long, hide = true, value_name = "LINE", allow_hyphen_values = true)]
+    pub recent: Vec<String>,
+    /// The prompt.
+    #[arg(value_name = "PROMPT", trailing_var_arg = true)]
+    pub text: Vec<String>,
+}
+
+/// `efr login`.
+#[derive(Debug, Args)]
+pub struct LoginArgs {
+    /// Log in with an API key (read from stdin when it is not a terminal, else asked with echo off).
+    #[arg(long, required = true)]
+    pub api_key: bool,
+    /// The provider.
+    #[arg(long, value_enum, default_value = "openai-api")]
+    pub provider: ProviderArg,
+    /// Store the key without checking it with the provider first.
+    #[arg(long)]
+    pub no_check: bool,
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The providers that take an API key login (spec: admin.login_api_key).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ProviderArg {
+    /// OpenAI's API.
+    #[value(name = "openai-api")]
+    OpenaiApi,
+    /// Anthropic's API.
+    #[value(name = "anthropic-api")]
+    AnthropicApi,
+}
+
+impl ProviderArg {
+    /// The wire name.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::OpenaiApi => "openai-api",
+            Self::AnthropicApi => "anthropic-api",
+        }
+    }
+}
+
+/// `efr logout`.
+#[derive(Debug, Args)]
+pub struct LogoutArgs {
+    /// The provider; absent: the active one.
+    #[arg(long, value_enum)]
+    pub provider: Option<ProviderArg>,
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `efr sandbox ...`.
+#[derive(Debug, Subcommand)]
+pub enum SandboxCommand {
+    /// Probe the sandbox: every check with pass or fail and the reason.
+    Check(JsonArg),
+}
+
+/// `efr diff`.
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// Only the changed files and their line counts.
+    #[arg(long)]
+    pub stat: bool,
+    /// The conversation; absent: the terminal's.
+    #[arg(long, value_name = "ID")]
+    pub conversation: Option<String>,
+    /// The turn; absent: the newest turn that ended.
+    #[arg(long, value_name = "ID")]
+    pub turn: Option<String>,
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
+}

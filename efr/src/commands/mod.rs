@@ -1,0 +1,96 @@
+//! The thin commands: each maps to one method of efrd and prints its result, readable or, with `--json`, as the
+//! result's JSON on one line.
+//!
+//! - [`status`]: `efr status` (admin.status).
+//! - [`models`]: `efr models` (models.list).
+//! - [`login`]: `efr login --api-key` (admin.login_api_key) and `efr logout` (admin.logout).
+//! - [`sandbox`]: `efr sandbox check` (admin.sandbox_check).
+//! - [`diff`]: `efr diff` (conversation.diff).
+//!
+//! efrd's errors print `efr: <message>` and exit 1; an efrd that cannot be reached exits 2 with how to start it.
+
+pub mod diff;
+pub mod login;
+pub mod models;
+pub mod sandbox;
+pub mod status;
+
+use std::process::ExitCode;
+
+use serde_json::Value;
+
+use crate::client::Client;
+use crate::report;
+
+/// Calls `method` with `params` on a new connection and hands the result to `show`, or prints it as JSON with
+/// `json`. Returns the command's exit code.
+pub async fn run_unary(
+    method: &str,
+    params: Value,
+    json: bool,
+    tty: Option<String>,
+    show: impl FnOnce(&Value) -> Result<(), String>,
+) -> ExitCode {
+    let client = match report::connect(tty).await {
+        Ok(client) => client,
+        Err(code) => return code,
+    };
+    unary_on(&client, method, params, json, show).await
+}
+
+/// As [`run_unary`], on a connection that exists.
+pub async fn unary_on(
+    client: &Client,
+    method: &str,
+    params: Value,
+    json: bool,
+    show: impl FnOnce(&Value) -> Result<(), String>,
+) -> ExitCode {
+    match client.call_value(method, params).await {
+        Ok(result) if json => {
+            println!("{result}");
+            ExitCode::SUCCESS
+        }
+        Ok(result) => match show(&result) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(message) => {
+                eprintln!("efr: {message}");
+                ExitCode::from(report::FAILED)
+            }
+        },
+        Err(error) => report::failure(&error),
+    }
+}
+
+/// Reads a method's result as its protocol type, for the readable form.
+///
+/// # Errors
+/// A message that names the method when the result does not read as `T` (an efrd of another version).
+pub fn read<T: serde::de::DeserializeOwned>(method: &str, value: &Value) -> Result<T, String> {
+    serde_json::from_value(value.clone()).map_err(|e| format!("cannot read the result of {method}: {e}"))
+}
+
+/// A duration in seconds as `3h 4m`, `4m 5s` or `5s`.
+#[must_use]
+pub fn human_secs(secs: u64) -> String {
+    let (h, m, s) = (secs / 3600, secs / 60 % 60, secs % 60);
+    if h > 0 {
+        format!("{h}h {m}m")
+    } else if m > 0 {
+        format!("{m}m {s}s")
+    } else {
+        format!("{s}s")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_at_a_glance() {
+        assert_eq!(human_secs(5), "5s");
+        assert_eq!(human_secs(245), "4m 5s");
+        assert_eq!(human_secs(3 * 3600 + 4 * 60 + 9), "3h 4m");
+    }
+}

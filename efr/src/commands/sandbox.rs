@@ -1,0 +1,113 @@
+//! `efr sandbox check`: admin.sandbox_check, the admins' view of the sandbox probe.
+//!
+//! ```text
+//! sandbox: available · landlock ABI 6 · network view · proxy · bus proxy
+//! bubblewrap 0.8.0
+//!   pass  bwrap            0.8.0 at /usr/bin/bwrap
+//!   FAIL  contained_run    not checked: bubblewrap is not installed
+//! ```
+//!
+//! An efrd that does not serve the method yet answers `invalid ... does not serve`; efr says so in its own words.
+
+use std::fmt::Write as _;
+use std::process::ExitCode;
+
+use efr_protocol::ErrorCode;
+use efr_protocol::wire::AdminSandboxCheckResult;
+use serde_json::json;
+
+use super::{read, status::sandbox_line};
+use crate::report;
+
+/// Runs `efr sandbox check`.
+pub async fn check(json: bool) -> ExitCode {
+    let client = match report::connect(None).await {
+        Ok(client) => client,
+        Err(code) => return code,
+    };
+    match client.call_value("admin.sandbox_check", json!({})).await {
+        Ok(result) if json => {
+            println!("{result}");
+            ExitCode::SUCCESS
+        }
+        Ok(result) => match read::<AdminSandboxCheckResult>("admin.sandbox_check", &result) {
+            Ok(check) => {
+                print!("{}", render(&check));
+                ExitCode::SUCCESS
+            }
+            Err(message) => {
+                eprintln!("efr: {message}");
+                ExitCode::from(report::FAILED)
+            }
+        },
+        Err(error) => match error.daemon() {
+            Some(body) if body.code == ErrorCode::Invalid && body.message.contains("does not serve") => {
+                eprintln!(
+                    "efr: this efrd does not serve admin.sandbox_check yet (efrd says: {})",
+                    body.message
+                );
+                ExitCode::from(report::FAILED)
+            }
+            _ => report::failure(&error),
+        },
+    }
+}
+
+/// The readable form of a check: the status line, then one line per probe with pass or FAIL and why.
+#[must_use]
+pub fn render(check: &AdminSandboxCheckResult) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "sandbox: {}", sandbox_line(&check.sandbox));
+    if let Some(version) = &check.bwrap_version {
+        let _ = writeln!(out, "bubblewrap {version}");
+    }
+    for probe in &check.probes {
+        let name = serde_json::to_value(probe.name)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_else(|| "unknown".to_owned());
+        let (mark, why) = if probe.passed {
+            ("pass", probe.detail.as_deref().unwrap_or(""))
+        } else {
+            ("FAIL", probe.reason.as_deref().unwrap_or("no reason given"))
+        };
+        let _ = writeln!(out, "  {mark}  {name:<16} {why}");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture(name: &str) -> AdminSandboxCheckResult {
+        let path = format!("{}/../protocol/fixtures/v1/{name}", env!("CARGO_MANIFEST_DIR"));
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn every_probe_shows_with_pass_or_fail_and_why() {
+        let out = render(&fixture("admin_sandbox_check_result_unavailable.json"));
+        assert!(
+            out.starts_with("sandbox: unavailable: bubblewrap is not installed"),
+            "{out}"
+        );
+        assert!(
+            out.contains("FAIL  bwrap            bubblewrap is not installed"),
+            "{out}"
+        );
+        assert!(
+            out.contains("pass  launcher         /usr/lib/efr/efr-launcher"),
+            "{out}"
+        );
+        assert_eq!(out.lines().filter(|l| l.starts_with("  ")).count(), 8, "{out}");
+    }
+
+    #[test]
+    fn a_working_sandbox_lists_its_layers() {
+        let out = render(&fixture("admin_sandbox_check_result.json"));
+        assert!(out.contains("landlock ABI 6"), "{out}");
+        assert!(out.contains("bubblewrap 0.8.0"), "{out}");
+        assert!(!out.contains("FAIL"), "{out}");
+    }
+}

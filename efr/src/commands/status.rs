@@ -1,0 +1,143 @@
+//! `efr status`: admin.status, readable.
+//!
+//! ```text
+//! efrd 0.0.6 · pid 4242 · up 3m 12s
+//! providers:
+//!   openai-api     active  api key sk-proj-...a1b2
+//!   anthropic-api          not logged in
+//! models: openai-api's catalog from backend
+//! sandbox: available · landlock ABI 6 · proxy · bus proxy
+//! config: /home/u/.config/efr/config.toml
+//! ```
+//!
+//! When no provider has a login, a last line says how to log in.
+
+use std::fmt::Write as _;
+use std::process::ExitCode;
+
+use efr_protocol::wire::{AdminStatusResult, LoginKind, SandboxStatus};
+use serde_json::json;
+
+use super::{human_secs, read, run_unary};
+use crate::report::LOGIN_HINT;
+
+/// Runs `efr status`.
+pub async fn run(json: bool) -> ExitCode {
+    run_unary("admin.status", json!({}), json, None, |value| {
+        let status: AdminStatusResult = read("admin.status", value)?;
+        print!("{}", render(&status));
+        Ok(())
+    })
+    .await
+}
+
+/// The readable form of a status.
+#[must_use]
+pub fn render(status: &AdminStatusResult) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "efrd {} · pid {} · up {}",
+        status.version,
+        status.pid,
+        human_secs(status.uptime_secs)
+    );
+    out.push_str("providers:\n");
+    for provider in &status.providers {
+        let active = if provider.active { "active" } else { "" };
+        let login = match (&provider.login, &provider.key_hint) {
+            (Some(LoginKind::ApiKey), Some(hint)) => format!("api key {hint}"),
+            (Some(LoginKind::ApiKey), None) => "api key".to_owned(),
+            (Some(LoginKind::Subscription), _) => "subscription".to_owned(),
+            (None, _) => "not logged in".to_owned(),
+        };
+        let refused = provider
+            .key_refused_at
+            .as_ref()
+            .map(|at| format!(" · key refused at {}", at.0.to_rfc3339()))
+            .unwrap_or_default();
+        let _ = writeln!(out, "  {:<14} {active:<7} {login}{refused}", provider.provider);
+    }
+    if let Some(catalog) = &status.catalog {
+        let origin = serde_json::to_value(catalog.origin)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default();
+        match &catalog.provider {
+            Some(provider) => {
+                let _ = writeln!(out, "models: {provider}'s catalog from {origin}");
+            }
+            None => {
+                let _ = writeln!(out, "models: catalog from {origin}");
+            }
+        }
+    }
+    if let Some(sandbox) = &status.sandbox {
+        let _ = writeln!(out, "sandbox: {}", sandbox_line(sandbox));
+    }
+    if let Some(config) = &status.config {
+        let exists = if config.exists { "" } else { " (not there: defaults)" };
+        let _ = writeln!(out, "config: {}{exists}", config.path.display());
+        if let Some(error) = &config.reload_error {
+            let _ = writeln!(out, "  last reload failed: {}", error.message);
+        }
+    }
+    if !status.providers.iter().any(|p| p.login.is_some()) {
+        let _ = writeln!(out, "no provider is logged in; {LOGIN_HINT}");
+    }
+    out
+}
+
+/// One line for a sandbox status: available with its layers, or unavailable with why.
+#[must_use]
+pub fn sandbox_line(sandbox: &SandboxStatus) -> String {
+    if !sandbox.available {
+        let reason = sandbox.reason.as_deref().unwrap_or("no reason given");
+        return format!("unavailable: {reason}");
+    }
+    let mut parts = vec!["available".to_owned()];
+    if let Some(abi) = sandbox.landlock_abi {
+        parts.push(format!("landlock ABI {abi}"));
+    }
+    if sandbox.netview {
+        parts.push("network view".to_owned());
+    }
+    if sandbox.proxy {
+        parts.push("proxy".to_owned());
+    }
+    if sandbox.bus_proxy {
+        parts.push("bus proxy".to_owned());
+    }
+    parts.join(" · ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_fixture_reads_and_renders_every_provider() {
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../protocol/fixtures/v1/admin_status_result.json"
+        ))
+        .unwrap();
+        let status: AdminStatusResult = serde_json::from_str(&text).unwrap();
+        let out = render(&status);
+        assert!(
+            out.starts_with(&format!("efrd {} · pid {}", status.version, status.pid)),
+            "{out}"
+        );
+        for provider in &status.providers {
+            assert!(out.contains(&provider.provider), "{out}");
+        }
+        assert!(out.contains("sandbox: "), "{out}");
+    }
+
+    #[test]
+    fn an_unavailable_sandbox_says_why() {
+        let sandbox: SandboxStatus =
+            serde_json::from_value(json!({"available": false, "reason": "bwrap is missing"})).unwrap();
+        assert_eq!(sandbox_line(&sandbox), "unavailable: bwrap is missing");
+    }
+}

@@ -1,0 +1,87 @@
+//! Exit codes, and how a failure is told to the user: `efr: <message>` on stderr, with a hint when one helps.
+//!
+//! | code | when |
+//! |------|------|
+//! | 0    | done; a turn completed |
+//! | 1    | efrd answered with an error, a turn failed, bad input |
+//! | 2    | efrd cannot be reached (the message says how to start it) |
+//! | 130  | a turn was interrupted, or the user left with a second Ctrl+C |
+
+use std::process::ExitCode;
+
+use crate::client::{Client, ClientError};
+
+/// Done; a turn completed.
+pub const OK: u8 = 0;
+/// efrd answered with an error, a turn failed, or the input was bad.
+pub const FAILED: u8 = 1;
+/// efrd cannot be reached.
+pub const NOT_RUNNING: u8 = 2;
+/// A turn was interrupted, or the user left with a second Ctrl+C (128 + SIGINT, as shells report it).
+pub const INTERRUPTED: u8 = 130;
+
+/// How to start efrd, shown when its socket is missing or refuses.
+pub const START_HINT: &str = "start it with one of:\n  \
+     efr daemon install                  (systemd user units; efrd then starts on demand)\n  \
+     systemctl --user start efrd.socket  (when the units are installed)\n  \
+     efr daemon run                      (in the foreground, for debugging)";
+
+/// How to log in, shown when a turn or prompt.send says no provider has a key.
+pub const LOGIN_HINT: &str = "log in with: efr login --api-key --provider openai-api   (or --provider anthropic-api)";
+
+/// Whether an error message of efrd is its "log in" message (no key, or a refused key).
+#[must_use]
+pub fn wants_login(message: &str) -> bool {
+    message.contains("log in")
+}
+
+/// Prints a failure and returns its exit code: 2 with [`START_HINT`] when efrd is not running, else 1 (with
+/// [`LOGIN_HINT`] after a "log in" message).
+#[must_use]
+pub fn failure(error: &ClientError) -> ExitCode {
+    eprintln!("efr: {error}");
+    match error {
+        ClientError::NotRunning { .. } => {
+            eprintln!("{START_HINT}");
+            ExitCode::from(NOT_RUNNING)
+        }
+        ClientError::Daemon(body) => {
+            if wants_login(&body.message) {
+                eprintln!("{LOGIN_HINT}");
+            }
+            ExitCode::from(FAILED)
+        }
+        ClientError::Connection(_) => ExitCode::from(FAILED),
+    }
+}
+
+/// Connects to efrd at the socket of the environment, saying hello with `tty`.
+///
+/// # Errors
+/// The exit code after the failure was printed: 2 when efrd cannot be reached or the socket path is bad.
+pub async fn connect(tty: Option<String>) -> Result<Client, ExitCode> {
+    let socket = match crate::socket::socket_path() {
+        Ok(socket) => socket,
+        Err(error) => {
+            eprintln!("efr: cannot find efrd's socket: {error}");
+            return Err(ExitCode::from(NOT_RUNNING));
+        }
+    };
+    Client::connect(&socket, tty).await.map_err(|e| failure(&e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_daemons_login_messages_are_recognised() {
+        assert!(wants_login(
+            "no API key for openai-api: log in with `efr login --api-key --provider openai-api`"
+        ));
+        assert!(wants_login(
+            "openai-api refused the API key (bad key): log in again with `efr login --api-key`"
+        ));
+        assert!(!wants_login("the model is busy"));
+    }
+}

@@ -1,0 +1,70 @@
+# efr shell integration for zsh. Load it with: eval "$(efr shell-init zsh)"
+#   , why did that fail?   asks efr, with the last command, its exit status and the recent commands
+#   ,new [text]            the next , (or this text, at once) starts a new conversation
+# Loading it twice is harmless: add-zsh-hook adds each hook once, after the hooks already there.
+__efr_bin=__EFR_BIN__
+# Loaded again: the state so far stays.
+typeset -g __efr_last_line=${__efr_last_line-} __efr_last_status=${__efr_last_status-0}
+typeset -g __efr_new=${__efr_new-} __efr_pending=${__efr_pending-}
+(( ${+__efr_recent} )) || typeset -ga __efr_recent
+
+__efr_is_comma() {
+    [[ $1 == "," || $1 == ", "* || $1 == ",new" || $1 == ",new "* ]]
+}
+
+# preexec: the line as typed, before it runs (precmd then pairs it with its status).
+__efr_preexec() {
+    __efr_pending=x$1
+}
+
+__efr_precmd() {
+    local exit_status=$?
+    # No pending line: an empty line was entered, no command ran.
+    if [[ -n $__efr_pending ]]; then
+        local line=${__efr_pending#x}
+        __efr_pending=
+        if ! __efr_is_comma "$line"; then
+            __efr_last_line=$line
+            __efr_last_status=$exit_status
+            __efr_recent+=("$exit_status"$'\t'"$line")
+            if (( ${#__efr_recent} > __EFR_RECENT__ )); then
+                __efr_recent=("${(@)__efr_recent[-__EFR_RECENT__,-1]}")
+            fi
+        fi
+    fi
+    return $exit_status
+}
+
+# `,` and `,new` are aliases with noglob, so that `, why fail?` sends `fail?` as typed.
+__efr_comma() {
+    local -a args
+    args=(prompt --shell zsh)
+    local entry
+    if [[ -n $__efr_last_line ]]; then
+        args+=(--last-command "$__efr_last_line" --last-status "$__efr_last_status")
+    fi
+    for entry in "${(@)__efr_recent}"; do
+        args+=(--recent "$entry")
+    done
+    if [[ -n $__efr_new ]]; then
+        args+=(--new)
+        __efr_new=
+    fi
+    "$__efr_bin" "${(@)args}" -- "$@"
+}
+
+__efr_comma_new() {
+    __efr_new=1
+    if (( $# > 0 )); then
+        __efr_comma "$@"
+    else
+        print -r -- "efr: the next , starts a new conversation"
+    fi
+}
+
+alias ,='noglob __efr_comma'
+alias ,new='noglob __efr_comma_new'
+
+autoload -Uz add-zsh-hook
+add-zsh-hook preexec __efr_preexec
+add-zsh-hook precmd __efr_precmd

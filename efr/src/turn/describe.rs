@@ -1,0 +1,237 @@
+//! The words for each part of a turn, shared by the plain transcript and the terminal view: a call's title, its
+//! end, its output tail, its changes, and the usage line.
+
+use efr_protocol::events::{CallStatus, ToolCallCompleted, ToolCallStarted};
+use efr_protocol::wire::{FileChangeKind, FileChanges, TurnSettings, Usage};
+
+/// How many lines of a call's output a client shows.
+pub const TAIL_LINES: usize = 10;
+
+/// The title of a call: `$ <command>` for a shell call, `patch: <files>` for apply_patch, `<tool> <input>` else.
+#[must_use]
+pub fn call_title(call: &ToolCallStarted) -> String {
+    match call.tool.as_str() {
+        "shell" => match call.input.get("command").and_then(|c| c.as_str()) {
+            Some(command) => format!("$ {command}"),
+            None => format!("$ {}", call.input),
+        },
+        "apply_patch" => {
+            let text = match &call.input {
+                serde_json::Value::String(text) => text.clone(),
+                other => other
+                    .get("input")
+                    .and_then(|i| i.as_str())
+                    .map_or_else(|| other.to_string(), str::to_owned),
+            };
+            format!("patch: {}", patch_summary(&text))
+        }
+        tool => format!("{tool} {}", call.input),
+    }
+}
+
+/// The files of an apply_patch text, such as `update src/lib.rs, add notes.md`.
+#[must_use]
+pub fn patch_summary(patch: &str) -> String {
+    let files: Vec<String> = patch
+        .lines()
+        .filter_map(|line| {
+            [
+                ("*** Add File: ", "add"),
+                ("*** Update File: ", "update"),
+                ("*** Delete File: ", "delete"),
+            ]
+            .iter()
+            .find_map(|(head, verb)| line.strip_prefix(head).map(|path| format!("{verb} {}", path.trim())))
+        })
+        .collect();
+    if files.is_empty() {
+        "(no files)".to_owned()
+    } else {
+        files.join(", ")
+    }
+}
+
+/// The end of a call in a few words: `exit 0`, `exit 101`, `ok`, `denied`, `refused: <why>`, `failed`, or that it
+/// still runs.
+#[must_use]
+pub fn call_end(call: &ToolCallCompleted) -> String {
+    if let Some(error) = call.sandbox.as_ref().and_then(|s| s.setup_error.as_deref()) {
+        return format!("sandbox setup failed: {error}");
+    }
+    if let Some(refusal) = &call.refusal {
+        return format!("refused: {refusal}");
+    }
+    if call.left_running {
+        return "still running (left in the hidden shell)".to_owned();
+    }
+    match (call.status, call.exit_code) {
+        (CallStatus::Denied, _) => "denied".to_owned(),
+        (_, Some(code)) => format!("exit {code}"),
+        (CallStatus::Ok, None) => "ok".to_owned(),
+        (CallStatus::Failed | CallStatus::Unknown, None) => "failed".to_owned(),
+    }
+}
+
+/// Whether a call ended well (for the colour of its end).
+#[must_use]
+pub fn call_ok(call: &ToolCallCompleted) -> bool {
+    call.status == CallStatus::Ok && call.exit_code.is_none_or(|code| code == 0)
+}
+
+/// The last [`TAIL_LINES`] lines of a call's output, without trailing blank lines.
+#[must_use]
+pub fn output_tail(output: &str) -> Vec<&str> {
+    let lines: Vec<&str> = output.trim_end().lines().collect();
+    let from = lines.len().saturating_sub(TAIL_LINES);
+    lines[from..].to_vec()
+}
+
+/// One line per changed file: `+12 -3 src/lib.rs`, with the kind for an added, deleted or renamed file.
+#[must_use]
+pub fn change_lines(changes: &FileChanges) -> Vec<String> {
+    let mut lines: Vec<String> = changes
+        .files
+        .iter()
+        .map(|file| {
+            let counts = if file.binary {
+                "binary".to_owned()
+            } else {
+                format!("+{} -{}", file.added, file.removed)
+            };
+            let kind = match (file.kind, &file.from) {
+                (FileChangeKind::Added, _) => " (added)".to_owned(),
+                (FileChangeKind::Deleted, _) => " (deleted)".to_owned(),
+                (FileChangeKind::Renamed, Some(from)) => format!(" (from {})", from.display()),
+                _ => String::new(),
+            };
+            format!("{counts} {}{kind}", file.path.display())
+        })
+        .collect();
+    if changes.more > 0 {
+        lines.push(format!("... {} more files", changes.more));
+    }
+    lines
+}
+
+/// `1234 in / 56 out` (and the cached part when there is one).
+#[must_use]
+pub fn usage_words(usage: &Usage) -> String {
+    let mut words = format!("{} in / {} out", usage.input_tokens, usage.output_tokens);
+    if usage.cached_input_tokens > 0 {
+        words.push_str(&format!(" ({} cached)", usage.cached_input_tokens));
+    }
+    words
+}
+
+/// `manual · gpt-5 · high` for a turn's settings.
+#[must_use]
+pub fn settings_words(settings: &TurnSettings) -> String {
+    let mode = serde_json::to_value(settings.mode)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_else(|| "unknown".to_owned());
+    let mut words = format!("{mode} · {}", settings.model);
+    if let Some(effort) = &settings.effort {
+        words.push_str(&format!(" · {effort}"));
+    }
+    if let Some(fallback) = &settings.fallback {
+        words.push_str(&format!(" (asked for another mode: {})", fallback.reason));
+    }
+    words
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn started(tool: &str, input: &serde_json::Value) -> ToolCallStarted {
+        serde_json::from_value(json!({"call_id": "c1", "tool": tool, "input": input})).unwrap()
+    }
+
+    fn completed(members: &serde_json::Value) -> ToolCallCompleted {
+        let mut base = json!({"call_id": "c1", "status": "ok", "output": ""});
+        for (k, v) in members.as_object().unwrap() {
+            base[k] = v.clone();
+        }
+        serde_json::from_value(base).unwrap()
+    }
+
+    #[test]
+    fn titles_name_the_command_or_the_files() {
+        assert_eq!(
+            call_title(&started("shell", &json!({"command": "cargo test"}))),
+            "$ cargo test"
+        );
+        let patch =
+            "*** Begin Patch\n*** Update File: src/lib.rs\n@@\n-a\n+b\n*** Add File: notes.md\n+x\n*** End Patch\n";
+        assert_eq!(
+            call_title(&started("apply_patch", &json!(patch))),
+            "patch: update src/lib.rs, add notes.md"
+        );
+        assert_eq!(
+            call_title(&started("apply_patch", &json!({"input": "junk"}))),
+            "patch: (no files)"
+        );
+    }
+
+    #[test]
+    fn ends_say_exit_denied_refused_or_setup_failure() {
+        assert_eq!(call_end(&completed(&json!({"exit_code": 0}))), "exit 0");
+        assert_eq!(
+            call_end(&completed(&json!({"status": "failed", "exit_code": 101}))),
+            "exit 101"
+        );
+        assert!(!call_ok(&completed(&json!({"status": "failed", "exit_code": 101}))));
+        assert_eq!(call_end(&completed(&json!({"status": "denied"}))), "denied");
+        assert_eq!(
+            call_end(&completed(
+                &json!({"status": "failed", "refusal": "efr's config (floor)"})
+            )),
+            "refused: efr's config (floor)"
+        );
+        assert_eq!(
+            call_end(&completed(
+                &json!({"status": "failed", "sandbox": {"setup_error": "bwrap: no"}})
+            )),
+            "sandbox setup failed: bwrap: no"
+        );
+    }
+
+    #[test]
+    fn the_tail_keeps_the_last_ten_lines() {
+        let output: String = (1..=15).map(|i| format!("line {i}\n")).collect::<String>() + "\n\n";
+        let tail = output_tail(&output);
+        assert_eq!(tail.len(), TAIL_LINES);
+        assert_eq!((tail[0], tail[9]), ("line 6", "line 15"));
+        assert!(output_tail("").is_empty());
+    }
+
+    #[test]
+    fn changes_read_like_a_diffstat() {
+        let changes: FileChanges = serde_json::from_value(json!({
+            "files": [
+                {"path": "src/lib.rs", "kind": "modified", "added": 12, "removed": 3},
+                {"path": "new.txt", "kind": "added", "added": 1, "removed": 0},
+                {"path": "b.rs", "kind": "renamed", "from": "a.rs", "added": 0, "removed": 0}
+            ],
+            "more": 2, "added": 13, "removed": 3
+        }))
+        .unwrap();
+        assert_eq!(
+            change_lines(&changes),
+            [
+                "+12 -3 src/lib.rs",
+                "+1 -0 new.txt (added)",
+                "+0 -0 b.rs (from a.rs)",
+                "... 2 more files"
+            ]
+        );
+    }
+
+    #[test]
+    fn usage_reads_in_and_out() {
+        let usage: Usage = serde_json::from_value(json!({"input_tokens": 1234, "output_tokens": 56})).unwrap();
+        assert_eq!(usage_words(&usage), "1234 in / 56 out");
+    }
+}

@@ -1,0 +1,532 @@
+//! `efr "prompt"` / `efr prompt [flags] <text...>`: send a prompt with the terminal's context and show its turn
+//! until it ends.
+//!
+//! # Steps
+//!
+//! 1. The conversation: `--conversation ID`; else `--new` (a new one); else the newest conversation of this tty
+//!    (conversations.list with `tty`); else a new one.
+//! 2. prompt.send with the context ([`crate::context`]) and the settings of `--mode`, `--model`, `--effort`.
+//! 3. conversation.subscribe with `after_seq` = the prompt's seq − 1 (so its prompt_queued and everything after
+//!    it come, replayed from the log if they were already committed: no event is missed), `ack` and
+//!    `answers_input`. A subscription that falls behind (`busy`, overflow) is resumed after the last seq seen.
+//! 4. Each event of this turn is shown ([`view`]); questions are asked ([`questions`]); the loop ends at this
+//!    turn's turn_completed (exit 0), turn_failed (1), turn_interrupted (130) or turn_cancelled (1).
+//!
+//! # Rendering
+//!
+//! On a terminal, assistant text is rendered per finished Markdown block ([`markdown`]): a paragraph shows when its
+//! blank line arrives, a code block when its fence closes, the rest when the message completes. Tool calls show
+//! their command or patch files, a spinner with the elapsed time while they run, then the exit, the output tail and
+//! the changes ([`term`]). Piped or redirected, efr writes the plain transcript ([`plain`]); with `--json`, each
+//! event's JSON on one line.
+//!
+//! # Keys
+//!
+//! When stdin is a terminal, efr reads keys itself ([`keys`]): `y`/`n` (and `a` when offered) answer an approval
+//! with one key; an input wait takes a line, with echo off for a hidden wait or one that looks secret; Ctrl+C sends
+//! turn.interrupt once, and a second Ctrl+C leaves at once (130); Ctrl+B is reserved and ignored. Without a terminal
+//! on stdin, efr asks nothing (another client may answer), and SIGINT does what Ctrl+C does.
+
+mod describe;
+mod keys;
+mod markdown;
+mod plain;
+mod questions;
+mod term;
+mod view;
+
+use std::collections::{HashMap, HashSet};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use efr_protocol::ErrorCode;
+use efr_protocol::events::{Event, EventBody};
+use efr_protocol::frame::ServerFrame;
+use efr_protocol::ids::{CommandId, ConversationId, TurnId};
+use efr_protocol::secret::SecretText;
+use efr_protocol::wire::{
+    ApprovalDecision, ApprovalRespondParams, ConversationSubscribeParams, ConversationsListParams,
+    ConversationsListResult, InputRespondParams, Mode, PromptSendParams, PromptSendResult, PromptSettings,
+    ShellInterruptParams, TurnInterruptParams,
+};
+use serde_json::Value;
+use tokio::signal::unix::{SignalKind, signal};
+use tokio::sync::mpsc;
+
+use crate::cli::{ModeArg, PromptArgs, ShellArg};
+use crate::client::{Client, ClientError, Stream};
+use crate::context;
+use crate::report;
+use crate::tty::{self, TermGuard, TermMode};
+use keys::Key;
+use questions::{Ask, AskKind, Change, Questions};
+use view::View;
+
+/// How often the spinner moves.
+const TICK: Duration = Duration::from_millis(100);
+
+fn mode(arg: ModeArg) -> Mode {
+    match arg {
+        ModeArg::Manual => Mode::Manual,
+        ModeArg::Cautious => Mode::Cautious,
+        ModeArg::Auto => Mode::Auto,
+        ModeArg::Full => Mode::Full,
+    }
+}
+
+fn bad_input(message: &str) -> ExitCode {
+    eprintln!("efr: {message}");
+    ExitCode::from(report::FAILED)
+}
+
+/// Runs `efr prompt`; the exit code is the turn's (0 completed, 1 failed, 130 interrupted) or the failure's.
+pub async fn run(args: &PromptArgs) -> ExitCode {
+    let text = args.text.join(" ");
+    if text.trim().is_empty() {
+        return bad_input("the prompt is empty; say what to do: efr \"why does the test fail?\"");
+    }
+    let recent = match args
+        .recent
+        .iter()
+        .map(|r| context::parse_recent(r))
+        .collect::<Result<Vec<_>, _>>()
+    {
+        Ok(recent) => recent,
+        Err(error) => return bad_input(&error.to_string()),
+    };
+    let Ok(named) = args
+        .conversation
+        .as_deref()
+        .map(str::parse::<ConversationId>)
+        .transpose()
+    else {
+        return bad_input("--conversation must be a conversation id (a UUID)");
+    };
+    let tty = context::stdin_tty();
+    let client = match report::connect(tty.clone()).await {
+        Ok(client) => client,
+        Err(code) => return code,
+    };
+    let conversation_id = match (named, args.new, &tty) {
+        (Some(id), _, _) => Some(id),
+        (None, true, _) | (None, false, None) => None,
+        (None, false, Some(tty)) => match newest_of_tty(&client, tty).await {
+            Ok(id) => id,
+            Err(error) => return report::failure(&error),
+        },
+    };
+    let shell = args.shell.map(|s| match s {
+        ShellArg::Bash => "bash",
+        ShellArg::Zsh => "zsh",
+    });
+    let settings = PromptSettings {
+        mode: args.mode.map(mode),
+        model: args.model.clone(),
+        effort: args.effort.clone(),
+    };
+    let params = PromptSendParams {
+        command_id: CommandId::new(),
+        text,
+        conversation_id,
+        context: Some(context::prompt_context(tty, shell)),
+        last_command: context::last_command(args.last_command.as_deref(), args.last_status),
+        recent_commands: recent,
+        settings: (settings != PromptSettings::default()).then_some(settings),
+    };
+    let sent: PromptSendResult = match client.call("prompt.send", &params).await {
+        Ok(sent) => sent,
+        Err(error) => return report::failure(&error),
+    };
+    let view = if args.json {
+        View::Json
+    } else if tty::stdout_is_tty() {
+        View::Term(Box::default())
+    } else {
+        View::Plain(plain::PlainView::default())
+    };
+    let mut session = Session::new(client, sent.conversation_id, sent.turn_id, view);
+    let code = session.drive(sent.seq.saturating_sub(1)).await;
+    session.view.finish();
+    drop(session.term.take());
+    code
+}
+
+/// The newest conversation of `tty`, if it has one.
+async fn newest_of_tty(client: &Client, tty: &str) -> Result<Option<ConversationId>, ClientError> {
+    // The largest page: this efrd filters by tty after it cut the page, so a small limit could miss the terminal's
+    // conversation behind another terminal's newer ones.
+    let params = ConversationsListParams {
+        tty: Some(tty.to_owned()),
+        limit: Some(200),
+        cursor: None,
+    };
+    let list: ConversationsListResult = client.call("conversations.list", &params).await?;
+    Ok(list
+        .conversations
+        .into_iter()
+        .find(|c| c.tty.as_deref() == Some(tty))
+        .map(|c| c.conversation_id))
+}
+
+/// One turn being shown.
+struct Session {
+    client: Client,
+    conversation_id: ConversationId,
+    turn_id: TurnId,
+    view: View,
+    keys: Option<mpsc::UnboundedReceiver<Key>>,
+    term: Option<TermGuard>,
+    questions: Questions,
+    /// The line typed so far for an input wait.
+    line: String,
+    /// The calls of this turn, and their titles (for an input wait's question).
+    calls: HashMap<String, String>,
+    /// Questions answered from here, so their approval_resolved is not news.
+    answered: HashSet<String>,
+    /// Shell calls of this turn whose command runs: Ctrl+C stops them too, since an interrupted turn lets a
+    /// running call end on its own (efrd's turn loop).
+    running: HashSet<String>,
+    interrupt_sent: bool,
+    last_seq: u64,
+}
+
+/// What the loop does after a step.
+enum Step {
+    Go,
+    Exit(ExitCode),
+}
+
+impl Session {
+    fn new(client: Client, conversation_id: ConversationId, turn_id: TurnId, view: View) -> Self {
+        // Keys only from a terminal: without one, efr asks nothing.
+        let term = if tty::stdin_is_tty() {
+            TermGuard::set(TermMode::Keys).ok()
+        } else {
+            None
+        };
+        let keys = term.as_ref().map(|_| keys::spawn_reader());
+        Self {
+            client,
+            conversation_id,
+            turn_id,
+            view,
+            keys,
+            term,
+            questions: Questions::default(),
+            line: String::new(),
+            calls: HashMap::new(),
+            answered: HashSet::new(),
+            running: HashSet::new(),
+            interrupt_sent: false,
+            last_seq: 0,
+        }
+    }
+
+    async fn subscribe(&self, after_seq: u64) -> Result<Stream, ClientError> {
+        let params = ConversationSubscribeParams {
+            conversation_id: self.conversation_id,
+            after_seq: Some(after_seq),
+            drafts: false,
+            answers_input: true,
+        };
+        self.client.stream("conversation.subscribe", &params, true).await
+    }
+
+    async fn drive(&mut self, after_seq: u64) -> ExitCode {
+        self.last_seq = after_seq;
+        let mut stream = match self.subscribe(after_seq).await {
+            Ok(stream) => stream,
+            Err(error) => return report::failure(&error),
+        };
+        let mut sigint = match signal(SignalKind::interrupt()) {
+            Ok(sigint) => sigint,
+            Err(error) => return bad_input(&format!("cannot watch for Ctrl+C: {error}")),
+        };
+        let mut tick = tokio::time::interval(TICK);
+        loop {
+            let step = tokio::select! {
+                frame = stream.next() => match frame {
+                    Some(frame) => match self.on_frame(frame).await {
+                        Ok(step) => step,
+                        Err(Resubscribe) => match self.subscribe(self.last_seq).await {
+                            Ok(next) => {
+                                stream = next;
+                                Step::Go
+                            }
+                            Err(error) => Step::Exit(report::failure(&error)),
+                        },
+                    },
+                    None => {
+                        self.view.notice("efrd closed the connection before the turn ended");
+                        Step::Exit(ExitCode::from(report::FAILED))
+                    }
+                },
+                Some(key) = recv(&mut self.keys) => self.on_key(key).await,
+                _ = sigint.recv() => self.on_interrupt().await,
+                _ = tick.tick() => {
+                    self.view.tick();
+                    Step::Go
+                }
+            };
+            if let Step::Exit(code) = step {
+                return code;
+            }
+        }
+    }
+
+    async fn on_frame(&mut self, frame: ServerFrame) -> Result<Step, Resubscribe> {
+        match frame {
+            ServerFrame::Ack(_) => Ok(Step::Go),
+            ServerFrame::Item { item, .. } => {
+                let Some(raw) = item.get("event") else {
+                    return Ok(Step::Go); // a snapshot or a draft: not asked for
+                };
+                match serde_json::from_value::<Event>(raw.clone()) {
+                    Ok(event) => Ok(self.on_event(&event, raw).await),
+                    Err(error) => {
+                        self.view.notice(&format!("cannot read an event: {error}"));
+                        Ok(Step::Go)
+                    }
+                }
+            }
+            ServerFrame::End { .. } => {
+                self.view.notice("the conversation's stream ended before the turn did");
+                Ok(Step::Exit(ExitCode::from(report::FAILED)))
+            }
+            ServerFrame::Error { error, .. } => {
+                let overflow = error.code == ErrorCode::Busy
+                    && error.data.as_ref().and_then(|d| d.get("overflow")) == Some(&Value::Bool(true));
+                if overflow {
+                    return Err(Resubscribe);
+                }
+                Ok(Step::Exit(report::failure(&ClientError::Daemon(error))))
+            }
+        }
+    }
+
+    /// Whether an event belongs to this turn: its turn id, or (for the conversation's shell events) one of its calls.
+    fn ours(&self, event: &Event) -> bool {
+        match &event.turn_id {
+            Some(turn) => *turn == self.turn_id,
+            None => event
+                .body
+                .call_id()
+                .is_some_and(|call| self.calls.contains_key(call.as_str())),
+        }
+    }
+
+    async fn on_event(&mut self, event: &Event, raw: &Value) -> Step {
+        self.last_seq = self.last_seq.max(event.seq);
+        if let EventBody::ToolCallStarted(call) = &event.body
+            && event.turn_id.as_ref() == Some(&self.turn_id)
+        {
+            self.calls.insert(call.call_id.0.clone(), describe::call_title(call));
+            if call.tool == "shell" {
+                self.running.insert(call.call_id.0.clone());
+            }
+        }
+        if let EventBody::ToolCallCompleted(done) = &event.body {
+            self.running.remove(done.call_id.as_str());
+        }
+        let ours = self.ours(event);
+        if ours {
+            self.view.event(event, raw);
+        }
+        // The questions that this event ends.
+        let answered_here = event.body.call_id().is_some_and(|c| self.answered.contains(c.as_str()));
+        if self.questions.on_event(&event.body) == Change::Withdrawn {
+            if !answered_here {
+                self.view.resume("(answered elsewhere, or no longer asked)");
+            }
+            self.line.clear();
+            self.show_next();
+        }
+        // The questions that this event asks (only with keys to answer them).
+        if self.keys.is_some() {
+            let ask = match &event.body {
+                EventBody::ApprovalRequested(question) => Some(Ask::approval(question, raw)),
+                EventBody::ToolCallInputChanged(wait) if ours => {
+                    let title = self.calls.get(wait.call_id.as_str()).cloned().unwrap_or_default();
+                    Ask::input(wait, &title)
+                }
+                _ => None,
+            };
+            if let Some(ask) = ask
+                && let Some(shown) = self.questions.push(ask)
+            {
+                let text = shown.text.clone();
+                self.line.clear();
+                self.view.ask(&text);
+            }
+        } else if let EventBody::ApprovalRequested(question) = &event.body
+            && matches!(self.view, View::Term(_))
+        {
+            self.view.notice(&format!(
+                "approval needed for {} (stdin is not a terminal: answer from another efr)",
+                question.summary
+            ));
+        }
+        if event.turn_id.as_ref() != Some(&self.turn_id) {
+            return Step::Go;
+        }
+        let code = match &event.body {
+            EventBody::TurnCompleted(_) => report::OK,
+            EventBody::TurnFailed(failed) => {
+                if report::wants_login(&failed.error.message) {
+                    self.view.notice(report::LOGIN_HINT);
+                }
+                report::FAILED
+            }
+            EventBody::TurnInterrupted(_) => report::INTERRUPTED,
+            EventBody::TurnCancelled(_) => report::FAILED,
+            EventBody::Unknown(unknown) if unknown.kind == "prompt_withdrawn" => report::FAILED,
+            _ => return Step::Go,
+        };
+        if self.questions.clear() == Change::Withdrawn {
+            self.view.resume("");
+        }
+        Step::Exit(ExitCode::from(code))
+    }
+
+    fn show_next(&mut self) {
+        if let Some(next) = self.questions.next() {
+            let text = next.text.clone();
+            self.view.ask(&text);
+        }
+    }
+
+    async fn on_key(&mut self, key: Key) -> Step {
+        match key {
+            Key::CtrlC => return self.on_interrupt().await,
+            Key::CtrlB => return Step::Go, // reserved: moving a call to the background
+            _ => {}
+        }
+        let Some(ask) = self.questions.current().cloned() else {
+            return Step::Go; // no question: typed keys mean nothing
+        };
+        match ask.kind {
+            AskKind::Approval { always } => {
+                let decision = match key {
+                    Key::Char('y' | 'Y') => ApprovalDecision::Allow,
+                    Key::Char('n' | 'N') => ApprovalDecision::Deny,
+                    Key::Char('a' | 'A') if always => ApprovalDecision::AllowAlways,
+                    _ => return Step::Go,
+                };
+                self.answer_approval(&ask, decision).await;
+            }
+            AskKind::Input { input, hidden } => match key {
+                Key::Char(c) => {
+                    self.line.push(c);
+                    if !hidden {
+                        self.view.echo(c.encode_utf8(&mut [0; 4]));
+                    }
+                }
+                Key::Backspace => {
+                    if self.line.pop().is_some() && !hidden {
+                        self.view.echo("\x08 \x08");
+                    }
+                }
+                Key::ClearLine => {
+                    if !hidden {
+                        let n = self.line.chars().count();
+                        self.view.echo(&"\x08 \x08".repeat(n));
+                    }
+                    self.line.clear();
+                }
+                Key::Enter => self.answer_input(&ask, input, hidden).await,
+                Key::CtrlD | Key::CtrlC | Key::CtrlB => {}
+            },
+        }
+        Step::Go
+    }
+
+    async fn answer_approval(&mut self, ask: &Ask, decision: ApprovalDecision) {
+        let params = ApprovalRespondParams {
+            command_id: CommandId::new(),
+            conversation_id: self.conversation_id,
+            call_id: efr_protocol::ids::CallId(ask.call_id.clone()),
+            decision,
+        };
+        self.answered.insert(ask.call_id.clone());
+        let word = match decision {
+            ApprovalDecision::AllowAlways => "always",
+            ApprovalDecision::Deny => "no",
+            _ => "yes",
+        };
+        match self.client.call::<_, Value>("approval.respond", &params).await {
+            Ok(_) => self.view.resume(word),
+            Err(error) => self.view.resume(&format!("(not taken: {error})")),
+        }
+        self.show_next();
+    }
+
+    async fn answer_input(&mut self, ask: &Ask, input: efr_protocol::wire::AnswerInput, hidden: bool) {
+        let params = InputRespondParams {
+            conversation_id: self.conversation_id,
+            call_id: efr_protocol::ids::CallId(ask.call_id.clone()),
+            text: SecretText::new(std::mem::take(&mut self.line)),
+            input,
+            manual: false,
+        };
+        let result = self.client.call::<_, Value>("input.respond", &params).await;
+        let sent = if hidden { "(sent)" } else { "" };
+        match result {
+            Ok(_) => self.view.resume(sent),
+            Err(error) => self.view.resume(&format!("(not taken: {error})")),
+        }
+        self.show_next();
+    }
+
+    async fn on_interrupt(&mut self) -> Step {
+        if self.interrupt_sent {
+            self.view.notice("left; the turn may still be ending in efrd");
+            return Step::Exit(ExitCode::from(report::INTERRUPTED));
+        }
+        self.interrupt_sent = true;
+        if self.questions.current().is_some() {
+            self.view.resume("");
+        }
+        let params = TurnInterruptParams {
+            command_id: CommandId::new(),
+            conversation_id: self.conversation_id,
+            turn_id: Some(self.turn_id),
+            resend_steers: Vec::new(),
+            resend_as: None,
+            withdraw_steers: Vec::new(),
+            withdraw: Vec::new(),
+        };
+        match self.client.call::<_, Value>("turn.interrupt", &params).await {
+            Ok(_) => self.view.notice("interrupting the turn (Ctrl+C again leaves at once)"),
+            Err(error) => self
+                .view
+                .notice(&format!("cannot interrupt: {error} (Ctrl+C again leaves at once)")),
+        }
+        for call_id in self.running.clone() {
+            let params = ShellInterruptParams {
+                command_id: CommandId::new(),
+                conversation_id: self.conversation_id,
+                call_id: efr_protocol::ids::CallId(call_id),
+                close: false,
+            };
+            match self.client.call::<_, Value>("shell.interrupt", &params).await {
+                // not_found: the command ended meanwhile, which is what Ctrl+C wanted.
+                Err(error) if error.daemon().is_none_or(|e| e.code != ErrorCode::NotFound) => {
+                    self.view.notice(&format!("cannot stop the running command: {error}"));
+                }
+                _ => {}
+            }
+        }
+        Step::Go
+    }
+}
+
+/// A subscription fell behind and must resume after the last seq seen.
+struct Resubscribe;
+
+/// The next key, or never when there is no key reader.
+async fn recv(keys: &mut Option<mpsc::UnboundedReceiver<Key>>) -> Option<Key> {
+    match keys {
+        Some(keys) => keys.recv().await,
+        None => std::future::pending().await,
+    }
+}

@@ -1,0 +1,242 @@
+//! The plain transcript: one line per event, no ANSI, no spinner. efr writes it when stdout is not a terminal, and
+//! `cargo xtask demo` prints it as what a user sees.
+//!
+//! The format (one event may give several lines; lines of output and of a long message are indented):
+//!
+//! ```text
+//! turn started · manual · gpt-5            turn_started, with the mode, the model and the effort
+//! assistant: The test fails because ...    assistant_message_completed: the whole message; its further lines
+//!   indented by two spaces                 are indented by two spaces
+//! $ cargo test                             tool_call_started of a shell call
+//! patch: update src/lib.rs                 tool_call_started of apply_patch (the files of the patch)
+//! input: waiting for hidden input          tool_call_input_changed (visible: "waiting for input"; none: "no
+//!                                          longer waiting")
+//!     test result: ok. 3 passed            tool_call_completed: the last 10 lines of the output, indented by 4
+//! exit 0                                   then the end: exit N, ok, failed, denied, refused: ..., still running
+//! changes: +1 -1 src/lib.rs                then one line per changed file
+//! approval: rm -rf build (manual asks ...) approval_requested: the summary and, in brackets, the reason
+//! answer: allow                            approval_resolved: allow, deny or allow_always
+//! approval expired                         approval_expired
+//! interrupt requested                      turn_interrupt_requested
+//! turn completed · 1234 in / 56 out        turn_completed with the usage
+//! turn failed: <message>                   turn_failed (then the usage, when there is one)
+//! turn interrupted                         turn_interrupted
+//! turn cancelled: <reason>                 turn_cancelled
+//! background: $ sleep 60 still runs        shell_command_detached; "background: ended, exit 0" for the end
+//! ```
+//!
+//! Questions and efr's own notices go to stderr, so stdout holds only the transcript.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+
+use efr_protocol::events::{Event, EventBody};
+use efr_protocol::wire::{ApprovalDecision, InputWait};
+
+use super::describe::{call_end, call_title, change_lines, output_tail, settings_words, usage_words};
+
+/// Writes the plain transcript to stdout.
+#[derive(Debug, Default)]
+pub struct PlainView {
+    /// Text of messages not completed yet, by index: printed at the turn's end when no completion came.
+    partial: BTreeMap<u32, String>,
+    /// The calls seen, by id: whether each is an apply_patch (its output is not shown when it went well).
+    patches: BTreeMap<String, bool>,
+}
+
+/// The lines of `text` after a first-line prefix, further lines indented by two spaces (blank lines stay empty).
+fn message_lines(prefix: &str, text: &str) -> Vec<String> {
+    text.trim_end()
+        .lines()
+        .enumerate()
+        .map(|(i, line)| match (i, line.is_empty()) {
+            (0, _) => format!("{prefix}{line}"),
+            (_, true) => String::new(),
+            (_, false) => format!("  {line}"),
+        })
+        .collect()
+}
+
+/// The wire word of a decision.
+fn decision_word(decision: ApprovalDecision) -> &'static str {
+    match decision {
+        ApprovalDecision::Allow => "allow",
+        ApprovalDecision::Deny => "deny",
+        ApprovalDecision::AllowAlways => "allow_always",
+        ApprovalDecision::Unknown => "unknown",
+    }
+}
+
+impl PlainView {
+    /// The transcript lines of one event.
+    pub fn lines(&mut self, event: &Event) -> Vec<String> {
+        match &event.body {
+            EventBody::TurnStarted(started) => match &started.settings {
+                Some(settings) => vec![format!("turn started · {}", settings_words(settings))],
+                None => vec!["turn started".to_owned()],
+            },
+            EventBody::AssistantMessageUpdated(update) => {
+                self.partial.entry(update.index).or_default().push_str(&update.delta);
+                Vec::new()
+            }
+            EventBody::AssistantMessageCompleted(done) => {
+                self.partial.remove(&done.index);
+                message_lines("assistant: ", &done.text)
+            }
+            EventBody::ToolCallStarted(call) => {
+                self.patches.insert(call.call_id.0.clone(), call.tool == "apply_patch");
+                vec![call_title(call)]
+            }
+            EventBody::ToolCallInputChanged(wait) => vec![match wait.input {
+                InputWait::Hidden => "input: waiting for hidden input".to_owned(),
+                InputWait::Visible if wait.looks_secret => "input: waiting for input that looks secret".to_owned(),
+                InputWait::Visible => "input: waiting for input".to_owned(),
+                InputWait::None => "input: no longer waiting".to_owned(),
+            }],
+            EventBody::ToolCallCompleted(done) => {
+                let patch = self.patches.get(done.call_id.as_str()).copied().unwrap_or(false);
+                let mut lines = Vec::new();
+                if !(patch && super::describe::call_ok(done)) {
+                    lines.extend(output_tail(&done.output).iter().map(|l| format!("    {l}")));
+                }
+                lines.push(call_end(done));
+                if let Some(changes) = &done.changes {
+                    lines.extend(change_lines(changes).into_iter().map(|l| format!("changes: {l}")));
+                }
+                lines
+            }
+            EventBody::ApprovalRequested(question) => {
+                let reason = question.reason.as_ref().map(|r| format!(" ({r})")).unwrap_or_default();
+                vec![format!("approval: {}{reason}", question.summary)]
+            }
+            EventBody::ApprovalResolved(answer) => vec![format!("answer: {}", decision_word(answer.decision))],
+            EventBody::ApprovalExpired(_) => vec!["approval expired".to_owned()],
+            EventBody::TurnInterruptRequested(_) => vec!["interrupt requested".to_owned()],
+            EventBody::TurnCompleted(done) => {
+                let mut lines = self.flush();
+                lines.push(match &done.usage {
+                    Some(usage) => format!("turn completed · {}", usage_words(usage)),
+                    None => "turn completed".to_owned(),
+                });
+                lines
+            }
+            EventBody::TurnFailed(failed) => {
+                let mut lines = self.flush();
+                lines.push(format!("turn failed: {}", failed.error.message));
+                if let Some(usage) = &failed.usage {
+                    lines.push(format!("usage: {}", usage_words(usage)));
+                }
+                lines
+            }
+            EventBody::TurnInterrupted(_) => {
+                let mut lines = self.flush();
+                lines.push("turn interrupted".to_owned());
+                lines
+            }
+            EventBody::TurnCancelled(cancelled) => vec![format!("turn cancelled: {}", cancelled.reason)],
+            EventBody::ShellCommandDetached(detached) => {
+                vec![format!("background: $ {} still runs", detached.command)]
+            }
+            EventBody::ShellCommandEnded(ended) => vec![match ended.exit_code {
+                Some(code) => format!("background: ended, exit {code}"),
+                None => "background: ended".to_owned(),
+            }],
+            _ => Vec::new(),
+        }
+    }
+
+    /// The text of messages that never completed (a turn that failed or was interrupted mid-answer).
+    fn flush(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.partial)
+            .values()
+            .filter(|text| !text.trim().is_empty())
+            .flat_map(|text| message_lines("assistant: ", text))
+            .collect()
+    }
+
+    /// Writes the lines of one event to stdout.
+    pub fn event(&mut self, event: &Event) {
+        let mut out = std::io::stdout().lock();
+        for line in self.lines(event) {
+            let _ = writeln!(out, "{line}");
+        }
+        let _ = out.flush();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{Value, json};
+
+    fn event(body: &Value) -> Event {
+        let mut envelope = json!({
+            "seq": 1, "at": "2026-11-30T12:00:00.000Z",
+            "conversation_id": "6f1c1e9e-4c1d-4bb5-9f6e-0c8f9c7d2a11",
+            "turn_id": "7c9e6679-7425-40de-944b-e07fc1f90ae7"
+        });
+        for (k, v) in body.as_object().unwrap() {
+            envelope[k] = v.clone();
+        }
+        serde_json::from_value(envelope).unwrap()
+    }
+
+    fn transcript(bodies: &[Value]) -> Vec<String> {
+        let mut view = PlainView::default();
+        bodies.iter().flat_map(|b| view.lines(&event(b))).collect()
+    }
+
+    #[test]
+    fn a_turn_with_a_shell_call_reads_line_by_line() {
+        let lines = transcript(&[
+            json!({"kind": "turn_started", "settings": {"mode": "manual", "model": "gpt-5"}}),
+            json!({"kind": "assistant_message_updated", "index": 0, "offset": 0, "delta": "Let me"}),
+            json!({"kind": "assistant_message_completed", "index": 0, "text": "Let me run\nthe tests."}),
+            json!({"kind": "tool_call_started", "call_id": "c1", "tool": "shell", "input": {"command": "cargo test"}}),
+            json!({"kind": "approval_requested", "call_id": "c1", "summary": "cargo test", "reason": "manual asks"}),
+            json!({"kind": "approval_resolved", "call_id": "c1", "decision": "allow"}),
+            json!({"kind": "tool_call_input_changed", "call_id": "c1", "input": "hidden"}),
+            json!({"kind": "tool_call_completed", "call_id": "c1", "status": "ok", "output": "ok\n", "exit_code": 0,
+                   "changes": {"files": [{"path": "src/lib.rs", "kind": "modified", "added": 1, "removed": 1}],
+                               "more": 0, "added": 1, "removed": 1}}),
+            json!({"kind": "turn_completed", "usage": {"input_tokens": 1234, "output_tokens": 56}}),
+        ]);
+        assert_eq!(
+            lines,
+            [
+                "turn started · manual · gpt-5",
+                "assistant: Let me run",
+                "  the tests.",
+                "$ cargo test",
+                "approval: cargo test (manual asks)",
+                "answer: allow",
+                "input: waiting for hidden input",
+                "    ok",
+                "exit 0",
+                "changes: +1 -1 src/lib.rs",
+                "turn completed · 1234 in / 56 out",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_failed_turn_shows_its_partial_text_and_the_error() {
+        let lines = transcript(&[
+            json!({"kind": "assistant_message_updated", "index": 0, "offset": 0, "delta": "Half an"}),
+            json!({"kind": "turn_failed", "error": {"code": "unavailable", "message": "the provider broke off"}}),
+        ]);
+        assert_eq!(lines, ["assistant: Half an", "turn failed: the provider broke off"]);
+    }
+
+    #[test]
+    fn a_patch_that_applied_shows_its_files_not_its_output() {
+        let lines = transcript(&[
+            json!({"kind": "tool_call_started", "call_id": "p", "tool": "apply_patch", "freeform": true,
+                   "input": "*** Begin Patch\n*** Add File: a.txt\n+x\n*** End Patch\n"}),
+            json!({"kind": "tool_call_completed", "call_id": "p", "status": "ok", "output": "Done!",
+                   "changes": {"files": [{"path": "a.txt", "kind": "added", "added": 1, "removed": 0}],
+                               "more": 0, "added": 1, "removed": 0}}),
+        ]);
+        assert_eq!(lines, ["patch: add a.txt", "ok", "changes: +1 -0 a.txt (added)"]);
+    }
+}

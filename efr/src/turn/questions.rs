@@ -1,0 +1,225 @@
+//! The questions a turn asks the user: approvals (`approval_requested`) and input waits
+//! (`tool_call_input_changed`), one at a time, first come first asked.
+//!
+//! A question goes away when it is answered here, when its answer arrives from elsewhere (`approval_resolved` from
+//! another client), when it expires, when the command stops waiting, or when its call completes.
+
+use std::collections::VecDeque;
+
+use efr_protocol::events::ApprovalRequested;
+use efr_protocol::events::{EventBody, ToolCallInputChanged};
+use efr_protocol::wire::{AnswerInput, InputWait};
+
+/// What a question asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AskKind {
+    /// `[y]es / [n]o`, and `[a]lways` when the question offers a rule.
+    Approval {
+        /// The question offers allow_always.
+        always: bool,
+    },
+    /// A line for a command that waits for input.
+    Input {
+        /// The kind of answer to send.
+        input: AnswerInput,
+        /// Echo off while it is typed (a hidden wait, or a visible one that looks secret).
+        hidden: bool,
+    },
+}
+
+/// One question.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ask {
+    /// The call it is about.
+    pub call_id: String,
+    /// What it asks for.
+    pub kind: AskKind,
+    /// The question's text.
+    pub text: String,
+}
+
+impl Ask {
+    /// The question of an approval_requested event; `always` comes from the raw event's `exit.always` (the
+    /// rule in words, set only when a rule may cover the call; spec, "phase E").
+    #[must_use]
+    pub fn approval(question: &ApprovalRequested, raw: &serde_json::Value) -> Self {
+        let always = raw
+            .get("exit")
+            .and_then(|exit| exit.get("always"))
+            .is_some_and(|always| !always.is_null());
+        let reason = question.reason.as_ref().map(|r| format!(" ({r})")).unwrap_or_default();
+        let keys = if always {
+            "[y]es / [n]o / [a]lways"
+        } else {
+            "[y]es / [n]o"
+        };
+        Self {
+            call_id: question.call_id.0.clone(),
+            kind: AskKind::Approval { always },
+            text: format!("allow {}?{reason}  {keys} ", question.summary),
+        }
+    }
+
+    /// The question of an input wait, or `None` for a wait that ended (`none`).
+    #[must_use]
+    pub fn input(wait: &ToolCallInputChanged, title: &str) -> Option<Self> {
+        let (input, hidden) = match wait.input {
+            InputWait::Hidden => (AnswerInput::Hidden, true),
+            InputWait::Visible => (AnswerInput::Visible, wait.looks_secret),
+            InputWait::None => return None,
+        };
+        let shown = if hidden { "hidden input, not shown" } else { "input" };
+        Some(Self {
+            call_id: wait.call_id.0.clone(),
+            kind: AskKind::Input { input, hidden },
+            text: format!("{title} waits for {shown}: "),
+        })
+    }
+}
+
+/// The open question and those waiting behind it.
+#[derive(Debug, Default)]
+pub struct Questions {
+    current: Option<Ask>,
+    waiting: VecDeque<Ask>,
+}
+
+/// What changed after an event.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Change {
+    /// Nothing for the user to see.
+    None,
+    /// The open question went away without an answer from here (answered elsewhere, expired, stopped waiting).
+    Withdrawn,
+}
+
+impl Questions {
+    /// The open question.
+    #[must_use]
+    pub fn current(&self) -> Option<&Ask> {
+        self.current.as_ref()
+    }
+
+    /// Adds a question; returns it when it becomes the open one (to be shown now).
+    pub fn push(&mut self, ask: Ask) -> Option<&Ask> {
+        let same = |a: &Ask| a.call_id == ask.call_id && a.kind == ask.kind;
+        if self.current.as_ref().is_some_and(same) || self.waiting.iter().any(same) {
+            return None;
+        }
+        if self.current.is_none() {
+            self.current = Some(ask);
+            return self.current.as_ref();
+        }
+        self.waiting.push_back(ask);
+        None
+    }
+
+    /// Closes the open question (answered here); returns the next one to show.
+    pub fn next(&mut self) -> Option<&Ask> {
+        self.current = self.waiting.pop_front();
+        self.current.as_ref()
+    }
+
+    /// Drops the questions of `call_id` that `keep` refuses; tells whether the open one went.
+    fn drop_where(&mut self, call_id: &str, is_gone: impl Fn(&AskKind) -> bool) -> Change {
+        self.waiting.retain(|a| !(a.call_id == call_id && is_gone(&a.kind)));
+        if self
+            .current
+            .as_ref()
+            .is_some_and(|a| a.call_id == call_id && is_gone(&a.kind))
+        {
+            self.current = None;
+            return Change::Withdrawn;
+        }
+        Change::None
+    }
+
+    /// Updates the questions after an event that may end one.
+    pub fn on_event(&mut self, body: &EventBody) -> Change {
+        let approval = |k: &AskKind| matches!(k, AskKind::Approval { .. });
+        let input = |k: &AskKind| matches!(k, AskKind::Input { .. });
+        match body {
+            EventBody::ApprovalResolved(e) => self.drop_where(e.call_id.as_str(), approval),
+            EventBody::ApprovalExpired(e) => self.drop_where(e.call_id.as_str(), approval),
+            EventBody::ToolCallInputChanged(e) if e.input == InputWait::None => {
+                self.drop_where(e.call_id.as_str(), input)
+            }
+            EventBody::ToolCallCompleted(e) => self.drop_where(e.call_id.as_str(), |_| true),
+            _ => Change::None,
+        }
+    }
+
+    /// Drops every question (the turn ended).
+    pub fn clear(&mut self) -> Change {
+        self.waiting.clear();
+        if self.current.take().is_some() {
+            Change::Withdrawn
+        } else {
+            Change::None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn approval(call: &str, raw: serde_json::Value) -> Ask {
+        let mut raw = raw;
+        raw["call_id"] = json!(call);
+        raw["summary"] = json!("rm -rf build");
+        let question: ApprovalRequested = serde_json::from_value(raw.clone()).unwrap();
+        Ask::approval(&question, &raw)
+    }
+
+    fn body(value: serde_json::Value) -> EventBody {
+        serde_json::from_value(value).unwrap()
+    }
+
+    #[test]
+    fn always_is_offered_only_when_the_question_has_a_rule() {
+        let plain = approval("c1", json!({}));
+        assert_eq!(plain.kind, AskKind::Approval { always: false });
+        assert!(plain.text.ends_with("[y]es / [n]o "), "{}", plain.text);
+        let rule = approval("c1", json!({"exit": {"always": "git push to origin"}}));
+        assert_eq!(rule.kind, AskKind::Approval { always: true });
+        assert!(rule.text.contains("[a]lways"), "{}", rule.text);
+    }
+
+    #[test]
+    fn a_wait_that_looks_secret_is_hidden_but_answered_as_visible() {
+        let wait: ToolCallInputChanged =
+            serde_json::from_value(json!({"call_id": "c1", "input": "visible", "looks_secret": true})).unwrap();
+        let ask = Ask::input(&wait, "$ sudo ls").unwrap();
+        assert_eq!(
+            ask.kind,
+            AskKind::Input {
+                input: AnswerInput::Visible,
+                hidden: true
+            }
+        );
+        let none: ToolCallInputChanged = serde_json::from_value(json!({"call_id": "c1", "input": "none"})).unwrap();
+        assert_eq!(Ask::input(&none, "$ x"), None);
+    }
+
+    #[test]
+    fn questions_come_one_at_a_time_and_go_when_answered_elsewhere() {
+        let mut questions = Questions::default();
+        assert!(questions.push(approval("c1", json!({}))).is_some());
+        assert!(
+            questions.push(approval("c2", json!({}))).is_none(),
+            "c2 waits behind c1"
+        );
+        assert!(questions.push(approval("c1", json!({}))).is_none(), "no question twice");
+        let change = questions.on_event(&body(
+            json!({"kind": "approval_resolved", "call_id": "c1", "decision": "allow"}),
+        ));
+        assert_eq!(change, Change::Withdrawn);
+        assert!(questions.current().is_none());
+        assert_eq!(questions.next().unwrap().call_id, "c2");
+        let change = questions.on_event(&body(json!({"kind": "approval_expired", "call_id": "c2"})));
+        assert_eq!(change, Change::Withdrawn);
+        assert_eq!(questions.clear(), Change::None);
+    }
+}

@@ -1,0 +1,246 @@
+//! The terminal view of a turn: Markdown per finished block, tool calls with a live spinner and their elapsed time,
+//! output tails, changes, and the usage line, in colour.
+//!
+//! The spinner is the last line of the screen, redrawn in place (`\r`, erase line) every tick; any other output
+//! first erases it and then draws it again below. While a question is open the spinner rests, so that the answer's
+//! line is never overwritten.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::time::Instant;
+
+use efr_protocol::events::{Event, EventBody};
+use efr_protocol::wire::{ApprovalDecision, InputWait};
+use termimad::MadSkin;
+
+use super::describe::{call_end, call_ok, call_title, change_lines, output_tail, settings_words, usage_words};
+use super::markdown::{self, Blocks};
+
+const BOLD: &str = "\x1b[1m";
+const DIM: &str = "\x1b[2m";
+const RED: &str = "\x1b[31m";
+const GREEN: &str = "\x1b[32m";
+const YELLOW: &str = "\x1b[33m";
+const CYAN: &str = "\x1b[36m";
+const RESET: &str = "\x1b[0m";
+const ERASE: &str = "\r\x1b[2K";
+const FRAMES: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
+
+/// The terminal view.
+#[derive(Debug)]
+pub struct TermView {
+    skin: MadSkin,
+    blocks: HashMap<u32, Blocks>,
+    patches: HashMap<String, bool>,
+    spinner: Option<(String, Instant)>,
+    frame: usize,
+    drawn: bool,
+    paused: bool,
+}
+
+impl Default for TermView {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+fn width() -> usize {
+    let (cols, _) = termimad::terminal_size();
+    usize::from(cols.max(20))
+}
+
+impl TermView {
+    /// A view with termimad's default skin.
+    #[must_use]
+    pub fn new() -> Self {
+        Self {
+            skin: MadSkin::default(),
+            blocks: HashMap::new(),
+            patches: HashMap::new(),
+            spinner: None,
+            frame: 0,
+            drawn: false,
+            paused: false,
+        }
+    }
+
+    fn erase_spinner(&mut self, out: &mut impl Write) {
+        if self.drawn {
+            let _ = write!(out, "{ERASE}");
+            self.drawn = false;
+        }
+    }
+
+    fn draw_spinner(&mut self, out: &mut impl Write) {
+        if self.paused {
+            return;
+        }
+        if let Some((title, since)) = &self.spinner {
+            let secs = since.elapsed().as_secs_f32();
+            let frame = FRAMES[self.frame % FRAMES.len()];
+            // Keep the line shorter than the terminal, so it never wraps (a wrapped line cannot be erased in place).
+            let room = width().saturating_sub(12);
+            let title: String = title.chars().take(room).collect();
+            let _ = write!(out, "{ERASE}{CYAN}{frame}{RESET} {DIM}{title} · {secs:.1}s{RESET}");
+            self.drawn = true;
+        }
+        let _ = out.flush();
+    }
+
+    /// Writes `text` (whole lines) above the spinner.
+    fn print(&mut self, text: &str) {
+        let mut out = std::io::stdout().lock();
+        self.erase_spinner(&mut out);
+        let _ = out.write_all(text.as_bytes());
+        if !text.ends_with('\n') {
+            let _ = out.write_all(b"\n");
+        }
+        self.draw_spinner(&mut out);
+    }
+
+    fn markdown(&mut self, text: &str) {
+        let rendered = markdown::render(&self.skin, text, width());
+        self.print(&rendered);
+    }
+
+    fn flush_text(&mut self) {
+        let mut indexes: Vec<u32> = self.blocks.keys().copied().collect();
+        indexes.sort_unstable();
+        for index in indexes {
+            if let Some(rest) = self.blocks.get_mut(&index).and_then(Blocks::finish) {
+                self.markdown(&rest);
+            }
+        }
+        self.blocks.clear();
+    }
+
+    /// Renders one event.
+    pub fn event(&mut self, event: &Event) {
+        match &event.body {
+            EventBody::TurnStarted(started) => {
+                if let Some(settings) = &started.settings {
+                    self.print(&format!("{DIM}{}{RESET}", settings_words(settings)));
+                }
+            }
+            EventBody::AssistantMessageUpdated(update) => {
+                let finished = self.blocks.entry(update.index).or_default().push(&update.delta);
+                if let Some(text) = finished {
+                    self.markdown(&text);
+                }
+            }
+            EventBody::AssistantMessageCompleted(done) => {
+                if let Some(rest) = self.blocks.remove(&done.index).as_mut().and_then(Blocks::finish) {
+                    self.markdown(&rest);
+                }
+            }
+            EventBody::ToolCallStarted(call) => {
+                self.flush_text();
+                self.patches.insert(call.call_id.0.clone(), call.tool == "apply_patch");
+                let title = call_title(call);
+                self.print(&format!("{BOLD}{title}{RESET}"));
+                self.spinner = Some((title, Instant::now()));
+            }
+            EventBody::ToolCallCompleted(done) => {
+                let elapsed = self.spinner.take().map(|(_, since)| since.elapsed().as_secs_f32());
+                let patch = self.patches.get(done.call_id.as_str()).copied().unwrap_or(false);
+                let mut text = String::new();
+                if !(patch && call_ok(done)) {
+                    for line in output_tail(&done.output) {
+                        text.push_str(&format!("{DIM}  │ {line}{RESET}\n"));
+                    }
+                }
+                let colour = if call_ok(done) { GREEN } else { RED };
+                let took = elapsed.map(|s| format!(" {DIM}({s:.1}s){RESET}")).unwrap_or_default();
+                text.push_str(&format!("{colour}{}{RESET}{took}\n", call_end(done)));
+                if let Some(changes) = &done.changes {
+                    for line in change_lines(changes) {
+                        text.push_str(&format!("  {YELLOW}{line}{RESET}\n"));
+                    }
+                }
+                self.print(&text);
+            }
+            EventBody::ApprovalResolved(answer) => {
+                let word = match answer.decision {
+                    ApprovalDecision::Allow => "allowed",
+                    ApprovalDecision::AllowAlways => "allowed always",
+                    ApprovalDecision::Deny => "denied",
+                    ApprovalDecision::Unknown => "answered",
+                };
+                self.print(&format!("{DIM}→ {word}{RESET}"));
+            }
+            EventBody::ApprovalExpired(_) => self.print(&format!("{DIM}→ the question expired{RESET}")),
+            EventBody::ToolCallInputChanged(wait) if wait.input == InputWait::None => {}
+            EventBody::TurnInterruptRequested(_) => self.print(&format!("{DIM}interrupting…{RESET}")),
+            EventBody::TurnCompleted(done) => {
+                self.flush_text();
+                let usage = done.usage.as_ref().map(usage_words).unwrap_or_default();
+                self.print(&format!("{DIM}✓ done · {usage}{RESET}"));
+            }
+            EventBody::TurnFailed(failed) => {
+                self.flush_text();
+                self.spinner = None;
+                self.print(&format!("{RED}✗ the turn failed: {}{RESET}", failed.error.message));
+            }
+            EventBody::TurnInterrupted(_) => {
+                self.flush_text();
+                self.spinner = None;
+                self.print(&format!("{YELLOW}■ interrupted{RESET}"));
+            }
+            EventBody::TurnCancelled(cancelled) => {
+                self.print(&format!("{YELLOW}■ not run: {}{RESET}", cancelled.reason));
+            }
+            EventBody::ShellCommandDetached(detached) => {
+                self.print(&format!(
+                    "{DIM}$ {} still runs in the background{RESET}",
+                    detached.command
+                ));
+            }
+            _ => {}
+        }
+    }
+
+    /// Shows a question (no newline: the answer goes on the same line); the spinner rests until [`Self::resume`].
+    pub fn ask(&mut self, text: &str) {
+        self.flush_text();
+        let mut out = std::io::stdout().lock();
+        self.erase_spinner(&mut out);
+        self.paused = true;
+        let _ = write!(out, "{YELLOW}?{RESET} {text}");
+        let _ = out.flush();
+    }
+
+    /// Writes what the user typed (a visible answer, or a backspace's erase).
+    pub fn echo(&mut self, text: &str) {
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(text.as_bytes());
+        let _ = out.flush();
+    }
+
+    /// Ends the question's line with `answer` and lets the spinner run again.
+    pub fn resume(&mut self, answer: &str) {
+        self.paused = false;
+        self.print(&format!(" {DIM}{answer}{RESET}"));
+    }
+
+    /// A line of efr's own, such as a notice about Ctrl+C.
+    pub fn notice(&mut self, text: &str) {
+        self.print(&format!("{DIM}{text}{RESET}"));
+    }
+
+    /// Advances the spinner.
+    pub fn tick(&mut self) {
+        if self.spinner.is_some() && !self.paused {
+            self.frame = self.frame.wrapping_add(1);
+            let mut out = std::io::stdout().lock();
+            self.draw_spinner(&mut out);
+        }
+    }
+
+    /// Erases the spinner before efr exits.
+    pub fn finish(&mut self) {
+        self.flush_text();
+        let mut out = std::io::stdout().lock();
+        self.erase_spinner(&mut out);
+        let _ = out.flush();
+    }
+}

@@ -1,0 +1,204 @@
+//! The real `efr` in a real terminal (tmux): one turn in manual mode with streamed Markdown, an approval answered
+//! with the `y` key, and a hidden password wait answered with no echo; then a second turn whose `sleep 30` is
+//! interrupted with Ctrl+C, so the turn ends interrupted and efr exits 130 (issue 8, "done when").
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a failed unwrap is a failed test.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use common::{daemon, efr, model, shell_call, text};
+use efr_test_support::scripted::{Reply, ReplyEvent};
+
+/// A private tmux server (its own socket name), killed when dropped.
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn run(&self, args: &[&str]) -> Output {
+        let out = Command::new("tmux")
+            .arg("-L")
+            .arg(&self.socket)
+            .args(args)
+            .output()
+            .expect("tmux runs (install the Debian package tmux)");
+        assert!(
+            out.status.success(),
+            "tmux {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out
+    }
+
+    /// Starts a 120×40 session running `bash` without rc files, in `cwd`, with `EFR_HOME` set.
+    fn start(cwd: &Path, home: &Path) -> Self {
+        let tmux = Self {
+            socket: format!("efr-pty-{}-{}", std::process::id(), uuid_like()),
+        };
+        let status = Command::new("tmux")
+            .args([
+                "-L",
+                &tmux.socket,
+                "-f",
+                "/dev/null",
+                "new-session",
+                "-d",
+                "-x",
+                "120",
+                "-y",
+                "40",
+            ])
+            .arg("-c")
+            .arg(cwd)
+            .args(["env", "-u", "EFR_RUNTIME_DIR"])
+            .arg(format!("EFR_HOME={}", home.display()))
+            .args(["PS1=$ ", "TERM=xterm-256color", "bash", "--norc", "--noprofile"])
+            .status()
+            .expect("tmux runs (install the Debian package tmux)");
+        assert!(status.success(), "tmux new-session failed");
+        tmux
+    }
+
+    fn pane(&self) -> String {
+        String::from_utf8_lossy(&self.run(&["capture-pane", "-p", "-J", "-S", "-200"]).stdout).into_owned()
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", "0"];
+        args.extend_from_slice(keys);
+        self.run(&args);
+    }
+
+    fn literal(&self, text: &str) {
+        self.run(&["send-keys", "-t", "0", "-l", text]);
+    }
+
+    /// Waits until the pane holds `needle`, at most `secs` seconds; fails with the pane's text.
+    async fn wait_for(&self, needle: &str, secs: u64) -> String {
+        self.wait_until(needle, secs, |pane| pane.contains(needle)).await
+    }
+
+    /// Waits until the shell printed `EXIT=<digit>` (not the `EXIT=$?` of the typed line).
+    async fn wait_for_exit(&self, secs: u64) -> String {
+        self.wait_until("EXIT=<code>", secs, |pane| {
+            pane.match_indices("EXIT=")
+                .any(|(at, _)| pane[at + 5..].starts_with(|c: char| c.is_ascii_digit()))
+        })
+        .await
+    }
+
+    async fn wait_until(&self, needle: &str, secs: u64, done: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        loop {
+            let pane = self.pane();
+            if done(&pane) {
+                return pane;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no {needle:?} on the pane within {secs} s:\n{pane}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux").args(["-L", &self.socket, "kill-server"]).output();
+    }
+}
+
+fn uuid_like() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_whole_turn_in_a_terminal_then_ctrl_c_interrupts_the_next() {
+    let home = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let first = Reply {
+        events: vec![
+            ReplyEvent::Text("## Plan\n\nI will ask for a **password** with `read`.\n\n".into()),
+            shell_call("call_pw", "read -s -p 'Password: ' pw; echo got-${#pw}"),
+        ],
+        stop: Some("tool_use".into()),
+        chunk_bytes: Some(9),
+        chunk_delay_ms: Some(20),
+        ..Reply::default()
+    };
+    let second = Reply {
+        events: vec![shell_call("call_sleep", "sleep 30")],
+        stop: Some("tool_use".into()),
+        ..Reply::default()
+    };
+    let server = model(vec![first, text("It was read."), second, text("never")]).await;
+    let _efrd = daemon(home.path(), &server, true);
+    let tmux = Tmux::start(project.path(), home.path());
+    tmux.wait_for("$ ", 10).await;
+
+    let efr = efr().display().to_string();
+    tmux.literal(&format!(
+        "'{efr}' --mode manual --new 'ask me a password'; echo EXIT=$?"
+    ));
+    tmux.keys(&["Enter"]);
+
+    // Streamed Markdown: the heading's and the paragraph's words, rendered (no `**` nor backticks left).
+    let pane = tmux.wait_for("[y]es / [n]o", 30).await;
+    assert!(
+        pane.contains("Plan") && pane.contains("I will ask for a password with read."),
+        "{pane}"
+    );
+    assert!(!pane.contains("**password**") && !pane.contains("`read`"), "{pane}");
+    assert!(pane.contains("$ read -s -p 'Password: ' pw; echo got-${#pw}"), "{pane}");
+    assert!(!pane.contains("[a]lways"), "no rule offered here: {pane}");
+
+    // One key answers the question: no Enter.
+    tmux.keys(&["y"]);
+    tmux.wait_for("waits for hidden input", 30).await;
+    tmux.literal("hunter2");
+    tmux.keys(&["Enter"]);
+    let pane = tmux.wait_for_exit(30).await;
+    assert!(pane.contains("EXIT=0"), "{pane}");
+    assert!(pane.contains("got-7"), "the command read 7 characters: {pane}");
+    assert!(pane.contains("It was read."), "{pane}");
+    assert!(!pane.contains("hunter2"), "a hidden answer is never shown: {pane}");
+
+    // The second turn goes to the terminal's conversation (no --new); Ctrl+C interrupts it, exit 130.
+    tmux.keys(&["C-l"]);
+    tmux.run(&["clear-history", "-t", "0"]);
+    tmux.literal(&format!("'{efr}' --mode full 'now sleep'; echo EXIT=$?"));
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("$ sleep 30", 30).await;
+    let started = Instant::now();
+    tmux.keys(&["C-c"]);
+    let pane = tmux.wait_for_exit(25).await;
+    assert!(pane.contains("EXIT=130"), "{pane}");
+    assert!(pane.contains("interrupted"), "{pane}");
+    assert!(
+        started.elapsed() < Duration::from_secs(25),
+        "the interrupt did not wait for sleep 30"
+    );
+
+    // Both turns went to one conversation, and the second model call of the second turn never came.
+    let calls = server.requests().iter().filter(|r| r.path == "/v1/responses").count();
+    assert_eq!(calls, 3, "two calls in the first turn, one in the second");
+    let third = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.path == "/v1/responses")
+        .nth(2)
+        .unwrap()
+        .body;
+    assert!(
+        third.to_string().contains("got-7"),
+        "the second turn continues the first's conversation"
+    );
+}

@@ -1,0 +1,170 @@
+//! Shared setup of efr's integration tests: the real efrd (built next to efr), a scripted model server, and the
+//! real `efr` binary run as a process in the daemon's `EFR_HOME`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a failed unwrap is a failed test.
+#![allow(dead_code)]
+
+use std::ffi::OsStr;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use efr_test_support::daemon::{TestDaemon, config_for};
+use efr_test_support::scripted::{Reply, ReplyEvent, Script, ScriptToolCall, ScriptUsage, ScriptedModel, Step};
+use serde_json::json;
+
+/// The key the tests log in with (through the environment of efrd).
+pub const KEY: &str = "sk-proj-testkey0000000000000000a1b2";
+
+/// The efr binary under test.
+pub fn efr() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_efr"))
+}
+
+/// A workspace binary next to efr (`target/<profile>/<name>`), built with cargo when it is not there yet: the efr
+/// crate cannot name efrd's binary with CARGO_BIN_EXE.
+fn sibling(name: &str, package: &str) -> PathBuf {
+    let path = efr().with_file_name(name);
+    if !path.is_file() {
+        let mut build = Command::new(env!("CARGO"));
+        build.args(["build", "-p", package, "--bin", name]);
+        if efr().parent().and_then(Path::file_name) == Some(OsStr::new("release")) {
+            build.arg("--release");
+        }
+        let status = build.status().expect("run cargo to build a sibling binary");
+        assert!(status.success(), "cannot build {name}");
+    }
+    assert!(path.is_file(), "{name} is not at {}", path.display());
+    path
+}
+
+/// The efrd binary (and efr-launcher beside it, which efrd uses for contained calls and its sandbox probe).
+pub fn efrd() -> &'static Path {
+    static EFRD: OnceLock<PathBuf> = OnceLock::new();
+    EFRD.get_or_init(|| {
+        sibling("efr-launcher", "efr-launcher");
+        sibling("efrd", "efrd")
+    })
+}
+
+/// A model server that answers each call with the given replies, in order.
+pub async fn model(replies: Vec<Reply>) -> ScriptedModel {
+    let script = Script {
+        steps: replies.into_iter().map(Step::Reply).collect(),
+        models: vec!["gpt-5".into()],
+        ..Script::default()
+    };
+    ScriptedModel::start(script).await.expect("scripted model server")
+}
+
+/// A text reply, streamed in small chunks, with usage 120 in / 30 out.
+pub fn text(answer: &str) -> Reply {
+    Reply {
+        events: vec![ReplyEvent::Text(answer.into())],
+        usage: Some(ScriptUsage {
+            input: 120,
+            output: 30,
+            ..ScriptUsage::default()
+        }),
+        chunk_bytes: Some(7),
+        chunk_delay_ms: Some(5),
+        ..Reply::default()
+    }
+}
+
+/// A tool call of the shell tool.
+pub fn shell_call(id: &str, command: &str) -> ReplyEvent {
+    ReplyEvent::ToolCall(ScriptToolCall {
+        id: id.into(),
+        name: "shell".into(),
+        freeform: false,
+        input: vec![json!({ "command": command }).to_string()],
+    })
+}
+
+/// A reply that is one shell call.
+pub fn shell(id: &str, command: &str) -> Reply {
+    Reply {
+        events: vec![shell_call(id, command)],
+        stop: Some("tool_use".into()),
+        ..Reply::default()
+    }
+}
+
+/// A reply that is one apply_patch call.
+pub fn patch(id: &str, patch: &str) -> Reply {
+    Reply {
+        events: vec![ReplyEvent::ToolCall(ScriptToolCall {
+            id: id.into(),
+            name: "apply_patch".into(),
+            freeform: true,
+            input: vec![patch.into()],
+        })],
+        stop: Some("tool_use".into()),
+        ..Reply::default()
+    }
+}
+
+/// efrd in `home`, pointed at `model`; logged in to openai-api through its environment when `logged_in`.
+pub fn daemon(home: &Path, model: &ScriptedModel, logged_in: bool) -> TestDaemon {
+    let envs: &[(&str, &str)] = if logged_in { &[("OPENAI_API_KEY", KEY)] } else { &[] };
+    TestDaemon::start(efrd(), home, Some(&config_for(&model.base_url())), envs).expect("efrd starts")
+}
+
+/// `efr` with `args`, in `cwd`, talking to the efrd of `home`, stdin from `input` (null when `None`), stdout and
+/// stderr piped. Fails the test when efr runs longer than 60 s (it is killed then).
+pub fn run_efr(home: &Path, cwd: &Path, args: &[&str], input: Option<&str>) -> Output {
+    let mut command = Command::new(efr());
+    command
+        .args(args)
+        .current_dir(cwd)
+        .env("EFR_HOME", home)
+        .env_remove("EFR_RUNTIME_DIR")
+        .env("SHELL", "/bin/bash")
+        .stdin(if input.is_some() { Stdio::piped() } else { Stdio::null() })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = command.spawn().expect("start efr");
+    if let Some(input) = input {
+        child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+    }
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            return child.wait_with_output().unwrap();
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let output = child.wait_with_output().unwrap();
+            panic!(
+                "efr {args:?} ran over 60 s; stdout:\n{}\nstderr:\n{}",
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// stdout and stderr of an output, as text.
+pub fn texts(output: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+/// [`run_efr`] on a blocking thread, so the test's runtime keeps serving the scripted model meanwhile.
+pub async fn efr_run(home: &Path, cwd: &Path, args: &[&str], input: Option<&str>) -> Output {
+    let (home, cwd) = (home.to_owned(), cwd.to_owned());
+    let args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
+    let input = input.map(str::to_owned);
+    tokio::task::spawn_blocking(move || {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        run_efr(&home, &cwd, &args, input.as_deref())
+    })
+    .await
+    .unwrap()
+}
