@@ -457,6 +457,41 @@ async fn a_left_running_command_that_starts_waiting_for_input_records_the_change
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupt_of_the_turn_stops_its_running_command() {
+    let home = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let server = model(vec![shell_call("call_sleep", "sleep 60; echo never"), text("not reached")]).await;
+    let efrd = daemon(home.path(), &server);
+    let mut client = efrd.client().await.unwrap();
+    let sent = prompt_in(&mut client, project.path(), "full", "go").await;
+    let conversation = sent["conversation_id"].as_str().unwrap().to_owned();
+    let (id, _) = subscribe(&mut client, &conversation, Some(0)).await;
+    next_event(&mut client, id, "tool_call_started").await;
+    // Give the command a moment to start in the shell.
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let started = std::time::Instant::now();
+    client
+        .ok(
+            "turn.interrupt",
+            json!({"command_id": command_id(), "conversation_id": conversation}),
+        )
+        .await
+        .unwrap();
+    let events = common::events_through(&mut client, id, "turn_interrupted").await;
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(20),
+        "the command was stopped, not waited for: {:?}",
+        started.elapsed()
+    );
+    let done = events.iter().find(|e| e["kind"] == "tool_call_completed").unwrap();
+    assert_eq!(done["call_id"], "call_sleep");
+    assert_ne!(done["exit_code"], 0, "{done}");
+    assert!(!done["output"].as_str().unwrap_or("").contains("never"), "{done}");
+        let model_calls = server.requests().iter().filter(|r| r.method == "POST").count();
+    assert_eq!(model_calls, 1, "no model call after the interrupt");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shell_program_zsh_runs_the_calls_in_zsh_and_carries_cd_and_export() {
     let home = tempfile::tempdir().unwrap();
     let project = tempfile::tempdir().unwrap();

@@ -119,7 +119,7 @@ pub(crate) fn target_outside_tmp(root: &Path) -> Option<std::path::PathBuf> {
     Some(Path::new("/var/tmp/efr-target").join(name))
 }
 
-/// Everything CI checks: packages, tidy, then every test of the workspace.
+/// Everything CI checks: packages, tidy, every test of the workspace, then the demo (the main job end to end).
 pub fn ci(root: &Path) -> Result<()> {
     if let Some(target) = target_outside_tmp(root) {
         println!("==> the workspace is under /tmp: building in {}", target.display());
@@ -128,8 +128,10 @@ pub fn ci(root: &Path) -> Result<()> {
     }
     install_packages()?;
     tidy(root)?;
-    run(
+        run(
         "cargo test",
         cargo().args(["test", "--workspace", "--locked", "--no-fail-fast"]),
-    )
+    )?;
+    println!("==> cargo xtask demo");
+    crate::demo::demo(root, &[])
 }

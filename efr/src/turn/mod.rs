@@ -47,7 +47,7 @@ use efr_protocol::secret::SecretText;
 use efr_protocol::wire::{
     ApprovalDecision, ApprovalRespondParams, ConversationSubscribeParams, ConversationsListParams,
     ConversationsListResult, InputRespondParams, Mode, PromptSendParams, PromptSendResult, PromptSettings,
-    ShellInterruptParams, TurnInterruptParams,
+    TurnInterruptParams,
 };
 use serde_json::Value;
 use tokio::signal::unix::{SignalKind, signal};
@@ -183,9 +183,7 @@ struct Session {
     calls: HashMap<String, String>,
     /// Questions answered from here, so their approval_resolved is not news.
     answered: HashSet<String>,
-    /// Shell calls of this turn whose command runs: Ctrl+C stops them too, since an interrupted turn lets a
-    /// running call end on its own (efrd's turn loop).
-    running: HashSet<String>,
+    
     interrupt_sent: bool,
     last_seq: u64,
 }
@@ -216,7 +214,7 @@ impl Session {
             line: String::new(),
             calls: HashMap::new(),
             answered: HashSet::new(),
-            running: HashSet::new(),
+            
             interrupt_sent: false,
             last_seq: 0,
         }
@@ -320,13 +318,7 @@ impl Session {
         if let EventBody::ToolCallStarted(call) = &event.body
             && event.turn_id.as_ref() == Some(&self.turn_id)
         {
-            self.calls.insert(call.call_id.0.clone(), describe::call_title(call));
-            if call.tool == "shell" {
-                self.running.insert(call.call_id.0.clone());
-            }
-        }
-        if let EventBody::ToolCallCompleted(done) = &event.body {
-            self.running.remove(done.call_id.as_str());
+                        self.calls.insert(call.call_id.0.clone(), describe::call_title(call));
         }
         let ours = self.ours(event);
         if ours {
@@ -501,21 +493,7 @@ impl Session {
                 .view
                 .notice(&format!("cannot interrupt: {error} (Ctrl+C again leaves at once)")),
         }
-        for call_id in self.running.clone() {
-            let params = ShellInterruptParams {
-                command_id: CommandId::new(),
-                conversation_id: self.conversation_id,
-                call_id: efr_protocol::ids::CallId(call_id),
-                close: false,
-            };
-            match self.client.call::<_, Value>("shell.interrupt", &params).await {
-                // not_found: the command ended meanwhile, which is what Ctrl+C wanted.
-                Err(error) if error.daemon().is_none_or(|e| e.code != ErrorCode::NotFound) => {
-                    self.view.notice(&format!("cannot stop the running command: {error}"));
-                }
-                _ => {}
-            }
-        }
+                // efrd stops the turn's running command itself (SIGINT, as a terminal's Ctrl+C would).
         Step::Go
     }
 }

@@ -123,7 +123,8 @@ pub async fn run(plan: TurnPlan, recorder: Recorder, cancel: CancellationToken) 
                 freeform: call.freeform,
                 input: call.input.clone(),
             });
-            // An interrupt lets the running call end (a question answers deny) and runs no further call.
+            // An interrupt stops the running call (SIGINT to a shell call's command, deny for a question) and runs no
+            // further call.
             let output = if cancel.is_cancelled() {
                 Some(tools::CallOutput {
                     output: "the turn was interrupted before this call ran".to_owned(),
@@ -136,8 +137,9 @@ pub async fn run(plan: TurnPlan, recorder: Recorder, cancel: CancellationToken) 
                     turn_id,
                     &call.call_id,
                     &call.tool,
-                    call.freeform,
+                                        call.freeform,
                     &call.input,
+                    &cancel,
                 )
                 .await
             };

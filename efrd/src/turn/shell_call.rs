@@ -63,8 +63,9 @@ pub async fn run_shell(
     turn_id: TurnId,
     call_id: &CallId,
     command: &str,
-    timeout: Duration,
+        timeout: Duration,
     grants: Option<&[Grant]>,
+    cancel: &tokio_util::sync::CancellationToken,
 ) -> Option<CallOutput> {
     let failed = |output: String| async move {
         let body = failed_completion(call_id, output.clone(), grants.is_some().then(SandboxSummary::default));
@@ -119,11 +120,20 @@ pub async fn run_shell(
     };
     // While the command runs, each change of its wait for input is recorded (tool_call_input_changed).
     let mut waits = run.input();
-    let answer = run.answer();
+        let answer = run.answer();
     tokio::pin!(answer);
+    // An interrupt of the turn is a Ctrl+C for the command: SIGINT to its process group, once; its answer (and
+    // status) then comes as usual.
+    let mut interrupted = false;
     let answer = loop {
         tokio::select! {
             answer = &mut answer => break answer,
+            () = cancel.cancelled(), if !interrupted => {
+                interrupted = true;
+                if let Err(error) = shell.interrupt().await {
+                    tracing::debug!(%error, "the interrupt of a turn found no command to stop");
+                }
+            }
             changed = waits.changed() => {
                 if changed.is_err() {
                     break answer.await;

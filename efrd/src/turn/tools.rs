@@ -133,8 +133,9 @@ pub async fn run_call(
     turn_id: TurnId,
     call_id: &str,
     tool: &str,
-    freeform: bool,
+        freeform: bool,
     input: &str,
+    cancel: &tokio_util::sync::CancellationToken,
 ) -> Option<CallOutput> {
     let call_id = CallId(call_id.to_owned());
     let call = spec::read_call(tool, freeform, input);
@@ -214,7 +215,7 @@ pub async fn run_call(
                 Some(Launch::Contained { grants }) => Some(grants.as_slice()),
                 _ => None,
             };
-            run_shell(env, recorder, turn_id, &call_id, &command, timeout, grants).await
+            run_shell(env, recorder, turn_id, &call_id, &command, timeout, grants, cancel).await
         }
         ToolCall::Patch { .. } => {
             let plan = plan?;
