@@ -5,7 +5,8 @@
 //! | `bless` | rewrites `protocol/fixtures/v1/` from the typed examples in efr-protocol |
 //! | `protocol-schema` | rewrites `docs/protocol.schema.json` from the wire types (`--check`: fail when stale) |
 //! | `tidy` | `cargo fmt --check`, clippy with `-D warnings`, schema and fixtures current |
-//! | `ci` | installs the Debian packages the tests need (as root, when missing), then `tidy` and every test |
+//! | `ci` | installs the Debian packages the tests need (as root, when missing), then `tidy`, every test and the demo |
+//! | `install` | `cargo install` of efr, efrd and efr-launcher (`--root DIR` to choose where) |
 //! | `demo` | the main job end to end: a sample project's failing test fixed through efrd (`--release`: optimised; `--no-systemd`: systemd-socket-activate instead of a user manager) |
 //! | `bench` | runs the benchmarks and prints each number next to its budget (ARCHITECTURE.md §12) |
 //!
@@ -14,6 +15,7 @@
 mod bench;
 mod ci;
 mod demo;
+mod install;
 mod protocol;
 
 use std::path::PathBuf;
@@ -22,7 +24,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, bail};
 
 const USAGE: &str =
-    "usage: cargo xtask <bless | protocol-schema [--check] | tidy | ci | demo [--release] [--no-systemd] | bench>";
+    "usage: cargo xtask <bless | protocol-schema [--check] | tidy | ci | demo [--release] [--no-systemd] | install [--root DIR] | bench>";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -46,7 +48,8 @@ fn run(args: &[String]) -> Result<()> {
         (Some("tidy"), []) => ci::tidy(&root),
         (Some("ci"), []) => ci::ci(&root),
         (Some("bench"), []) => bench::bench(&root),
-        (Some("demo"), rest) => demo::demo(&root, rest),
+                (Some("demo"), rest) => demo::demo(&root, rest),
+        (Some("install"), rest) => install::install(&root, rest),
         _ => bail!("{USAGE}"),
     }
 }

@@ -1,0 +1,30 @@
+//! `cargo xtask install`: installs the binaries a user runs — `efr`, `efrd` and `efr-launcher` — with
+//! `cargo install --path <crate> --locked` (into `~/.cargo/bin`, or `--root DIR`). efrd finds efr-launcher next to
+//! itself, so the three go to the same folder.
+
+use std::path::Path;
+use std::process::Command;
+
+use anyhow::{Result, bail};
+
+/// The crates installed, in order (each one's binary has the crate's name).
+const CRATES: [&str; 3] = ["efr-launcher", "efrd", "efr"];
+
+/// Runs `cargo install` for each crate; `args` may be `--root DIR`.
+pub fn install(root: &Path, args: &[&str]) -> Result<()> {
+    let install_root = match args {
+        [] => None,
+        ["--root", dir] => Some(*dir),
+        _ => bail!("usage: cargo xtask install [--root DIR]"),
+    };
+    for krate in CRATES {
+        let mut command = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+        command.args(["install", "--locked", "--path"]).arg(root.join(krate));
+        if let Some(dir) = install_root {
+            command.args(["--root", dir]);
+        }
+        crate::ci::run(&format!("cargo install {krate}"), &mut command)?;
+    }
+    println!("==> installed efr, efrd and efr-launcher; next: `efr daemon install`");
+    Ok(())
+}
