@@ -460,7 +460,11 @@ async fn a_left_running_command_that_starts_waiting_for_input_records_the_change
 async fn an_interrupt_of_the_turn_stops_its_running_command() {
     let home = tempfile::tempdir().unwrap();
     let project = tempfile::tempdir().unwrap();
-    let server = model(vec![shell_call("call_sleep", "sleep 60; echo never"), text("not reached")]).await;
+    let server = model(vec![
+        shell_call("call_sleep", "sleep 60; echo never"),
+        text("not reached"),
+    ])
+    .await;
     let efrd = daemon(home.path(), &server);
     let mut client = efrd.client().await.unwrap();
     let sent = prompt_in(&mut client, project.path(), "full", "go").await;
@@ -487,7 +491,7 @@ async fn an_interrupt_of_the_turn_stops_its_running_command() {
     assert_eq!(done["call_id"], "call_sleep");
     assert_ne!(done["exit_code"], 0, "{done}");
     assert!(!done["output"].as_str().unwrap_or("").contains("never"), "{done}");
-        let model_calls = server.requests().iter().filter(|r| r.method == "POST").count();
+    let model_calls = server.requests().iter().filter(|r| r.method == "POST").count();
     assert_eq!(model_calls, 1, "no model call after the interrupt");
 }
 

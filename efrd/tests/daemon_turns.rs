@@ -419,3 +419,45 @@ async fn a_large_answer_streams_whole_in_bounded_events() {
         events.len()
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conversations_list_with_a_tty_finds_that_terminals_conversations_past_the_first_page() {
+    let home = tempfile::tempdir().unwrap();
+    let replies = (0..4).map(|i| text_reply(&format!("answer {i}"), 4, 0)).collect();
+    let server = model(replies).await;
+    let efrd = daemon(home.path(), &server);
+    let mut client = efrd.client().await.unwrap();
+    let mut send = async |tty: &str| {
+        let params = json!({"command_id": command_id(), "text": "hi", "context": {"tty": tty}});
+        let sent = client.ok("prompt.send", params).await.unwrap();
+        let conversation = sent["conversation_id"].as_str().unwrap().to_owned();
+        let (id, _) = subscribe(&mut client, &conversation, Some(0)).await;
+        events_until(&mut client, id, "turn_completed").await;
+        conversation
+    };
+    let older = send("/dev/pts/1").await;
+    let newer = send("/dev/pts/1").await;
+    send("/dev/pts/2").await;
+    send("/dev/pts/2").await;
+
+    // The terminal's newest conversation comes first although two newer rows of another terminal precede it.
+    let list = client
+        .ok("conversations.list", json!({"tty": "/dev/pts/1", "limit": 1}))
+        .await
+        .unwrap();
+    let rows = list["conversations"].as_array().unwrap();
+    assert_eq!(rows.len(), 1, "{list}");
+    assert_eq!(rows[0]["conversation_id"], newer.as_str());
+    assert!(list.get("next_cursor").is_none(), "one page: {list}");
+    let all = client
+        .ok("conversations.list", json!({"tty": "/dev/pts/1"}))
+        .await
+        .unwrap();
+    let ids: Vec<&str> = all["conversations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| row["conversation_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, [newer.as_str(), older.as_str()]);
+}

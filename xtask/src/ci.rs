@@ -128,7 +128,7 @@ pub fn ci(root: &Path) -> Result<()> {
     }
     install_packages()?;
     tidy(root)?;
-        run(
+    run(
         "cargo test",
         cargo().args(["test", "--workspace", "--locked", "--no-fail-fast"]),
     )?;

@@ -23,8 +23,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 
-const USAGE: &str =
-    "usage: cargo xtask <bless | protocol-schema [--check] | tidy | ci | demo [--release] [--no-systemd] | install [--root DIR] | bench>";
+const USAGE: &str = "usage: cargo xtask <bless | protocol-schema [--check] | tidy | ci | demo [--release] [--no-systemd] | install [--root DIR] | bench>";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -48,7 +47,7 @@ fn run(args: &[String]) -> Result<()> {
         (Some("tidy"), []) => ci::tidy(&root),
         (Some("ci"), []) => ci::ci(&root),
         (Some("bench"), []) => bench::bench(&root),
-                (Some("demo"), rest) => demo::demo(&root, rest),
+        (Some("demo"), rest) => demo::demo(&root, rest),
         (Some("install"), rest) => install::install(&root, rest),
         _ => bail!("{USAGE}"),
     }

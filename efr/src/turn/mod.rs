@@ -153,11 +153,10 @@ pub async fn run(args: &PromptArgs) -> ExitCode {
 
 /// The newest conversation of `tty`, if it has one.
 async fn newest_of_tty(client: &Client, tty: &str) -> Result<Option<ConversationId>, ClientError> {
-    // The largest page: this efrd filters by tty after it cut the page, so a small limit could miss the terminal's
-    // conversation behind another terminal's newer ones.
+    // With a tty, efrd lists only that terminal's conversations, newest first.
     let params = ConversationsListParams {
         tty: Some(tty.to_owned()),
-        limit: Some(200),
+        limit: Some(1),
         cursor: None,
     };
     let list: ConversationsListResult = client.call("conversations.list", &params).await?;
@@ -183,7 +182,7 @@ struct Session {
     calls: HashMap<String, String>,
     /// Questions answered from here, so their approval_resolved is not news.
     answered: HashSet<String>,
-    
+
     interrupt_sent: bool,
     last_seq: u64,
 }
@@ -214,7 +213,7 @@ impl Session {
             line: String::new(),
             calls: HashMap::new(),
             answered: HashSet::new(),
-            
+
             interrupt_sent: false,
             last_seq: 0,
         }
@@ -318,7 +317,7 @@ impl Session {
         if let EventBody::ToolCallStarted(call) = &event.body
             && event.turn_id.as_ref() == Some(&self.turn_id)
         {
-                        self.calls.insert(call.call_id.0.clone(), describe::call_title(call));
+            self.calls.insert(call.call_id.0.clone(), describe::call_title(call));
         }
         let ours = self.ours(event);
         if ours {
@@ -493,7 +492,7 @@ impl Session {
                 .view
                 .notice(&format!("cannot interrupt: {error} (Ctrl+C again leaves at once)")),
         }
-                // efrd stops the turn's running command itself (SIGINT, as a terminal's Ctrl+C would).
+        // efrd stops the turn's running command itself (SIGINT, as a terminal's Ctrl+C would).
         Step::Go
     }
 }

@@ -137,7 +137,7 @@ pub async fn run(plan: TurnPlan, recorder: Recorder, cancel: CancellationToken) 
                     turn_id,
                     &call.call_id,
                     &call.tool,
-                                        call.freeform,
+                    call.freeform,
                     &call.input,
                     &cancel,
                 )

@@ -63,7 +63,7 @@ pub async fn run_shell(
     turn_id: TurnId,
     call_id: &CallId,
     command: &str,
-        timeout: Duration,
+    timeout: Duration,
     grants: Option<&[Grant]>,
     cancel: &tokio_util::sync::CancellationToken,
 ) -> Option<CallOutput> {
@@ -120,7 +120,7 @@ pub async fn run_shell(
     };
     // While the command runs, each change of its wait for input is recorded (tool_call_input_changed).
     let mut waits = run.input();
-        let answer = run.answer();
+    let answer = run.answer();
     tokio::pin!(answer);
     // An interrupt of the turn is a Ctrl+C for the command: SIGINT to its process group, once; its answer (and
     // status) then comes as usual.

@@ -133,7 +133,7 @@ pub async fn run_call(
     turn_id: TurnId,
     call_id: &str,
     tool: &str,
-        freeform: bool,
+    freeform: bool,
     input: &str,
     cancel: &tokio_util::sync::CancellationToken,
 ) -> Option<CallOutput> {

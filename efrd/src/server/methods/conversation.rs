@@ -101,23 +101,57 @@ pub async fn conversations_list(ctx: &RequestCtx, raw: Option<Value>) -> Result<
         .map(str::parse::<ConversationCursor>)
         .transpose()
         .map_err(|e| ErrorBody::invalid(format!("bad params: `cursor`: {e}")))?;
-    let page = ctx
-        .daemon
-        .store
-        .list_conversations(PageRequest { limit, after })
-        .await
-        .map_err(|e| ErrorBody::new(ErrorCode::Unavailable, format!("the event store failed: {e}")))?;
-    let conversations = page
-        .conversations
-        .iter()
-        .map(summary_to_wire)
-        .filter(|row| params.tty.is_none() || row.tty == params.tty)
-        .collect();
+    let store_failed = |e| ErrorBody::new(ErrorCode::Unavailable, format!("the event store failed: {e}"));
+    let Some(tty) = params.tty else {
+        let page = ctx
+            .daemon
+            .store
+            .list_conversations(PageRequest { limit, after })
+            .await
+            .map_err(store_failed)?;
+        return result(&ConversationsListResult {
+            conversations: page.conversations.iter().map(summary_to_wire).collect(),
+            next_cursor: page.next.map(|c| c.to_string()),
+        });
+    };
+    // With a tty (spec): only that terminal's conversations, its current (newest) one first, in one page. The
+    // store's pages are read until `limit` rows match, at most TTY_SCAN rows in all.
+    let mut conversations = Vec::new();
+    let mut cursor = after;
+    let mut scanned = 0;
+    loop {
+        let page = ctx
+            .daemon
+            .store
+            .list_conversations(PageRequest {
+                limit: TTY_PAGE,
+                after: cursor,
+            })
+            .await
+            .map_err(store_failed)?;
+        scanned += page.conversations.len();
+        conversations.extend(
+            page.conversations
+                .iter()
+                .map(summary_to_wire)
+                .filter(|row| row.tty.as_deref() == Some(tty.as_str())),
+        );
+        cursor = page.next;
+        if conversations.len() >= limit as usize || cursor.is_none() || scanned >= TTY_SCAN {
+            break;
+        }
+    }
+    conversations.truncate(limit as usize);
     result(&ConversationsListResult {
         conversations,
-        next_cursor: page.next.map(|c| c.to_string()),
+        next_cursor: None,
     })
 }
+
+/// The store page read at a time for a `tty` filter.
+const TTY_PAGE: u32 = 500;
+/// The most conversations a `tty` filter looks through.
+const TTY_SCAN: usize = 10_000;
 
 fn overflow() -> ErrorBody {
     ErrorBody::new(
