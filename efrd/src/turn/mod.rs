@@ -135,10 +135,12 @@ pub async fn run(plan: TurnPlan, recorder: Recorder, cancel: CancellationToken) 
                     env,
                     &state.recorder,
                     turn_id,
-                    &call.call_id,
-                    &call.tool,
-                    call.freeform,
-                    &call.input,
+                    tools::ModelCall {
+                        call_id: &call.call_id,
+                        tool: &call.tool,
+                        freeform: call.freeform,
+                        input: &call.input,
+                    },
                     &cancel,
                 )
                 .await

@@ -55,18 +55,32 @@ enum NotPrepared {
     Failed(String),
 }
 
-/// Runs a shell call (`grants` is `Some` for a contained call) and records its events; returns what the model gets,
-/// or `None` when the recorder is gone.
+/// What a shell call runs: its line, its timeout, and its grants (`Some` for a contained call).
+#[derive(Debug, Clone, Copy)]
+pub struct ShellRequest<'a> {
+    /// The command line as the model wrote it.
+    pub command: &'a str,
+    /// When its call answers the model and leaves the command running.
+    pub timeout: Duration,
+    /// `Some` (possibly empty) for a contained call.
+    pub grants: Option<&'a [Grant]>,
+}
+
+/// Runs a shell call and records its events; returns what the model gets, or `None` when the recorder is gone.
+/// `cancel` is the turn's interrupt: it stops the running command with SIGINT.
 pub async fn run_shell(
     env: &ToolEnv,
     recorder: &Recorder,
     turn_id: TurnId,
     call_id: &CallId,
-    command: &str,
-    timeout: Duration,
-    grants: Option<&[Grant]>,
+    request: ShellRequest<'_>,
     cancel: &tokio_util::sync::CancellationToken,
 ) -> Option<CallOutput> {
+    let ShellRequest {
+        command,
+        timeout,
+        grants,
+    } = request;
     let failed = |output: String| async move {
         let body = failed_completion(call_id, output.clone(), grants.is_some().then(SandboxSummary::default));
         recorder.record(turn_id, vec![body]).await.ok()?;

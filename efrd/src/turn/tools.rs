@@ -126,17 +126,34 @@ fn changes_of(results: Vec<patch::FileResult>, env: &ToolEnv) -> (FileChanges, S
     )
 }
 
+/// One tool call as the model made it.
+#[derive(Debug, Clone, Copy)]
+pub struct ModelCall<'a> {
+    /// The provider's id of the call.
+    pub call_id: &'a str,
+    /// The tool's name (`shell`, `apply_patch`, or one the model made up).
+    pub tool: &'a str,
+    /// The input is freeform text (a custom tool), not JSON.
+    pub freeform: bool,
+    /// The input as the model wrote it.
+    pub input: &'a str,
+}
+
 /// Runs one call and records its events. Returns what the model gets, or `None` when the recorder is gone.
+/// `cancel` is the turn's interrupt: it stops a running shell command.
 pub async fn run_call(
     env: &ToolEnv,
     recorder: &Recorder,
     turn_id: TurnId,
-    call_id: &str,
-    tool: &str,
-    freeform: bool,
-    input: &str,
+    model_call: ModelCall<'_>,
     cancel: &tokio_util::sync::CancellationToken,
 ) -> Option<CallOutput> {
+    let ModelCall {
+        call_id,
+        tool,
+        freeform,
+        input,
+    } = model_call;
     let call_id = CallId(call_id.to_owned());
     let call = spec::read_call(tool, freeform, input);
     let mut ctx = PolicyContext::new(env.roots.clone(), env.origin);
@@ -215,7 +232,12 @@ pub async fn run_call(
                 Some(Launch::Contained { grants }) => Some(grants.as_slice()),
                 _ => None,
             };
-            run_shell(env, recorder, turn_id, &call_id, &command, timeout, grants, cancel).await
+            let request = super::shell_call::ShellRequest {
+                command: &command,
+                timeout,
+                grants,
+            };
+            run_shell(env, recorder, turn_id, &call_id, request, cancel).await
         }
         ToolCall::Patch { .. } => {
             let plan = plan?;
