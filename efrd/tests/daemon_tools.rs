@@ -496,6 +496,53 @@ async fn an_interrupt_of_the_turn_stops_its_running_command() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn efrs_own_roots_are_floors_in_full_mode_and_nothing_there_changes() {
+    let home = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let efr = home.path().canonicalize().unwrap();
+    let lines = [
+        format!("touch {}/config/config.toml", efr.display()),
+        format!("ls {}/state", efr.display()),
+        format!("echo x > {}/data/planted", efr.display()),
+        format!("cd {}/run && touch planted", efr.display()),
+    ];
+    let mut replies: Vec<Reply> = lines
+        .iter()
+        .enumerate()
+        .map(|(i, line)| shell_call(&format!("call_{i}"), line))
+        .collect();
+    replies.push(text("refused"));
+    let server = model(replies).await;
+    let efrd = daemon(home.path(), &server);
+    let mut client = efrd.client().await.unwrap();
+    let config_before = std::fs::metadata(efr.join("config/config.toml"))
+        .unwrap()
+        .modified()
+        .unwrap();
+    let sent = prompt_in(&mut client, project.path(), "full", "go").await;
+    let conversation = sent["conversation_id"].as_str().unwrap().to_owned();
+    let (id, _) = subscribe(&mut client, &conversation, Some(0)).await;
+    let events = events_until(&mut client, id, "turn_completed").await;
+    let completed: Vec<&Value> = events.iter().filter(|e| e["kind"] == "tool_call_completed").collect();
+    assert_eq!(completed.len(), lines.len());
+    for (done, line) in completed.iter().zip(&lines) {
+        assert!(
+            done["refusal"].as_str().is_some_and(|r| r.contains("floor")),
+            "{line}: {done}"
+        );
+    }
+    assert_eq!(
+        std::fs::metadata(efr.join("config/config.toml"))
+            .unwrap()
+            .modified()
+            .unwrap(),
+        config_before
+    );
+    assert!(!efr.join("data/planted").exists());
+    assert!(!efr.join("run/planted").exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shell_program_zsh_runs_the_calls_in_zsh_and_carries_cd_and_export() {
     let home = tempfile::tempdir().unwrap();
     let project = tempfile::tempdir().unwrap();

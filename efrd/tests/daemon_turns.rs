@@ -461,3 +461,50 @@ async fn conversations_list_with_a_tty_finds_that_terminals_conversations_past_t
         .collect();
     assert_eq!(ids, [newer.as_str(), older.as_str()]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_terminals_last_and_recent_commands_reach_the_model_and_nothing_else() {
+    let home = tempfile::tempdir().unwrap();
+    let server = model(vec![text_reply("it failed because", 4, 0)]).await;
+    let mut efrd = daemon(home.path(), &server);
+    let mut client = efrd.client().await.unwrap();
+    let params = json!({
+        "command_id": command_id(),
+        "text": "why did that fail?",
+        "context": {"tty": "/dev/pts/4"},
+        "last_command": {"command": "ls /nonexistent-xyzzy", "status": 2},
+        "recent_commands": [{"command": "make plugh", "status": 0}, {"command": "ls /nonexistent-xyzzy", "status": 2}],
+    });
+    let sent = client.ok("prompt.send", params).await.unwrap();
+    let conversation = sent["conversation_id"].as_str().unwrap().to_owned();
+    let (id, _) = subscribe(&mut client, &conversation, Some(0)).await;
+    let events = events_until(&mut client, id, "turn_completed").await;
+
+    let body = server
+        .requests()
+        .iter()
+        .find(|r| r.method == "POST")
+        .unwrap()
+        .body
+        .to_string();
+    assert!(
+        body.contains("last command (exit status 2): ls /nonexistent-xyzzy"),
+        "{body}"
+    );
+    assert!(body.contains("- make plugh (exit status 0)"), "{body}");
+    assert!(body.contains("why did that fail?"), "{body}");
+    // Never an event or the store (spec).
+    let log = serde_json::to_string(&events).unwrap();
+    assert!(!log.contains("xyzzy") && !log.contains("plugh"), "{log}");
+    drop(client);
+    efrd.stop(std::time::Duration::from_secs(10)).unwrap();
+    let db = std::fs::read(home.path().join("data/efr.db")).unwrap();
+    let wal = std::fs::read(home.path().join("data/efr.db-wal")).unwrap_or_default();
+    for bytes in [db, wal] {
+        let text = String::from_utf8_lossy(&bytes);
+        assert!(
+            !text.contains("xyzzy") && !text.contains("plugh"),
+            "the store holds a terminal command"
+        );
+    }
+}

@@ -304,9 +304,16 @@ impl Actor {
                 return Err(error);
             }
         }
+        // The terminal's context reaches only the model's copy of the prompt (spec), never an event or the store.
+        let text = super::preamble::user_message(
+            &params.text,
+            params.context.as_ref().and_then(|c| c.cwd.as_deref()),
+            params.last_command.as_ref(),
+            &params.recent_commands,
+        );
         self.queue.push_back(Queued {
             turn_id,
-            text: params.text,
+            text,
             settings,
             overridden,
             origin,
@@ -518,6 +525,7 @@ impl Actor {
             }
         }
         ToolEnv {
+            efr_dirs: crate::policy::EfrDirs::from_roots(&self.deps.roots),
             shell: Arc::clone(&self.shell),
             cwd: cwd.clone(),
             roots: vec![crate::policy::paths::resolve(&cwd).unwrap_or(cwd)],

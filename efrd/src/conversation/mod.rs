@@ -16,6 +16,7 @@
 
 mod actor;
 mod history;
+pub mod preamble;
 pub mod recovery;
 pub mod rows;
 mod settings;

@@ -44,6 +44,9 @@ pub const STATE: &str = "efr's keys and state (floor)";
 /// guards").
 pub const GUARDED_DELETE_SECS: u32 = 120;
 
+/// The folder of the state root that holds the conversations' `$SCRATCH` folders.
+pub const SCRATCH_FOLDER: &str = "scratch";
+
 /// efr's own roots (ARCHITECTURE.md §5), for the floors. A root that is `None` is not guarded.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct EfrDirs {
@@ -55,6 +58,9 @@ pub struct EfrDirs {
     pub state: Option<PathBuf>,
     /// The runtime root (the socket, the lock).
     pub runtime: Option<PathBuf>,
+    /// The conversations' `$SCRATCH` folders (`$state/scratch`): inside the state root, yet the calls' own, so no
+    /// floor covers them.
+    pub scratch: Option<PathBuf>,
 }
 
 impl EfrDirs {
@@ -66,7 +72,12 @@ impl EfrDirs {
             data: Some(roots.data.path.clone()),
             state: Some(roots.state.path.clone()),
             runtime: Some(roots.runtime.path.clone()),
+            scratch: Some(roots.state.path.join(SCRATCH_FOLDER)),
         }
+    }
+
+    fn in_scratch(&self, path: &Path) -> bool {
+        self.scratch.as_deref().is_some_and(|scratch| is_within(path, scratch))
     }
 
     fn each(&self) -> [(Option<&Path>, &'static str); 4] {
@@ -81,6 +92,9 @@ impl EfrDirs {
     /// The refusal for writing `path`: inside one of the roots, or, for a recursive delete, also an ancestor of one.
     #[must_use]
     pub fn write_refusal(&self, path: &Path, recursive_delete: bool) -> Option<&'static str> {
+        if self.in_scratch(path) {
+            return None;
+        }
         self.each().into_iter().find_map(|(root, refusal)| {
             let root = root?;
             (is_within(path, root) || (recursive_delete && is_within(root, path))).then_some(refusal)
@@ -90,6 +104,9 @@ impl EfrDirs {
     /// The refusal for naming `path` at all: inside the state root.
     #[must_use]
     pub fn read_refusal(&self, path: &Path) -> Option<&'static str> {
+        if self.in_scratch(path) {
+            return None;
+        }
         self.state
             .as_deref()
             .filter(|state| is_within(path, state))

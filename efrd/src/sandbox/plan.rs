@@ -48,7 +48,7 @@ impl Layout {
                 roots.state.path.clone(),
                 roots.runtime.path.clone(),
             ],
-            scratch_root: roots.state.path.join("scratch"),
+            scratch_root: roots.state.path.join(crate::policy::floors::SCRATCH_FOLDER),
             config_masks: config_masks.to_vec(),
         }
     }

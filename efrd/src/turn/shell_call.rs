@@ -423,6 +423,7 @@ mod tests {
             config_masks: Vec::new(),
         };
         ToolEnv {
+            efr_dirs: crate::policy::EfrDirs::default(),
             shell: Arc::new(tokio::sync::Mutex::new(ShellSlot::new(ShellOptions::new(
                 ShellKind::Bash,
                 home.clone(),

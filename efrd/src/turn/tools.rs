@@ -33,6 +33,8 @@ use crate::tools::spec::{self, ToolCall};
 /// What a turn's tool calls share: the conversation's hidden shell, where the project is, and the turn's mode.
 #[derive(Debug, Clone)]
 pub struct ToolEnv {
+    /// efr's own roots, for the floors (a call that touches them is refused in every mode).
+    pub efr_dirs: crate::policy::EfrDirs,
     /// The conversation's hidden shell (started on the first shell call).
     pub shell: Arc<Mutex<ShellSlot>>,
     /// The working directory of a patch call (the shell's start directory).
@@ -158,6 +160,7 @@ pub async fn run_call(
     let call = spec::read_call(tool, freeform, input);
     let mut ctx = PolicyContext::new(env.roots.clone(), env.origin);
     ctx.home = std::env::var_os("HOME").map(PathBuf::from);
+    ctx.efr_dirs = env.efr_dirs.clone();
     // A patch is planned before the decision: the policy judges the paths it really touches.
     let (decision, plan) = match &call {
         ToolCall::Shell { command, .. } => {

@@ -23,6 +23,7 @@ fn ctx() -> PolicyContext {
             data: Some(PathBuf::from("/home/u/.local/share/efr")),
             state: Some(PathBuf::from("/home/u/.local/state/efr")),
             runtime: Some(PathBuf::from("/run/user/1000/efr")),
+            scratch: Some(PathBuf::from("/home/u/.local/state/efr/scratch")),
         },
         config: PolicyConfig::default(),
     }
@@ -114,6 +115,24 @@ fn a_daemon_turn_is_decided_as_auto_at_most() {
             launch: LaunchKind::Direct
         }
     );
+}
+
+#[test]
+fn scratch_is_the_calls_own_while_the_rest_of_the_state_root_is_a_floor() {
+    let scratch = "touch /home/u/.local/state/efr/scratch/c1/notes.txt";
+    assert!(
+        matches!(decide(&shell(scratch), Mode::Full, &ctx()), Decision::Run { .. }),
+        "{:?}",
+        decide(&shell(scratch), Mode::Full, &ctx())
+    );
+    for line in [
+        "ls /home/u/.local/state/efr/keys",
+        "cat /home/u/.local/state/efr/scratch/../keys/openai-api.json",
+        "cd /home/u/.local/state/efr && cat keys/openai-api.json",
+    ] {
+        let d = decide(&shell(line), Mode::Full, &ctx());
+        assert!(matches!(d, Decision::Refuse { .. }), "{line}: {d:?}");
+    }
 }
 
 #[test]
