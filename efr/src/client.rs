@@ -13,6 +13,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use efr_protocol::codec::FrameCodec;
 use efr_protocol::frame::{ClientFrame, Request, RequestId, ServerFrame};
 use efr_protocol::hello::{ClientInfo, HelloParams, HelloResult};
+use efr_protocol::ids::ConversationId;
+use efr_protocol::wire::{ConversationSubscribeParams, Snapshot, SubscribeItem};
 use efr_protocol::{ErrorBody, PROTOCOL_VERSION};
 use futures::stream::SplitSink;
 use futures::{SinkExt, StreamExt};
@@ -67,10 +69,17 @@ pub struct Client {
 /// The frames of one stream request (conversation.subscribe), in order; ends with `End` or `Error`.
 #[derive(Debug)]
 pub struct Stream {
+    id: RequestId,
     frames: mpsc::UnboundedReceiver<ServerFrame>,
 }
 
 impl Stream {
+    /// The request's id (for [`Client::cancel`]).
+    #[must_use]
+    pub const fn id(&self) -> RequestId {
+        self.id
+    }
+
     /// The next frame; `None` when the connection closed.
     pub async fn next(&mut self) -> Option<ServerFrame> {
         self.frames.recv().await
@@ -153,7 +162,58 @@ impl Client {
             .send(frame)
             .await
             .map_err(|e| ClientError::Connection(format!("cannot send {method}: {e}")))?;
-        Ok(Stream { frames: rx })
+        Ok(Stream { id, frames: rx })
+    }
+
+    /// Ends stream request `id` (`{"cancel": id}`); its frames are no longer routed anywhere.
+    ///
+    /// # Errors
+    /// [`ClientError::Connection`] when the frame cannot be sent.
+    pub async fn cancel(&self, id: RequestId) -> Result<(), ClientError> {
+        lock(&self.routes).remove(&id);
+        self.writer
+            .lock()
+            .await
+            .send(ClientFrame::Cancel(id))
+            .await
+            .map_err(|e| ClientError::Connection(format!("cannot cancel request {id}: {e}")))
+    }
+
+    /// The state of a conversation now: conversation.subscribe without `after_seq`, whose first item is the
+    /// snapshot, then cancelled. Tells whether the conversation exists and which turn runs in it.
+    ///
+    /// # Errors
+    /// [`ClientError::Daemon`] with efrd's error (`not_found` for an unknown conversation);
+    /// [`ClientError::Connection`] when the connection breaks or the first item is not a snapshot.
+    pub async fn snapshot(&self, conversation_id: ConversationId) -> Result<Snapshot, ClientError> {
+        let params = ConversationSubscribeParams {
+            conversation_id,
+            after_seq: None,
+            drafts: false,
+            answers_input: false,
+        };
+        let mut stream = self.stream("conversation.subscribe", &params, false).await?;
+        let first = stream.next().await;
+        let result = match first {
+            Some(ServerFrame::Item { item, .. }) => match serde_json::from_value::<SubscribeItem>(item) {
+                Ok(SubscribeItem::Snapshot(snapshot)) => Ok(*snapshot),
+                Ok(_) => Err(ClientError::Connection(
+                    "conversation.subscribe: the first item is not a snapshot".into(),
+                )),
+                Err(e) => Err(ClientError::Connection(format!(
+                    "conversation.subscribe: cannot read the snapshot: {e}"
+                ))),
+            },
+            Some(ServerFrame::Error { error, .. }) => return Err(ClientError::Daemon(error)),
+            Some(other) => Err(ClientError::Connection(format!(
+                "conversation.subscribe: expected a snapshot, got {other:?}"
+            ))),
+            None => Err(ClientError::Connection(
+                "efrd closed the connection during conversation.subscribe".into(),
+            )),
+        };
+        self.cancel(stream.id()).await?;
+        result
     }
 
     /// A unary call with typed params and result.

@@ -3,18 +3,21 @@
 //! efr is a thin client (ARCHITECTURE.md §2, §9): it sends a prompt with the terminal's context, shows the turn as
 //! it streams, and asks the user what efrd asks; all state lives in efrd. Each other command maps to one method.
 //!
-//! - [`cli`]: the command line (clap).
+//! - [`cli`]: the command line (clap); [`args`]: flags in front of a command word, and `efr login`'s errors.
+//! - [`out`]: stdout of the thin commands (a reader that left ends efr quietly, status 0).
 //! - [`socket`]: where efrd's socket is; [`client`]: the connection; [`report`]: exit codes and failures.
 //! - [`context`]: the terminal's context of a prompt; [`tty`]: terminal modes.
 //! - [`turn`]: `efr "prompt"`, the turn's view and its questions.
 //! - [`commands`]: status, models, login, logout, sandbox check, diff.
 //! - `shell_init`, `daemon_cmd`: `efr shell-init` and `efr daemon` (their own modules).
 
+mod args;
 mod cli;
 mod client;
 mod commands;
 mod context;
 mod daemon_cmd;
+mod out;
 mod report;
 mod shell_init;
 mod socket;
@@ -28,9 +31,21 @@ use clap::Parser;
 use cli::{Cli, Command, SandboxCommand};
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let reordered = match args::reorder(std::env::args_os().collect()) {
+        Ok(reordered) => reordered,
+        Err(message) => {
+            eprintln!("efr: {message}");
+            return ExitCode::from(report::FAILED);
+        }
+    };
+    let cli = match Cli::try_parse_from(reordered.args) {
         Ok(cli) => cli,
         Err(error) => {
+            if reordered.command.as_deref() == Some("login") && error.use_stderr() {
+                // clap would quote the refused argument, which may be a key.
+                eprintln!("{}", args::login_error(error.kind()));
+                return ExitCode::from(report::FAILED);
+            }
             let _ = error.print();
             // Help and version are not failures; a usage error is bad input (1), never "efrd not running" (2).
             return if error.use_stderr() {
@@ -42,7 +57,7 @@ fn main() -> ExitCode {
     };
     match cli.command {
         Some(Command::ShellInit { shell }) => {
-            print!("{}", shell_init::script(shell));
+            out::print(&shell_init::script(shell));
             ExitCode::SUCCESS
         }
         Some(Command::Daemon { command }) => daemon_cmd::run(&command),

@@ -92,10 +92,10 @@ pub async fn login(args: &LoginArgs) -> ExitCode {
         } else {
             ""
         };
-        println!(
+        crate::out::println(&format!(
             "logged in to {} with {} ({checked}{active})",
             done.provider, done.key_hint
-        );
+        ));
         Ok(())
     })
     .await
@@ -129,9 +129,9 @@ pub async fn logout(args: &LogoutArgs) -> ExitCode {
             } else {
                 ""
             };
-            println!("logged out of {}{active}", done.provider);
+            crate::out::println(&format!("logged out of {}{active}", done.provider));
         } else {
-            println!("{} had no stored login", done.provider);
+            crate::out::println(&format!("{} had no stored login", done.provider));
         }
         Ok(())
     })

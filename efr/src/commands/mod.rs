@@ -48,7 +48,7 @@ pub async fn unary_on(
 ) -> ExitCode {
     match client.call_value(method, params).await {
         Ok(result) if json => {
-            println!("{result}");
+            crate::out::println(&result.to_string());
             ExitCode::SUCCESS
         }
         Ok(result) => match show(&result) {

@@ -19,7 +19,7 @@ use super::{read, run_unary};
 pub async fn run(json: bool) -> ExitCode {
     run_unary("models.list", json!({}), json, None, |value| {
         let models: ModelsListResult = read("models.list", value)?;
-        print!("{}", render(&models));
+        crate::out::print(&render(&models));
         Ok(())
     })
     .await

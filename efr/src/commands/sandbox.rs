@@ -27,12 +27,12 @@ pub async fn check(json: bool) -> ExitCode {
     };
     match client.call_value("admin.sandbox_check", json!({})).await {
         Ok(result) if json => {
-            println!("{result}");
+            crate::out::println(&result.to_string());
             ExitCode::SUCCESS
         }
         Ok(result) => match read::<AdminSandboxCheckResult>("admin.sandbox_check", &result) {
             Ok(check) => {
-                print!("{}", render(&check));
+                crate::out::print(&render(&check));
                 ExitCode::SUCCESS
             }
             Err(message) => {

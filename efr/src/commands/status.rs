@@ -25,7 +25,7 @@ use crate::report::LOGIN_HINT;
 pub async fn run(json: bool) -> ExitCode {
     run_unary("admin.status", json!({}), json, None, |value| {
         let status: AdminStatusResult = read("admin.status", value)?;
-        print!("{}", render(&status));
+        crate::out::print(&render(&status));
         Ok(())
     })
     .await
