@@ -2,18 +2,32 @@
 //!
 //! `efr "why does the test fail?"` is the prompt command without its name: the root takes the same flags and
 //! words as `efr prompt`, and a first word that names a subcommand wins (`efr prompt status` sends the word
-//! "status" as a prompt).
+//! "status" as a prompt; `efr "status of the build"`, one argument, is a prompt).
+//!
+//! Flags written in front of a command word belong to that command: `efr --json status` is `efr status --json`,
+//! and a prompt's flag in front of a command (`efr --mode auto diff`) is refused, so no prompt is sent by mistake
+//! ([`crate::args`] rewrites the command line before clap sees it). [`AFTER_HELP`] says so in `efr --help`.
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::daemon_cmd::DaemonCommand;
 use crate::shell_init::InitShell;
 
+/// The end of `efr --help`: which words are a prompt and which run a command.
+pub const AFTER_HELP: &str = "\
+A first word that names a command runs it; any other words are a prompt:
+  efr \"status of the build\"     a prompt (one argument)
+  efr prompt status              the prompt \"status\"
+  efr --json status              the command: flags in front of a command are its flags (efr status --json)
+  efr --mode auto diff           refused: --mode is a prompt's flag, not one of `efr diff`
+Exit codes: 0 done, 1 failed or bad input, 2 efrd not reachable, 130 interrupted.";
+
 /// efr: a terminal AI coding agent; this is the client of efrd.
 #[derive(Debug, Parser)]
 #[command(
     name = "efr",
     version,
+    after_help = AFTER_HELP,
     args_conflicts_with_subcommands = true,
     arg_required_else_help = true
 )]

@@ -2,8 +2,8 @@
 //!
 //! | code | when |
 //! |------|------|
-//! | 0    | done; a turn completed |
-//! | 1    | efrd answered with an error, a turn failed, bad input |
+//! | 0    | done; a turn completed; the reader of stdout left (`efr status \| head -1`, see [`crate::out`]) |
+//! | 1    | efrd answered with an error, a turn failed, bad input (usage errors too), efrd closed the connection |
 //! | 2    | efrd cannot be reached (the message says how to start it) |
 //! | 130  | a turn was interrupted, or the user left with a second Ctrl+C |
 
@@ -25,6 +25,12 @@ pub const START_HINT: &str = "start it with one of:\n  \
      efr daemon install                  (systemd user units; efrd then starts on demand)\n  \
      systemctl --user start efrd.socket  (when the units are installed)\n  \
      efr daemon run                      (in the foreground, for debugging)";
+
+/// Shown when the socket took the connection but closed it before hello's answer: a socket-activated efrd that
+/// exits at once (a broken config.toml, say) does that, and its own message is only in its log.
+pub const START_FAILED_HINT: &str = "efrd may have failed to start; see why with:\n  \
+     journalctl --user -u efrd   (efrd run by systemd)\n  \
+     efr daemon run              (runs efrd in the foreground and prints its error)";
 
 /// How to log in, shown when a turn or prompt.send says no provider has a key.
 pub const LOGIN_HINT: &str = "log in with: efr login --api-key --provider openai-api   (or --provider anthropic-api)";
@@ -58,7 +64,8 @@ pub fn failure(error: &ClientError) -> ExitCode {
 /// Connects to efrd at the socket of the environment, saying hello with `tty`.
 ///
 /// # Errors
-/// The exit code after the failure was printed: 2 when efrd cannot be reached or the socket path is bad.
+/// The exit code after the failure was printed: 2 when efrd cannot be reached or the socket path is bad; 1 when
+/// the connection closed before hello's answer (with [`START_FAILED_HINT`]) or hello failed.
 pub async fn connect(tty: Option<String>) -> Result<Client, ExitCode> {
     let socket = match crate::socket::socket_path() {
         Ok(socket) => socket,
@@ -67,7 +74,14 @@ pub async fn connect(tty: Option<String>) -> Result<Client, ExitCode> {
             return Err(ExitCode::from(NOT_RUNNING));
         }
     };
-    Client::connect(&socket, tty).await.map_err(|e| failure(&e))
+    Client::connect(&socket, tty).await.map_err(|e| {
+        let code = failure(&e);
+        if matches!(e, ClientError::Connection(_)) {
+            // Connected, then closed or broken before hello's answer.
+            eprintln!("{START_FAILED_HINT}");
+        }
+        code
+    })
 }
 
 #[cfg(test)]

@@ -1,6 +1,8 @@
 //! `efr` with stdout to a pipe, against the real efrd over its real socket and a scripted model: the plain
-//! transcript, `--json`, exit codes, the hints when efrd is not running or no provider is logged in, `efr login`
-//! from stdin, and `--json` of status, models and diff.
+//! transcript, `--json`, exit codes, the hints when efrd is not running, failed to start or no provider is logged
+//! in, `efr login` from stdin (and refused from argv), `--json` of status, models and diff, flags in front of a
+//! command, questions without a terminal on stdin, a prompt queued behind a running turn, and a stdout whose
+//! reader left.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a failed unwrap is a failed test.
 
@@ -129,7 +131,8 @@ async fn without_a_login_efr_says_how_to_log_in() {
 #[test]
 fn with_efrd_not_running_every_command_says_how_to_start_it_and_exits_2() {
     let home = tempfile::tempdir().unwrap();
-    for args in [&["hello there"][..], &["status"], &["models", "--json"], &["diff"]] {
+    let diff = ["diff", "--conversation", "6f1c1e9e-4c1d-4bb5-9f6e-0c8f9c7d2a11"];
+    for args in [&["hello there"][..], &["status"], &["models", "--json"], &diff] {
         let out = run_efr(home.path(), home.path(), args, None);
         let (stdout, stderr) = texts(&out);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stdout}\n{stderr}");
@@ -151,8 +154,25 @@ fn with_efrd_not_running_every_command_says_how_to_start_it_and_exits_2() {
 #[test]
 fn bad_input_is_refused_before_anything_is_sent() {
     let home = tempfile::tempdir().unwrap();
-    let cases: [(&[&str], &str); 4] = [
+    let conversation = "6f1c1e9e-4c1d-4bb5-9f6e-0c8f9c7d2a11";
+    let cases: [(&[&str], &str); 8] = [
         (&["prompt", "--new", "  "], "the prompt is empty"),
+        (
+            &["diff"],
+            "efr diff needs --conversation ID when stdin is not a terminal",
+        ),
+        (
+            &["diff", "--conversation", conversation, "--turn", "nonsense"],
+            "--turn: `nonsense` is not a turn id (a UUID)",
+        ),
+        (
+            &["--mode", "auto", "diff"],
+            "--mode is a prompt's flag, not one of `efr diff`",
+        ),
+        (
+            &["--new", "status"],
+            "--new is a prompt's flag, not one of `efr status`",
+        ),
         (&["--recent", "x\tls", "hi"], "--recent"),
         (
             &["--conversation", "not-a-uuid", "hi"],
@@ -248,10 +268,17 @@ async fn models_and_diff_print_json_that_parses() {
         "{stdout}"
     );
 
-    // Without a conversation and without a tty, efrd has no conversation to diff: its error, exit 1.
+    // Without a conversation and without a tty there is no conversation to diff: said before efrd is asked.
     let orphan = efr_run(home.path(), project.path(), &["diff", "--json"], None).await;
     assert_eq!(orphan.status.code(), Some(1));
-    assert!(texts(&orphan).1.starts_with("efr: "), "{}", texts(&orphan).1);
+    assert_eq!(
+        texts(&orphan).1,
+        "efr: efr diff needs --conversation ID when stdin is not a terminal (the ids show in `efr --json` output)\n"
+    );
+    let unknown = "00000000-0000-4000-8000-000000000000";
+    let out = efr_run(home.path(), project.path(), &["diff", "--conversation", unknown], None).await;
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(texts(&out).1, format!("efr: no such conversation: {unknown}\n"));
 
     let mut client = efrd.client().await.unwrap();
     let list = client.ok("conversations.list", serde_json::json!({})).await.unwrap();
@@ -274,4 +301,300 @@ async fn models_and_diff_print_json_that_parses() {
     )
     .await;
     assert_eq!(texts(&stat).0, "+2 -0 notes.md (added)\n");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn flags_in_front_of_a_command_run_the_command_and_quoted_words_stay_a_prompt() {
+    let home = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let server = model(vec![text("one"), text("two")]).await;
+    let _efrd = daemon(home.path(), &server, true);
+
+    let status = efr_run(home.path(), project.path(), &["--json", "status"], None).await;
+    assert_eq!(status.status.code(), Some(0), "{}", texts(&status).1);
+    let status: AdminStatusResult = serde_json::from_slice(&status.stdout).unwrap();
+    assert!(status.providers.iter().any(|p| p.provider == "openai-api"));
+    let models = efr_run(home.path(), project.path(), &["--json", "models"], None).await;
+    let _: ModelsListResult = serde_json::from_slice(&models.stdout).unwrap();
+    let unknown = "00000000-0000-4000-8000-000000000000";
+    let diff = efr_run(
+        home.path(),
+        project.path(),
+        &["--json", "diff", "--conversation", unknown],
+        None,
+    )
+    .await;
+    assert_eq!(texts(&diff).1, format!("efr: no such conversation: {unknown}\n"));
+    let refused = efr_run(home.path(), project.path(), &["--mode", "auto", "diff"], None).await;
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(
+        server.requests().iter().all(|r| r.path != "/v1/responses"),
+        "no prompt was sent"
+    );
+
+    // One argument with spaces, and `efr prompt status`, are prompts.
+    for (args, sent) in [
+        (&["--new", "status of the build"][..], "status of the build"),
+        (&["prompt", "--new", "status"], "\\n\\nstatus\""),
+    ] {
+        let out = efr_run(home.path(), project.path(), args, None).await;
+        let (stdout, stderr) = texts(&out);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {stdout}\n{stderr}");
+        assert!(stdout.contains("turn completed"), "{stdout}");
+        let last = server
+            .requests()
+            .into_iter()
+            .rfind(|r| r.path == "/v1/responses")
+            .unwrap();
+        assert!(last.body.to_string().contains(sent), "{args:?}: {}", last.body);
+    }
+
+    let help = run_efr(home.path(), project.path(), &["--help"], None);
+    let (help, _) = texts(&help);
+    assert!(
+        help.contains("efr prompt status") && help.contains("efr --json status"),
+        "{help}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_terminal_a_question_is_denied_with_a_notice_and_the_turn_goes_on() {
+    let home = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let server = model(vec![shell("call_1", "echo asked"), text("it was denied")]).await;
+    let _efrd = daemon(home.path(), &server, true);
+    let out = efr_run(
+        home.path(),
+        project.path(),
+        &["--new", "--mode", "manual", "run it"],
+        None,
+    )
+    .await;
+    let (stdout, stderr) = texts(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("efr: denied: echo asked (efr cannot ask without a terminal on stdin"),
+        "{stderr}"
+    );
+    assert!(stdout.contains("answer: deny"), "{stdout}");
+    assert!(!stdout.contains("    asked"), "the command did not run: {stdout}");
+    assert!(stdout.contains("assistant: it was denied\nturn completed"), "{stdout}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_terminal_an_input_wait_interrupts_the_turn_with_a_notice() {
+    let home = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let server = model(vec![
+        shell("call_pw", "read -s -p 'Password: ' pw; echo got-${#pw}"),
+        text("never"),
+    ])
+    .await;
+    let _efrd = daemon(home.path(), &server, true);
+    let out = efr_run(
+        home.path(),
+        project.path(),
+        &["--new", "--mode", "full", "ask me"],
+        None,
+    )
+    .await;
+    let (stdout, stderr) = texts(&out);
+    assert_eq!(out.status.code(), Some(130), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains(
+            "efr: $ read -s -p 'Password: ' pw; echo got-${#pw} waits for input, and efr cannot ask without a \
+             terminal on stdin: interrupting the turn"
+        ),
+        "{stderr}"
+    );
+    assert!(stdout.contains("turn interrupted"), "{stdout}");
+    assert!(!stdout.contains("    got-"), "the read never got an answer: {stdout}");
+}
+
+#[test]
+fn an_efrd_that_fails_to_start_under_socket_activation_gets_a_hint() {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(home.path().join("config")).unwrap();
+    std::fs::write(
+        home.path().join("config/config.toml"),
+        "[permissions]\ndefault_mode = \"yolo\"\n",
+    )
+    .unwrap();
+    let run = home.path().join("run");
+    std::fs::create_dir_all(&run).unwrap();
+    let socket = run.join("daemon.sock");
+    // systemd's own tool: it listens, and on the first connection runs efrd with the socket, as efrd.socket does.
+    let mut activator = std::process::Command::new("systemd-socket-activate")
+        .arg("-l")
+        .arg(&socket)
+        .arg("-E")
+        .arg(format!("EFR_HOME={}", home.path().display()))
+        .arg(common::efrd())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("systemd-socket-activate runs (Debian package systemd)");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !socket.exists() {
+        assert!(std::time::Instant::now() < deadline, "the socket never showed");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = run_efr(home.path(), home.path(), &["status"], None);
+    let _ = activator.kill();
+    let _ = activator.wait();
+    let (stdout, stderr) = texts(&out);
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(stderr.contains("efrd may have failed to start"), "{stderr}");
+    assert!(stderr.contains("journalctl --user -u efrd"), "{stderr}");
+    assert!(stderr.contains("efr daemon run"), "{stderr}");
+}
+
+#[test]
+fn a_key_on_the_login_command_line_is_refused_and_never_echoed() {
+    let home = tempfile::tempdir().unwrap();
+    let secret = "sk-oncmdline-0123456789";
+    for args in [
+        &["login", "--api-key", secret][..],
+        &["--json", "login", "--api-key", secret],
+        &["login", "--api-key", "--provider", secret],
+        &["login", &format!("--api-key={secret}")],
+    ] {
+        let out = run_efr(home.path(), home.path(), args, None);
+        let (stdout, stderr) = texts(&out);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(stderr.starts_with("efr login"), "{args:?}: {stderr}");
+        assert!(stderr.contains("usage: efr login --api-key"), "{args:?}: {stderr}");
+        assert!(
+            !stdout.contains("0123456789") && !stderr.contains("0123456789"),
+            "{args:?} echoed the key: {stdout}\n{stderr}"
+        );
+    }
+    let out = run_efr(home.path(), home.path(), &["login", "--api-key", secret], None);
+    assert!(
+        texts(&out).1.contains(
+            "efr login reads the key from stdin or asks for it; a key on the command line is refused (it would \
+             stay in your shell history)"
+        ),
+        "{}",
+        texts(&out).1
+    );
+}
+
+/// `efr` with a stdout pipe whose reader already left: it must end quietly, status 0.
+fn run_into_closed_pipe(home: &std::path::Path, args: &[&str]) -> std::process::Output {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let child = std::process::Command::new(common::efr())
+        .args(args)
+        .env("EFR_HOME", home)
+        .env_remove("EFR_RUNTIME_DIR")
+        .stdin(std::process::Stdio::null())
+        .stdout(writer)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reader_that_left_ends_each_command_quietly() {
+    let home = tempfile::tempdir().unwrap();
+    let server = model(vec![]).await;
+    let _efrd = daemon(home.path(), &server, true);
+    for args in [
+        &["status"][..],
+        &["status", "--json"],
+        &["models"],
+        &["sandbox", "check", "--json"],
+        &["shell-init", "bash"],
+    ] {
+        let home = home.path().to_owned();
+        let args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
+        let out = tokio::task::spawn_blocking(move || {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            run_into_closed_pipe(&home, &args)
+        })
+        .await
+        .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{stderr}");
+        assert_eq!(stderr, "", "no panic, no message");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prompt_behind_a_running_turn_says_it_is_queued() {
+    use std::io::BufRead;
+    let home = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let server = model(vec![
+        shell("call_1", "sleep 3"),
+        text("first done"),
+        text("second done"),
+    ])
+    .await;
+    let _efrd = daemon(home.path(), &server, true);
+
+    let mut first = std::process::Command::new(common::efr())
+        .args(["--new", "--mode", "full", "--json", "first"])
+        .current_dir(project.path())
+        .env("EFR_HOME", home.path())
+        .env_remove("EFR_RUNTIME_DIR")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = first.stdout.take().unwrap();
+    // Read until the first turn's shell call runs; the conversation id comes with the first event.
+    let conversation = tokio::task::spawn_blocking(move || {
+        let mut lines = std::io::BufReader::new(stdout).lines();
+        let mut conversation = None;
+        for line in lines.by_ref() {
+            let event: Event = serde_json::from_str(&line.unwrap()).unwrap();
+            conversation.get_or_insert(event.conversation_id.to_string());
+            if event.body.kind() == "tool_call_started" {
+                break;
+            }
+        }
+        // Keep reading, so the first efr never blocks on a full pipe.
+        std::thread::spawn(move || lines.for_each(drop));
+        conversation.unwrap()
+    })
+    .await
+    .unwrap();
+
+    let out = efr_run(
+        home.path(),
+        project.path(),
+        &["--conversation", &conversation, "second"],
+        None,
+    )
+    .await;
+    let (stdout, stderr) = texts(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(
+        stdout.starts_with("queued behind the running turn\n"),
+        "{stdout}\n{stderr}"
+    );
+    assert!(stdout.contains("assistant: second done"), "{stdout}");
+    let first = tokio::task::spawn_blocking(move || first.wait().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(first.code(), Some(0));
+
+    // A prompt to an idle conversation is not queued.
+    server.push(efr_test_support::scripted::Step::Reply(text("third")));
+    let out = efr_run(
+        home.path(),
+        project.path(),
+        &["--conversation", &conversation, "third"],
+        None,
+    )
+    .await;
+    assert!(
+        !texts(&out).0.contains("queued") && !texts(&out).1.contains("queued"),
+        "{:?}",
+        texts(&out)
+    );
 }

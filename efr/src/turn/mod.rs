@@ -24,8 +24,20 @@
 //!
 //! When stdin is a terminal, efr reads keys itself ([`keys`]): `y`/`n` (and `a` when offered) answer an approval
 //! with one key; an input wait takes a line, with echo off for a hidden wait or one that looks secret; Ctrl+C sends
-//! turn.interrupt once, and a second Ctrl+C leaves at once (130); Ctrl+B is reserved and ignored. Without a terminal
-//! on stdin, efr asks nothing (another client may answer), and SIGINT does what Ctrl+C does.
+//! turn.interrupt once, and a second Ctrl+C leaves at once (130); Ctrl+B is reserved and ignored.
+//!
+//! Without a terminal on stdin efr cannot ask, and a turn must not hang in a pipeline or a script: an approval of
+//! this turn is answered deny (approval.respond) with the notice `denied: <call> (efr cannot ask without a
+//! terminal on stdin; ...)`, and the turn goes on without the call; an input wait of this turn (a command that
+//! reads the terminal) gets the notice `<call> waits for input, and efr cannot ask without a terminal on stdin:
+//! interrupting the turn` and turn.interrupt, so the turn ends interrupted and efr exits 130. Notices go to stderr
+//! in the plain and JSON forms. SIGINT does what Ctrl+C does.
+//!
+//! # Queued prompts
+//!
+//! When the prompt went to a conversation whose other turn runs (its snapshot names that turn), efr says
+//! `queued behind the running turn` before the turn starts: a notice on stderr with a terminal or `--json`, a
+//! transcript line on stdout in the plain form.
 
 mod describe;
 mod keys;
@@ -46,7 +58,7 @@ use efr_protocol::ids::{CommandId, ConversationId, TurnId};
 use efr_protocol::secret::SecretText;
 use efr_protocol::wire::{
     ApprovalDecision, ApprovalRespondParams, ConversationSubscribeParams, ConversationsListParams,
-    ConversationsListResult, InputRespondParams, Mode, PromptSendParams, PromptSendResult, PromptSettings,
+    ConversationsListResult, InputRespondParams, InputWait, Mode, PromptSendParams, PromptSendResult, PromptSettings,
     TurnInterruptParams,
 };
 use serde_json::Value;
@@ -137,18 +149,30 @@ pub async fn run(args: &PromptArgs) -> ExitCode {
         Ok(sent) => sent,
         Err(error) => return report::failure(&error),
     };
-    let view = if args.json {
+    let mut view = if args.json {
         View::Json
     } else if tty::stdout_is_tty() {
         View::Term(Box::default())
     } else {
         View::Plain(plain::PlainView::default())
     };
+    if conversation_id.is_some() && queued_behind(&client, sent.conversation_id, sent.turn_id).await {
+        view.queued();
+    }
     let mut session = Session::new(client, sent.conversation_id, sent.turn_id, view);
     let code = session.drive(sent.seq.saturating_sub(1)).await;
     session.view.finish();
     drop(session.term.take());
     code
+}
+
+/// Whether another turn than `turn_id` runs in the conversation, so that the prompt waits for it. A snapshot that
+/// cannot be had counts as no: the notice is a courtesy, the turn is shown either way.
+async fn queued_behind(client: &Client, conversation_id: ConversationId, turn_id: TurnId) -> bool {
+    client
+        .snapshot(conversation_id)
+        .await
+        .is_ok_and(|snapshot| snapshot.running.is_some_and(|running| running.turn_id != turn_id))
 }
 
 /// The newest conversation of `tty`, if it has one.
@@ -349,13 +373,8 @@ impl Session {
                 self.line.clear();
                 self.view.ask(&text);
             }
-        } else if let EventBody::ApprovalRequested(question) = &event.body
-            && matches!(self.view, View::Term(_))
-        {
-            self.view.notice(&format!(
-                "approval needed for {} (stdin is not a terminal: answer from another efr)",
-                question.summary
-            ));
+        } else if ours {
+            self.cannot_ask(&event.body).await;
         }
         if event.turn_id.as_ref() != Some(&self.turn_id) {
             return Step::Go;
@@ -377,6 +396,39 @@ impl Session {
             self.view.resume("");
         }
         Step::Exit(ExitCode::from(code))
+    }
+
+    /// Without a terminal on stdin efr cannot ask: an approval of this turn is denied (the turn goes on without
+    /// the call), and an input wait of this turn interrupts the turn (nothing could ever answer it here, and a
+    /// pipeline must not hang); each with a notice that names the call.
+    async fn cannot_ask(&mut self, body: &EventBody) {
+        match body {
+            EventBody::ApprovalRequested(question) => {
+                self.view.notice(&format!(
+                    "denied: {} (efr cannot ask without a terminal on stdin; run it in a terminal, or choose a \
+                     --mode that does not ask)",
+                    question.summary
+                ));
+                let params = ApprovalRespondParams {
+                    command_id: CommandId::new(),
+                    conversation_id: self.conversation_id,
+                    call_id: question.call_id.clone(),
+                    decision: ApprovalDecision::Deny,
+                };
+                self.answered.insert(question.call_id.0.clone());
+                if let Err(error) = self.client.call::<_, Value>("approval.respond", &params).await {
+                    self.view.notice(&format!("the denial was not taken: {error}"));
+                }
+            }
+            EventBody::ToolCallInputChanged(wait) if wait.input != InputWait::None && !self.interrupt_sent => {
+                let title = self.calls.get(wait.call_id.as_str()).cloned().unwrap_or_default();
+                self.view.notice(&format!(
+                    "{title} waits for input, and efr cannot ask without a terminal on stdin: interrupting the turn"
+                ));
+                self.interrupt().await;
+            }
+            _ => {}
+        }
     }
 
     fn show_next(&mut self) {
@@ -473,10 +525,22 @@ impl Session {
             self.view.notice("left; the turn may still be ending in efrd");
             return Step::Exit(ExitCode::from(report::INTERRUPTED));
         }
-        self.interrupt_sent = true;
         if self.questions.current().is_some() {
             self.view.resume("");
         }
+        let sent = self.interrupt().await;
+        self.view.notice(if sent {
+            "interrupting the turn (Ctrl+C again leaves at once)"
+        } else {
+            "Ctrl+C again leaves at once"
+        });
+        Step::Go
+    }
+
+    /// Sends turn.interrupt for this turn (once); tells whether efrd took it (a failure is shown). The turn then
+    /// ends with turn_interrupted, which exits 130.
+    async fn interrupt(&mut self) -> bool {
+        self.interrupt_sent = true;
         let params = TurnInterruptParams {
             command_id: CommandId::new(),
             conversation_id: self.conversation_id,
@@ -486,14 +550,14 @@ impl Session {
             withdraw_steers: Vec::new(),
             withdraw: Vec::new(),
         };
-        match self.client.call::<_, Value>("turn.interrupt", &params).await {
-            Ok(_) => self.view.notice("interrupting the turn (Ctrl+C again leaves at once)"),
-            Err(error) => self
-                .view
-                .notice(&format!("cannot interrupt: {error} (Ctrl+C again leaves at once)")),
-        }
         // efrd stops the turn's running command itself (SIGINT, as a terminal's Ctrl+C would).
-        Step::Go
+        match self.client.call::<_, Value>("turn.interrupt", &params).await {
+            Ok(_) => true,
+            Err(error) => {
+                self.view.notice(&format!("cannot interrupt: {error}"));
+                false
+            }
+        }
     }
 }
 

@@ -4,6 +4,7 @@
 //! The format (one event may give several lines; lines of output and of a long message are indented):
 //!
 //! ```text
+//! queued behind the running turn           before all else, when another turn of the conversation runs
 //! turn started · manual · gpt-5            turn_started, with the mode, the model and the effort
 //! assistant: The test fails because ...    assistant_message_completed: the whole message; its further lines
 //!   indented by two spaces                 are indented by two spaces

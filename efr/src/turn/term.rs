@@ -26,13 +26,25 @@ const RESET: &str = "\x1b[0m";
 const ERASE: &str = "\r\x1b[2K";
 const FRAMES: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
 
+/// The running call's spinner line.
+#[derive(Debug)]
+struct Spinner {
+    /// The call, so that its approval restarts the clock.
+    call_id: String,
+    /// The call's title.
+    title: String,
+    /// When the call started running: its tool_call_started, or the allow of its question (the time a question
+    /// waits is not the call's).
+    since: Instant,
+}
+
 /// The terminal view.
 #[derive(Debug)]
 pub struct TermView {
     skin: MadSkin,
     blocks: HashMap<u32, Blocks>,
     patches: HashMap<String, bool>,
-    spinner: Option<(String, Instant)>,
+    spinner: Option<Spinner>,
     frame: usize,
     drawn: bool,
     paused: bool,
@@ -75,7 +87,7 @@ impl TermView {
         if self.paused {
             return;
         }
-        if let Some((title, since)) = &self.spinner {
+        if let Some(Spinner { title, since, .. }) = &self.spinner {
             let secs = since.elapsed().as_secs_f32();
             let frame = FRAMES[self.frame % FRAMES.len()];
             // Keep the line shorter than the terminal, so it never wraps (a wrapped line cannot be erased in place).
@@ -138,10 +150,14 @@ impl TermView {
                 self.patches.insert(call.call_id.0.clone(), call.tool == "apply_patch");
                 let title = call_title(call);
                 self.print(&format!("{BOLD}{title}{RESET}"));
-                self.spinner = Some((title, Instant::now()));
+                self.spinner = Some(Spinner {
+                    call_id: call.call_id.0.clone(),
+                    title,
+                    since: Instant::now(),
+                });
             }
             EventBody::ToolCallCompleted(done) => {
-                let elapsed = self.spinner.take().map(|(_, since)| since.elapsed().as_secs_f32());
+                let elapsed = self.spinner.take().map(|spinner| spinner.since.elapsed().as_secs_f32());
                 let patch = self.patches.get(done.call_id.as_str()).copied().unwrap_or(false);
                 let mut text = String::new();
                 if !(patch && call_ok(done)) {
@@ -160,6 +176,7 @@ impl TermView {
                 self.print(&text);
             }
             EventBody::ApprovalResolved(answer) => {
+                self.restart_clock(answer.call_id.as_str(), answer.decision);
                 let word = match answer.decision {
                     ApprovalDecision::Allow => "allowed",
                     ApprovalDecision::AllowAlways => "allowed always",
@@ -196,6 +213,17 @@ impl TermView {
                 ));
             }
             _ => {}
+        }
+    }
+
+    /// Restarts the spinner's clock when `call_id`'s question was answered allow: the call runs from now.
+    fn restart_clock(&mut self, call_id: &str, decision: ApprovalDecision) {
+        let allowed = matches!(decision, ApprovalDecision::Allow | ApprovalDecision::AllowAlways);
+        if let Some(spinner) = &mut self.spinner
+            && allowed
+            && spinner.call_id == call_id
+        {
+            spinner.since = Instant::now();
         }
     }
 
@@ -242,5 +270,40 @@ impl TermView {
         let mut out = std::io::stdout().lock();
         self.erase_spinner(&mut out);
         let _ = out.flush();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn running(call_id: &str, since: Instant) -> TermView {
+        let mut view = TermView::new();
+        view.spinner = Some(Spinner {
+            call_id: call_id.to_owned(),
+            title: "$ ls".to_owned(),
+            since,
+        });
+        view
+    }
+
+    #[test]
+    fn an_allowed_call_is_timed_from_its_answer_not_from_its_question() {
+        let asked = Instant::now().checked_sub(Duration::from_secs(3)).unwrap();
+        let mut view = running("c1", asked);
+        view.restart_clock("c2", ApprovalDecision::Allow);
+        assert_eq!(view.spinner.as_ref().unwrap().since, asked, "another call's answer");
+        view.restart_clock("c1", ApprovalDecision::Deny);
+        assert_eq!(
+            view.spinner.as_ref().unwrap().since,
+            asked,
+            "a denied call does not run"
+        );
+        view.restart_clock("c1", ApprovalDecision::Allow);
+        assert!(view.spinner.as_ref().unwrap().since.elapsed() < Duration::from_secs(1));
+        let mut view = running("c1", asked);
+        view.restart_clock("c1", ApprovalDecision::AllowAlways);
+        assert!(view.spinner.as_ref().unwrap().since.elapsed() < Duration::from_secs(1));
     }
 }

@@ -69,6 +69,20 @@ impl View {
         }
     }
 
+    /// Says that the prompt waits behind the conversation's running turn: a transcript line in the plain form, a
+    /// notice on stderr otherwise (stdout stays the terminal's view, or JSON).
+    pub fn queued(&mut self) {
+        const QUEUED: &str = "queued behind the running turn";
+        match self {
+            Self::Plain(_) => {
+                let mut out = std::io::stdout().lock();
+                let _ = writeln!(out, "{QUEUED}");
+                let _ = out.flush();
+            }
+            Self::Term(_) | Self::Json => eprintln!("efr: {QUEUED} (it starts when that turn ends)"),
+        }
+    }
+
     /// Advances the spinner.
     pub fn tick(&mut self) {
         if let Self::Term(view) = self {

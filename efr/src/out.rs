@@ -1,0 +1,67 @@
+//! stdout of the thin commands, where a reader that left is not an error.
+//!
+//! `efr status | head -1` closes the pipe before efr is done writing. efr keeps SIGPIPE ignored (Rust's default),
+//! so that its socket to efrd fails with an error instead of killing it; a write to a closed stdout then fails
+//! with `EPIPE`, which `print!` turns into a panic. [`print`] takes it as "the reader left": efr exits at once,
+//! quietly, with status 0 (the reader took what it wanted, as ripgrep does; a shell's 141 would fail a
+//! `set -o pipefail` pipeline for nothing). Any other write error prints `efr: cannot write to stdout: ...` and
+//! exits 1.
+//!
+//! The turn's views write their own way (a turn must end its subscription, not exit mid-way).
+
+use std::io::Write;
+
+/// The exit status when the reader of stdout left (`EPIPE`): 0, see the module doc.
+pub const READER_LEFT: i32 = 0;
+
+/// Writes `text` to stdout and flushes it.
+///
+/// Exits the process with [`READER_LEFT`] when the reader of stdout left, or with 1 (after a message on stderr)
+/// when stdout cannot be written for another reason; returns only when all of `text` was written.
+pub fn print(text: &str) {
+    let mut out = std::io::stdout().lock();
+    if let Err(error) = out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        drop(out);
+        exit_after(&error);
+    }
+}
+
+/// [`print`] with a newline after `text`.
+pub fn println(text: &str) {
+    print(&format!("{text}\n"));
+}
+
+/// What efr does after a failed write to stdout: the exit status, and the message for stderr (none when the reader
+/// left).
+#[must_use]
+pub fn after_write_error(error: &std::io::Error) -> (i32, Option<String>) {
+    if error.kind() == std::io::ErrorKind::BrokenPipe {
+        (READER_LEFT, None)
+    } else {
+        (1, Some(format!("efr: cannot write to stdout: {error}")))
+    }
+}
+
+fn exit_after(error: &std::io::Error) -> ! {
+    let (code, message) = after_write_error(error);
+    if let Some(message) = message {
+        // stderr may be gone too: nothing more to say then.
+        let _ = writeln!(std::io::stderr(), "{message}");
+    }
+    std::process::exit(code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reader_that_left_is_quiet_and_other_errors_are_told() {
+        let gone = std::io::Error::from(std::io::ErrorKind::BrokenPipe);
+        assert_eq!(after_write_error(&gone), (READER_LEFT, None));
+        let full = std::io::Error::from_raw_os_error(28); // ENOSPC
+        let (code, message) = after_write_error(&full);
+        assert_eq!(code, 1);
+        assert!(message.unwrap().starts_with("efr: cannot write to stdout: "));
+    }
+}
