@@ -61,6 +61,12 @@ pub enum Command {
     },
     /// Show what a turn changed in files.
     Diff(DiffArgs),
+    /// efrd's config: `efr config reload`.
+    Config {
+        /// What to do.
+        #[command(subcommand)]
+        command: ConfigCommand,
+    },
     /// Print the shell integration: `eval "$(efr shell-init zsh)"`.
     ShellInit {
         /// The shell.
@@ -190,6 +196,13 @@ pub struct LogoutArgs {
     /// Print the result as JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `efr config ...`.
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Read config.toml again; says what applied, what needs a restart, or where the file is wrong.
+    Reload(JsonArg),
 }
 
 /// `efr sandbox ...`.

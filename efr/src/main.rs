@@ -28,7 +28,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use cli::{Cli, Command, SandboxCommand};
+use cli::{Cli, Command, ConfigCommand, SandboxCommand};
 
 fn main() -> ExitCode {
     let reordered = match args::reorder(std::env::args_os().collect()) {
@@ -89,6 +89,9 @@ async fn run(command: Option<Command>, root_prompt: &cli::PromptArgs) -> ExitCod
             command: SandboxCommand::Check(args),
         }) => commands::sandbox::check(args.json).await,
         Some(Command::Diff(args)) => commands::diff::run(&args).await,
+        Some(Command::Config {
+            command: ConfigCommand::Reload(args),
+        }) => commands::config::reload(args.json).await,
         // Handled before the runtime starts.
         Some(Command::ShellInit { .. } | Command::Daemon { .. }) => ExitCode::SUCCESS,
     }

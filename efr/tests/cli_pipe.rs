@@ -598,3 +598,31 @@ async fn a_prompt_behind_a_running_turn_says_it_is_queued() {
         texts(&out)
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn config_reload_applies_a_good_file_and_says_where_a_broken_one_is_wrong() {
+    let home = tempfile::tempdir().unwrap();
+    let server = model(vec![]).await;
+    let _efrd = daemon(home.path(), &server, true);
+    let config = home.path().join("config/config.toml");
+    let good = std::fs::read_to_string(&config).unwrap();
+
+    std::fs::write(&config, format!("{good}\n[permissions]\ndefault_mode = \"manual\"\n")).unwrap();
+    let output = efr_run(home.path(), home.path(), &["config", "reload"], None).await;
+    let (stdout, stderr) = texts(&output);
+    assert_eq!(output.status.code(), Some(0), "{stdout}{stderr}");
+    assert!(stdout.starts_with("config.toml applied"), "{stdout}");
+
+    std::fs::write(&config, format!("{good}\n[shell]\nprogram = \"fish\"\n")).unwrap();
+    let output = efr_run(home.path(), home.path(), &["config", "reload"], None).await;
+    let (stdout, stderr) = texts(&output);
+    assert_eq!(output.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(
+        stdout.contains("not applied at line") && stdout.contains("shell.program"),
+        "{stdout}"
+    );
+
+    let output = efr_run(home.path(), home.path(), &["--json", "config", "reload"], None).await;
+    let result: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(result["applied"], false, "{result}");
+}

@@ -658,4 +658,17 @@ async fn a_turns_changes_and_conversation_diff_match_git_diff() {
         .unwrap();
     assert!(stat.get("diff").is_none());
     assert_eq!(stat["changes"], done["changes"]);
+
+    // The turn alone names its conversation; an unknown conversation is not_found; neither, without a tty, invalid.
+    let by_turn = client
+        .ok("conversation.diff", json!({"turn_id": sent["turn_id"], "stat": true}))
+        .await
+        .unwrap();
+    assert_eq!(by_turn["changes"], done["changes"]);
+    let unknown = json!({"conversation_id": "0190f5b2-7c1e-7a61-9d2e-5b8f6a3c2d10"});
+    let error = client.call("conversation.diff", unknown).await.unwrap().unwrap_err();
+    assert_eq!(error.code, ErrorCode::NotFound, "{error:?}");
+    assert!(error.message.contains("no conversation"), "{error:?}");
+    let error = client.call("conversation.diff", json!({})).await.unwrap().unwrap_err();
+    assert_eq!(error.code, ErrorCode::Invalid, "{error:?}");
 }

@@ -9,6 +9,7 @@
 //!
 //! efrd's errors print `efr: <message>` and exit 1; an efrd that cannot be reached exits 2 with how to start it.
 
+pub mod config;
 pub mod diff;
 pub mod login;
 pub mod models;

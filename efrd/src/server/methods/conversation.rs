@@ -114,38 +114,48 @@ pub async fn conversations_list(ctx: &RequestCtx, raw: Option<Value>) -> Result<
             next_cursor: page.next.map(|c| c.to_string()),
         });
     };
-    // With a tty (spec): only that terminal's conversations, its current (newest) one first, in one page. The
-    // store's pages are read until `limit` rows match, at most TTY_SCAN rows in all.
+    // With a tty (spec): only that terminal's conversations, its current (newest) one first, in one page.
+    let conversations = of_tty(&ctx.daemon.store, &tty, limit as usize, after)
+        .await
+        .map_err(store_failed)?;
+    result(&ConversationsListResult {
+        conversations,
+        next_cursor: None,
+    })
+}
+
+/// The conversations of `tty`, newest first, at most `limit`: the store's pages are read until `limit` rows match,
+/// at most [`TTY_SCAN`] rows in all.
+async fn of_tty(
+    store: &crate::store::Store,
+    tty: &str,
+    limit: usize,
+    after: Option<ConversationCursor>,
+) -> Result<Vec<efr_protocol::wire::ConversationSummary>, crate::store::StoreError> {
     let mut conversations = Vec::new();
     let mut cursor = after;
     let mut scanned = 0;
     loop {
-        let page = ctx
-            .daemon
-            .store
+        let page = store
             .list_conversations(PageRequest {
                 limit: TTY_PAGE,
                 after: cursor,
             })
-            .await
-            .map_err(store_failed)?;
+            .await?;
         scanned += page.conversations.len();
         conversations.extend(
             page.conversations
                 .iter()
                 .map(summary_to_wire)
-                .filter(|row| row.tty.as_deref() == Some(tty.as_str())),
+                .filter(|row| row.tty.as_deref() == Some(tty)),
         );
         cursor = page.next;
-        if conversations.len() >= limit as usize || cursor.is_none() || scanned >= TTY_SCAN {
+        if conversations.len() >= limit || cursor.is_none() || scanned >= TTY_SCAN {
             break;
         }
     }
-    conversations.truncate(limit as usize);
-    result(&ConversationsListResult {
-        conversations,
-        next_cursor: None,
-    })
+    conversations.truncate(limit);
+    Ok(conversations)
 }
 
 /// The store page read at a time for a `tty` filter.
@@ -243,33 +253,33 @@ pub async fn diff(ctx: &RequestCtx, raw: Option<Value>) -> Result<Value, ErrorBo
     let store = &ctx.daemon.store;
     let unavailable =
         |e: crate::store::StoreError| ErrorBody::new(ErrorCode::Unavailable, format!("the event store failed: {e}"));
-    let conversation = match params.conversation_id {
-        Some(id) => id,
-        None => {
-            let tty = ctx.session.hello_info().tty.ok_or_else(|| {
-                ErrorBody::new(
-                    ErrorCode::NotFound,
-                    "no conversation named, and this connection's hello named no tty",
-                )
-            })?;
-            let page = store
-                .list_conversations(PageRequest {
-                    limit: 200,
-                    after: None,
-                })
-                .await
-                .map_err(unavailable)?;
-            page.conversations
-                .iter()
-                .map(summary_to_wire)
-                .find(|row| row.tty.as_deref() == Some(tty.as_str()))
-                .map(|row| row.conversation_id)
-                .ok_or_else(|| ErrorBody::new(ErrorCode::NotFound, format!("the terminal {tty} has no conversation")))?
-        }
-    };
+    if let Some(id) = params.conversation_id
+        && store.conversation(id).await.map_err(unavailable)?.is_none()
+    {
+        return Err(ErrorBody::new(ErrorCode::NotFound, format!("no conversation {id}")));
+    }
+    // A named turn is enough (spec: absent conversation_id means the conversation of the named turn).
     let turn_id = match params.turn_id {
         Some(turn_id) => turn_id,
         None => {
+            let conversation = match params.conversation_id {
+                Some(id) => id,
+                None => {
+                    let tty = ctx.session.hello_info().tty.ok_or_else(|| {
+                        ErrorBody::invalid(
+                            "bad params: name a conversation_id or a turn_id (this connection's hello named no tty)",
+                        )
+                    })?;
+                    of_tty(store, &tty, 1, None)
+                        .await
+                        .map_err(unavailable)?
+                        .first()
+                        .map(|row| row.conversation_id)
+                        .ok_or_else(|| {
+                            ErrorBody::new(ErrorCode::NotFound, format!("the terminal {tty} has no conversation"))
+                        })?
+                }
+            };
             let mut seq = 0;
             let mut newest = None;
             loop {
