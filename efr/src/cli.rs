@@ -143,7 +143,7 @@ pub struct PromptArgs {
     /// A recent command line, oldest first, `LINE` or `STATUS<TAB>LINE` (shell integration; repeatable).
     #[arg(long, hide = true, value_name = "LINE", allow_hyphen_values = true)]
     pub recent: Vec<String>,
-    /// The prompt.
+    /// The prompt (`-`: read it from stdin).
     #[arg(value_name = "PROMPT", trailing_var_arg = true)]
     pub text: Vec<String>,
 }

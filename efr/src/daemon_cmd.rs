@@ -13,6 +13,14 @@
 //! put them), else the first `efrd` on PATH. Nothing is written until the efrd is found and `systemctl --user`
 //! reaches a manager, so a failed install leaves no half-written units behind.
 
+/// Prints a line of progress; a closed stdout is not a reason to stop halfway through an install.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+
 mod systemctl;
 pub mod units;
 
@@ -110,7 +118,7 @@ fn install(efrd: Option<&Path>) -> Result<(), DaemonError> {
     let (socket_text, service_text) = units::render(&efrd)?;
     let dir = units::unit_dir_from(|var| std::env::var_os(var))?;
     systemctl::check_user_manager()?;
-    println!("efrd: {}", efrd.display());
+    say!("efrd: {}", efrd.display());
     std::fs::create_dir_all(&dir).map_err(|source| DaemonError::Io {
         what: "create the folder",
         path: dir.clone(),
@@ -119,18 +127,18 @@ fn install(efrd: Option<&Path>) -> Result<(), DaemonError> {
     for (name, text) in [(SOCKET_UNIT, &socket_text), (SERVICE_UNIT, &service_text)] {
         let path = dir.join(name);
         write_file(&path, text)?;
-        println!("wrote {}", path.display());
+        say!("wrote {}", path.display());
     }
     step(&["daemon-reload"])?;
     step(&["enable", "--now", SOCKET_UNIT])?;
     if systemctl::run(&["is-active", "--quiet", SERVICE_UNIT]).is_ok() {
         // enable --now does not restart a service that already runs (an earlier install's efrd).
-        println!(
+        say!(
             "note: efrd.service was already running and still runs the efrd it started with; \
              `systemctl --user restart efrd.service` switches to this one"
         );
     }
-    println!("efrd starts on the first connection to its socket; try `efr status`");
+    say!("efrd starts on the first connection to its socket; try `efr status`");
     Ok(())
 }
 
@@ -142,7 +150,7 @@ fn uninstall() -> Result<(), DaemonError> {
         .filter(|path| path.symlink_metadata().is_ok())
         .collect();
     if present.is_empty() {
-        println!("no efrd units in {}; nothing to remove", dir.display());
+        say!("no efrd units in {}; nothing to remove", dir.display());
         return Ok(());
     }
     systemctl::check_user_manager()?;
@@ -153,7 +161,7 @@ fn uninstall() -> Result<(), DaemonError> {
             path: path.clone(),
             source,
         })?;
-        println!("removed {}", path.display());
+        say!("removed {}", path.display());
     }
     step(&["daemon-reload"])?;
     Ok(())
@@ -169,7 +177,7 @@ fn run_foreground(efrd: Option<&Path>, args: &[OsString]) -> Result<(), DaemonEr
 /// Runs a `systemctl --user` step and says so.
 fn step(args: &[&str]) -> Result<(), SystemctlError> {
     systemctl::run(args)?;
-    println!("ran systemctl --user {}", args.join(" "));
+    say!("ran systemctl --user {}", args.join(" "));
     Ok(())
 }
 

@@ -626,3 +626,45 @@ async fn config_reload_applies_a_good_file_and_says_where_a_broken_one_is_wrong(
     let result: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(result["applied"], false, "{result}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dash_reads_the_prompt_from_stdin_and_a_gone_working_directory_is_said() {
+    let home = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let server = model(vec![text("read it"), text("no cwd")]).await;
+    let _efrd = daemon(home.path(), &server, true);
+    let long = format!("explain this:\n{}", "line of text\n".repeat(20_000));
+    let out = efr_run(home.path(), project.path(), &["--new", "-"], Some(&long)).await;
+    let (stdout, stderr) = texts(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let request = server
+        .requests()
+        .into_iter()
+        .find(|r| r.path == "/v1/responses")
+        .unwrap();
+    let body = request.body.to_string();
+    assert!(body.contains("explain this:") && body.matches("line of text").count() == 20_000);
+
+    // A working directory removed under efr: a notice, and the prompt still goes.
+    let gone = project.path().join("gone");
+    let script = format!(
+        "mkdir {gone} && cd {gone} && rmdir {gone} && exec {efr} --new hello",
+        gone = gone.display(),
+        efr = common::efr().display()
+    );
+    let home_path = home.path().to_owned();
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new("sh")
+            .args(["-c", &script])
+            .env("EFR_HOME", &home_path)
+            .env_remove("EFR_RUNTIME_DIR")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let (stdout, stderr) = texts(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(stderr.contains("the working directory is gone"), "{stderr}");
+}

@@ -86,6 +86,26 @@ fn mode(arg: ModeArg) -> Mode {
     }
 }
 
+/// The most bytes `efr -` reads: a prompt is a frame's text, and frames are at most 16 MiB.
+const MAX_STDIN_PROMPT: u64 = 8 * 1024 * 1024;
+
+/// The prompt of `efr -`: all of stdin, UTF-8, at most [`MAX_STDIN_PROMPT`] bytes.
+fn read_stdin_prompt() -> Result<String, String> {
+    use std::io::Read as _;
+    let mut bytes = Vec::new();
+    std::io::stdin()
+        .take(MAX_STDIN_PROMPT + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read the prompt from stdin: {e}"))?;
+    if bytes.len() as u64 > MAX_STDIN_PROMPT {
+        return Err(format!(
+            "the prompt on stdin is over {} MiB",
+            MAX_STDIN_PROMPT / (1024 * 1024)
+        ));
+    }
+    String::from_utf8(bytes).map_err(|_| "the prompt on stdin is not UTF-8 text".to_owned())
+}
+
 fn bad_input(message: &str) -> ExitCode {
     eprintln!("efr: {message}");
     ExitCode::from(report::FAILED)
@@ -93,7 +113,18 @@ fn bad_input(message: &str) -> ExitCode {
 
 /// Runs `efr prompt`; the exit code is the turn's (0 completed, 1 failed, 130 interrupted) or the failure's.
 pub async fn run(args: &PromptArgs) -> ExitCode {
-    let text = args.text.join(" ");
+    let text = if args.text == ["-"] {
+        // `efr -`: the prompt is stdin (a prompt longer than one argument may be, or from a file).
+        match read_stdin_prompt() {
+            Ok(text) => text,
+            Err(message) => return bad_input(&message),
+        }
+    } else {
+        args.text.join(" ")
+    };
+    if let Err(error) = std::env::current_dir() {
+        eprintln!("efr: the working directory is gone ({error}); the prompt goes without one");
+    }
     if text.trim().is_empty() {
         return bad_input("the prompt is empty; say what to do: efr \"why does the test fail?\"");
     }
