@@ -522,3 +522,56 @@ async fn shell_interrupt_stops_a_contained_command_left_running_and_nothing_of_i
         .unwrap();
     assert!(status.get("busy").is_none(), "{status}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prompt_typed_in_the_home_folder_has_no_project_so_dotfiles_stay_out_of_reach() {
+    let home = tempdir();
+    std::fs::write(home.path().join(".bashrc"), "# mine\n").unwrap();
+    let server = model(vec![
+        shell_call("call_rc", "echo 'alias ls=evil' >> ~/.bashrc"),
+        text("contained"),
+        patch_call(
+            "call_unit",
+            "*** Begin Patch\n*** Add File: .config/systemd/user/evil.service\n+[Service]\n*** End Patch\n",
+        ),
+        text("asked"),
+    ])
+    .await;
+    let efrd = daemon_with(home.path(), &server, &[]);
+    let mut client = efrd.client().await.unwrap();
+
+    // auto: the home folder is read-only inside the sandbox.
+    let sent = prompt_in(&mut client, None, home.path(), "auto", "go").await;
+    let conversation = sent["conversation_id"].as_str().unwrap().to_owned();
+    let (id, _) = subscribe(&mut client, &conversation, Some(0)).await;
+    bounded("auto turn", events_until(&mut client, id, "turn_completed")).await;
+    let output = tool_output(&server, "call_rc");
+    assert!(output.contains("Read-only file system"), "{output}");
+    assert!(
+        output.contains("this call ran in efr's sandbox"),
+        "the model is told why: {output}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(home.path().join(".bashrc")).unwrap(),
+        "# mine\n"
+    );
+
+    // cautious: a patch in the home folder is outside any project, so it asks; denied, nothing is written.
+    prompt_in(&mut client, Some(&conversation), home.path(), "cautious", "again").await;
+    let events = bounded(
+        "cautious turn",
+        common::events_through(&mut client, id, "approval_requested"),
+    )
+    .await;
+    let asked = events.last().unwrap();
+    assert_eq!(asked["call_id"], "call_unit", "{asked}");
+    client
+        .ok(
+            "approval.respond",
+            json!({"command_id": command_id(), "conversation_id": conversation, "call_id": "call_unit", "decision": "deny"}),
+        )
+        .await
+        .unwrap();
+    bounded("cautious end", events_until(&mut client, id, "turn_completed")).await;
+    assert!(!home.path().join(".config/systemd/user/evil.service").exists());
+}

@@ -500,14 +500,21 @@ impl Actor {
     /// What the turn's tool calls share. The project of a conversation is its working directory (the first
     /// prompt's cwd) until projects come; the hidden shell starts there.
     async fn tool_env(&mut self, settings: &TurnSettings, origin: Origin) -> ToolEnv {
-        let project = self
+        let start = self
             .summary
             .as_ref()
             .and_then(|s| s.cwd.as_ref())
             .map(PathBuf::from)
             .filter(|p| p.is_absolute() && p.is_dir());
+        // The project: the nearest git root of the working directory, else the directory; never the home folder or
+        // above it (sandbox::plan::project_root). Without one, the turn has no writable project and no snapshots.
+        let home = self.deps.sandbox.options().home.clone();
+        let project = start
+            .as_ref()
+            .map(|cwd| crate::policy::paths::resolve(cwd).unwrap_or_else(|_| cwd.clone()))
+            .and_then(|cwd| crate::sandbox::project_root(&cwd, Some(&home)));
         let snapshots = project.as_ref().map(|_| Arc::clone(&self.deps.snapshots));
-        let cwd = project.unwrap_or_else(home_dir);
+        let cwd = start.unwrap_or_else(home_dir);
         // The config's masks as they are at the turn's start (a reload applies to the next turn).
         let layout = Layout::new(
             self.deps.sandbox.options(),
@@ -528,7 +535,7 @@ impl Actor {
             efr_dirs: crate::policy::EfrDirs::from_roots(&self.deps.roots),
             shell: Arc::clone(&self.shell),
             cwd: cwd.clone(),
-            roots: vec![crate::policy::paths::resolve(&cwd).unwrap_or(cwd)],
+            roots: project.into_iter().collect(),
             mode: settings.mode,
             origin,
             question_limit_secs: self.deps.models.config().permissions.question_limit_secs,

@@ -67,15 +67,19 @@ impl Layout {
 }
 
 /// The project root of a working directory: the nearest folder at or above `cwd` that holds `.git` (a folder, or
-/// the file of a worktree or submodule), else `cwd` itself. `None` for `/`, which is never writable. `cwd` is taken
-/// as given (made absolute-normal by the caller; links are not followed, like `sandbox.explain`).
+/// the file of a worktree or submodule), else `cwd` itself. Never `/`, the home folder or a folder above it: a
+/// prompt typed in `~` must not make the dotfiles (`.bashrc`, `.config/systemd/user`, ...) the project, writable
+/// without a question and from inside the sandbox; a dotfiles repository at `~/.git` is not a project either. `cwd` is
+/// taken as given (made absolute-normal by the caller; links are not followed, like `sandbox.explain`).
 #[must_use]
-pub fn project_root(cwd: &Path) -> Option<PathBuf> {
+pub fn project_root(cwd: &Path, home: Option<&Path>) -> Option<PathBuf> {
+    let below_home = |folder: &Path| folder != Path::new("/") && !home.is_some_and(|home| home.starts_with(folder));
     let root = cwd
         .ancestors()
+        .take_while(|folder| below_home(folder))
         .find(|folder| folder.join(".git").exists())
         .unwrap_or(cwd);
-    (root != Path::new("/")).then(|| root.to_path_buf())
+    below_home(root).then(|| root.to_path_buf())
 }
 
 /// Removes `.` and resolves `..` lexically, as `sandbox.explain` does with its path (no file is read).
@@ -149,19 +153,40 @@ mod tests {
         let deep = repo.join("src/bin");
         std::fs::create_dir_all(&deep).unwrap();
         std::fs::create_dir(repo.join(".git")).unwrap();
-        assert_eq!(project_root(&deep), Some(repo.clone()));
-        assert_eq!(project_root(&repo), Some(repo.clone()));
+        assert_eq!(project_root(&deep, None), Some(repo.clone()));
+        assert_eq!(project_root(&repo, None), Some(repo.clone()));
         // A worktree's .git is a file.
         let worktree = dir.path().join("worktree");
         std::fs::create_dir_all(worktree.join("a")).unwrap();
         std::fs::write(worktree.join(".git"), "gitdir: /elsewhere\n").unwrap();
-        assert_eq!(project_root(&worktree.join("a")), Some(worktree));
+        assert_eq!(project_root(&worktree.join("a"), None), Some(worktree));
         let plain = dir.path().join("plain");
         std::fs::create_dir(&plain).unwrap();
-        assert_eq!(project_root(&plain), Some(plain.clone()));
+        assert_eq!(project_root(&plain, None), Some(plain.clone()));
         // A folder that does not exist is its own project.
-        assert_eq!(project_root(&plain.join("new")), Some(plain.join("new")));
-        assert_eq!(project_root(Path::new("/")), None);
+        assert_eq!(project_root(&plain.join("new"), None), Some(plain.join("new")));
+        assert_eq!(project_root(Path::new("/"), None), None);
+    }
+
+    #[test]
+    fn the_home_folder_and_the_folders_above_it_are_never_a_project() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home/ada");
+        let project = home.join("code/app");
+        std::fs::create_dir_all(project.join("src")).unwrap();
+        // A dotfiles repository at ~/.git.
+        std::fs::create_dir(home.join(".git")).unwrap();
+        let home = Some(home.as_path());
+        assert_eq!(project_root(home.unwrap(), home), None);
+        assert_eq!(project_root(&dir.path().join("home"), home), None);
+        assert_eq!(project_root(dir.path(), home), None);
+        // Below home, the dotfiles repository is not the project: the folder is.
+        assert_eq!(project_root(&project.join("src"), home), Some(project.join("src")));
+        std::fs::create_dir(project.join(".git")).unwrap();
+        assert_eq!(project_root(&project.join("src"), home), Some(project.clone()));
+        // Outside home, as before.
+        let elsewhere = dir.path().join("srv/site");
+        assert_eq!(project_root(&elsewhere, home), Some(elsewhere.clone()));
     }
 
     #[test]

@@ -85,7 +85,7 @@ pub async fn run(plan: TurnPlan, recorder: Recorder, cancel: CancellationToken) 
     let base_history = request.history.clone();
     let snapshots = match tools
         .as_ref()
-        .and_then(|env| env.snapshots.clone().map(|store| (store, env.cwd.clone())))
+        .and_then(|env| Some((env.snapshots.clone()?, env.roots.first()?.clone())))
     {
         Some((store, root)) => Some(snapshots::TurnSnapshots::begin(store, root, turn_id).await),
         None => None,

@@ -55,6 +55,11 @@ enum NotPrepared {
     Failed(String),
 }
 
+/// Told to the model after a contained call that failed: what the sandbox allows (ADR 0004).
+const SANDBOX_NOTE: &str = "\n[this call ran in efr's sandbox: only the project, $SCRATCH and /tmp are writable, \
+     credential stores read as empty, and there is no network; each call starts in a fresh shell from the hidden \
+     shell's directory, so cd and export do not carry to the next call. A failure may come from these limits]";
+
 /// What a shell call runs: its line, its timeout, and its grants (`Some` for a contained call).
 #[derive(Debug, Clone, Copy)]
 pub struct ShellRequest<'a> {
@@ -202,6 +207,10 @@ pub async fn run_shell(
     }
     if let Some(code) = exit_code.filter(|c| *c != 0) {
         model_text.push_str(&format!("\n[exit status {code}]"));
+        if prepared.is_some() {
+            // The model should know a failure may be the sandbox's, not the command's own.
+            model_text.push_str(SANDBOX_NOTE);
+        }
     }
     if left_running {
         model_text.push_str(&format!(
@@ -297,7 +306,7 @@ pub async fn run_shell(
 /// it exists).
 fn call_roots(env: &ToolEnv) -> CallRoots {
     CallRoots {
-        project: env.snapshots.as_ref().map(|_| env.cwd.clone()),
+        project: env.snapshots.as_ref().and_then(|_| env.roots.first().cloned()),
         scratch: Some(env.scratch.clone()).filter(|s| s.is_dir()),
         home: std::env::var_os("HOME").map(PathBuf::from),
     }

@@ -87,7 +87,8 @@ pub async fn explain_path(ctx: &RequestCtx, raw: Option<Value>) -> Result<Value,
         .and_then(|probe| probe.paths.bwrap.clone())
         .unwrap_or_else(|| PathBuf::from(BWRAP_FALLBACK));
     let plan_cwd = cwd.clone().unwrap_or_else(|| PathBuf::from("/"));
-    let project = cwd.as_deref().and_then(project_root);
+    let home = ctx.daemon.sandbox.options().home.clone();
+    let project = cwd.as_deref().and_then(|cwd| project_root(cwd, Some(&home)));
     let plan = base_plan(
         &layout,
         &bwrap,
@@ -135,6 +136,8 @@ async fn sandbox_paths(ctx: &RequestCtx, probe: &Probe) -> SandboxPaths {
 /// The project roots of the most recently updated conversations, newest first, without repeats. A store that cannot
 /// be read gives none (logged): the rest of the answer still holds.
 async fn recent_projects(ctx: &RequestCtx) -> Vec<PathBuf> {
+    let home = ctx.daemon.sandbox.options().home.clone();
+
     let page = match ctx
         .daemon
         .store
@@ -155,7 +158,7 @@ async fn recent_projects(ctx: &RequestCtx) -> Vec<PathBuf> {
         .iter()
         .filter_map(|summary| summary.cwd.as_deref().map(Path::new))
         .filter(|cwd| cwd.is_absolute())
-        .filter_map(|cwd| project_root(&normalize(cwd)))
+        .filter_map(|cwd| project_root(&normalize(cwd), Some(&home)))
         .filter(|root| seen.insert(root.clone()))
         .collect()
 }
