@@ -20,6 +20,9 @@ A first word that names a command runs it; any other words are a prompt:
   efr prompt status              the prompt \"status\"
   efr --json status              the command: flags in front of a command are its flags (efr status --json)
   efr --mode auto diff           refused: --mode is a prompt's flag, not one of `efr diff`
+A command left running in the conversation's hidden shell (past its timeout) blocks its later shell calls:
+  efr shell                      show it: the command, for how long, its input wait and the program's prompt
+  efr shell stop                 stop it (SIGINT); `efr shell stop --close` closes the hidden shell instead
 Exit codes: 0 done, 1 failed or bad input, 2 efrd not reachable, 130 interrupted.";
 
 /// efr: a terminal AI coding agent; this is the client of efrd.
@@ -61,6 +64,16 @@ pub enum Command {
     },
     /// Show what a turn changed in files.
     Diff(DiffArgs),
+    /// The conversation's hidden shell: `efr shell [status]`, `efr shell stop [--close]`.
+    #[command(args_conflicts_with_subcommands = true)]
+    Shell {
+        /// What to do; absent: status.
+        #[command(subcommand)]
+        command: Option<ShellCommand>,
+        /// The flags of `efr shell` without a subcommand (status).
+        #[command(flatten)]
+        args: ShellArgs,
+    },
     /// efrd's config: `efr config reload`.
     Config {
         /// What to do.
@@ -225,6 +238,40 @@ pub struct DiffArgs {
     #[arg(long, value_name = "ID")]
     pub turn: Option<String>,
     /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `efr shell ...`.
+#[derive(Debug, Subcommand)]
+pub enum ShellCommand {
+    /// Show the command that holds the hidden shell: since when, its input wait and the program's prompt.
+    Status(ShellArgs),
+    /// Stop the command that holds the hidden shell (SIGINT), waiting up to 5 s for it to end.
+    Stop(ShellStopArgs),
+}
+
+/// The flags of `efr shell [status]`.
+#[derive(Debug, Args)]
+pub struct ShellArgs {
+    /// The conversation; absent: the terminal's.
+    #[arg(long, value_name = "ID")]
+    pub conversation: Option<String>,
+    /// Print the result as JSON (shell.status's result, one line).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The flags of `efr shell stop`.
+#[derive(Debug, Args)]
+pub struct ShellStopArgs {
+    /// Close the hidden shell instead of sending SIGINT to the command (for one that ignores SIGINT).
+    #[arg(long)]
+    pub close: bool,
+    /// The conversation; absent: the terminal's.
+    #[arg(long, value_name = "ID")]
+    pub conversation: Option<String>,
+    /// Print the result as JSON: `{"call_id", "command", "close", "ended"}`, one line.
     #[arg(long)]
     pub json: bool,
 }

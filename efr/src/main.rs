@@ -8,7 +8,7 @@
 //! - [`socket`]: where efrd's socket is; [`client`]: the connection; [`report`]: exit codes and failures.
 //! - [`context`]: the terminal's context of a prompt; [`tty`]: terminal modes.
 //! - [`turn`]: `efr "prompt"`, the turn's view and its questions.
-//! - [`commands`]: status, models, login, logout, sandbox check, diff.
+//! - [`commands`]: status, models, login, logout, sandbox check, diff, shell.
 //! - `shell_init`, `daemon_cmd`: `efr shell-init` and `efr daemon` (their own modules).
 
 mod args;
@@ -28,7 +28,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use cli::{Cli, Command, ConfigCommand, SandboxCommand};
+use cli::{Cli, Command, ConfigCommand, SandboxCommand, ShellCommand};
 
 fn main() -> ExitCode {
     let reordered = match args::reorder(std::env::args_os().collect()) {
@@ -89,6 +89,11 @@ async fn run(command: Option<Command>, root_prompt: &cli::PromptArgs) -> ExitCod
             command: SandboxCommand::Check(args),
         }) => commands::sandbox::check(args.json).await,
         Some(Command::Diff(args)) => commands::diff::run(&args).await,
+        Some(Command::Shell { command, args }) => match command {
+            None => commands::shell::run_status(&args).await,
+            Some(ShellCommand::Status(args)) => commands::shell::run_status(&args).await,
+            Some(ShellCommand::Stop(args)) => commands::shell::run_stop(&args).await,
+        },
         Some(Command::Config {
             command: ConfigCommand::Reload(args),
         }) => commands::config::reload(args.json).await,

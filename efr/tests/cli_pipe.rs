@@ -668,3 +668,73 @@ async fn a_dash_reads_the_prompt_from_stdin_and_a_gone_working_directory_is_said
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
     assert!(stderr.contains("the working directory is gone"), "{stderr}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn efr_shell_shows_a_command_left_running_and_stops_it() {
+    use efr_test_support::scripted::{Reply, ReplyEvent, ScriptToolCall};
+    let home = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let long = Reply {
+        events: vec![ReplyEvent::ToolCall(ScriptToolCall {
+            id: "call_long".into(),
+            name: "shell".into(),
+            freeform: false,
+            input: vec![serde_json::json!({"command": "sleep 300", "timeout": 1}).to_string()],
+        })],
+        stop: Some("tool_use".into()),
+        ..Reply::default()
+    };
+    let server = model(vec![long, text("it still runs")]).await;
+    let _efrd = daemon(home.path(), &server, true);
+    let run = |args: Vec<String>| {
+        let home = home.path().to_owned();
+        let project = project.path().to_owned();
+        async move {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            efr_run(&home, &project, &args, None).await
+        }
+    };
+    let words = |s: &[&str]| s.iter().map(|w| (*w).to_owned()).collect::<Vec<_>>();
+
+    let out = run(words(&["--new", "--mode", "full", "--json", "start it"])).await;
+    let (stdout, stderr) = texts(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let first: Event = serde_json::from_str(stdout.lines().next().unwrap()).unwrap();
+    let id = first.conversation_id.to_string();
+
+    // Without a terminal and without --conversation, efr cannot tell whose shell.
+    let out = run(words(&["shell"])).await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        texts(&out).1.contains("efr shell needs --conversation ID"),
+        "{}",
+        texts(&out).1
+    );
+
+    let out = run(words(&["shell", "--conversation", &id])).await;
+    let (stdout, stderr) = texts(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(stdout.starts_with("$ sleep 300\n  running for "), "{stdout}");
+    assert!(stdout.contains("outside the sandbox (full mode)"), "{stdout}");
+
+    let out = run(words(&["shell", "stop", "--conversation", &id])).await;
+    let (stdout, stderr) = texts(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert_eq!(stdout, "$ sleep 300: stopped (SIGINT)\n");
+
+    let out = run(words(&["shell", "status", "--conversation", &id, "--json"])).await;
+    let status: serde_json::Value = serde_json::from_str(texts(&out).0.trim()).unwrap();
+    assert!(status.get("busy").is_none_or(serde_json::Value::is_null), "{status}");
+    let out = run(words(&["shell", "stop", "--conversation", &id])).await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        texts(&out).1.contains("the hidden shell is free: nothing to stop"),
+        "{}",
+        texts(&out).1
+    );
+
+    let unknown = "6f1c1e9e-4c1d-4bb5-9f6e-0c8f9c7d2a11";
+    let out = run(words(&["shell", "--conversation", unknown])).await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(texts(&out).1.contains("no such conversation"), "{}", texts(&out).1);
+}

@@ -308,6 +308,9 @@ async fn a_hidden_password_prompt_is_answered_through_input_respond() {
         .unwrap();
     assert_eq!(status["busy"]["call_id"], "call_pw");
     assert_eq!(status["busy"]["input"], "hidden");
+    // The program's prompt from the live screen, and who let the call run as the user.
+    assert_eq!(status["busy"]["prompt"], "Password:", "{status}");
+    assert_eq!(status["busy"]["approved_by"], "full_mode", "{status}");
 
     // A manual answer is fine for this command; an answer of the wrong kind is not.
     let wrong = json!({"conversation_id": conversation, "call_id": "call_pw", "text": "x", "input": "visible"});

@@ -6,6 +6,7 @@
 //! - [`login`]: `efr login --api-key` (admin.login_api_key) and `efr logout` (admin.logout).
 //! - [`sandbox`]: `efr sandbox check` (admin.sandbox_check).
 //! - [`diff`]: `efr diff` (conversation.diff).
+//! - [`shell`]: `efr shell [status]` and `efr shell stop [--close]` (shell.status, shell.interrupt).
 //!
 //! efrd's errors print `efr: <message>` and exit 1; an efrd that cannot be reached exits 2 with how to start it.
 
@@ -14,6 +15,7 @@ pub mod diff;
 pub mod login;
 pub mod models;
 pub mod sandbox;
+pub mod shell;
 pub mod status;
 
 use std::process::ExitCode;

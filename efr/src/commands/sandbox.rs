@@ -7,7 +7,9 @@
 //!   FAIL  contained_run    not checked: bubblewrap is not installed
 //! ```
 //!
-//! An efrd that does not serve the method yet answers `invalid ... does not serve`; efr says so in its own words.
+//! The exit status tells scripts the answer: 0 when the sandbox is available, 1 when it is not (with `--json` too),
+//! so `efr sandbox check && ...` runs only where auto mode can contain calls. An efrd that does not serve the method
+//! yet answers `invalid ... does not serve`; efr says so in its own words.
 
 use std::fmt::Write as _;
 use std::process::ExitCode;
@@ -19,21 +21,31 @@ use serde_json::json;
 use super::{read, status::sandbox_line};
 use crate::report;
 
-/// Runs `efr sandbox check`.
+/// The exit code of a check: 0 when the sandbox is available, 1 when it is not.
+#[must_use]
+pub fn exit_code(check: &AdminSandboxCheckResult) -> ExitCode {
+    if check.sandbox.available {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(report::FAILED)
+    }
+}
+
+/// Runs `efr sandbox check`; exits 1 when the sandbox is not available (see the module doc).
 pub async fn check(json: bool) -> ExitCode {
     let client = match report::connect(None).await {
         Ok(client) => client,
         Err(code) => return code,
     };
     match client.call_value("admin.sandbox_check", json!({})).await {
-        Ok(result) if json => {
-            crate::out::println(&result.to_string());
-            ExitCode::SUCCESS
-        }
         Ok(result) => match read::<AdminSandboxCheckResult>("admin.sandbox_check", &result) {
             Ok(check) => {
-                crate::out::print(&render(&check));
-                ExitCode::SUCCESS
+                if json {
+                    crate::out::println(&result.to_string());
+                } else {
+                    crate::out::print(&render(&check));
+                }
+                exit_code(&check)
             }
             Err(message) => {
                 eprintln!("efr: {message}");
@@ -71,7 +83,9 @@ pub fn render(check: &AdminSandboxCheckResult) -> String {
         } else {
             ("FAIL", probe.reason.as_deref().unwrap_or("no reason given"))
         };
-        let _ = writeln!(out, "  {mark}  {name:<16} {why}");
+        // A probe that passed without a detail has no reason column (no trailing blanks).
+        let line = format!("  {mark}  {name:<16} {why}");
+        let _ = writeln!(out, "{}", line.trim_end());
     }
     out
 }
@@ -109,5 +123,18 @@ mod tests {
         assert!(out.contains("landlock ABI 6"), "{out}");
         assert!(out.contains("bubblewrap 0.8.0"), "{out}");
         assert!(!out.contains("FAIL"), "{out}");
+        assert!(out.lines().all(|l| l == l.trim_end()), "no trailing blanks: {out:?}");
+    }
+
+    #[test]
+    fn only_an_available_sandbox_exits_0() {
+        assert_eq!(
+            exit_code(&fixture("admin_sandbox_check_result.json")),
+            ExitCode::SUCCESS
+        );
+        assert_eq!(
+            exit_code(&fixture("admin_sandbox_check_result_unavailable.json")),
+            ExitCode::from(report::FAILED)
+        );
     }
 }

@@ -5,21 +5,26 @@
 //! providers:
 //!   openai-api     active  api key sk-proj-...a1b2
 //!   anthropic-api          not logged in
-//! models: openai-api's catalog from backend
+//! models: openai-api's catalog, fetched from the provider
 //! sandbox: available · landlock ABI 6 · proxy · bus proxy
 //! config: /home/u/.config/efr/config.toml
 //! ```
 //!
-//! When no provider has a login, a last line says how to log in.
+//! When no provider has a login, a last line says how to log in, unless the active provider is openai-compat: a
+//! local OpenAI-compatible server (llama.cpp, Ollama) often needs no key, and admin.status cannot tell whether this
+//! one does, so its row says neutrally "no key stored" rather than "not logged in" (R-report 12).
 
 use std::fmt::Write as _;
 use std::process::ExitCode;
 
-use efr_protocol::wire::{AdminStatusResult, LoginKind, SandboxStatus};
+use efr_protocol::wire::{AdminStatusResult, Catalog, CatalogOrigin, LoginKind, SandboxStatus};
 use serde_json::json;
 
 use super::{human_secs, read, run_unary};
 use crate::report::LOGIN_HINT;
+
+/// The provider that may need no key (an OpenAI-compatible server such as llama.cpp or Ollama).
+const COMPAT: &str = "openai-compat";
 
 /// Runs `efr status`.
 pub async fn run(json: bool) -> ExitCode {
@@ -49,6 +54,7 @@ pub fn render(status: &AdminStatusResult) -> String {
             (Some(LoginKind::ApiKey), Some(hint)) => format!("api key {hint}"),
             (Some(LoginKind::ApiKey), None) => "api key".to_owned(),
             (Some(LoginKind::Subscription), _) => "subscription".to_owned(),
+            (None, _) if provider.provider == COMPAT => "no key stored".to_owned(),
             (None, _) => "not logged in".to_owned(),
         };
         let refused = provider
@@ -59,18 +65,7 @@ pub fn render(status: &AdminStatusResult) -> String {
         let _ = writeln!(out, "  {:<14} {active:<7} {login}{refused}", provider.provider);
     }
     if let Some(catalog) = &status.catalog {
-        let origin = serde_json::to_value(catalog.origin)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_owned))
-            .unwrap_or_default();
-        match &catalog.provider {
-            Some(provider) => {
-                let _ = writeln!(out, "models: {provider}'s catalog from {origin}");
-            }
-            None => {
-                let _ = writeln!(out, "models: catalog from {origin}");
-            }
-        }
+        let _ = writeln!(out, "models: {}", catalog_words(catalog));
     }
     if let Some(sandbox) = &status.sandbox {
         let _ = writeln!(out, "sandbox: {}", sandbox_line(sandbox));
@@ -82,10 +77,30 @@ pub fn render(status: &AdminStatusResult) -> String {
             let _ = writeln!(out, "  last reload failed: {}", error.message);
         }
     }
-    if !status.providers.iter().any(|p| p.login.is_some()) {
+    let compat_active = status.providers.iter().any(|p| p.active && p.provider == COMPAT);
+    if !compat_active && !status.providers.iter().any(|p| p.login.is_some()) {
         let _ = writeln!(out, "no provider is logged in; {LOGIN_HINT}");
     }
     out
+}
+
+/// Where the model catalog came from, in words: `openai-api's catalog, fetched from the provider`, `... from the
+/// cache of an earlier fetch`, `... built into efr`, or `no model catalog yet` (origin `missing`).
+#[must_use]
+pub fn catalog_words(catalog: &Catalog) -> String {
+    let whose = catalog
+        .provider
+        .as_ref()
+        .map_or_else(|| "the catalog".to_owned(), |p| format!("{p}'s catalog"));
+    match catalog.origin {
+        CatalogOrigin::Backend => format!("{whose}, fetched from the provider"),
+        CatalogOrigin::Cache => format!("{whose}, from the cache of an earlier fetch"),
+        CatalogOrigin::Builtin => format!("{whose}, built into efr"),
+        CatalogOrigin::Missing => match &catalog.provider {
+            Some(provider) => format!("no model catalog yet for {provider}"),
+            None => "no model catalog yet".to_owned(),
+        },
+    }
 }
 
 /// One line for a sandbox status: available with its layers, or unavailable with why.
@@ -132,6 +147,37 @@ mod tests {
             assert!(out.contains(&provider.provider), "{out}");
         }
         assert!(out.contains("sandbox: "), "{out}");
+    }
+
+    #[test]
+    fn openai_compat_without_a_key_reads_naturally() {
+        let status: AdminStatusResult = serde_json::from_value(json!({
+            "version": "0.0.6", "pid": 7, "uptime_secs": 5,
+            "providers": [{"provider": "openai-api"}, {"provider": "openai-compat", "active": true}],
+            "catalog": {"provider": "openai-compat", "origin": "missing"}
+        }))
+        .unwrap();
+        let out = render(&status);
+        assert!(out.contains("openai-compat  active  no key stored\n"), "{out}");
+        assert!(out.contains("openai-api             not logged in\n"), "{out}");
+        assert!(
+            out.contains("models: no model catalog yet for openai-compat\n"),
+            "{out}"
+        );
+        assert!(!out.contains("catalog from"), "{out}");
+        assert!(
+            !out.contains("no provider is logged in"),
+            "a local server may need no key: {out}"
+        );
+    }
+
+    #[test]
+    fn a_catalog_says_where_it_came_from() {
+        let catalog: Catalog = serde_json::from_value(json!({"provider": "openai-api", "origin": "backend"})).unwrap();
+        assert_eq!(
+            catalog_words(&catalog),
+            "openai-api's catalog, fetched from the provider"
+        );
     }
 
     #[test]

@@ -1,8 +1,8 @@
 //! The words for each part of a turn, shared by the plain transcript and the terminal view: a call's title, its
-//! end, its output tail, its changes, and the usage line.
+//! end, its output tail, its changes, the usage line, a mode fallback, and the program's prompt of an input wait.
 
 use efr_protocol::events::{CallStatus, ToolCallCompleted, ToolCallStarted};
-use efr_protocol::wire::{FileChangeKind, FileChanges, TurnSettings, Usage};
+use efr_protocol::wire::{FileChangeKind, FileChanges, Mode, TurnSettings, Usage};
 
 /// How many lines of a call's output a client shows.
 pub const TAIL_LINES: usize = 10;
@@ -123,21 +123,47 @@ pub fn usage_words(usage: &Usage) -> String {
     words
 }
 
-/// `manual · gpt-5 · high` for a turn's settings.
+/// The wire word of a mode (`auto`), `unknown` for a mode this build does not know.
 #[must_use]
-pub fn settings_words(settings: &TurnSettings) -> String {
-    let mode = serde_json::to_value(settings.mode)
+pub fn mode_word(mode: Mode) -> String {
+    serde_json::to_value(mode)
         .ok()
         .and_then(|v| v.as_str().map(str::to_owned))
-        .unwrap_or_else(|| "unknown".to_owned());
-    let mut words = format!("{mode} · {}", settings.model);
+        .unwrap_or_else(|| "unknown".to_owned())
+}
+
+/// `manual · gpt-5 · high` for a turn's settings (the mode it runs with; see [`fallback_words`] for why it may
+/// differ from the one asked for).
+#[must_use]
+pub fn settings_words(settings: &TurnSettings) -> String {
+    let mut words = format!("{} · {}", mode_word(settings.mode), settings.model);
     if let Some(effort) = &settings.effort {
         words.push_str(&format!(" · {effort}"));
     }
-    if let Some(fallback) = &settings.fallback {
-        words.push_str(&format!(" (asked for another mode: {})", fallback.reason));
-    }
     words
+}
+
+/// `auto is unavailable here, running as cautious: <reason>` when the turn runs with a lesser mode than it asked
+/// for (turn_started `settings.fallback`, spec "mode_fallback"); `None` when it runs as asked.
+#[must_use]
+pub fn fallback_words(settings: &TurnSettings) -> Option<String> {
+    settings.fallback.as_ref().map(|fallback| {
+        format!(
+            "{} is unavailable here, running as {}: {}",
+            mode_word(fallback.asked),
+            mode_word(settings.mode),
+            fallback.reason
+        )
+    })
+}
+
+/// The program's prompt from a pty row (shell.status `busy.prompt`): trailing blanks and control characters
+/// dropped; `None` when nothing is left (a blank row tells the user nothing).
+#[must_use]
+pub fn prompt_row(row: Option<&str>) -> Option<String> {
+    let row: String = row?.chars().filter(|c| !c.is_control()).collect();
+    let row = row.trim_end();
+    (!row.trim_start().is_empty()).then(|| row.to_owned())
 }
 
 #[cfg(test)]
@@ -227,6 +253,30 @@ mod tests {
                 "... 2 more files"
             ]
         );
+    }
+
+    #[test]
+    fn a_fallback_says_which_mode_is_unavailable_and_why() {
+        let settings: TurnSettings = serde_json::from_value(json!({
+            "mode": "cautious", "model": "gpt-5", "effort": "medium",
+            "fallback": {"asked": "auto", "reason": "bubblewrap is not installed at /nonexistent/bwrap"}
+        }))
+        .unwrap();
+        assert_eq!(settings_words(&settings), "cautious · gpt-5 · medium");
+        assert_eq!(
+            fallback_words(&settings).unwrap(),
+            "auto is unavailable here, running as cautious: bubblewrap is not installed at /nonexistent/bwrap"
+        );
+        let plain: TurnSettings = serde_json::from_value(json!({"mode": "full", "model": "gpt-5"})).unwrap();
+        assert_eq!(fallback_words(&plain), None);
+    }
+
+    #[test]
+    fn a_prompt_row_keeps_its_text_and_drops_blanks() {
+        assert_eq!(prompt_row(Some("Continue? [y/N] ")).as_deref(), Some("Continue? [y/N]"));
+        assert_eq!(prompt_row(Some("  > \u{1b}")).as_deref(), Some("  >"));
+        assert_eq!(prompt_row(Some("   ")), None);
+        assert_eq!(prompt_row(None), None);
     }
 
     #[test]

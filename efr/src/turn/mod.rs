@@ -39,7 +39,7 @@
 //! `queued behind the running turn` before the turn starts: a notice on stderr with a terminal or `--json`, a
 //! transcript line on stdout in the plain form.
 
-mod describe;
+pub(crate) mod describe;
 mod keys;
 mod markdown;
 mod plain;
@@ -54,12 +54,12 @@ use std::time::Duration;
 use efr_protocol::ErrorCode;
 use efr_protocol::events::{Event, EventBody};
 use efr_protocol::frame::ServerFrame;
-use efr_protocol::ids::{CommandId, ConversationId, TurnId};
+use efr_protocol::ids::{CallId, CommandId, ConversationId, TurnId};
 use efr_protocol::secret::SecretText;
 use efr_protocol::wire::{
     ApprovalDecision, ApprovalRespondParams, ConversationSubscribeParams, ConversationsListParams,
     ConversationsListResult, InputRespondParams, InputWait, Mode, PromptSendParams, PromptSendResult, PromptSettings,
-    TurnInterruptParams,
+    ShellStatusParams, ShellStatusResult, TurnInterruptParams,
 };
 use serde_json::Value;
 use tokio::signal::unix::{SignalKind, signal};
@@ -375,6 +375,16 @@ impl Session {
             self.calls.insert(call.call_id.0.clone(), describe::call_title(call));
         }
         let ours = self.ours(event);
+        // An input wait is asked with the program's own prompt (R-report 5): efrd's events do not carry it, the
+        // hidden shell's status does.
+        let prompt = match &event.body {
+            EventBody::ToolCallInputChanged(wait) if ours && wait.input != InputWait::None => {
+                let prompt = self.input_prompt(&wait.call_id).await;
+                self.view.prompt(wait.call_id.as_str(), prompt.clone());
+                prompt
+            }
+            _ => None,
+        };
         if ours {
             self.view.event(event, raw);
         }
@@ -393,7 +403,7 @@ impl Session {
                 EventBody::ApprovalRequested(question) => Some(Ask::approval(question, raw)),
                 EventBody::ToolCallInputChanged(wait) if ours => {
                     let title = self.calls.get(wait.call_id.as_str()).cloned().unwrap_or_default();
-                    Ask::input(wait, &title)
+                    Ask::input(wait, &title, prompt.as_deref())
                 }
                 _ => None,
             };
@@ -427,6 +437,20 @@ impl Session {
             self.view.resume("");
         }
         Step::Exit(ExitCode::from(code))
+    }
+
+    /// The program's prompt of `call_id`'s input wait: the pty row with the cursor, from shell.status, while that
+    /// call holds the hidden shell and waits. `None` when it does not, or when shell.status fails: the prompt is a
+    /// help to the question, which is asked either way.
+    async fn input_prompt(&self, call_id: &CallId) -> Option<String> {
+        let params = ShellStatusParams {
+            conversation_id: self.conversation_id,
+        };
+        let status: ShellStatusResult = self.client.call("shell.status", &params).await.ok()?;
+        let busy = status
+            .busy
+            .filter(|busy| busy.call_id == *call_id && busy.input != InputWait::None)?;
+        describe::prompt_row(busy.prompt.as_deref())
     }
 
     /// Without a terminal on stdin efr cannot ask: an approval of this turn is denied (the turn goes on without

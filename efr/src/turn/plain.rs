@@ -5,13 +5,15 @@
 //!
 //! ```text
 //! queued behind the running turn           before all else, when another turn of the conversation runs
-//! turn started · manual · gpt-5            turn_started, with the mode, the model and the effort
+//! turn started · manual · gpt-5            turn_started, with the mode, the model and the effort; then, when
+//! auto is unavailable here, running as ...  the turn runs with a lesser mode than asked for, which and why
 //! assistant: The test fails because ...    assistant_message_completed: the whole message; its further lines
 //!   indented by two spaces                 are indented by two spaces
 //! $ cargo test                             tool_call_started of a shell call
 //! patch: update src/lib.rs                 tool_call_started of apply_patch (the files of the patch)
-//! input: waiting for hidden input          tool_call_input_changed (visible: "waiting for input"; none: "no
-//!                                          longer waiting")
+//! input: waiting for input: Continue? [y/N] tool_call_input_changed, with the program's prompt when shell.status
+//!                                          gives it (hidden: "waiting for hidden input"; none: "no longer
+//!                                          waiting")
 //!     test result: ok. 3 passed            tool_call_completed: the last 10 lines of the output, indented by 4
 //! exit 0                                   then the end: exit N, ok, failed, denied, refused: ..., still running
 //! changes: +1 -1 src/lib.rs                then one line per changed file
@@ -34,7 +36,7 @@ use std::io::Write;
 use efr_protocol::events::{Event, EventBody};
 use efr_protocol::wire::{ApprovalDecision, InputWait};
 
-use super::describe::{call_end, call_title, change_lines, output_tail, settings_words, usage_words};
+use super::describe::{call_end, call_title, change_lines, fallback_words, output_tail, settings_words, usage_words};
 
 /// Writes the plain transcript to stdout.
 #[derive(Debug, Default)]
@@ -43,6 +45,8 @@ pub struct PlainView {
     partial: BTreeMap<u32, String>,
     /// The calls seen, by id: whether each is an apply_patch (its output is not shown when it went well).
     patches: BTreeMap<String, bool>,
+    /// The program's prompt of each call's input wait, by call id (set by [`Self::prompt`] before the event).
+    prompts: BTreeMap<String, String>,
 }
 
 /// The lines of `text` after a first-line prefix, further lines indented by two spaces (blank lines stay empty).
@@ -69,11 +73,21 @@ fn decision_word(decision: ApprovalDecision) -> &'static str {
 }
 
 impl PlainView {
+    /// Sets the program's prompt (the pty row with the cursor) of `call_id`'s input wait, shown on its `input:` line.
+    pub fn prompt(&mut self, call_id: &str, prompt: Option<String>) {
+        match prompt {
+            Some(prompt) => self.prompts.insert(call_id.to_owned(), prompt),
+            None => self.prompts.remove(call_id),
+        };
+    }
+
     /// The transcript lines of one event.
     pub fn lines(&mut self, event: &Event) -> Vec<String> {
         match &event.body {
             EventBody::TurnStarted(started) => match &started.settings {
-                Some(settings) => vec![format!("turn started · {}", settings_words(settings))],
+                Some(settings) => std::iter::once(format!("turn started · {}", settings_words(settings)))
+                    .chain(fallback_words(settings))
+                    .collect(),
                 None => vec!["turn started".to_owned()],
             },
             EventBody::AssistantMessageUpdated(update) => {
@@ -88,12 +102,18 @@ impl PlainView {
                 self.patches.insert(call.call_id.0.clone(), call.tool == "apply_patch");
                 vec![call_title(call)]
             }
-            EventBody::ToolCallInputChanged(wait) => vec![match wait.input {
-                InputWait::Hidden => "input: waiting for hidden input".to_owned(),
-                InputWait::Visible if wait.looks_secret => "input: waiting for input that looks secret".to_owned(),
-                InputWait::Visible => "input: waiting for input".to_owned(),
-                InputWait::None => "input: no longer waiting".to_owned(),
-            }],
+            EventBody::ToolCallInputChanged(wait) => {
+                let what = match wait.input {
+                    InputWait::Hidden => "input: waiting for hidden input",
+                    InputWait::Visible if wait.looks_secret => "input: waiting for input that looks secret",
+                    InputWait::Visible => "input: waiting for input",
+                    InputWait::None => return vec!["input: no longer waiting".to_owned()],
+                };
+                vec![match self.prompts.get(wait.call_id.as_str()) {
+                    Some(prompt) => format!("{what}: {prompt}"),
+                    None => what.to_owned(),
+                }]
+            }
             EventBody::ToolCallCompleted(done) => {
                 let patch = self.patches.get(done.call_id.as_str()).copied().unwrap_or(false);
                 let mut lines = Vec::new();
@@ -218,6 +238,27 @@ mod tests {
                 "turn completed · 1234 in / 56 out",
             ]
         );
+    }
+
+    #[test]
+    fn an_input_wait_shows_the_programs_prompt_and_a_fallback_says_why() {
+        let mut view = PlainView::default();
+        let started = event(
+            &json!({"kind": "turn_started", "settings": {"mode": "cautious", "model": "gpt-5",
+            "fallback": {"asked": "auto", "reason": "bubblewrap is not installed"}}}),
+        );
+        assert_eq!(
+            view.lines(&started),
+            [
+                "turn started · cautious · gpt-5",
+                "auto is unavailable here, running as cautious: bubblewrap is not installed"
+            ]
+        );
+        view.prompt("c1", Some("Continue? [y/N]".to_owned()));
+        let wait = event(&json!({"kind": "tool_call_input_changed", "call_id": "c1", "input": "visible"}));
+        assert_eq!(view.lines(&wait), ["input: waiting for input: Continue? [y/N]"]);
+        view.prompt("c1", None);
+        assert_eq!(view.lines(&wait), ["input: waiting for input"]);
     }
 
     #[test]

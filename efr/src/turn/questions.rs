@@ -60,19 +60,25 @@ impl Ask {
         }
     }
 
-    /// The question of an input wait, or `None` for a wait that ended (`none`).
+    /// The question of an input wait, or `None` for a wait that ended (`none`). `prompt` is the program's own
+    /// prompt (the pty row that holds the cursor, from shell.status): shown on the answer's line, so the user sees
+    /// what is asked before typing (`Continue? [y/N] `); without it the line is only the command's title.
     #[must_use]
-    pub fn input(wait: &ToolCallInputChanged, title: &str) -> Option<Self> {
+    pub fn input(wait: &ToolCallInputChanged, title: &str, prompt: Option<&str>) -> Option<Self> {
         let (input, hidden) = match wait.input {
             InputWait::Hidden => (AnswerInput::Hidden, true),
             InputWait::Visible => (AnswerInput::Visible, wait.looks_secret),
             InputWait::None => return None,
         };
         let shown = if hidden { "hidden input, not shown" } else { "input" };
+        let text = match prompt {
+            Some(prompt) => format!("{title} waits for {shown}:\n  {prompt} "),
+            None => format!("{title} waits for {shown}: "),
+        };
         Some(Self {
             call_id: wait.call_id.0.clone(),
             kind: AskKind::Input { input, hidden },
-            text: format!("{title} waits for {shown}: "),
+            text,
         })
     }
 }
@@ -191,7 +197,7 @@ mod tests {
     fn a_wait_that_looks_secret_is_hidden_but_answered_as_visible() {
         let wait: ToolCallInputChanged =
             serde_json::from_value(json!({"call_id": "c1", "input": "visible", "looks_secret": true})).unwrap();
-        let ask = Ask::input(&wait, "$ sudo ls").unwrap();
+        let ask = Ask::input(&wait, "$ sudo ls", None).unwrap();
         assert_eq!(
             ask.kind,
             AskKind::Input {
@@ -200,7 +206,16 @@ mod tests {
             }
         );
         let none: ToolCallInputChanged = serde_json::from_value(json!({"call_id": "c1", "input": "none"})).unwrap();
-        assert_eq!(Ask::input(&none, "$ x"), None);
+        assert_eq!(Ask::input(&none, "$ x", Some("Password:")), None);
+    }
+
+    #[test]
+    fn the_programs_prompt_is_on_the_answers_line() {
+        let wait: ToolCallInputChanged = serde_json::from_value(json!({"call_id": "c1", "input": "visible"})).unwrap();
+        let ask = Ask::input(&wait, "$ ./rm-all", Some("Continue? [y/N]")).unwrap();
+        assert_eq!(ask.text, "$ ./rm-all waits for input:\n  Continue? [y/N] ");
+        let ask = Ask::input(&wait, "$ ./rm-all", None).unwrap();
+        assert_eq!(ask.text, "$ ./rm-all waits for input: ");
     }
 
     #[test]

@@ -13,7 +13,9 @@ use efr_protocol::events::{Event, EventBody};
 use efr_protocol::wire::{ApprovalDecision, InputWait};
 use termimad::MadSkin;
 
-use super::describe::{call_end, call_ok, call_title, change_lines, output_tail, settings_words, usage_words};
+use super::describe::{
+    call_end, call_ok, call_title, change_lines, fallback_words, output_tail, settings_words, usage_words,
+};
 use super::markdown::{self, Blocks};
 
 const BOLD: &str = "\x1b[1m";
@@ -132,6 +134,9 @@ impl TermView {
             EventBody::TurnStarted(started) => {
                 if let Some(settings) = &started.settings {
                     self.print(&format!("{DIM}{}{RESET}", settings_words(settings)));
+                    if let Some(fallback) = fallback_words(settings) {
+                        self.print(&format!("{YELLOW}{fallback}{RESET}"));
+                    }
                 }
             }
             EventBody::AssistantMessageUpdated(update) => {

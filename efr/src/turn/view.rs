@@ -35,6 +35,14 @@ impl View {
         }
     }
 
+    /// Sets the program's prompt of `call_id`'s input wait, for the plain transcript's `input:` line (the terminal
+    /// shows it in the question instead, and `--json` shows efrd's events as they are).
+    pub fn prompt(&mut self, call_id: &str, prompt: Option<String>) {
+        if let Self::Plain(view) = self {
+            view.prompt(call_id, prompt);
+        }
+    }
+
     /// Shows a question; the answer is typed on the same line.
     pub fn ask(&mut self, text: &str) {
         match self {

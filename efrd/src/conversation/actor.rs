@@ -210,9 +210,7 @@ impl Actor {
                     let _ = reply.send(self.input_respond(*params).await);
                 }
                 Command::ShellStatus { reply } => {
-                    let _ = reply.send(ShellStatusResult {
-                        busy: self.shell_call.busy(),
-                    });
+                    let _ = reply.send(self.shell_status().await);
                 }
                 Command::ShellInterrupt { params, reply } => {
                     let _ = reply.send(self.shell_interrupt(*params).await);

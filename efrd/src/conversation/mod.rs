@@ -20,7 +20,7 @@ pub mod preamble;
 pub mod recovery;
 pub mod rows;
 mod settings;
-mod shell;
+pub(crate) mod shell;
 pub mod watch;
 
 use std::collections::HashMap;

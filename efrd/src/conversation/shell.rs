@@ -4,11 +4,15 @@
 //! The actor feeds every committed event to [`ShellCall::observe`]: `tool_call_started` of a shell call opens the
 //! call, `tool_call_input_changed` and `shell_command_input_changed` set its wait, `tool_call_completed` closes it
 //! unless the command was left running, and `shell_command_ended` closes a command left running. So the state is the
-//! log's, and an answer after the call's end is `not_found`, as the spec says.
+//! log's, and an answer after the call's end is `not_found`, as the spec says. Who let the call run outside the
+//! sandbox (`approved_by`) follows from the turn's mode and its approval; the program's prompt from the events that
+//! carry one (the live screen's row is the actor's to add, see [`ShellCall::busy`]).
 
 use efr_protocol::events::{Event, EventBody};
 use efr_protocol::ids::{CallId, Timestamp};
-use efr_protocol::wire::{AnswerInput, InputRespondParams, InputWait, Launch, ShellBusy};
+use efr_protocol::wire::{
+    AnswerInput, ApprovalDecision, ApprovedBy, InputRespondParams, InputWait, Launch, Mode, ShellBusy,
+};
 use efr_protocol::{ErrorBody, ErrorCode};
 
 use crate::tools::spec::SHELL;
@@ -17,6 +21,22 @@ use crate::tools::spec::SHELL;
 #[derive(Debug, Default)]
 pub struct ShellCall {
     open: Option<OpenCall>,
+    /// The mode of the newest turn (turn_started), for `approved_by`.
+    mode: Option<Mode>,
+}
+
+/// Who let a shell call run outside the sandbox (shell_command_detached's and shell.status's `approved_by`):
+/// `you` when the user allowed it at an approval question, `full_mode` when full mode ran it without one; `None`
+/// for a contained call and for one that ran without a question in another mode (cautious runs read-only commands
+/// as they are). `your_rule` and `reviewer` wait for saved rules and the reviewer.
+#[must_use]
+pub fn approved_by(mode: Mode, contained: bool, allowed_by_user: bool) -> Option<ApprovedBy> {
+    match (contained, allowed_by_user, mode) {
+        (true, _, _) => None,
+        (false, true, _) => Some(ApprovedBy::You),
+        (false, false, Mode::Full) => Some(ApprovedBy::FullMode),
+        (false, false, _) => None,
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -29,13 +49,19 @@ struct OpenCall {
     input: InputWait,
     looks_secret: bool,
     left_running: bool,
+    prompt: Option<String>,
+    approved_by: Option<ApprovedBy>,
 }
 
 impl ShellCall {
     /// Follows one committed event.
     pub fn observe(&mut self, event: &Event) {
         match &event.body {
+            EventBody::TurnStarted(started) => {
+                self.mode = started.settings.as_ref().map(|s| s.mode);
+            }
             EventBody::ToolCallStarted(started) if started.tool == SHELL => {
+                let contained = matches!(started.launch, Some(Launch::Contained { .. }));
                 let command = started
                     .input
                     .get("command")
@@ -46,11 +72,29 @@ impl ShellCall {
                     command: command.chars().take(200).collect(),
                     since: event.at,
                     manual_input: started.manual_input,
-                    contained: matches!(started.launch, Some(Launch::Contained { .. })),
+                    contained,
                     input: InputWait::None,
                     looks_secret: false,
                     left_running: false,
+                    prompt: None,
+                    approved_by: self.mode.and_then(|mode| approved_by(mode, contained, false)),
                 });
+            }
+            EventBody::ApprovalResolved(resolved)
+                if matches!(
+                    resolved.decision,
+                    ApprovalDecision::Allow | ApprovalDecision::AllowAlways
+                ) =>
+            {
+                if let Some(open) = self.open.as_mut().filter(|o| o.call_id == resolved.call_id) {
+                    open.approved_by = approved_by(self.mode.unwrap_or(Mode::Manual), open.contained, true);
+                }
+            }
+            EventBody::ShellCommandDetached(detached) => {
+                if let Some(open) = self.open.as_mut().filter(|o| o.call_id == detached.call_id) {
+                    open.prompt.clone_from(&detached.prompt);
+                    open.approved_by = detached.approved_by.or(open.approved_by);
+                }
             }
             EventBody::ToolCallInputChanged(changed) => {
                 if let Some(open) = self.open.as_mut().filter(|o| o.call_id == changed.call_id) {
@@ -62,6 +106,7 @@ impl ShellCall {
                 if let Some(open) = self.open.as_mut().filter(|o| o.call_id == changed.call_id) {
                     open.input = changed.input;
                     open.looks_secret = changed.looks_secret;
+                    open.prompt.clone_from(&changed.prompt);
                 }
             }
             EventBody::ToolCallCompleted(completed) => {
@@ -80,7 +125,9 @@ impl ShellCall {
         }
     }
 
-    /// shell.status's `busy`: the call that holds the shell, absent when the shell is free.
+    /// shell.status's `busy`: the call that holds the shell, absent when the shell is free. Its `prompt` is the one
+    /// the last event gave, only while the command waits for input (a row of output is no prompt); the actor
+    /// replaces it with the live screen's row.
     #[must_use]
     pub fn busy(&self) -> Option<ShellBusy> {
         self.open.as_ref().map(|o| ShellBusy {
@@ -90,8 +137,8 @@ impl ShellCall {
             contained: o.contained,
             input: o.input,
             looks_secret: o.looks_secret,
-            prompt: None,
-            approved_by: None,
+            prompt: o.prompt.clone().filter(|_| o.input != InputWait::None),
+            approved_by: o.approved_by,
         })
     }
 
@@ -136,5 +183,86 @@ impl ShellCall {
     #[must_use]
     pub fn holds(&self, call_id: &CallId) -> bool {
         self.open.as_ref().is_some_and(|o| &o.call_id == call_id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use serde_json::json;
+
+    fn feed(call: &mut ShellCall, body: serde_json::Value) {
+        let mut value = json!({"seq": 1, "at": "2026-11-30T18:00:00.000Z",
+            "conversation_id": "6f1c1e9e-4c1d-4bb5-9f6e-0c8f9c7d2a11"});
+        if let serde_json::Value::Object(members) = body {
+            for (k, v) in members {
+                value[k] = v;
+            }
+        }
+        call.observe(&serde_json::from_value(value).unwrap());
+    }
+
+    fn start(call: &mut ShellCall, mode: &str, launch: &serde_json::Value) {
+        feed(
+            call,
+            json!({"kind": "turn_started", "settings": {"mode": mode, "model": "gpt-5"}}),
+        );
+        feed(
+            call,
+            json!({"kind": "tool_call_started", "call_id": "c1", "tool": "shell",
+                "input": {"command": "sleep 300"}, "launch": launch}),
+        );
+    }
+
+    #[test]
+    fn approved_by_names_who_let_a_call_out_of_the_sandbox() {
+        assert_eq!(approved_by(Mode::Full, false, false), Some(ApprovedBy::FullMode));
+        assert_eq!(approved_by(Mode::Cautious, false, true), Some(ApprovedBy::You));
+        assert_eq!(approved_by(Mode::Auto, false, true), Some(ApprovedBy::You));
+        assert_eq!(approved_by(Mode::Cautious, false, false), None);
+        assert_eq!(approved_by(Mode::Auto, true, false), None);
+        assert_eq!(approved_by(Mode::Full, true, true), None);
+    }
+
+    #[test]
+    fn busy_follows_the_mode_the_approval_and_the_prompt_of_a_wait() {
+        let mut call = ShellCall::default();
+        start(&mut call, "full", &json!({"kind": "direct"}));
+        assert_eq!(call.busy().unwrap().approved_by, Some(ApprovedBy::FullMode));
+
+        let mut call = ShellCall::default();
+        start(&mut call, "cautious", &json!({"kind": "direct"}));
+        assert_eq!(call.busy().unwrap().approved_by, None);
+        feed(
+            &mut call,
+            json!({"kind": "approval_resolved", "call_id": "c1", "decision": "allow"}),
+        );
+        assert_eq!(call.busy().unwrap().approved_by, Some(ApprovedBy::You));
+
+        // Left running: the detach's prompt shows only while the command waits for input.
+        feed(
+            &mut call,
+            json!({"kind": "tool_call_completed", "call_id": "c1", "status": "ok", "output": "",
+            "left_running": true}),
+        );
+        feed(
+            &mut call,
+            json!({"kind": "shell_command_detached", "call_id": "c1", "command": "sleep 300",
+            "since": "2026-11-30T18:00:00.000Z", "contained": false, "input": "none", "prompt": "working..."}),
+        );
+        let busy = call.busy().unwrap();
+        assert_eq!((busy.prompt, busy.approved_by), (None, Some(ApprovedBy::You)));
+        feed(
+            &mut call,
+            json!({"kind": "shell_command_input_changed", "call_id": "c1", "input": "visible",
+            "contained": false, "prompt": "Continue? [y/N] "}),
+        );
+        assert_eq!(call.busy().unwrap().prompt.as_deref(), Some("Continue? [y/N] "));
+        feed(
+            &mut call,
+            json!({"kind": "shell_command_ended", "call_id": "c1", "how": "ended"}),
+        );
+        assert_eq!(call.busy(), None);
     }
 }

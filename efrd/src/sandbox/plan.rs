@@ -176,8 +176,9 @@ mod tests {
         std::fs::create_dir_all(project.join("src")).unwrap();
         // A dotfiles repository at ~/.git.
         std::fs::create_dir(home.join(".git")).unwrap();
-        let home = Some(home.as_path());
-        assert_eq!(project_root(home.unwrap(), home), None);
+        let home_path = home.as_path();
+        let home = Some(home_path);
+        assert_eq!(project_root(home_path, home), None);
         assert_eq!(project_root(&dir.path().join("home"), home), None);
         assert_eq!(project_root(dir.path(), home), None);
         // Below home, the dotfiles repository is not the project: the folder is.

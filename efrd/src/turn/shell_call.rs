@@ -20,7 +20,7 @@ use efr_protocol::events::{
     ToolCallCompleted, ToolCallInputChanged,
 };
 use efr_protocol::ids::{CallId, Timestamp, TurnId};
-use efr_protocol::wire::{Grant, InputWait as WireInputWait, SandboxSummary};
+use efr_protocol::wire::{ApprovedBy, Grant, InputWait as WireInputWait, SandboxSummary};
 
 use super::contained::{self, CallPlan, Outcome};
 use super::snapshots::CallRoots;
@@ -69,6 +69,8 @@ pub struct ShellRequest<'a> {
     pub timeout: Duration,
     /// `Some` (possibly empty) for a contained call.
     pub grants: Option<&'a [Grant]>,
+    /// Who let it run outside the sandbox ([`crate::conversation::shell::approved_by`]); `None` when contained.
+    pub approved_by: Option<ApprovedBy>,
 }
 
 /// Runs a shell call and records its events; returns what the model gets, or `None` when the recorder is gone.
@@ -85,6 +87,7 @@ pub async fn run_shell(
         command,
         timeout,
         grants,
+        approved_by,
     } = request;
     let failed = |output: String| async move {
         let body = failed_completion(call_id, output.clone(), grants.is_some().then(SandboxSummary::default));
@@ -243,7 +246,7 @@ pub async fn run_shell(
             input: wire_wait(wait.kind),
             looks_secret: wait.looks_secret,
             prompt: wait.prompt,
-            approved_by: None,
+            approved_by,
         });
         // Recorded before its end can be: shell_command_ended always comes after shell_command_detached.
         recorder.record_outside_turn(vec![body]).await.ok()?;

@@ -194,6 +194,7 @@ pub async fn run_call(
         Decision::Ask(question) => Some(question.launch.to_wire()),
         Decision::Refuse { .. } => None,
     };
+    let asked = matches!(decision, Decision::Ask(_));
     let manual_input = matches!(&call, ToolCall::Shell { command, .. } if !nested_shell(command));
     let started = EventBody::ToolCallStarted(ToolCallStarted {
         call_id: call_id.clone(),
@@ -239,6 +240,7 @@ pub async fn run_call(
                 command: &command,
                 timeout,
                 grants,
+                approved_by: crate::conversation::shell::approved_by(env.mode, grants.is_some(), asked),
             };
             run_shell(env, recorder, turn_id, &call_id, request, cancel).await
         }

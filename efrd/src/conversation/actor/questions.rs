@@ -1,5 +1,5 @@
 //! The actor's questions and the hidden shell's requests: approval questions (asked by a turn's call, answered by
-//! approval.respond, denied by an interrupt, expired by their limit), input.respond and shell.interrupt.
+//! approval.respond, denied by an interrupt, expired by their limit), input.respond, shell.status and shell.interrupt.
 
 // A part of the actor: its imports and private types.
 use super::*;
@@ -60,6 +60,23 @@ impl Actor {
             .await
             .map_err(|e| ErrorBody::new(ErrorCode::Conflict, format!("the answer could not be written: {e}")))?;
         Ok(InputRespondResult {})
+    }
+
+    /// shell.status: the call that holds the hidden shell, from the log ([`super::super::shell::ShellCall::busy`]),
+    /// with the program's prompt read from the live screen while the command waits for input (an input wait of a
+    /// call inside its turn has no event that carries the prompt).
+    pub(super) async fn shell_status(&self) -> ShellStatusResult {
+        let mut busy = self.shell_call.busy();
+        if let Some(busy) = busy.as_mut().filter(|b| b.input != efr_protocol::wire::InputWait::None) {
+            let shell = self.shell.lock().await.current().cloned();
+            if let Some(shell) = shell
+                && let Ok(status) = shell.status().await
+                && let Some(live) = status.busy
+            {
+                busy.prompt = live.prompt.or(busy.prompt.take());
+            }
+        }
+        ShellStatusResult { busy }
     }
 
     /// shell.interrupt: SIGINT to the command's process group, or with `close` a close of the hidden shell (the next
