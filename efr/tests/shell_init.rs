@@ -292,12 +292,14 @@ fn zsh_comma_sends_the_last_command_its_status_and_the_recent_ones() {
     let session = Session::start("zsh", &[]);
     std::fs::write(session.dir.path().join("faila"), "").unwrap();
     session.type_line("__user_hook() { print USER-HOOK-$? }; precmd_functions+=(__user_hook)");
+    // Options some users set that change how plain zsh code reads; the integration must not depend on them.
+    session.type_line("setopt ksharrays shwordsplit");
     session.type_line(&format!(
         "eval \"$(EFR_SHELL_INIT_EFR={rec} {EFR} shell-init zsh)\"",
         rec = session.recorder().display()
     ));
     session.sync("FIRST");
-    session.type_line("print -r -- HOOKS-${(j:,:)precmd_functions}");
+    session.type_line("print -r -- HOOKS-${(j:,:)precmd_functions[@]}");
     session.wait_line("HOOKS-__user_hook,__efr_precmd");
     session.type_line("(exit 7)");
     session.wait_line("USER-HOOK-7");

@@ -2,6 +2,8 @@
 #   , why did that fail?   asks efr, with the last command, its exit status and the recent commands
 #   ,new [text]            the next , (or this text, at once) starts a new conversation
 # Loading it twice is harmless: add-zsh-hook adds each hook once, after the hooks already there.
+# Each function starts with `emulate -L zsh`: the user's options (ksharrays, shwordsplit, ...) stay the user's, and
+# the code here reads as plain zsh.
 __efr_bin=__EFR_BIN__
 # Loaded again: the state so far stays.
 typeset -g __efr_last_line=${__efr_last_line-} __efr_last_status=${__efr_last_status-0}
@@ -9,16 +11,19 @@ typeset -g __efr_new=${__efr_new-} __efr_pending=${__efr_pending-}
 (( ${+__efr_recent} )) || typeset -ga __efr_recent
 
 __efr_is_comma() {
+    emulate -L zsh
     [[ $1 == "," || $1 == ", "* || $1 == ",new" || $1 == ",new "* ]]
 }
 
 # preexec: the line as typed, before it runs (precmd then pairs it with its status).
 __efr_preexec() {
+    emulate -L zsh
     __efr_pending=x$1
 }
 
 __efr_precmd() {
     local exit_status=$?
+    emulate -L zsh
     # No pending line: an empty line was entered, no command ran.
     if [[ -n $__efr_pending ]]; then
         local line=${__efr_pending#x}
@@ -37,6 +42,7 @@ __efr_precmd() {
 
 # `,` and `,new` are aliases with noglob, so that `, why fail?` sends `fail?` as typed.
 __efr_comma() {
+    emulate -L zsh
     local -a args
     args=(prompt --shell zsh)
     local entry
@@ -54,6 +60,7 @@ __efr_comma() {
 }
 
 __efr_comma_new() {
+    emulate -L zsh
     __efr_new=1
     if (( $# > 0 )); then
         __efr_comma "$@"
