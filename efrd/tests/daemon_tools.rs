@@ -675,3 +675,61 @@ async fn a_turns_changes_and_conversation_diff_match_git_diff() {
     let error = client.call("conversation.diff", json!({})).await.unwrap().unwrap_err();
     assert_eq!(error.code, ErrorCode::Invalid, "{error:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_restart_the_model_still_gets_the_earlier_tool_calls_and_their_outputs() {
+    let home = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let server = model(vec![
+        shell_call("call_echo", "echo from-before-the-restart"),
+        text("it printed"),
+        text("still here"),
+    ])
+    .await;
+    let mut efrd = daemon(home.path(), &server);
+    let mut client = efrd.client().await.unwrap();
+    let sent = prompt_in(&mut client, project.path(), "full", "print it").await;
+    let conversation = sent["conversation_id"].as_str().unwrap().to_owned();
+    let (id, _) = subscribe(&mut client, &conversation, Some(0)).await;
+    let first = events_until(&mut client, id, "turn_completed").await;
+    let last_seq = first.last().unwrap()["seq"].as_u64().unwrap();
+    drop(client);
+
+    efrd.stop(std::time::Duration::from_secs(10)).unwrap();
+    efrd.restart().unwrap();
+    let mut client = efrd.client().await.unwrap();
+    let params = json!({"command_id": command_id(), "conversation_id": conversation, "text": "and now?",
+        "context": {"cwd": project.path()}, "settings": {"mode": "full"}});
+    client.ok("prompt.send", params).await.unwrap();
+    let (id, _) = subscribe(&mut client, &conversation, Some(last_seq)).await;
+    events_until(&mut client, id, "turn_completed").await;
+
+    // The request after the restart holds the call, its output, and the turns around them, in order.
+    let requests = server.requests();
+    let last: Value = requests.last().unwrap().body.clone();
+    let items = last["input"].as_array().unwrap();
+    let call = items
+        .iter()
+        .position(|i| i["type"] == "function_call" && i["call_id"] == "call_echo");
+    let output = items
+        .iter()
+        .position(|i| i["type"] == "function_call_output" && i["call_id"] == "call_echo");
+    let (call, output) = (call.expect("the call"), output.expect("its output"));
+    assert!(call < output, "{last}");
+    assert_eq!(items[call]["name"], "shell");
+    assert!(
+        items[call]["arguments"]
+            .as_str()
+            .unwrap()
+            .contains("from-before-the-restart")
+    );
+    assert!(
+        items[output]["output"]
+            .as_str()
+            .unwrap()
+            .contains("from-before-the-restart"),
+        "{}",
+        items[output]
+    );
+    assert!(last.to_string().contains("it printed") && last.to_string().contains("and now?"));
+}

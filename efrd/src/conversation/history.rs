@@ -1,12 +1,15 @@
 //! The model's view of a conversation, rebuilt from its log, and the conversation's title.
 //!
-//! Only what the log holds can come back after a restart: each started turn's prompt and the assistant's completed
-//! messages. Reasoning carry-overs live in memory only, so the first turn after a restart sends none.
+//! Only what the log holds can come back after a restart: each started turn's prompt, the assistant's completed
+//! messages, and each tool call with its output (the output as clients saw it: bounded the same way, without the
+//! notes efrd adds for the model only). A call whose completion never reached the log (efrd stopped during it) gets
+//! an output that says so, because providers refuse a tool call without one. Reasoning carry-overs live in memory
+//! only, so the first turn after a restart sends none.
 
 use std::collections::HashMap;
 
 use efr_protocol::ErrorBody;
-use efr_protocol::events::{Event, EventBody};
+use efr_protocol::events::{CallStatus, Event, EventBody};
 use efr_protocol::ids::{ConversationId, TurnId};
 
 use super::actor::store_error;
@@ -24,8 +27,7 @@ const TITLE_CHARS: usize = 80;
 /// # Errors
 /// `unavailable` when the store fails; `internal` for an event that does not parse (a corrupt log).
 pub async fn rebuild(store: &Store, id: ConversationId) -> Result<(Vec<HistoryItem>, u64), ErrorBody> {
-    let mut history = Vec::new();
-    let mut prompts: HashMap<TurnId, String> = HashMap::new();
+    let mut history = Rebuild::default();
     let mut last_seq = 0;
     loop {
         let rows = store.events_after(id, last_seq, PAGE).await.map_err(store_error)?;
@@ -34,30 +36,91 @@ pub async fn rebuild(store: &Store, id: ConversationId) -> Result<(Vec<HistoryIt
             last_seq = row.seq;
             let event: Event = serde_json::from_str(&row.body)
                 .map_err(|e| ErrorBody::internal(format!("event {} of {id} does not parse: {e}", row.seq)))?;
-            apply(&mut history, &mut prompts, &event);
+            history.apply(&event);
         }
         if !full {
-            return Ok((history, last_seq));
+            return Ok((history.finish(), last_seq));
         }
     }
 }
 
-fn apply(history: &mut Vec<HistoryItem>, prompts: &mut HashMap<TurnId, String>, event: &Event) {
-    match (&event.body, event.turn_id) {
-        (EventBody::PromptQueued(queued), Some(turn_id)) => {
-            prompts.insert(turn_id, queued.text.clone());
-        }
-        (EventBody::TurnStarted(_), Some(turn_id)) => {
-            if let Some(text) = prompts.remove(&turn_id) {
-                history.push(HistoryItem::UserText { text });
+/// The output of a call whose completion is not in the log.
+pub const LOST_OUTPUT: &str = "the result of this call was lost: efrd stopped while it ran";
+
+/// The history so far while the log is read.
+#[derive(Default)]
+struct Rebuild {
+    history: Vec<HistoryItem>,
+    /// Prompts of queued turns that have not started, by turn.
+    prompts: HashMap<TurnId, String>,
+    /// The call started and not completed yet (calls of a turn run one at a time).
+    open_call: Option<String>,
+}
+
+impl Rebuild {
+    fn apply(&mut self, event: &Event) {
+        match (&event.body, event.turn_id) {
+            (EventBody::PromptQueued(queued), Some(turn_id)) => {
+                self.prompts.insert(turn_id, queued.text.clone());
             }
+            (EventBody::TurnStarted(_), Some(turn_id)) => {
+                if let Some(text) = self.prompts.remove(&turn_id) {
+                    self.push(HistoryItem::UserText { text });
+                }
+            }
+            (EventBody::AssistantMessageCompleted(message), _) => {
+                self.push(HistoryItem::AssistantText {
+                    text: message.text.clone(),
+                });
+            }
+            (EventBody::ToolCallStarted(started), _) => {
+                // The input as the model wrote it: a freeform call's text, else the JSON (a string when the model's
+                // arguments were not JSON).
+                let input = match &started.input {
+                    serde_json::Value::String(text) => text.clone(),
+                    other => other.to_string(),
+                };
+                self.push(HistoryItem::ToolCall {
+                    call_id: started.call_id.0.clone(),
+                    tool: started.tool.clone(),
+                    freeform: started.freeform,
+                    input,
+                });
+                self.open_call = Some(started.call_id.0.clone());
+            }
+            (EventBody::ToolCallCompleted(completed), _) => {
+                if self.open_call.as_deref() == Some(completed.call_id.as_str()) {
+                    self.open_call = None;
+                    self.history.push(HistoryItem::ToolOutput {
+                        call_id: completed.call_id.0.clone(),
+                        output: completed.output.clone(),
+                        is_error: completed.status != CallStatus::Ok,
+                    });
+                }
+            }
+            _ => {}
         }
-        (EventBody::AssistantMessageCompleted(message), _) => {
-            history.push(HistoryItem::AssistantText {
-                text: message.text.clone(),
+    }
+
+    /// Pushes `item` after the output of a call left open (see [`LOST_OUTPUT`]).
+    fn push(&mut self, item: HistoryItem) {
+        self.close_open_call();
+        self.history.push(item);
+    }
+
+    fn close_open_call(&mut self) {
+        if let Some(call_id) = self.open_call.take() {
+            self.history.push(HistoryItem::ToolOutput {
+                call_id,
+                output: LOST_OUTPUT.to_owned(),
+                is_error: true,
             });
         }
-        _ => {}
+    }
+
+    fn finish(mut self) -> Vec<HistoryItem> {
+        self.close_open_call();
+        self.history
     }
 }
 
@@ -75,7 +138,69 @@ pub fn title_of(prompt: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
+    use serde_json::json;
+
+    fn event(turn: Option<&str>, body: serde_json::Value) -> Event {
+        let mut value = json!({"seq": 1, "at": "2026-11-30T18:00:00.000Z",
+            "conversation_id": "6f1c1e9e-4c1d-4bb5-9f6e-0c8f9c7d2a11", "turn_id": turn});
+        if let serde_json::Value::Object(members) = body {
+            for (k, v) in members {
+                value[k] = v;
+            }
+        }
+        serde_json::from_value(value).unwrap()
+    }
+
+    #[test]
+    fn tool_calls_and_their_outputs_come_back_in_order_and_a_lost_one_says_so() {
+        let turn = Some("0b0e6f52-3f59-4d9c-8a83-93b1c3a0a001");
+        let mut rebuild = Rebuild::default();
+        for body in [
+            json!({"kind": "prompt_queued", "text": "run it", "origin": "terminal",
+                "command_id": "6f1c1e9e-4c1d-4bb5-9f6e-0c8f9c7d2a12", "context": {"cwd": "/tmp"},
+                "settings": {"mode": "full", "model": "gpt-5"}}),
+            json!({"kind": "turn_started"}),
+            json!({"kind": "assistant_message_completed", "index": 0, "text": "Running."}),
+            json!({"kind": "tool_call_started", "call_id": "c1", "tool": "shell", "input": {"command": "false"}}),
+            json!({"kind": "tool_call_completed", "call_id": "c1", "status": "failed", "output": "exit 1"}),
+            json!({"kind": "tool_call_started", "call_id": "c2", "tool": "apply_patch", "freeform": true,
+                "input": "*** Begin Patch\n*** End Patch"}),
+        ] {
+            rebuild.apply(&event(turn, body));
+        }
+        let history = rebuild.finish();
+        let expected = vec![
+            HistoryItem::UserText { text: "run it".into() },
+            HistoryItem::AssistantText {
+                text: "Running.".into(),
+            },
+            HistoryItem::ToolCall {
+                call_id: "c1".into(),
+                tool: "shell".into(),
+                freeform: false,
+                input: r#"{"command":"false"}"#.into(),
+            },
+            HistoryItem::ToolOutput {
+                call_id: "c1".into(),
+                output: "exit 1".into(),
+                is_error: true,
+            },
+            HistoryItem::ToolCall {
+                call_id: "c2".into(),
+                tool: "apply_patch".into(),
+                freeform: true,
+                input: "*** Begin Patch\n*** End Patch".into(),
+            },
+            HistoryItem::ToolOutput {
+                call_id: "c2".into(),
+                output: LOST_OUTPUT.into(),
+                is_error: true,
+            },
+        ];
+        assert_eq!(history, expected);
+    }
 
     #[test]
     fn titles_take_the_first_non_empty_line_and_cut_on_characters() {
