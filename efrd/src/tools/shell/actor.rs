@@ -29,6 +29,8 @@ use super::rc;
 use super::screen::Screen;
 use super::waits::{self, InputWait, Sleep};
 
+/// What a run's output says instead of the path of its run file (a shell's syntax error names the file it sources).
+const RUN_FILE_NAME: &str = "command";
 /// How long a write to the terminal may wait for room.
 const WRITE_TIMEOUT: Duration = Duration::from_secs(2);
 /// After an interrupt, how long to wait for the end marker before checking whether the shell sits at its prompt.
@@ -235,7 +237,11 @@ impl Actor {
         let Some(mut active) = self.active.take() else {
             return;
         };
-        let output = self.capture.window.snapshot();
+        let output = self
+            .capture
+            .window
+            .snapshot()
+            .replaced(&active.file.to_string_lossy(), RUN_FILE_NAME);
         self.capture.finish();
         let _ = std::fs::remove_file(&active.file);
         let alive = how.is_none();
@@ -448,7 +454,12 @@ impl Actor {
         };
         if active.answer.is_some() && now >= active.deadline {
             if let Some(answer) = active.answer.take() {
-                let _ = answer.send(Answer::LeftRunning(self.capture.window.snapshot()));
+                let output = self
+                    .capture
+                    .window
+                    .snapshot()
+                    .replaced(&active.file.to_string_lossy(), RUN_FILE_NAME);
+                let _ = answer.send(Answer::LeftRunning(output));
             }
             active.limit_at = self.detached_limit.map(|limit| later(now, limit));
         }

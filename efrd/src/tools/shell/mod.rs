@@ -105,7 +105,11 @@ pub enum ShellError {
         screen: String,
     },
     /// Another run's command holds the shell (also one left running).
-    #[error("the hidden shell is busy with `{command}` (running since {since}); wait for it to end or interrupt it")]
+    #[error(
+        "the hidden shell is busy with `{command}` (running since {}); wait for it to end, or stop it with `efr shell \
+         stop`",
+        since.format("%Y-%m-%d %H:%M:%S UTC")
+    )]
     Busy {
         /// The first 200 characters of the command that holds the shell.
         command: String,

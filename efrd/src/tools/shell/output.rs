@@ -83,6 +83,17 @@ impl RunOutput {
         }
     }
 
+    /// Replaces each `from` in the text with `to`: the path of efr's run file in a shell's own messages (a syntax
+    /// error says `/run/.../run-3: line 1: ...`), which would only puzzle the reader. The totals stay as printed.
+    #[must_use]
+    pub fn replaced(mut self, from: &str, to: &str) -> Self {
+        if !from.is_empty() {
+            self.head = self.head.replace(from, to);
+            self.tail = self.tail.replace(from, to);
+        }
+        self
+    }
+
     /// True when the capture already dropped a middle part (the run printed more than [`CLIENT_OUTPUT_CAP`]).
     pub fn is_truncated(&self) -> bool {
         self.elided_bytes > 0

@@ -79,7 +79,22 @@ both_shells!(
     exit_and_exec_end_the_shell,
     prompt_changes_and_redirects_do_not_lose_markers,
     bad_requests_get_clear_errors,
+    a_syntax_error_names_the_command_not_efrs_run_file,
 );
+
+async fn a_syntax_error_names_the_command_not_efrs_run_file(kind: ShellKind) {
+    let fx = Fixture::new(kind);
+    let shell = fx.start().await;
+    let answer = run(&shell, "echo (").await;
+    let output = answer.output.for_client();
+    assert_ne!(answer.exit_code, Some(0), "{output}");
+    // bash: `bash: command: line 1: syntax error ...`; zsh: `command:1: bad pattern: (`.
+    assert!(output.starts_with("command:") || output.starts_with("bash: command: line 1:"), "{output}");
+    assert!(!output.contains("run-"), "{output}");
+    // The shell goes on.
+    assert_eq!(run(&shell, "echo fine").await.output.for_client(), "fine\n");
+    shell.close().await;
+}
 
 async fn cd_and_export_carry_over(kind: ShellKind) {
     let fx = Fixture::new(kind);
