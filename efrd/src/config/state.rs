@@ -159,6 +159,13 @@ impl ConfigState {
             .map(|k| unknown_key_warning(k))
             .collect();
         new_warnings.extend(warnings(&file).into_iter().filter(|w| !old_warnings.contains(w)));
+        // A removed file is read as an empty one; say so, since "applied" alone reads as the file's content.
+        if !self.path.exists() {
+            new_warnings.push(format!(
+                "{} does not exist: efrd runs with the defaults",
+                self.path.display()
+            ));
+        }
 
         let restart_needed = restart_keys(&inner.boot, &file);
         let mut effective = file.clone();

@@ -66,6 +66,26 @@ fn a_broken_file_at_start_is_an_error() {
 }
 
 #[test]
+fn a_reload_after_the_file_was_removed_applies_the_defaults_and_says_so() {
+    let f = Fixture::new(Some("[permissions]\ndefault_mode = \"auto\"\n"));
+    let (state, _) = ConfigState::load(&f.path).unwrap();
+    std::fs::remove_file(&f.path).unwrap();
+    let outcome = state.reload();
+    assert!(outcome.applied);
+    assert_eq!(
+        outcome.warnings,
+        vec![format!(
+            "{} does not exist: efrd runs with the defaults",
+            f.path.display()
+        )]
+    );
+    assert_eq!(
+        state.current().permissions.default_mode,
+        Config::default().permissions.default_mode
+    );
+}
+
+#[test]
 fn reload_applies_live_keys_and_keeps_the_previous_config_on_error() {
     let f = Fixture::new(Some("[permissions]\ndefault_mode = \"manual\"\n"));
     let (state, _) = ConfigState::load(&f.path).unwrap();

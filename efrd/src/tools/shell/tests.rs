@@ -89,7 +89,10 @@ async fn a_syntax_error_names_the_command_not_efrs_run_file(kind: ShellKind) {
     let output = answer.output.for_client();
     assert_ne!(answer.exit_code, Some(0), "{output}");
     // bash: `bash: command: line 1: syntax error ...`; zsh: `command:1: bad pattern: (`.
-    assert!(output.starts_with("command:") || output.starts_with("bash: command: line 1:"), "{output}");
+    assert!(
+        output.starts_with("command:") || output.starts_with("bash: command: line 1:"),
+        "{output}"
+    );
     assert!(!output.contains("run-"), "{output}");
     // The shell goes on.
     assert_eq!(run(&shell, "echo fine").await.output.for_client(), "fine\n");
