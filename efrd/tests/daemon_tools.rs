@@ -733,3 +733,54 @@ async fn after_a_restart_the_model_still_gets_the_earlier_tool_calls_and_their_o
     );
     assert!(last.to_string().contains("it printed") && last.to_string().contains("and now?"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_left_running_when_efrd_stops_is_recorded_as_closed_after_the_restart() {
+    let home = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let input = json!({"command": "sleep 300", "timeout": 1}).to_string();
+    let long = Reply {
+        events: vec![ReplyEvent::ToolCall(ScriptToolCall {
+            id: "call_long".into(),
+            name: "shell".into(),
+            freeform: false,
+            input: vec![input],
+        })],
+        ..Reply::default()
+    };
+    let server = model(vec![long, text("left it running")]).await;
+    let mut efrd = daemon(home.path(), &server);
+    let mut client = efrd.client().await.unwrap();
+    let sent = prompt_in(&mut client, project.path(), "full", "go").await;
+    let conversation = sent["conversation_id"].as_str().unwrap().to_owned();
+    let (id, _) = subscribe(&mut client, &conversation, Some(0)).await;
+    common::events_through(&mut client, id, "shell_command_detached").await;
+    events_until(&mut client, id, "turn_completed").await;
+    drop(client);
+
+    efrd.kill().unwrap();
+    efrd.restart().unwrap();
+    let mut client = efrd.client().await.unwrap();
+    let (id, _) = subscribe(&mut client, &conversation, Some(0)).await;
+    let events = common::events_through(&mut client, id, "shell_command_ended").await;
+    let ended = events.last().unwrap();
+    assert_eq!(
+        (&ended["call_id"], &ended["how"]),
+        (&json!("call_long"), &json!("closed")),
+        "{ended}"
+    );
+    assert!(ended.get("turn_id").is_none(), "{ended}");
+    let status = client
+        .ok("shell.status", json!({"conversation_id": conversation}))
+        .await
+        .unwrap();
+    assert!(status.get("busy").is_none(), "{status}");
+
+    // Recorded once: after one more restart the log still ends with that end.
+    drop(client);
+    efrd.stop(std::time::Duration::from_secs(10)).unwrap();
+    efrd.restart().unwrap();
+    let mut client = efrd.client().await.unwrap();
+    let (_, snapshot) = subscribe(&mut client, &conversation, None).await;
+    assert_eq!(snapshot.unwrap()["seq"], ended["seq"]);
+}

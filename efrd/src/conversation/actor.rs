@@ -145,7 +145,9 @@ impl Actor {
         }
     }
 
-    /// A conversation from the store: its summary, its last seq and the history its turns left.
+    /// A conversation from the store: its summary, its last seq and the history its turns left. A command that a
+    /// previous efrd left running ended with that efrd's hidden shell: its `shell_command_ended` (how `closed`) is
+    /// recorded now, so that no client shows it running forever.
     pub(super) async fn load(deps: Deps, id: ConversationId) -> Result<Self, ErrorBody> {
         let summary = deps
             .store
@@ -153,11 +155,26 @@ impl Actor {
             .await
             .map_err(store_error)?
             .ok_or_else(|| ErrorBody::new(ErrorCode::NotFound, format!("no conversation {id}")))?;
-        let (history, last_seq) = history::rebuild(&deps.store, id).await?;
+        let rebuilt = history::rebuild(&deps.store, id).await?;
         let mut actor = Self::new(deps, id);
         actor.summary = Some(summary);
-        actor.history = history;
-        actor.last_seq = last_seq;
+        actor.history = rebuilt.history;
+        actor.last_seq = rebuilt.last_seq;
+        if !rebuilt.left_running.is_empty() {
+            let ends = rebuilt
+                .left_running
+                .into_iter()
+                .map(|call_id| {
+                    let ended = efr_protocol::events::ShellCommandEnded {
+                        call_id,
+                        how: efr_protocol::wire::How::Closed,
+                        exit_code: None,
+                    };
+                    (None, EventBody::ShellCommandEnded(ended))
+                })
+                .collect();
+            actor.commit(ends, None).await.map_err(ErrorBody::from)?;
+        }
         Ok(actor)
     }
 

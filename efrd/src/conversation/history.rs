@@ -5,12 +5,15 @@
 //! notes efrd adds for the model only). A call whose completion never reached the log (efrd stopped during it) gets
 //! an output that says so, because providers refuse a tool call without one. Reasoning carry-overs live in memory
 //! only, so the first turn after a restart sends none.
+//!
+//! The same read finds the commands that a previous efrd left running (a `shell_command_detached` without its
+//! `shell_command_ended`): they ended with that efrd's hidden shells, and the actor records so when it loads.
 
 use std::collections::HashMap;
 
 use efr_protocol::ErrorBody;
 use efr_protocol::events::{CallStatus, Event, EventBody};
-use efr_protocol::ids::{ConversationId, TurnId};
+use efr_protocol::ids::{CallId, ConversationId, TurnId};
 
 use super::actor::store_error;
 use crate::model::HistoryItem;
@@ -22,11 +25,22 @@ const PAGE: u32 = 1000;
 /// The longest title in characters.
 const TITLE_CHARS: usize = 80;
 
-/// Reads the whole log of `id` and returns the history it implies and the last seq.
+/// What a conversation's log implies when it is opened.
+#[derive(Debug, Default)]
+pub struct Rebuilt {
+    /// The model's history.
+    pub history: Vec<HistoryItem>,
+    /// The last seq of the log (0 for none).
+    pub last_seq: u64,
+    /// Calls whose command was left running and has no end in the log, in the order they were detached.
+    pub left_running: Vec<CallId>,
+}
+
+/// Reads the whole log of `id` and returns what it implies (see [`Rebuilt`]).
 ///
 /// # Errors
 /// `unavailable` when the store fails; `internal` for an event that does not parse (a corrupt log).
-pub async fn rebuild(store: &Store, id: ConversationId) -> Result<(Vec<HistoryItem>, u64), ErrorBody> {
+pub async fn rebuild(store: &Store, id: ConversationId) -> Result<Rebuilt, ErrorBody> {
     let mut history = Rebuild::default();
     let mut last_seq = 0;
     loop {
@@ -39,7 +53,12 @@ pub async fn rebuild(store: &Store, id: ConversationId) -> Result<(Vec<HistoryIt
             history.apply(&event);
         }
         if !full {
-            return Ok((history.finish(), last_seq));
+            let left_running = std::mem::take(&mut history.left_running);
+            return Ok(Rebuilt {
+                history: history.finish(),
+                last_seq,
+                left_running,
+            });
         }
     }
 }
@@ -55,6 +74,8 @@ struct Rebuild {
     prompts: HashMap<TurnId, String>,
     /// The call started and not completed yet (calls of a turn run one at a time).
     open_call: Option<String>,
+    /// Commands left running without an end so far.
+    left_running: Vec<CallId>,
 }
 
 impl Rebuild {
@@ -87,6 +108,12 @@ impl Rebuild {
                     input,
                 });
                 self.open_call = Some(started.call_id.0.clone());
+            }
+            (EventBody::ShellCommandDetached(detached), _) => {
+                self.left_running.push(detached.call_id.clone());
+            }
+            (EventBody::ShellCommandEnded(ended), _) => {
+                self.left_running.retain(|call_id| *call_id != ended.call_id);
             }
             (EventBody::ToolCallCompleted(completed), _) => {
                 if self.open_call.as_deref() == Some(completed.call_id.as_str()) {
