@@ -26,6 +26,19 @@ fn shell_call(id: &str, command: &str) -> Reply {
     }
 }
 
+/// A shell call with a timeout of 1 s: its command is left running when it runs longer.
+fn left_running_call(id: &str, command: &str) -> Reply {
+    Reply {
+        events: vec![ReplyEvent::ToolCall(ScriptToolCall {
+            id: id.into(),
+            name: "shell".into(),
+            freeform: false,
+            input: vec![json!({"command": command, "timeout": 1}).to_string()],
+        })],
+        ..Reply::default()
+    }
+}
+
 fn patch_call(id: &str, patch: &str) -> Reply {
     Reply {
         events: vec![ReplyEvent::ToolCall(ScriptToolCall {
@@ -380,16 +393,7 @@ async fn a_visible_wait_is_answered_and_a_manual_answer_to_a_nested_shell_is_ref
 async fn a_command_that_outlives_its_timeout_is_left_running_and_its_end_is_recorded() {
     let home = tempfile::tempdir().unwrap();
     let project = tempfile::tempdir().unwrap();
-    let input = json!({"command": "sleep 2; echo finally", "timeout": 1}).to_string();
-    let long = Reply {
-        events: vec![ReplyEvent::ToolCall(ScriptToolCall {
-            id: "call_long".into(),
-            name: "shell".into(),
-            freeform: false,
-            input: vec![input],
-        })],
-        ..Reply::default()
-    };
+    let long = left_running_call("call_long", "sleep 2; echo finally");
     let server = model(vec![long, text("waiting for it")]).await;
     let efrd = daemon(home.path(), &server);
     let mut client = efrd.client().await.unwrap();
@@ -417,16 +421,7 @@ async fn a_left_running_command_that_starts_waiting_for_input_records_the_change
     let home = tempfile::tempdir().unwrap();
     let project = tempfile::tempdir().unwrap();
     let line = "sleep 2; read -p 'more? ' answer; echo got $answer";
-    let input = json!({"command": line, "timeout": 1}).to_string();
-    let long = Reply {
-        events: vec![ReplyEvent::ToolCall(ScriptToolCall {
-            id: "call_wait".into(),
-            name: "shell".into(),
-            freeform: false,
-            input: vec![input],
-        })],
-        ..Reply::default()
-    };
+    let long = left_running_call("call_wait", line);
     let server = model(vec![long, text("it waits")]).await;
     let efrd = daemon(home.path(), &server);
     let mut client = efrd.client().await.unwrap();
@@ -738,16 +733,7 @@ async fn after_a_restart_the_model_still_gets_the_earlier_tool_calls_and_their_o
 async fn a_command_left_running_when_efrd_stops_is_recorded_as_closed_after_the_restart() {
     let home = tempfile::tempdir().unwrap();
     let project = tempfile::tempdir().unwrap();
-    let input = json!({"command": "sleep 300", "timeout": 1}).to_string();
-    let long = Reply {
-        events: vec![ReplyEvent::ToolCall(ScriptToolCall {
-            id: "call_long".into(),
-            name: "shell".into(),
-            freeform: false,
-            input: vec![input],
-        })],
-        ..Reply::default()
-    };
+    let long = left_running_call("call_long", "sleep 300");
     let server = model(vec![long, text("left it running")]).await;
     let mut efrd = daemon(home.path(), &server);
     let mut client = efrd.client().await.unwrap();
