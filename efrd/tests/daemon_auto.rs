@@ -575,3 +575,84 @@ async fn a_prompt_typed_in_the_home_folder_has_no_project_so_dotfiles_stay_out_o
     bounded("cautious end", events_until(&mut client, id, "turn_completed")).await;
     assert!(!home.path().join(".config/systemd/user/evil.service").exists());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_patch_through_a_link_out_of_the_project_is_judged_where_it_writes() {
+    let home = tempdir();
+    let project = tempdir();
+    let outside = tempdir();
+    std::fs::write(outside.path().join("target.txt"), "mine\n").unwrap();
+    std::os::unix::fs::symlink(outside.path().join("target.txt"), project.path().join("link.txt")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), project.path().join("dir")).unwrap();
+    std::os::unix::fs::symlink(home.path().join("config"), project.path().join("cfg")).unwrap();
+    let update = "*** Begin Patch\n*** Update File: link.txt\n@@\n-mine\n+theirs\n*** End Patch\n";
+    let add = "*** Begin Patch\n*** Add File: dir/escape.sh\n+evil\n*** End Patch\n";
+    let config = "*** Begin Patch\n*** Add File: cfg/injected.toml\n+[model]\n*** End Patch\n";
+    let server = model(vec![
+        patch_call("call_update", update),
+        patch_call("call_add", add),
+        patch_call("call_cfg", config),
+        text("auto done"),
+        patch_call("call_cautious", update),
+        text("cautious done"),
+        patch_call("call_full", config),
+        text("full done"),
+    ])
+    .await;
+    let efrd = daemon_with(home.path(), &server, &[]);
+    let mut client = efrd.client().await.unwrap();
+
+    // auto: each write lands outside the sandbox's writable roots, so each fails and nothing changes.
+    let sent = prompt_in(&mut client, None, project.path(), "auto", "go").await;
+    let conversation = sent["conversation_id"].as_str().unwrap().to_owned();
+    let (id, _) = subscribe(&mut client, &conversation, Some(0)).await;
+    let events = bounded("auto turn", events_until(&mut client, id, "turn_completed")).await;
+    for call in ["call_update", "call_add"] {
+        let done = event_of(&events, "tool_call_completed", call);
+        assert_eq!(done["status"], "failed", "{done}");
+        assert!(
+            tool_output(&server, call).contains("not writable in efr's sandbox"),
+            "{call}"
+        );
+    }
+    // efr's own config is a floor before it is a sandbox matter: refused in every mode.
+    let done = event_of(&events, "tool_call_completed", "call_cfg");
+    assert_eq!(done["status"], "failed", "{done}");
+    assert!(done["refusal"].is_string(), "{done}");
+    assert_eq!(
+        std::fs::read_to_string(outside.path().join("target.txt")).unwrap(),
+        "mine\n"
+    );
+    assert!(!outside.path().join("escape.sh").exists());
+    assert!(!home.path().join("config/injected.toml").exists());
+
+    // cautious: the update writes outside the project, so it asks (denied here).
+    prompt_in(&mut client, Some(&conversation), project.path(), "cautious", "again").await;
+    let events = bounded(
+        "cautious ask",
+        common::events_through(&mut client, id, "approval_requested"),
+    )
+    .await;
+    assert_eq!(events.last().unwrap()["call_id"], "call_cautious");
+    client
+        .ok(
+            "approval.respond",
+            json!({"command_id": command_id(), "conversation_id": conversation, "call_id": "call_cautious",
+                "decision": "deny"}),
+        )
+        .await
+        .unwrap();
+    bounded("cautious end", events_until(&mut client, id, "turn_completed")).await;
+    assert_eq!(
+        std::fs::read_to_string(outside.path().join("target.txt")).unwrap(),
+        "mine\n"
+    );
+
+    // full: efr's own config is a floor, reached through a link or not.
+    prompt_in(&mut client, Some(&conversation), project.path(), "full", "once more").await;
+    let events = bounded("full turn", events_until(&mut client, id, "turn_completed")).await;
+    let done = event_of(&events, "tool_call_completed", "call_full");
+    assert_eq!(done["status"], "failed", "{done}");
+    assert!(done["refusal"].is_string(), "{done}");
+    assert!(!home.path().join("config/injected.toml").exists());
+}

@@ -18,6 +18,7 @@
 
 pub mod coalesce;
 pub mod contained;
+pub mod patch_paths;
 pub mod shell_call;
 pub mod snapshots;
 pub mod tools;

@@ -13,11 +13,12 @@ use std::sync::Arc;
 
 use efr_protocol::events::{CallStatus, EventBody, ToolCallCompleted, ToolCallStarted};
 use efr_protocol::ids::{CallId, TurnId};
-use efr_protocol::wire::{ApprovalDecision, FileChangeKind, FileChanges, Launch, Mode, Origin};
+use efr_protocol::wire::{ApprovalDecision, FileChanges, Launch, Mode, Origin};
 use serde_json::Value;
 use tokio::sync::Mutex;
 
 use super::contained;
+use super::patch_paths::{resolved_change, resolved_dirs, resolved_roots};
 use super::shell_call::run_shell;
 use super::snapshots::CallSnapshots;
 use crate::conversation::Recorder;
@@ -79,30 +80,6 @@ fn input_value(freeform: bool, input: &str) -> Value {
     serde_json::from_str(input).unwrap_or_else(|_| Value::String(input.to_owned()))
 }
 
-/// What the policy judges of one file of a planned patch: a move is judged at its old path, with its new one.
-fn patch_change(result: &patch::FileResult) -> PatchChange {
-    match (result.kind, &result.from) {
-        (FileChangeKind::Added, _) => PatchChange {
-            path: result.path.clone(),
-            kind: ChangeKind::Add,
-        },
-        (FileChangeKind::Deleted, _) => PatchChange {
-            path: result.path.clone(),
-            kind: ChangeKind::Delete,
-        },
-        (FileChangeKind::Renamed, Some(from)) => PatchChange {
-            path: from.clone(),
-            kind: ChangeKind::Move {
-                to: result.path.clone(),
-            },
-        },
-        _ => PatchChange {
-            path: result.path.clone(),
-            kind: ChangeKind::Update,
-        },
-    }
-}
-
 /// The changes and the unified diff of an applied patch, with paths as a client shows them (spec, file_change).
 fn changes_of(results: Vec<patch::FileResult>, env: &ToolEnv) -> (FileChanges, String) {
     let project = env.roots.first().map(PathBuf::as_path);
@@ -158,9 +135,10 @@ pub async fn run_call(
     } = model_call;
     let call_id = CallId(call_id.to_owned());
     let call = spec::read_call(tool, freeform, input);
-    let mut ctx = PolicyContext::new(env.roots.clone(), env.origin);
+    // The policy compares paths lexically: the roots and a patch's paths are resolved through links first.
+    let mut ctx = PolicyContext::new(resolved_roots(&env.roots), env.origin);
     ctx.home = std::env::var_os("HOME").map(PathBuf::from);
-    ctx.efr_dirs = env.efr_dirs.clone();
+    ctx.efr_dirs = resolved_dirs(&env.efr_dirs);
     // A patch is planned before the decision: the policy judges the paths it really touches.
     let (decision, plan) = match &call {
         ToolCall::Shell { command, .. } => {
@@ -170,13 +148,23 @@ pub async fn run_call(
             });
             (Some(policy::decide(&shell, env.mode, &ctx)), None)
         }
-        ToolCall::Patch { text } => match patch::parse(text).and_then_plan(&env.cwd) {
-            Ok(plan) => {
-                let changes = plan.files().iter().map(patch_change).collect();
-                (
-                    Some(policy::decide(&Call::Patch(PatchCall { changes }), env.mode, &ctx)),
-                    Some(plan),
-                )
+        ToolCall::Patch { text } => match patch::parse(text).and_then_plan(&env.cwd).and_then(|plan| {
+            let changes = plan
+                .files()
+                .iter()
+                .map(resolved_change)
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok((plan, changes))
+        }) {
+            Ok((plan, changes)) => {
+                let decision = policy::decide(
+                    &Call::Patch(PatchCall {
+                        changes: changes.clone(),
+                    }),
+                    env.mode,
+                    &ctx,
+                );
+                (Some(decision), Some((plan, changes)))
             }
             Err(message) => {
                 return finish_invalid(recorder, turn_id, &call_id, tool, freeform, input, message).await;
@@ -245,9 +233,9 @@ pub async fn run_call(
             run_shell(env, recorder, turn_id, &call_id, request, cancel).await
         }
         ToolCall::Patch { .. } => {
-            let plan = plan?;
+            let (plan, changes) = plan?;
             if let Some(Launch::Contained { grants }) = &launch
-                && let Some(outside) = outside_sandbox(env, &plan, grants)
+                && let Some(outside) = outside_sandbox(env, &changes, grants)
             {
                 let output = format!(
                     "the patch did not apply, and no file changed: {} is not writable in efr's sandbox (a contained \
@@ -348,12 +336,14 @@ async fn finish_invalid(
 }
 
 /// The first path of a planned patch that a contained call could not write (a move's old path too), if any.
-fn outside_sandbox(env: &ToolEnv, plan: &Plan, grants: &[efr_protocol::wire::Grant]) -> Option<PathBuf> {
+fn outside_sandbox(env: &ToolEnv, changes: &[PatchChange], grants: &[efr_protocol::wire::Grant]) -> Option<PathBuf> {
+    // Resolved like the changes' paths (see `patch_paths`).
     let roots: Vec<PathBuf> = if env.snapshots.is_some() {
-        env.roots.clone()
+        resolved_roots(&env.roots)
     } else {
         Vec::new()
     };
+    let scratch = resolved_roots(std::slice::from_ref(&env.scratch)).remove(0);
     // Only the mounts matter here: the shell, line and report are placeholders.
     let sandbox = contained::call_plan(&contained::CallPlan {
         layout: &env.layout,
@@ -363,12 +353,18 @@ fn outside_sandbox(env: &ToolEnv, plan: &Plan, grants: &[efr_protocol::wire::Gra
         cwd: &env.cwd,
         env: &[],
         project_roots: &roots,
-        scratch: &env.scratch,
+        scratch: &scratch,
         grants,
         report: Path::new("/dev/null"),
     });
-    plan.files()
+    changes
         .iter()
-        .flat_map(|file| std::iter::once(file.path.clone()).chain(file.from.clone()))
+        .flat_map(|change| {
+            let to = match &change.kind {
+                ChangeKind::Move { to } => Some(to.clone()),
+                _ => None,
+            };
+            std::iter::once(change.path.clone()).chain(to)
+        })
         .find(|path| !contained::writable_in(&sandbox, path))
 }
