@@ -63,8 +63,9 @@ pub async fn rebuild(store: &Store, id: ConversationId) -> Result<Rebuilt, Error
     }
 }
 
-/// The output of a call whose completion is not in the log.
-pub const LOST_OUTPUT: &str = "the result of this call was lost: efrd stopped while it ran";
+/// The output of a call whose completion is not in the log (it ran when efrd stopped, or waited for an answer).
+pub const LOST_OUTPUT: &str =
+    "the result of this call is unknown: efrd stopped before the call finished (it may not have run at all)";
 
 /// The history so far while the log is read.
 #[derive(Default)]
@@ -115,15 +116,15 @@ impl Rebuild {
             (EventBody::ShellCommandEnded(ended), _) => {
                 self.left_running.retain(|call_id| *call_id != ended.call_id);
             }
-            (EventBody::ToolCallCompleted(completed), _) => {
-                if self.open_call.as_deref() == Some(completed.call_id.as_str()) {
-                    self.open_call = None;
-                    self.history.push(HistoryItem::ToolOutput {
-                        call_id: completed.call_id.0.clone(),
-                        output: completed.output.clone(),
-                        is_error: completed.status != CallStatus::Ok,
-                    });
-                }
+            (EventBody::ToolCallCompleted(completed), _)
+                if self.open_call.as_deref() == Some(completed.call_id.as_str()) =>
+            {
+                self.open_call = None;
+                self.history.push(HistoryItem::ToolOutput {
+                    call_id: completed.call_id.0.clone(),
+                    output: completed.output.clone(),
+                    is_error: completed.status != CallStatus::Ok,
+                });
             }
             _ => {}
         }
