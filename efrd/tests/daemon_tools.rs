@@ -770,3 +770,50 @@ async fn a_command_left_running_when_efrd_stops_is_recorded_as_closed_after_the_
     let (_, snapshot) = subscribe(&mut client, &conversation, None).await;
     assert_eq!(snapshot.unwrap()["seq"], ended["seq"]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_refused_as_busy_leaves_the_command_left_running_visible_and_stoppable() {
+    let home = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let server = model(vec![
+        left_running_call("call_long", "sleep 300"),
+        text("left it"),
+        shell_call("call_next", "echo blocked?"),
+        text("refused"),
+    ])
+    .await;
+    let efrd = daemon(home.path(), &server);
+    let mut client = efrd.client().await.unwrap();
+    let sent = prompt_in(&mut client, project.path(), "full", "go").await;
+    let conversation = sent["conversation_id"].as_str().unwrap().to_owned();
+    let (id, _) = subscribe(&mut client, &conversation, Some(0)).await;
+    events_until(&mut client, id, "turn_completed").await;
+    let params = json!({"command_id": command_id(), "conversation_id": conversation, "text": "more",
+        "context": {"cwd": project.path()}, "settings": {"mode": "full"}});
+    client.ok("prompt.send", params).await.unwrap();
+    let events = events_until(&mut client, id, "turn_completed").await;
+    let refused = events
+        .iter()
+        .find(|e| e["kind"] == "tool_call_completed" && e["call_id"] == "call_next")
+        .unwrap();
+    assert_eq!(refused["status"], "failed", "{refused}");
+    assert!(
+        refused["output"].as_str().unwrap().contains("busy with `sleep 300`"),
+        "{refused}"
+    );
+
+    let status = client
+        .ok("shell.status", json!({"conversation_id": conversation}))
+        .await
+        .unwrap();
+    assert_eq!(status["busy"]["call_id"], "call_long", "{status}");
+    let stop = json!({"command_id": command_id(), "conversation_id": conversation, "call_id": "call_long"});
+    client.ok("shell.interrupt", stop).await.unwrap();
+    let events = common::events_through(&mut client, id, "shell_command_ended").await;
+    let ended = events.last().unwrap();
+    assert_eq!(
+        (&ended["call_id"], &ended["how"]),
+        (&json!("call_long"), &json!("stopped")),
+        "{ended}"
+    );
+}

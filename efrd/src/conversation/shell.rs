@@ -20,7 +20,9 @@ use crate::tools::spec::SHELL;
 /// The shell call that holds the hidden shell, if any.
 #[derive(Debug, Default)]
 pub struct ShellCall {
-    open: Option<OpenCall>,
+    /// The shell calls that have not ended, in start order: a command left running, and a call of the running turn
+    /// (which the shell refuses as busy while the first holds it, so it never replaces it).
+    open: Vec<OpenCall>,
     /// The mode of the newest turn (turn_started), for `approved_by`.
     mode: Option<Mode>,
 }
@@ -67,7 +69,7 @@ impl ShellCall {
                     .get("command")
                     .and_then(|c| c.as_str())
                     .unwrap_or_default();
-                self.open = Some(OpenCall {
+                self.open.push(OpenCall {
                     call_id: started.call_id.clone(),
                     command: command.chars().take(200).collect(),
                     since: event.at,
@@ -86,43 +88,48 @@ impl ShellCall {
                     ApprovalDecision::Allow | ApprovalDecision::AllowAlways
                 ) =>
             {
-                if let Some(open) = self.open.as_mut().filter(|o| o.call_id == resolved.call_id) {
-                    open.approved_by = approved_by(self.mode.unwrap_or(Mode::Manual), open.contained, true);
+                let mode = self.mode.unwrap_or(Mode::Manual);
+                if let Some(open) = self.call_mut(&resolved.call_id) {
+                    open.approved_by = approved_by(mode, open.contained, true);
                 }
             }
             EventBody::ShellCommandDetached(detached) => {
-                if let Some(open) = self.open.as_mut().filter(|o| o.call_id == detached.call_id) {
+                if let Some(open) = self.call_mut(&detached.call_id) {
                     open.prompt.clone_from(&detached.prompt);
                     open.approved_by = detached.approved_by.or(open.approved_by);
                 }
             }
             EventBody::ToolCallInputChanged(changed) => {
-                if let Some(open) = self.open.as_mut().filter(|o| o.call_id == changed.call_id) {
+                if let Some(open) = self.call_mut(&changed.call_id) {
                     open.input = changed.input;
                     open.looks_secret = changed.looks_secret;
                 }
             }
             EventBody::ShellCommandInputChanged(changed) => {
-                if let Some(open) = self.open.as_mut().filter(|o| o.call_id == changed.call_id) {
+                if let Some(open) = self.call_mut(&changed.call_id) {
                     open.input = changed.input;
                     open.looks_secret = changed.looks_secret;
                     open.prompt.clone_from(&changed.prompt);
                 }
             }
-            EventBody::ToolCallCompleted(completed) => {
-                if let Some(open) = self.open.as_mut().filter(|o| o.call_id == completed.call_id) {
-                    if completed.left_running {
-                        open.left_running = true;
-                    } else {
-                        self.open = None;
-                    }
+            EventBody::ToolCallCompleted(completed) if completed.left_running => {
+                if let Some(open) = self.call_mut(&completed.call_id) {
+                    open.left_running = true;
                 }
             }
-            EventBody::ShellCommandEnded(ended) if self.open.as_ref().is_some_and(|o| o.call_id == ended.call_id) => {
-                self.open = None;
-            }
+            EventBody::ToolCallCompleted(completed) => self.open.retain(|o| o.call_id != completed.call_id),
+            EventBody::ShellCommandEnded(ended) => self.open.retain(|o| o.call_id != ended.call_id),
             _ => {}
         }
+    }
+
+    fn call_mut(&mut self, call_id: &CallId) -> Option<&mut OpenCall> {
+        self.open.iter_mut().find(|o| o.call_id == *call_id)
+    }
+
+    /// The call that holds the shell: a command left running, else the newest call.
+    fn holder(&self) -> Option<&OpenCall> {
+        self.open.iter().find(|o| o.left_running).or_else(|| self.open.last())
     }
 
     /// shell.status's `busy`: the call that holds the shell, absent when the shell is free. Its `prompt` is the one
@@ -130,7 +137,7 @@ impl ShellCall {
     /// replaces it with the live screen's row.
     #[must_use]
     pub fn busy(&self) -> Option<ShellBusy> {
-        self.open.as_ref().map(|o| ShellBusy {
+        self.holder().map(|o| ShellBusy {
             call_id: o.call_id.clone(),
             command: o.command.clone(),
             since: o.since,
@@ -149,7 +156,7 @@ impl ShellCall {
     /// to a call without `manual_input` (a command that types into a shell or a REPL), and for an answer that is not
     /// manual while the command reports no wait.
     pub fn check_answer(&self, params: &InputRespondParams) -> Result<(), ErrorBody> {
-        let Some(open) = self.open.as_ref().filter(|o| o.call_id == params.call_id) else {
+        let Some(open) = self.open.iter().find(|o| o.call_id == params.call_id) else {
             return Err(ErrorBody::new(
                 ErrorCode::NotFound,
                 format!("call {} runs no command now", params.call_id),
@@ -182,7 +189,7 @@ impl ShellCall {
     /// Whether `call_id` holds the shell (shell.interrupt's check).
     #[must_use]
     pub fn holds(&self, call_id: &CallId) -> bool {
-        self.open.as_ref().is_some_and(|o| &o.call_id == call_id)
+        self.holder().is_some_and(|o| &o.call_id == call_id)
     }
 }
 
@@ -262,6 +269,35 @@ mod tests {
         feed(
             &mut call,
             json!({"kind": "shell_command_ended", "call_id": "c1", "how": "ended"}),
+        );
+        assert_eq!(call.busy(), None);
+    }
+
+    #[test]
+    fn a_call_refused_as_busy_leaves_the_command_that_holds_the_shell() {
+        let mut call = ShellCall::default();
+        start(&mut call, "full", &json!({"kind": "direct"}));
+        feed(
+            &mut call,
+            json!({"kind": "tool_call_completed", "call_id": "c1", "status": "ok", "output": "",
+            "left_running": true}),
+        );
+        feed(
+            &mut call,
+            json!({"kind": "tool_call_started", "call_id": "c2", "tool": "shell",
+            "input": {"command": "echo blocked?"}, "launch": {"kind": "direct"}}),
+        );
+        assert_eq!(call.busy().unwrap().call_id.as_str(), "c1");
+        feed(
+            &mut call,
+            json!({"kind": "tool_call_completed", "call_id": "c2", "status": "failed",
+            "output": "the hidden shell is busy"}),
+        );
+        assert_eq!(call.busy().unwrap().call_id.as_str(), "c1");
+        assert!(call.holds(&CallId("c1".into())));
+        feed(
+            &mut call,
+            json!({"kind": "shell_command_ended", "call_id": "c1", "how": "stopped"}),
         );
         assert_eq!(call.busy(), None);
     }
