@@ -669,6 +669,53 @@ async fn a_turns_changes_and_conversation_diff_match_git_diff() {
     assert!(error.message.contains("no conversation"), "{error:?}");
     let error = client.call("conversation.diff", json!({})).await.unwrap().unwrap_err();
     assert_eq!(error.code, ErrorCode::Invalid, "{error:?}");
+    let unknown = json!({"turn_id": "0190f5b2-7c1e-7a61-9d2e-5b8f6a3c2d11"});
+    let error = client.call("conversation.diff", unknown).await.unwrap().unwrap_err();
+    assert_eq!(error.code, ErrorCode::NotFound, "{error:?}");
+    assert!(error.message.contains("no such turn"), "{error:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_cut_off_by_a_crash_still_has_its_diff_after_the_restart() {
+    let home = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    std::fs::write(project.path().join("a.txt"), "one\n").unwrap();
+    let server = model(vec![
+        patch_call(
+            "call_patch",
+            "*** Begin Patch\n*** Update File: a.txt\n@@\n-one\n+two\n*** End Patch\n",
+        ),
+        shell_call("call_sleep", "sleep 60"),
+    ])
+    .await;
+    let mut efrd = daemon(home.path(), &server);
+    let mut client = efrd.client().await.unwrap();
+    let sent = prompt_in(&mut client, project.path(), "full", "change it").await;
+    let conversation = sent["conversation_id"].as_str().unwrap().to_owned();
+    let (id, _) = subscribe(&mut client, &conversation, Some(0)).await;
+    let events = common::events_through(&mut client, id, "tool_call_started").await;
+    assert_eq!(events.last().unwrap()["call_id"], "call_patch");
+    let events = common::events_through(&mut client, id, "tool_call_started").await;
+    assert_eq!(events.last().unwrap()["call_id"], "call_sleep");
+    // The turn has not ended: its changes are not known yet.
+    let error = client
+        .call("conversation.diff", json!({"turn_id": sent["turn_id"]}))
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(error.code, ErrorCode::NotFound, "{error:?}");
+    assert!(error.message.contains("has not ended"), "{error:?}");
+    drop(client);
+
+    efrd.kill().unwrap();
+    efrd.restart().unwrap();
+    let mut client = efrd.client().await.unwrap();
+    let diff = client
+        .ok("conversation.diff", json!({"turn_id": sent["turn_id"]}))
+        .await
+        .unwrap();
+    assert_eq!(diff["changes"]["files"][0]["path"], "a.txt", "{diff}");
+    assert!(diff["diff"].as_str().unwrap().contains("-one\n+two"), "{diff}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

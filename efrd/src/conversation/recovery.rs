@@ -4,13 +4,14 @@
 //! `turn_cancelled` when it never started (a prompt that waited; nothing runs it later — spec, "a restart no longer
 //! holds queued prompts"), `turn_interrupted` when it was running. The notice for the prompt's terminal is the
 //! `turn_cancelled` reason itself, which names the prompt and says to send it again; a terminal that subscribes
-//! sees it. Seqs go on from the conversation's last one, so the log never has a gap.
+//! sees it. Seqs go on from the conversation's last one, so the log never has a gap. The daemon then takes each
+//! interrupted turn's last snapshot before it serves, so conversation.diff shows what that turn changed.
 
 use std::collections::BTreeMap;
 
 use efr_protocol::ErrorBody;
 use efr_protocol::events::{Event, EventBody, TurnCancelled, TurnInterrupted};
-use efr_protocol::ids::{ConversationId, Timestamp};
+use efr_protocol::ids::{ConversationId, Timestamp, TurnId};
 use tracing::info;
 
 use super::actor::store_error;
@@ -28,11 +29,13 @@ pub const TERMINAL_KINDS: &[&str] = &[
 /// The longest piece of a prompt that a notice quotes, in characters.
 const QUOTE_CHARS: usize = 60;
 
-/// Records the end of every open turn. Returns how many turns it closed.
+/// Records the end of every open turn. Returns the turns it closed: those that had started (now interrupted) first,
+/// then how many it closed in all. The caller takes the interrupted turns' last snapshots
+/// ([`crate::turn::snapshots::close_after_restart`]), so that conversation.diff shows what they changed.
 ///
 /// # Errors
 /// `unavailable` when the store fails; `internal` for a log that does not parse.
-pub async fn close_open_turns(store: &Store) -> Result<usize, ErrorBody> {
+pub async fn close_open_turns(store: &Store) -> Result<(Vec<TurnId>, usize), ErrorBody> {
     let open = store
         .open_turns(&["prompt_queued"], TERMINAL_KINDS)
         .await
@@ -42,6 +45,7 @@ pub async fn close_open_turns(store: &Store) -> Result<usize, ErrorBody> {
         by_conversation.entry(turn.conversation_id).or_default().push(turn);
     }
     let mut closed = 0;
+    let mut interrupted = Vec::new();
     for (conversation_id, turns) in by_conversation {
         let mut summary = store
             .conversation(conversation_id)
@@ -54,6 +58,7 @@ pub async fn close_open_turns(store: &Store) -> Result<usize, ErrorBody> {
         for turn in &turns {
             seq += 1;
             let body = if turn.kinds.iter().any(|k| k == "turn_started") {
+                interrupted.push(turn.turn_id);
                 EventBody::TurnInterrupted(TurnInterrupted::default())
             } else {
                 EventBody::TurnCancelled(TurnCancelled {
@@ -88,7 +93,7 @@ pub async fn close_open_turns(store: &Store) -> Result<usize, ErrorBody> {
             .await
             .map_err(store_error)?;
     }
-    Ok(closed)
+    Ok((interrupted, closed))
 }
 
 /// The notice of a prompt that never ran: it names the prompt and says to send it again.

@@ -191,11 +191,15 @@ async fn start_and_serve(roots: Roots, config: ConfigState) -> Result<(), StartE
         connections: AtomicUsize::new(0),
     });
 
-    let recovered = recovery::close_open_turns(&daemon.store)
+    let (interrupted, recovered) = recovery::close_open_turns(&daemon.store)
         .await
         .map_err(|e| fail(EXIT_FAILURE)(e.message))?;
     if recovered > 0 {
         info!(turns = recovered, "recorded the turns a previous efrd left open");
+    }
+    // Before any new turn can change the projects: what the interrupted turns changed, for conversation.diff.
+    for turn_id in interrupted {
+        crate::turn::snapshots::close_after_restart(&daemon.snapshots, turn_id).await;
     }
     // The first admin.status and the first auto turn then find the sandbox's state cached.
     daemon.sandbox.probe_in_background();

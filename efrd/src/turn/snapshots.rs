@@ -22,7 +22,7 @@ use efr_protocol::wire::FileChanges;
 use efr_protocol::{ErrorBody, ErrorCode};
 use tracing::warn;
 
-use crate::snapshot::{Limits, Snapshot, SnapshotStore, compare};
+use crate::snapshot::{Limits, Snapshot, SnapshotError, SnapshotStore, compare};
 use crate::tools::changes::{Change, DisplayRoots, file_changes, unified_diff};
 
 /// The id of a turn's first snapshot.
@@ -111,7 +111,8 @@ fn roots(project: &Path) -> DisplayRoots<'_> {
 /// What conversation.diff shows of a turn: its changes and, unless `stat`, the unified diff (at most `max_lines`).
 ///
 /// # Errors
-/// `not_found` when the turn has no snapshots (it had no project, or it ran before snapshots existed).
+/// `not_found` when the turn has no first snapshot (no such turn, a turn without a project, or one from before
+/// snapshots existed) or no last one yet (it has not ended); `internal` for a snapshot that cannot be read.
 pub async fn turn_diff(
     store: &Arc<SnapshotStore>,
     turn_id: TurnId,
@@ -119,19 +120,49 @@ pub async fn turn_diff(
     max_lines: usize,
 ) -> Result<(FileChanges, Option<String>), ErrorBody> {
     let store = Arc::clone(store);
-    let loaded = tokio::task::spawn_blocking(move || -> Result<(Vec<Change>, PathBuf), String> {
-        let pre = store.load(&pre_id(turn_id)).map_err(|e| e.to_string())?;
-        let post = store.load(&post_id(turn_id)).map_err(|e| e.to_string())?;
-        let compared = compare(&pre, &post).map_err(|e| e.to_string())?;
+    let loaded = tokio::task::spawn_blocking(move || -> Result<(Vec<Change>, PathBuf), ErrorBody> {
+        let pre = store.load(&pre_id(turn_id)).map_err(|e| match e {
+            SnapshotError::NotFound { .. } => ErrorBody::new(
+                ErrorCode::NotFound,
+                format!("no changes are known of turn {turn_id}: no such turn, or it ran without a project"),
+            ),
+            other => ErrorBody::internal(format!("the first snapshot of turn {turn_id} cannot be read: {other}")),
+        })?;
+        let post = store.load(&post_id(turn_id)).map_err(|e| match e {
+            SnapshotError::NotFound { .. } => ErrorBody::new(
+                ErrorCode::NotFound,
+                format!("turn {turn_id} has not ended: its changes are known when it ends"),
+            ),
+            other => ErrorBody::internal(format!("the last snapshot of turn {turn_id} cannot be read: {other}")),
+        })?;
+        let compared = compare(&pre, &post)
+            .map_err(|e| ErrorBody::internal(format!("the snapshots of turn {turn_id} do not compare: {e}")))?;
         Ok((compared.changes, pre.root))
     })
     .await
     .map_err(|e| ErrorBody::internal(format!("the diff did not finish: {e}")))?;
-    let (changes, root) =
-        loaded.map_err(|e| ErrorBody::new(ErrorCode::NotFound, format!("turn {turn_id} has no snapshots: {e}")))?;
+    let (changes, root) = loaded?;
     let display = roots(&root);
     let diff = (!stat).then(|| unified_diff(&changes, &display, max_lines));
     Ok((file_changes(&changes, &display), diff))
+}
+
+/// The last snapshot of a turn that a previous efrd left open (restart recovery records its end): taken now, so that
+/// conversation.diff shows what the turn changed up to the restart. Nothing when the turn has no first snapshot or
+/// already has a last one. A failure costs only the diff, as for a turn that ends normally.
+pub async fn close_after_restart(store: &Arc<SnapshotStore>, turn_id: TurnId) {
+    let (pre_store, id) = (Arc::clone(store), pre_id(turn_id));
+    let Ok(Ok(pre)) = tokio::task::spawn_blocking(move || pre_store.load(&id)).await else {
+        return;
+    };
+    let (post_store, id) = (Arc::clone(store), post_id(turn_id));
+    let post = tokio::task::spawn_blocking(move || post_store.load(&id)).await;
+    if !matches!(post, Ok(Err(SnapshotError::NotFound { .. }))) {
+        return;
+    }
+    if let Some(post) = take(pre.root.clone(), Some(pre)).await {
+        save(store, post_id(turn_id), &post).await;
+    }
 }
 
 /// The bounds of the walks around one shell call: those of a turn's snapshot, with at most 2 s per walk.
