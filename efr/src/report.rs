@@ -10,6 +10,7 @@
 use std::process::ExitCode;
 
 use crate::client::{Client, ClientError};
+use crate::turn::clean::printable;
 
 /// Done; a turn completed.
 pub const OK: u8 = 0;
@@ -45,7 +46,8 @@ pub fn wants_login(message: &str) -> bool {
 /// [`LOGIN_HINT`] after a "log in" message).
 #[must_use]
 pub fn failure(error: &ClientError) -> ExitCode {
-    eprintln!("efr: {error}");
+    // efrd's message may quote a command or a model's words.
+    eprintln!("efr: {}", printable(&error.to_string()));
     match error {
         ClientError::NotRunning { .. } => {
             eprintln!("{START_HINT}");

@@ -22,6 +22,7 @@ async fn a_text_turn_prints_a_readable_transcript_and_exits_0() {
     let (stdout, stderr) = texts(&out);
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
     let lines: Vec<&str> = stdout.lines().collect();
+    let (last, lines) = lines.split_last().unwrap();
     assert_eq!(
         lines,
         [
@@ -34,6 +35,22 @@ async fn a_text_turn_prints_a_readable_transcript_and_exits_0() {
         "{stdout}"
     );
     assert!(!stdout.contains('\x1b'), "no ANSI in a pipe: {stdout:?}");
+    // Without a terminal on stdin, the last line names the conversation, which nothing else would find again.
+    let id = last
+        .strip_prefix("conversation ")
+        .and_then(|rest| rest.split_once(' '))
+        .map(|(id, _)| id)
+        .unwrap_or_else(|| panic!("no conversation line: {stdout}"));
+    assert_eq!(
+        *last,
+        format!("conversation {id} (go on with: efr --conversation {id} ...)")
+    );
+    let shell = efr_run(home.path(), project.path(), &["shell", "--conversation", id], None).await;
+    assert_eq!(
+        texts(&shell),
+        ("the hidden shell is free\n".to_owned(), String::new()),
+        "a real id"
+    );
     // The prompt reached the model with the words joined.
     let request = server
         .requests()
@@ -41,6 +58,31 @@ async fn a_text_turn_prints_a_readable_transcript_and_exits_0() {
         .find(|r| r.path == "/v1/responses")
         .unwrap();
     assert!(request.body.to_string().contains("say hi"), "{}", request.body);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn terminal_escapes_from_the_model_never_reach_the_transcript() {
+    let home = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let server = model(vec![
+        shell("call_1", "echo 'x\u{1b}]2;PWNED\u{7}y' # \u{1b}[41m"),
+        text("Hi \u{1b}]2;PWNED\u{7}\u{1b}[41mthere\u{1b}[0m, \u{1b}]52;c;cm0gLXJmIH4K\u{1b}\\clip\u{9b}2J\rend."),
+    ])
+    .await;
+    let _efrd = daemon(home.path(), &server, true);
+    let out = efr_run(
+        home.path(),
+        project.path(),
+        &["--new", "--mode", "full", "say hi"],
+        None,
+    )
+    .await;
+    let (stdout, stderr) = texts(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(!out.stdout.contains(&0x1b) && !out.stdout.contains(&0x07), "{stdout:?}");
+    assert!(!stdout.contains(['\u{9b}', '\r']), "{stdout:?}");
+    assert!(stdout.contains("$ echo 'xy' # \n"), "{stdout:?}");
+    assert!(stdout.contains("assistant: Hi there, clipend.\n"), "{stdout:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -155,8 +197,11 @@ fn with_efrd_not_running_every_command_says_how_to_start_it_and_exits_2() {
 fn bad_input_is_refused_before_anything_is_sent() {
     let home = tempfile::tempdir().unwrap();
     let conversation = "6f1c1e9e-4c1d-4bb5-9f6e-0c8f9c7d2a11";
-    let cases: [(&[&str], &str); 8] = [
+    let dash = "efr: `-` reads the prompt from stdin and takes no other words";
+    let cases: [(&[&str], &str); 10] = [
         (&["prompt", "--new", "  "], "the prompt is empty"),
+        (&["-", "extra", "words"], dash),
+        (&["--new", "explain", "-"], dash),
         (
             &["diff"],
             "efr diff needs --conversation ID when stdin is not a terminal",
@@ -273,7 +318,8 @@ async fn models_and_diff_print_json_that_parses() {
     assert_eq!(orphan.status.code(), Some(1));
     assert_eq!(
         texts(&orphan).1,
-        "efr: efr diff needs --conversation ID when stdin is not a terminal (the ids show in `efr --json` output)\n"
+        "efr: efr diff needs --conversation ID when stdin is not a terminal (efr's last line names the \
+         conversation then; `efr --json` too)\n"
     );
     let unknown = "00000000-0000-4000-8000-000000000000";
     let out = efr_run(home.path(), project.path(), &["diff", "--conversation", unknown], None).await;

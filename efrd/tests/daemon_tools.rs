@@ -864,3 +864,60 @@ async fn a_call_refused_as_busy_leaves_the_command_left_running_visible_and_stop
         "{ended}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_openai_compat_server_that_needs_a_key_gets_it_from_the_environment_and_calls_never_see_it() {
+    let home = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let server = model(vec![
+        shell_call("call_env", "echo compat=${OPENAI_COMPAT_API_KEY:-unset}"),
+        text("done"),
+    ])
+    .await;
+    let config = format!(
+        "[model]\nprovider = \"openai-compat\"\nmodel = \"gpt-5\"\n\n[providers.openai-compat]\nbase_url = \"{}\"\n\
+         key_required = true\n",
+        server.base_url()
+    );
+    // Without the variable: the turn fails with how to give the key.
+    let mut bare = efr_test_support::daemon::TestDaemon::start(common::efrd_binary(), home.path(), Some(&config), &[])
+        .expect("efrd starts");
+    let mut client = bare.client().await.unwrap();
+    let sent = prompt_in(&mut client, project.path(), "full", "hi").await;
+    let conversation = sent["conversation_id"].as_str().unwrap().to_owned();
+    let (id, _) = subscribe(&mut client, &conversation, Some(0)).await;
+    let events = common::events_through(&mut client, id, "turn_failed").await;
+    let failed = events.last().unwrap();
+    assert!(
+        failed
+            .to_string()
+            .contains("set OPENAI_COMPAT_API_KEY in efrd's environment"),
+        "{failed}"
+    );
+    drop(client);
+    bare.stop(std::time::Duration::from_secs(10)).unwrap();
+
+    let key = "sk-compat-0000000000000000c0de";
+    let efrd = efr_test_support::daemon::TestDaemon::start(
+        common::efrd_binary(),
+        home.path(),
+        Some(&config),
+        &[("OPENAI_COMPAT_API_KEY", key)],
+    )
+    .expect("efrd starts");
+    let mut client = efrd.client().await.unwrap();
+    let sent = prompt_in(&mut client, project.path(), "full", "check").await;
+    let conversation = sent["conversation_id"].as_str().unwrap().to_owned();
+    let (id, _) = subscribe(&mut client, &conversation, Some(0)).await;
+    events_until(&mut client, id, "turn_completed").await;
+    let request = server
+        .requests()
+        .into_iter()
+        .find(|r| r.path == "/v1/chat/completions")
+        .unwrap();
+    assert_eq!(request.header("authorization"), Some("Bearer sk-...c0de"));
+    // The hidden shell never had the key (Chat Completions: the output is a `tool` message's content).
+    let last = server.requests().last().unwrap().body.to_string();
+    assert!(last.contains(r#""content":"compat=unset\n""#), "{last}");
+    assert!(!efrd.log().contains(key));
+}

@@ -21,7 +21,10 @@ use crate::{context, out, report};
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
 pub enum DiffArgsError {
     /// No `--conversation`, and stdin is not a terminal (whose conversation efrd would take).
-    #[error("efr diff needs --conversation ID when stdin is not a terminal (the ids show in `efr --json` output)")]
+    #[error(
+        "efr diff needs --conversation ID when stdin is not a terminal (efr's last line names the conversation \
+         then; `efr --json` too)"
+    )]
     NoTerminal,
     /// `--conversation` is not a UUID.
     #[error("--conversation: `{0}` is not a conversation id (a UUID)")]

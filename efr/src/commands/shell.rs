@@ -17,6 +17,9 @@
 //! `efr` and `efr diff` take it). Without a terminal on stdin, `--conversation` is needed. Exit codes: 0 done (the
 //! shell is free, or the command stopped); 1 for bad input, an unknown conversation, nothing to stop, or a command
 //! that still runs after SIGINT; 2 when efrd is not running.
+//!
+//! The command line and the program's prompt are the model's and the program's: they are printed
+//! [`printable`] (no terminal control sequences).
 
 use std::fmt::Write as _;
 use std::process::ExitCode;
@@ -33,6 +36,7 @@ use serde_json::json;
 use super::human_secs;
 use crate::cli::{ShellArgs, ShellStopArgs};
 use crate::client::{Client, ClientError};
+use crate::turn::clean::printable;
 use crate::turn::describe::prompt_row;
 use crate::{context, out, report};
 
@@ -46,7 +50,10 @@ const STOP_POLL: Duration = Duration::from_millis(100);
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ShellArgsError {
     /// No `--conversation`, and stdin is not a terminal (whose conversation efr would take).
-    #[error("efr shell needs --conversation ID when stdin is not a terminal (the ids show in `efr --json` output)")]
+    #[error(
+        "efr shell needs --conversation ID when stdin is not a terminal (efr's last line names the conversation \
+         then; `efr --json` too)"
+    )]
     NoTerminal,
     /// `--conversation` is not a UUID.
     #[error("--conversation: `{0}` is not a conversation id (a UUID)")]
@@ -158,7 +165,10 @@ pub async fn run_stop(args: &ShellStopArgs) -> ExitCode {
         Ok(_) => {}
         // Between the look and the stop, the command may have ended by itself.
         Err(ClientError::Daemon(body)) if body.code == ErrorCode::NotFound => {
-            return failed(&format!("$ {} already ended: nothing to stop", busy.command));
+            return failed(&format!(
+                "$ {} already ended: nothing to stop",
+                printable(&busy.command)
+            ));
         }
         Err(error) => return report::failure(&error),
     }
@@ -180,7 +190,7 @@ pub async fn run_stop(args: &ShellStopArgs) -> ExitCode {
         } else {
             "stopped (SIGINT)"
         };
-        out::println(&format!("$ {}: {how}", busy.command));
+        out::println(&format!("$ {}: {how}", printable(&busy.command)));
     }
     if ended {
         return ExitCode::SUCCESS;
@@ -192,7 +202,7 @@ pub async fn run_stop(args: &ShellStopArgs) -> ExitCode {
     };
     failed(&format!(
         "$ {} still runs {}s after the stop{hint}",
-        busy.command,
+        printable(&busy.command),
         STOP_WAIT.as_secs()
     ))
 }
@@ -220,7 +230,7 @@ pub fn render(busy: Option<&ShellBusy>, now: &Timestamp) -> String {
         return "the hidden shell is free\n".to_owned();
     };
     let mut out = String::new();
-    let _ = writeln!(out, "$ {}", busy.command);
+    let _ = writeln!(out, "$ {}", printable(&busy.command));
     let secs = u64::try_from((now.0 - busy.since.0).num_seconds()).unwrap_or(0);
     // The wire's form of the time (RFC 3339 UTC with milliseconds).
     let since = serde_json::to_value(busy.since)
@@ -294,6 +304,17 @@ mod tests {
         assert!(out.contains(", in the sandbox\n"), "{out}");
         assert!(out.ends_with("  waits for input: Continue? [y/N]\n"), "{out}");
         assert_eq!(render(None, &now), "the hidden shell is free\n");
+    }
+
+    #[test]
+    fn the_command_and_its_prompt_are_printed_without_control_sequences() {
+        let now = at("2026-11-30T18:06:20.500Z");
+        let waits = busy(&json!({"command": "sleep\u{1b}]2;PWNED\u{7} 300\r", "input": "visible",
+            "prompt": "\u{1b}[41mName?\u{1b}[0m "}));
+        let out = render(Some(&waits), &now);
+        assert!(out.starts_with("$ sleep 300\n"), "{out:?}");
+        assert!(out.ends_with("  waits for input: Name?\n"), "{out:?}");
+        assert!(!out.contains(['\u{1b}', '\u{7}', '\r']), "{out:?}");
     }
 
     #[test]

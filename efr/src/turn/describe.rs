@@ -1,8 +1,15 @@
 //! The words for each part of a turn, shared by the plain transcript and the terminal view: a call's title, its
 //! end, its output tail, its changes, the usage line, a mode fallback, and the program's prompt of an input wait.
+//!
+//! Each is made [`printable`] here: a command, a file name, an output line or a reason may hold terminal control
+//! sequences (the model and the commands it runs choose them).
+
+use std::borrow::Cow;
 
 use efr_protocol::events::{CallStatus, ToolCallCompleted, ToolCallStarted};
 use efr_protocol::wire::{FileChangeKind, FileChanges, Mode, TurnSettings, Usage};
+
+use super::clean::printable;
 
 /// How many lines of a call's output a client shows.
 pub const TAIL_LINES: usize = 10;
@@ -10,7 +17,7 @@ pub const TAIL_LINES: usize = 10;
 /// The title of a call: `$ <command>` for a shell call, `patch: <files>` for apply_patch, `<tool> <input>` else.
 #[must_use]
 pub fn call_title(call: &ToolCallStarted) -> String {
-    match call.tool.as_str() {
+    let title = match call.tool.as_str() {
         "shell" => match call.input.get("command").and_then(|c| c.as_str()) {
             Some(command) => format!("$ {command}"),
             None => format!("$ {}", call.input),
@@ -26,7 +33,8 @@ pub fn call_title(call: &ToolCallStarted) -> String {
             format!("patch: {}", patch_summary(&text))
         }
         tool => format!("{tool} {}", call.input),
-    }
+    };
+    printable(&title).into_owned()
 }
 
 /// The files of an apply_patch text, such as `update src/lib.rs, add notes.md`.
@@ -56,10 +64,10 @@ pub fn patch_summary(patch: &str) -> String {
 #[must_use]
 pub fn call_end(call: &ToolCallCompleted) -> String {
     if let Some(error) = call.sandbox.as_ref().and_then(|s| s.setup_error.as_deref()) {
-        return format!("sandbox setup failed: {error}");
+        return format!("sandbox setup failed: {}", printable(error));
     }
     if let Some(refusal) = &call.refusal {
-        return format!("refused: {refusal}");
+        return format!("refused: {}", printable(refusal));
     }
     if call.left_running {
         return "still running (left in the hidden shell)".to_owned();
@@ -78,12 +86,13 @@ pub fn call_ok(call: &ToolCallCompleted) -> bool {
     call.status == CallStatus::Ok && call.exit_code.is_none_or(|code| code == 0)
 }
 
-/// The last [`TAIL_LINES`] lines of a call's output, without trailing blank lines.
+/// The last [`TAIL_LINES`] lines of a call's output, without trailing blank lines, each [`printable`] (cleaned
+/// line by line, so that a sequence left open early in the output cannot hide the tail).
 #[must_use]
-pub fn output_tail(output: &str) -> Vec<&str> {
+pub fn output_tail(output: &str) -> Vec<Cow<'_, str>> {
     let lines: Vec<&str> = output.trim_end().lines().collect();
     let from = lines.len().saturating_sub(TAIL_LINES);
-    lines[from..].to_vec()
+    lines[from..].iter().map(|line| printable(line)).collect()
 }
 
 /// One line per changed file: `+12 -3 src/lib.rs`, with the kind for an added, deleted or renamed file.
@@ -104,7 +113,8 @@ pub fn change_lines(changes: &FileChanges) -> Vec<String> {
                 (FileChangeKind::Renamed, Some(from)) => format!(" (from {})", from.display()),
                 _ => String::new(),
             };
-            format!("{counts} {}{kind}", file.path.display())
+            let line = format!("{counts} {}{kind}", file.path.display());
+            printable(&line).into_owned()
         })
         .collect();
     if changes.more > 0 {
@@ -136,9 +146,9 @@ pub fn mode_word(mode: Mode) -> String {
 /// differ from the one asked for).
 #[must_use]
 pub fn settings_words(settings: &TurnSettings) -> String {
-    let mut words = format!("{} · {}", mode_word(settings.mode), settings.model);
+    let mut words = format!("{} · {}", mode_word(settings.mode), printable(&settings.model));
     if let Some(effort) = &settings.effort {
-        words.push_str(&format!(" · {effort}"));
+        words.push_str(&format!(" · {}", printable(effort)));
     }
     words
 }
@@ -152,16 +162,17 @@ pub fn fallback_words(settings: &TurnSettings) -> Option<String> {
             "{} is unavailable here, running as {}: {}",
             mode_word(fallback.asked),
             mode_word(settings.mode),
-            fallback.reason
+            printable(&fallback.reason)
         )
     })
 }
 
-/// The program's prompt from a pty row (shell.status `busy.prompt`): trailing blanks and control characters
-/// dropped; `None` when nothing is left (a blank row tells the user nothing).
+/// The program's prompt from a pty row (shell.status `busy.prompt`): control sequences, control characters and
+/// trailing blanks dropped; `None` when nothing is left (a blank row tells the user nothing).
 #[must_use]
 pub fn prompt_row(row: Option<&str>) -> Option<String> {
-    let row: String = row?.chars().filter(|c| !c.is_control()).collect();
+    // printable keeps tabs and newlines, which a row to show on one line does not take either.
+    let row: String = printable(row?).chars().filter(|c| !c.is_control()).collect();
     let row = row.trim_end();
     (!row.trim_start().is_empty()).then(|| row.to_owned())
 }
@@ -202,6 +213,23 @@ mod tests {
     }
 
     #[test]
+    fn titles_tails_and_changes_hold_no_control_sequence() {
+        let title = call_title(&started("shell", &json!({"command": "echo \u{1b}]2;PWNED\u{7}hi\r"})));
+        assert_eq!(title, "$ echo hi");
+        let patch = "*** Begin Patch\n*** Add File: a\u{1b}[41m.txt\n+x\n*** End Patch\n";
+        assert_eq!(call_title(&started("apply_patch", &json!(patch))), "patch: add a.txt");
+        assert_eq!(output_tail("ok\n\u{9b}31mred\u{1b}]52;c;eA==\u{1b}\\\n"), ["ok", "red"]);
+        let end = completed(&json!({"status": "failed", "refusal": "no \u{1b}[2Jway"}));
+        assert_eq!(call_end(&end), "refused: no way");
+        let changes: FileChanges = serde_json::from_value(json!({
+            "files": [{"path": "x\u{1b}]0;t\u{7}.rs", "kind": "added", "added": 1, "removed": 0}],
+            "more": 0, "added": 1, "removed": 0
+        }))
+        .unwrap();
+        assert_eq!(change_lines(&changes), ["+1 -0 x.rs (added)"]);
+    }
+
+    #[test]
     fn ends_say_exit_denied_refused_or_setup_failure() {
         assert_eq!(call_end(&completed(&json!({"exit_code": 0}))), "exit 0");
         assert_eq!(
@@ -229,7 +257,7 @@ mod tests {
         let output: String = (1..=15).map(|i| format!("line {i}\n")).collect::<String>() + "\n\n";
         let tail = output_tail(&output);
         assert_eq!(tail.len(), TAIL_LINES);
-        assert_eq!((tail[0], tail[9]), ("line 6", "line 15"));
+        assert_eq!((&*tail[0], &*tail[9]), ("line 6", "line 15"));
         assert!(output_tail("").is_empty());
     }
 
@@ -275,6 +303,11 @@ mod tests {
     fn a_prompt_row_keeps_its_text_and_drops_blanks() {
         assert_eq!(prompt_row(Some("Continue? [y/N] ")).as_deref(), Some("Continue? [y/N]"));
         assert_eq!(prompt_row(Some("  > \u{1b}")).as_deref(), Some("  >"));
+        assert_eq!(
+            prompt_row(Some("\u{1b}[1mName:\u{1b}[0m\u{1b}]2;x\u{7} ")).as_deref(),
+            Some("Name:"),
+            "sequences go whole, not only their ESC"
+        );
         assert_eq!(prompt_row(Some("   ")), None);
         assert_eq!(prompt_row(None), None);
     }

@@ -33,16 +33,25 @@
 //! interrupting the turn` and turn.interrupt, so the turn ends interrupted and efr exits 130. Notices go to stderr
 //! in the plain and JSON forms. SIGINT does what Ctrl+C does.
 //!
+//! # Without a terminal on stdin
+//!
+//! The conversation is found from the terminal of stdin; without one, each prompt starts a new conversation unless
+//! `--conversation ID` names one. So efr names it at the end (the transcript's last line, or a line of efr's own on
+//! a terminal; `--json` has it in every event): `conversation <id> (go on with: efr --conversation <id> ...)`.
+//!
 //! # Queued prompts
 //!
 //! When the prompt went to a conversation whose other turn runs (its snapshot names that turn), efr says
 //! `queued behind the running turn` before the turn starts: a notice on stderr with a terminal or `--json`, a
 //! transcript line on stdout in the plain form.
 
+pub(crate) mod clean;
+mod conversation;
 pub(crate) mod describe;
 mod keys;
 mod markdown;
 mod plain;
+mod prompt;
 mod questions;
 mod term;
 mod view;
@@ -57,9 +66,8 @@ use efr_protocol::frame::ServerFrame;
 use efr_protocol::ids::{CallId, CommandId, ConversationId, TurnId};
 use efr_protocol::secret::SecretText;
 use efr_protocol::wire::{
-    ApprovalDecision, ApprovalRespondParams, ConversationSubscribeParams, ConversationsListParams,
-    ConversationsListResult, InputRespondParams, InputWait, Mode, PromptSendParams, PromptSendResult, PromptSettings,
-    ShellStatusParams, ShellStatusResult, TurnInterruptParams,
+    ApprovalDecision, ApprovalRespondParams, ConversationSubscribeParams, InputRespondParams, InputWait, Mode,
+    PromptSendParams, PromptSendResult, PromptSettings, ShellStatusParams, ShellStatusResult, TurnInterruptParams,
 };
 use serde_json::Value;
 use tokio::signal::unix::{SignalKind, signal};
@@ -86,26 +94,6 @@ fn mode(arg: ModeArg) -> Mode {
     }
 }
 
-/// The most bytes `efr -` reads: a prompt is a frame's text, and frames are at most 16 MiB.
-const MAX_STDIN_PROMPT: u64 = 8 * 1024 * 1024;
-
-/// The prompt of `efr -`: all of stdin, UTF-8, at most [`MAX_STDIN_PROMPT`] bytes.
-fn read_stdin_prompt() -> Result<String, String> {
-    use std::io::Read as _;
-    let mut bytes = Vec::new();
-    std::io::stdin()
-        .take(MAX_STDIN_PROMPT + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| format!("cannot read the prompt from stdin: {e}"))?;
-    if bytes.len() as u64 > MAX_STDIN_PROMPT {
-        return Err(format!(
-            "the prompt on stdin is over {} MiB",
-            MAX_STDIN_PROMPT / (1024 * 1024)
-        ));
-    }
-    String::from_utf8(bytes).map_err(|_| "the prompt on stdin is not UTF-8 text".to_owned())
-}
-
 fn bad_input(message: &str) -> ExitCode {
     eprintln!("efr: {message}");
     ExitCode::from(report::FAILED)
@@ -113,14 +101,9 @@ fn bad_input(message: &str) -> ExitCode {
 
 /// Runs `efr prompt`; the exit code is the turn's (0 completed, 1 failed, 130 interrupted) or the failure's.
 pub async fn run(args: &PromptArgs) -> ExitCode {
-    let text = if args.text == ["-"] {
-        // `efr -`: the prompt is stdin (a prompt longer than one argument may be, or from a file).
-        match read_stdin_prompt() {
-            Ok(text) => text,
-            Err(message) => return bad_input(&message),
-        }
-    } else {
-        args.text.join(" ")
+    let text = match prompt::text(&args.text) {
+        Ok(text) => text,
+        Err(message) => return bad_input(&message),
     };
     if let Err(error) = std::env::current_dir() {
         eprintln!("efr: the working directory is gone ({error}); the prompt goes without one");
@@ -146,6 +129,8 @@ pub async fn run(args: &PromptArgs) -> ExitCode {
         return bad_input("--conversation must be a conversation id (a UUID)");
     };
     let tty = context::stdin_tty();
+    // Without a terminal the conversation cannot be found again from it: efr names it at the end.
+    let name_it = tty.is_none();
     let client = match report::connect(tty.clone()).await {
         Ok(client) => client,
         Err(code) => return code,
@@ -153,7 +138,7 @@ pub async fn run(args: &PromptArgs) -> ExitCode {
     let conversation_id = match (named, args.new, &tty) {
         (Some(id), _, _) => Some(id),
         (None, true, _) | (None, false, None) => None,
-        (None, false, Some(tty)) => match newest_of_tty(&client, tty).await {
+        (None, false, Some(tty)) => match conversation::newest_of_tty(&client, tty).await {
             Ok(id) => id,
             Err(error) => return report::failure(&error),
         },
@@ -181,45 +166,23 @@ pub async fn run(args: &PromptArgs) -> ExitCode {
         Err(error) => return report::failure(&error),
     };
     let mut view = if args.json {
-        View::Json
+        View::json()
     } else if tty::stdout_is_tty() {
-        View::Term(Box::default())
+        View::term()
     } else {
-        View::Plain(plain::PlainView::default())
+        View::plain()
     };
-    if conversation_id.is_some() && queued_behind(&client, sent.conversation_id, sent.turn_id).await {
+    if conversation_id.is_some() && conversation::queued_behind(&client, sent.conversation_id, sent.turn_id).await {
         view.queued();
     }
     let mut session = Session::new(client, sent.conversation_id, sent.turn_id, view);
     let code = session.drive(sent.seq.saturating_sub(1)).await;
     session.view.finish();
     drop(session.term.take());
+    if name_it {
+        session.view.conversation(sent.conversation_id);
+    }
     code
-}
-
-/// Whether another turn than `turn_id` runs in the conversation, so that the prompt waits for it. A snapshot that
-/// cannot be had counts as no: the notice is a courtesy, the turn is shown either way.
-async fn queued_behind(client: &Client, conversation_id: ConversationId, turn_id: TurnId) -> bool {
-    client
-        .snapshot(conversation_id)
-        .await
-        .is_ok_and(|snapshot| snapshot.running.is_some_and(|running| running.turn_id != turn_id))
-}
-
-/// The newest conversation of `tty`, if it has one.
-async fn newest_of_tty(client: &Client, tty: &str) -> Result<Option<ConversationId>, ClientError> {
-    // With a tty, efrd lists only that terminal's conversations, newest first.
-    let params = ConversationsListParams {
-        tty: Some(tty.to_owned()),
-        limit: Some(1),
-        cursor: None,
-    };
-    let list: ConversationsListResult = client.call("conversations.list", &params).await?;
-    Ok(list
-        .conversations
-        .into_iter()
-        .find(|c| c.tty.as_deref() == Some(tty))
-        .map(|c| c.conversation_id))
 }
 
 /// One turn being shown.

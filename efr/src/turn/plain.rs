@@ -26,16 +26,24 @@
 //! turn interrupted                         turn_interrupted
 //! turn cancelled: <reason>                 turn_cancelled
 //! background: $ sleep 60 still runs        shell_command_detached; "background: ended, exit 0" for the end
+//! conversation <id> (go on with: efr --conversation <id> ...)
+//!                                          last, when stdin is not a terminal: each such prompt starts a new
+//!                                          conversation, which only its id finds again (`efr --conversation`,
+//!                                          `efr diff`, `efr shell`)
 //! ```
 //!
-//! Questions and efr's own notices go to stderr, so stdout holds only the transcript.
+//! Questions and efr's own notices go to stderr, so stdout holds only the transcript. What the model, a command or
+//! efrd chose (message text, commands, file names, output, reasons, errors) is made [`printable`] first: a pipe
+//! often ends on a terminal after all (`efr ... | less -R`, `tee`).
 
 use std::collections::BTreeMap;
 use std::io::Write;
 
 use efr_protocol::events::{Event, EventBody};
+use efr_protocol::ids::ConversationId;
 use efr_protocol::wire::{ApprovalDecision, InputWait};
 
+use super::clean::printable;
 use super::describe::{call_end, call_title, change_lines, fallback_words, output_tail, settings_words, usage_words};
 
 /// Writes the plain transcript to stdout.
@@ -49,9 +57,11 @@ pub struct PlainView {
     prompts: BTreeMap<String, String>,
 }
 
-/// The lines of `text` after a first-line prefix, further lines indented by two spaces (blank lines stay empty).
+/// The lines of `text` after a first-line prefix, further lines indented by two spaces (blank lines stay empty);
+/// the model's text is made [`printable`] first.
 fn message_lines(prefix: &str, text: &str) -> Vec<String> {
-    text.trim_end()
+    printable(text)
+        .trim_end()
         .lines()
         .enumerate()
         .map(|(i, line)| match (i, line.is_empty()) {
@@ -60,6 +70,12 @@ fn message_lines(prefix: &str, text: &str) -> Vec<String> {
             (_, false) => format!("  {line}"),
         })
         .collect()
+}
+
+/// The transcript's last line when stdin is not a terminal (see the module doc): the id, and how to go on.
+#[must_use]
+pub fn conversation_line(id: ConversationId) -> String {
+    format!("conversation {id} (go on with: efr --conversation {id} ...)")
 }
 
 /// The wire word of a decision.
@@ -128,7 +144,7 @@ impl PlainView {
             }
             EventBody::ApprovalRequested(question) => {
                 let reason = question.reason.as_ref().map(|r| format!(" ({r})")).unwrap_or_default();
-                vec![format!("approval: {}{reason}", question.summary)]
+                vec![printable(&format!("approval: {}{reason}", question.summary)).into_owned()]
             }
             EventBody::ApprovalResolved(answer) => vec![format!("answer: {}", decision_word(answer.decision))],
             EventBody::ApprovalExpired(_) => vec!["approval expired".to_owned()],
@@ -143,7 +159,7 @@ impl PlainView {
             }
             EventBody::TurnFailed(failed) => {
                 let mut lines = self.flush();
-                lines.push(format!("turn failed: {}", failed.error.message));
+                lines.push(format!("turn failed: {}", printable(&failed.error.message)));
                 if let Some(usage) = &failed.usage {
                     lines.push(format!("usage: {}", usage_words(usage)));
                 }
@@ -154,9 +170,9 @@ impl PlainView {
                 lines.push("turn interrupted".to_owned());
                 lines
             }
-            EventBody::TurnCancelled(cancelled) => vec![format!("turn cancelled: {}", cancelled.reason)],
+            EventBody::TurnCancelled(cancelled) => vec![format!("turn cancelled: {}", printable(&cancelled.reason))],
             EventBody::ShellCommandDetached(detached) => {
-                vec![format!("background: $ {} still runs", detached.command)]
+                vec![format!("background: $ {} still runs", printable(&detached.command))]
             }
             EventBody::ShellCommandEnded(ended) => vec![match ended.exit_code {
                 Some(code) => format!("background: ended, exit {code}"),
@@ -268,6 +284,48 @@ mod tests {
             json!({"kind": "turn_failed", "error": {"code": "unavailable", "message": "the provider broke off"}}),
         ]);
         assert_eq!(lines, ["assistant: Half an", "turn failed: the provider broke off"]);
+    }
+
+    #[test]
+    fn what_the_model_and_commands_chose_is_printed_without_control_sequences() {
+        let lines = transcript(&[
+            json!({"kind": "assistant_message_completed", "index": 0,
+                   "text": "Hi\u{1b}]2;PWNED\u{7} \u{1b}[41mred\u{1b}[0m\r\nnext\u{9b}2J"}),
+            json!({"kind": "tool_call_started", "call_id": "c1", "tool": "shell",
+                   "input": {"command": "printf '\u{1b}]52;c;eA==\u{1b}\\'"}}),
+            json!({"kind": "approval_requested", "call_id": "c1", "summary": "printf \u{1b}[8mx",
+                   "reason": "it\u{7} asks"}),
+            json!({"kind": "tool_call_completed", "call_id": "c1", "status": "ok", "output": "\u{1b}[1mbold\n",
+                   "exit_code": 0}),
+            json!({"kind": "shell_command_detached", "call_id": "c1", "command": "sleep\u{1b}c 9",
+                   "since": "2026-11-30T12:00:00.000Z", "contained": false, "input": "none"}),
+            json!({"kind": "assistant_message_updated", "index": 1, "offset": 0, "delta": "half\u{1b}]0;t\u{7}"}),
+            json!({"kind": "turn_failed", "error": {"code": "unavailable", "message": "broke\u{1b}[2K off"}}),
+        ]);
+        assert_eq!(
+            lines,
+            [
+                "assistant: Hi red",
+                "  next",
+                "$ printf ''",
+                "approval: printf x (it asks)",
+                "    bold",
+                "exit 0",
+                "background: $ sleep 9 still runs",
+                "assistant: half",
+                "turn failed: broke off",
+            ]
+        );
+    }
+
+    #[test]
+    fn the_conversation_line_says_how_to_go_on() {
+        let id: ConversationId = "6f1c1e9e-4c1d-4bb5-9f6e-0c8f9c7d2a11".parse().unwrap();
+        assert_eq!(
+            conversation_line(id),
+            "conversation 6f1c1e9e-4c1d-4bb5-9f6e-0c8f9c7d2a11 (go on with: efr --conversation \
+             6f1c1e9e-4c1d-4bb5-9f6e-0c8f9c7d2a11 ...)"
+        );
     }
 
     #[test]

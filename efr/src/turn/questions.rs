@@ -3,12 +3,16 @@
 //!
 //! A question goes away when it is answered here, when its answer arrives from elsewhere (`approval_resolved` from
 //! another client), when it expires, when the command stops waiting, or when its call completes.
+//!
+//! A question's text quotes the model (the summary of a call, the program's prompt): it is made [`printable`].
 
 use std::collections::VecDeque;
 
 use efr_protocol::events::ApprovalRequested;
 use efr_protocol::events::{EventBody, ToolCallInputChanged};
 use efr_protocol::wire::{AnswerInput, InputWait};
+
+use super::clean::printable;
 
 /// What a question asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,7 +60,7 @@ impl Ask {
         Self {
             call_id: question.call_id.0.clone(),
             kind: AskKind::Approval { always },
-            text: format!("allow {}?{reason}  {keys} ", question.summary),
+            text: printable(&format!("allow {}?{reason}  {keys} ", question.summary)).into_owned(),
         }
     }
 
@@ -78,7 +82,7 @@ impl Ask {
         Some(Self {
             call_id: wait.call_id.0.clone(),
             kind: AskKind::Input { input, hidden },
-            text,
+            text: printable(&text).into_owned(),
         })
     }
 }
@@ -191,6 +195,17 @@ mod tests {
         let rule = approval("c1", json!({"exit": {"always": "git push to origin"}}));
         assert_eq!(rule.kind, AskKind::Approval { always: true });
         assert!(rule.text.contains("[a]lways"), "{}", rule.text);
+    }
+
+    #[test]
+    fn a_question_quotes_the_model_without_its_control_sequences() {
+        let mut raw = json!({"call_id": "c1", "summary": "rm \u{1b}]2;PWNED\u{7}-rf\r x", "reason": "\u{9b}41mwhy"});
+        let question: ApprovalRequested = serde_json::from_value(raw.take()).unwrap();
+        let ask = Ask::approval(&question, &json!({}));
+        assert_eq!(ask.text, "allow rm -rf x? (why)  [y]es / [n]o ");
+        let wait: ToolCallInputChanged = serde_json::from_value(json!({"call_id": "c1", "input": "visible"})).unwrap();
+        let ask = Ask::input(&wait, "$ x\u{1b}[8m", Some("Go?")).unwrap();
+        assert_eq!(ask.text, "$ x waits for input:\n  Go? ");
     }
 
     #[test]

@@ -3,16 +3,21 @@
 //!
 //! The spinner is the last line of the screen, redrawn in place (`\r`, erase line) every tick; any other output
 //! first erases it and then draws it again below. While a question is open the spinner rests, so that the answer's
-//! line is never overwritten.
+//! line is never overwritten; and whatever else comes while the question's line waits for its answer (a notice,
+//! an event, the end) first ends that line, so it never runs on behind the question.
+//!
+//! Text that the model, a command or efrd chose is made [`printable`] before efr styles it (here, or in
+//! [`super::describe`]); efr's own colours are added after.
 
 use std::collections::HashMap;
-use std::io::Write;
+use std::io::{Stdout, Write};
 use std::time::Instant;
 
 use efr_protocol::events::{Event, EventBody};
 use efr_protocol::wire::{ApprovalDecision, InputWait};
 use termimad::MadSkin;
 
+use super::clean::printable;
 use super::describe::{
     call_end, call_ok, call_title, change_lines, fallback_words, output_tail, settings_words, usage_words,
 };
@@ -40,9 +45,10 @@ struct Spinner {
     since: Instant,
 }
 
-/// The terminal view.
+/// The terminal view, writing to `W` (stdout; a buffer in tests).
 #[derive(Debug)]
-pub struct TermView {
+pub struct TermView<W: Write = Stdout> {
+    out: W,
     skin: MadSkin,
     blocks: HashMap<u32, Blocks>,
     patches: HashMap<String, bool>,
@@ -50,6 +56,8 @@ pub struct TermView {
     frame: usize,
     drawn: bool,
     paused: bool,
+    /// A question's line waits for its answer (no newline yet).
+    asking: bool,
 }
 
 impl Default for TermView {
@@ -64,10 +72,18 @@ fn width() -> usize {
 }
 
 impl TermView {
-    /// A view with termimad's default skin.
+    /// A view on stdout with termimad's default skin.
     #[must_use]
     pub fn new() -> Self {
+        Self::with_out(std::io::stdout())
+    }
+}
+
+impl<W: Write> TermView<W> {
+    /// A view that writes to `out`.
+    pub fn with_out(out: W) -> Self {
         Self {
+            out,
             skin: MadSkin::default(),
             blocks: HashMap::new(),
             patches: HashMap::new(),
@@ -75,45 +91,53 @@ impl TermView {
             frame: 0,
             drawn: false,
             paused: false,
+            asking: false,
         }
     }
 
-    fn erase_spinner(&mut self, out: &mut impl Write) {
+    fn erase_spinner(&mut self) {
         if self.drawn {
-            let _ = write!(out, "{ERASE}");
+            let _ = write!(self.out, "{ERASE}");
             self.drawn = false;
         }
     }
 
-    fn draw_spinner(&mut self, out: &mut impl Write) {
-        if self.paused {
-            return;
+    /// Ends an open question's line, so that what comes next starts on a line of its own.
+    fn end_question_line(&mut self) {
+        if std::mem::take(&mut self.asking) {
+            let _ = self.out.write_all(b"\n");
         }
-        if let Some(Spinner { title, since, .. }) = &self.spinner {
+    }
+
+    fn draw_spinner(&mut self) {
+        if !self.paused
+            && let Some(Spinner { title, since, .. }) = &self.spinner
+        {
             let secs = since.elapsed().as_secs_f32();
             let frame = FRAMES[self.frame % FRAMES.len()];
             // Keep the line shorter than the terminal, so it never wraps (a wrapped line cannot be erased in place).
             let room = width().saturating_sub(12);
             let title: String = title.chars().take(room).collect();
-            let _ = write!(out, "{ERASE}{CYAN}{frame}{RESET} {DIM}{title} · {secs:.1}s{RESET}");
+            let _ = write!(self.out, "{ERASE}{CYAN}{frame}{RESET} {DIM}{title} · {secs:.1}s{RESET}");
             self.drawn = true;
         }
-        let _ = out.flush();
+        let _ = self.out.flush();
     }
 
-    /// Writes `text` (whole lines) above the spinner.
+    /// Writes `text` (whole lines) above the spinner, on a line of its own.
     fn print(&mut self, text: &str) {
-        let mut out = std::io::stdout().lock();
-        self.erase_spinner(&mut out);
-        let _ = out.write_all(text.as_bytes());
+        self.erase_spinner();
+        self.end_question_line();
+        let _ = self.out.write_all(text.as_bytes());
         if !text.ends_with('\n') {
-            let _ = out.write_all(b"\n");
+            let _ = self.out.write_all(b"\n");
         }
-        self.draw_spinner(&mut out);
+        self.draw_spinner();
     }
 
+    /// Renders the model's Markdown, cleaned first: termimad's styles are efr's, the text's own sequences are not.
     fn markdown(&mut self, text: &str) {
-        let rendered = markdown::render(&self.skin, text, width());
+        let rendered = markdown::render(&self.skin, &printable(text), width());
         self.print(&rendered);
     }
 
@@ -201,7 +225,8 @@ impl TermView {
             EventBody::TurnFailed(failed) => {
                 self.flush_text();
                 self.spinner = None;
-                self.print(&format!("{RED}✗ the turn failed: {}{RESET}", failed.error.message));
+                let message = printable(&failed.error.message);
+                self.print(&format!("{RED}✗ the turn failed: {message}{RESET}"));
             }
             EventBody::TurnInterrupted(_) => {
                 self.flush_text();
@@ -209,12 +234,12 @@ impl TermView {
                 self.print(&format!("{YELLOW}■ interrupted{RESET}"));
             }
             EventBody::TurnCancelled(cancelled) => {
-                self.print(&format!("{YELLOW}■ not run: {}{RESET}", cancelled.reason));
+                self.print(&format!("{YELLOW}■ not run: {}{RESET}", printable(&cancelled.reason)));
             }
             EventBody::ShellCommandDetached(detached) => {
                 self.print(&format!(
                     "{DIM}$ {} still runs in the background{RESET}",
-                    detached.command
+                    printable(&detached.command)
                 ));
             }
             _ => {}
@@ -235,46 +260,52 @@ impl TermView {
     /// Shows a question (no newline: the answer goes on the same line); the spinner rests until [`Self::resume`].
     pub fn ask(&mut self, text: &str) {
         self.flush_text();
-        let mut out = std::io::stdout().lock();
-        self.erase_spinner(&mut out);
+        self.erase_spinner();
+        self.end_question_line();
         self.paused = true;
-        let _ = write!(out, "{YELLOW}?{RESET} {text}");
-        let _ = out.flush();
+        let _ = write!(self.out, "{YELLOW}?{RESET} {}", printable(text));
+        self.asking = true;
+        let _ = self.out.flush();
     }
 
     /// Writes what the user typed (a visible answer, or a backspace's erase).
     pub fn echo(&mut self, text: &str) {
-        let mut out = std::io::stdout().lock();
-        let _ = out.write_all(text.as_bytes());
-        let _ = out.flush();
+        let _ = self.out.write_all(text.as_bytes());
+        let _ = self.out.flush();
     }
 
-    /// Ends the question's line with `answer` and lets the spinner run again.
+    /// Ends the question's line with `answer` and lets the spinner run again. When something else ended that line
+    /// already, the answer gets a line of its own (none when it is empty).
     pub fn resume(&mut self, answer: &str) {
         self.paused = false;
-        self.print(&format!(" {DIM}{answer}{RESET}"));
+        let answer = printable(answer);
+        if std::mem::take(&mut self.asking) {
+            self.print(&format!(" {DIM}{answer}{RESET}"));
+        } else if !answer.is_empty() {
+            self.print(&format!("{DIM}{answer}{RESET}"));
+        }
     }
 
-    /// A line of efr's own, such as a notice about Ctrl+C.
+    /// A line of efr's own, such as a notice about Ctrl+C (it may quote a command or an error: cleaned).
     pub fn notice(&mut self, text: &str) {
-        self.print(&format!("{DIM}{text}{RESET}"));
+        self.print(&format!("{DIM}{}{RESET}", printable(text)));
     }
 
     /// Advances the spinner.
     pub fn tick(&mut self) {
         if self.spinner.is_some() && !self.paused {
             self.frame = self.frame.wrapping_add(1);
-            let mut out = std::io::stdout().lock();
-            self.draw_spinner(&mut out);
+            self.draw_spinner();
         }
     }
 
-    /// Erases the spinner before efr exits.
+    /// Erases the spinner and ends an open question's line before efr exits.
     pub fn finish(&mut self) {
         self.flush_text();
-        let mut out = std::io::stdout().lock();
-        self.erase_spinner(&mut out);
-        let _ = out.flush();
+        self.erase_spinner();
+        self.spinner = None; // a line after the end (the conversation's id) must not draw it again
+        self.end_question_line();
+        let _ = self.out.flush();
     }
 }
 
@@ -291,6 +322,63 @@ mod tests {
             since,
         });
         view
+    }
+
+    /// What a view wrote, without efr's styles (so that the lines read plainly).
+    fn written(view: &TermView<Vec<u8>>) -> String {
+        let text = String::from_utf8_lossy(&view.out).into_owned();
+        [BOLD, DIM, RED, GREEN, YELLOW, CYAN, RESET]
+            .iter()
+            .fold(text, |text, style| text.replace(style, ""))
+    }
+
+    #[test]
+    fn a_notice_or_the_end_while_a_question_waits_starts_on_a_line_of_its_own() {
+        let mut view = TermView::with_out(Vec::new());
+        view.ask("allow rm -rf build?  [y]es / [n]o ");
+        view.notice("the conversation's stream ended before the turn did");
+        view.finish();
+        assert_eq!(
+            written(&view),
+            "? allow rm -rf build?  [y]es / [n]o \nthe conversation's stream ended before the turn did\n"
+        );
+
+        let mut view = TermView::with_out(Vec::new());
+        view.ask("allow ls?  [y]es / [n]o ");
+        view.finish();
+        view.finish();
+        assert_eq!(
+            written(&view),
+            "? allow ls?  [y]es / [n]o \n",
+            "the end closes the line once"
+        );
+
+        let mut view = TermView::with_out(Vec::new());
+        view.ask("allow ls?  [y]es / [n]o ");
+        view.resume("yes");
+        view.notice("later");
+        view.ask("allow rm?  [y]es / [n]o ");
+        view.notice("gone");
+        view.resume("(answered elsewhere, or no longer asked)");
+        view.resume("");
+        assert_eq!(
+            written(&view),
+            "? allow ls?  [y]es / [n]o  yes\nlater\n? allow rm?  [y]es / [n]o \ngone\n\
+             (answered elsewhere, or no longer asked)\n"
+        );
+    }
+
+    #[test]
+    fn the_models_text_and_questions_lose_their_sequences_but_keep_efrs_styles() {
+        let mut view = TermView::with_out(Vec::new());
+        view.skin = MadSkin::no_style(); // termimad's styles are escapes too: only the text's are counted here
+        view.markdown("Hi \u{1b}]2;PWNED\u{7}\u{1b}[41mthere");
+        view.ask("allow \u{1b}]52;c;eA==\u{1b}\\x?  [y]es / [n]o ");
+        let raw = String::from_utf8_lossy(&view.out).into_owned();
+        assert!(raw.contains(YELLOW), "efr's own style stays: {raw:?}");
+        let text = written(&view);
+        assert!(!text.contains(['\u{1b}', '\u{7}']), "{text:?}");
+        assert!(text.contains("Hi there") && text.contains("? allow x?"), "{text:?}");
     }
 
     #[test]

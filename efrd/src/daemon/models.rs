@@ -186,9 +186,17 @@ impl Models {
             _ => true,
         };
         if needs_key && self.keys.key(kind).is_none() {
+            let how = match kind {
+                ProviderKind::OpenAiCompat => format!(
+                    "set {} in efrd's environment (key_required = true; efr login covers openai-api and \
+                     anthropic-api only)",
+                    crate::model::keys::COMPAT_KEY_VAR
+                ),
+                _ => format!("log in with `efr login --api-key --provider {kind}`"),
+            };
             return Err(ErrorBody::new(
                 ErrorCode::Unauthorized,
-                format!("no API key for {kind}: log in with `efr login --api-key --provider {kind}`"),
+                format!("no API key for {kind}: {how}"),
             ));
         }
         let mut request = ModelRequest::new(settings.model.clone());

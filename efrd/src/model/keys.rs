@@ -4,7 +4,9 @@
 //! renamed into place, so no reader ever sees a partial or wider file). In memory it is a [`SecretString`]; it is never
 //! logged, and `Debug` prints of this module's types never show it. A key is shown only as its
 //! [`key_hint`]. An environment key (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`) counts as a login while nothing is stored
-//! (spec changelog, logins with an API key); a stored key wins over it.
+//! (spec changelog, logins with an API key); a stored key wins over it. `openai-compat` has no login (the spec's
+//! admin.login_api_key names only the two hosted providers): a server that needs a key (`key_required = true`) gets
+//! it from `OPENAI_COMPAT_API_KEY` in efrd's environment.
 //!
 //! `refused_at` (the provider last answered 401 to the key) and `checked_at` (the provider last answered a request
 //! with the key, refused or not) are kept in memory per provider: the spec reports them "since the daemon started".
@@ -119,16 +121,29 @@ pub enum KeyError {
 pub struct EnvKeys {
     openai: Option<SecretString>,
     anthropic: Option<SecretString>,
+    compat: Option<SecretString>,
 }
 
+/// The environment variable of the openai-compat key (see the module docs).
+pub const COMPAT_KEY_VAR: &str = "OPENAI_COMPAT_API_KEY";
+
 impl EnvKeys {
-    /// The keys in this process's `OPENAI_API_KEY` and `ANTHROPIC_API_KEY` (empty counts as unset).
+    /// The keys in this process's `OPENAI_API_KEY`, `ANTHROPIC_API_KEY` and [`COMPAT_KEY_VAR`] (empty counts as
+    /// unset).
     #[must_use]
     pub fn from_process() -> Self {
         Self::new(
             std::env::var("OPENAI_API_KEY").ok(),
             std::env::var("ANTHROPIC_API_KEY").ok(),
         )
+        .with_compat(std::env::var(COMPAT_KEY_VAR).ok())
+    }
+
+    /// The same keys with `compat` as the openai-compat key (empty or blank counts as unset).
+    #[must_use]
+    pub fn with_compat(mut self, compat: Option<String>) -> Self {
+        self.compat = compat.filter(|key| !key.trim().is_empty()).map(SecretString::from);
+        self
     }
 
     /// The given keys (empty or blank counts as unset).
@@ -138,6 +153,7 @@ impl EnvKeys {
         Self {
             openai: keep(openai),
             anthropic: keep(anthropic),
+            compat: None,
         }
     }
 
@@ -145,7 +161,7 @@ impl EnvKeys {
         match provider {
             ProviderKind::OpenAiApi => self.openai.as_ref(),
             ProviderKind::AnthropicApi => self.anthropic.as_ref(),
-            ProviderKind::OpenAiCompat => None,
+            ProviderKind::OpenAiCompat => self.compat.as_ref(),
         }
     }
 }
@@ -155,6 +171,7 @@ impl std::fmt::Debug for EnvKeys {
         f.debug_struct("EnvKeys")
             .field("openai", &self.openai.is_some())
             .field("anthropic", &self.anthropic.is_some())
+            .field("compat", &self.compat.is_some())
             .finish()
     }
 }

@@ -30,7 +30,7 @@ use crate::sandbox::plan::{Layout, base_plan, normalize};
 
 /// The environment variables that hold keys efrd holds itself (model/keys.rs reads them). Neither the hidden shell
 /// nor a contained call gets them (ARCHITECTURE.md §2: "no child ever sees them").
-pub const HELD_SECRETS: &[&str] = &["OPENAI_API_KEY", "ANTHROPIC_API_KEY"];
+pub const HELD_SECRETS: &[&str] = &["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_COMPAT_API_KEY"];
 
 /// `env` without the variables of [`HELD_SECRETS`].
 pub fn without_held_secrets<K: AsRef<std::ffi::OsStr>, V>(env: impl IntoIterator<Item = (K, V)>) -> Vec<(K, V)> {
