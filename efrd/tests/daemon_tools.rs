@@ -491,6 +491,14 @@ async fn an_interrupt_of_the_turn_stops_its_running_command() {
     assert!(!done["output"].as_str().unwrap_or("").contains("never"), "{done}");
     let model_calls = server.requests().iter().filter(|r| r.method == "POST").count();
     assert_eq!(model_calls, 1, "no model call after the interrupt");
+
+    // The next turn's model call tells the model why the command ended.
+    let params = json!({"command_id": command_id(), "conversation_id": conversation, "text": "go on",
+        "context": {"cwd": project.path()}, "settings": {"mode": "full"}});
+    client.ok("prompt.send", params).await.unwrap();
+    events_until(&mut client, id, "turn_completed").await;
+    let output = tool_output(&server, "call_sleep");
+    assert!(output.contains("the user interrupted the turn"), "{output}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -791,10 +799,14 @@ async fn a_command_left_running_when_efrd_stops_is_recorded_as_closed_after_the_
     events_until(&mut client, id, "turn_completed").await;
     drop(client);
 
+    let shells = home.path().join("run/shells");
+    assert_eq!(std::fs::read_dir(&shells).unwrap().count(), 1, "the shell's own folder");
     efrd.kill().unwrap();
     efrd.restart().unwrap();
     let mut client = efrd.client().await.unwrap();
     let (id, _) = subscribe(&mut client, &conversation, Some(0)).await;
+    // The killed efrd's shell folder is gone (the new efrd has started no shell yet).
+    assert_eq!(std::fs::read_dir(&shells).unwrap().count(), 0);
     let events = common::events_through(&mut client, id, "shell_command_ended").await;
     let ended = events.last().unwrap();
     assert_eq!(

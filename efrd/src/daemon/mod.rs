@@ -166,6 +166,14 @@ async fn start_and_serve(roots: Roots, config: ConfigState) -> Result<(), StartE
         code: e.exit_code(),
         message: e.to_string(),
     })?;
+    // Under the lock, before any shell of ours: the folders of an earlier efrd's shells, which ended with it.
+    let left = crate::tools::shell::remove_leftovers(&roots.runtime.path.join("shells"));
+    if left > 0 {
+        info!(
+            folders = left,
+            "removed the hidden shells' folders an earlier efrd left"
+        );
+    }
     let store = Store::open(roots.data.path.join("efr.db"))
         .await
         .map_err(|e| fail(EXIT_FAILURE)(e.to_string()))?;

@@ -208,9 +208,13 @@ pub async fn run_shell(
         model_text.push('\n');
         model_text.push_str(&note);
     }
+    if interrupted {
+        // Otherwise the model sees only what the command printed (often nothing) and may run it again.
+        model_text.push_str("\n[the user interrupted the turn: this command got SIGINT]");
+    }
     if let Some(code) = exit_code.filter(|c| *c != 0) {
         model_text.push_str(&format!("\n[exit status {code}]"));
-        if prepared.is_some() {
+        if prepared.is_some() && !interrupted {
             // The model should know a failure may be the sandbox's, not the command's own.
             model_text.push_str(SANDBOX_NOTE);
         }

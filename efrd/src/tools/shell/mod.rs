@@ -276,6 +276,20 @@ impl HiddenShell {
     }
 }
 
+/// Removes the `shell-*` folders in `work_root` that an earlier efrd left (one killed before it could close its
+/// shells); returns how many went. Call it at start, under the single-instance lock, before any shell of this efrd
+/// starts: the earlier efrd's shells ended with it (their pty closed), and nothing else reads their command files.
+pub fn remove_leftovers(work_root: &std::path::Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(work_root) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .filter(|entry| entry.file_name().to_string_lossy().starts_with("shell-"))
+        .filter(|entry| std::fs::remove_dir_all(entry.path()).is_ok())
+        .count()
+}
+
 /// One conversation's hidden shell: started on first use, and again after the last one exited or was closed.
 #[derive(Debug)]
 pub struct ShellSlot {
