@@ -191,6 +191,8 @@ fn rule_errors_point_at_the_value() {
     );
     assert!(e.message.contains("\"high\" is not one of"), "{e}");
 
+    let e = err("[providers.openai-compat]\nbase_url = \"http://127.0.0.1:/v1\"\n");
+    assert!(e.message.contains("no port after it"), "{e}");
     let e = err("[providers.openai-compat]\nbase_url = \"localhost:8080\"\n");
     assert_eq!(
         place(&e),

@@ -157,9 +157,17 @@ fn check_url(key: KeyPath, value: &str) -> Result<(), Invalid> {
             format!("base_url must be an http or https URL, not {:?}", url.scheme()),
         ),
         Ok(url) if url.host_str().is_none_or(str::is_empty) => invalid(key, "base_url has no host"),
+        // The URL parser reads `http://host:` as the default port; a `:` with nothing after it is a typo.
+        Ok(_) if authority(value).ends_with(':') => invalid(key, "base_url has a `:` with no port after it"),
         Ok(_) => Ok(()),
         Err(e) => invalid(key, format!("{value:?} is not a URL: {e}")),
     }
+}
+
+/// The `host:port` part of a URL as written: after `scheme://`, up to the path, query or fragment.
+fn authority(url: &str) -> &str {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    rest.split(['/', '?', '#']).next().unwrap_or(rest)
 }
 
 /// The company whose naming a model id follows, for the "model of another company" warning.
