@@ -656,3 +656,55 @@ async fn a_patch_through_a_link_out_of_the_project_is_judged_where_it_writes() {
     assert!(done["refusal"].is_string(), "{done}");
     assert!(!home.path().join("config/injected.toml").exists());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_a_direct_call_set_in_the_hidden_shell_never_runs_around_a_contained_call() {
+    let home = tempdir();
+    let project = tempdir();
+    let outside = tempdir();
+    std::fs::create_dir(project.path().join("sub")).unwrap();
+    let out = outside.path().display();
+    let setup = format!(
+        "trap 'touch {out}/trap' DEBUG; PROMPT_COMMAND='touch {out}/prompt'; \
+         printf() {{ touch {out}/function; builtin printf \"$@\"; }}; cd sub"
+    );
+    let server = model(vec![
+        shell_call("call_setup", &setup),
+        text("set"),
+        shell_call("call_contained", "echo contained; pwd"),
+        text("ran"),
+    ])
+    .await;
+    let efrd = daemon_with(home.path(), &server, &[]);
+    let mut client = efrd.client().await.unwrap();
+    let sent = prompt_in(&mut client, None, project.path(), "full", "set up").await;
+    let conversation = sent["conversation_id"].as_str().unwrap().to_owned();
+    let (id, _) = subscribe(&mut client, &conversation, Some(0)).await;
+    bounded("full turn", events_until(&mut client, id, "turn_completed")).await;
+    // The hooks ran as the full turn went on; from here on, nothing may touch these files.
+    for name in ["trap", "prompt", "function"] {
+        let _ = std::fs::remove_file(outside.path().join(name));
+    }
+
+    prompt_in(
+        &mut client,
+        Some(&conversation),
+        project.path(),
+        "auto",
+        "now contained",
+    )
+    .await;
+    let events = bounded("auto turn", events_until(&mut client, id, "turn_completed")).await;
+    let done = event_of(&events, "tool_call_completed", "call_contained");
+    assert_eq!(done["status"], "ok", "{done}");
+    let output = done["output"].as_str().unwrap();
+    assert!(output.contains("contained"), "{done}");
+    // The working directory carries to the new shell.
+    assert!(output.trim_end().ends_with("/sub"), "{done}");
+    let touched: Vec<_> = std::fs::read_dir(outside.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert!(touched.is_empty(), "ran outside the sandbox: {touched:?}");
+}

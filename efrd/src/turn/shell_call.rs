@@ -96,7 +96,13 @@ pub async fn run_shell(
     };
     let shell = {
         let mut slot = env.shell.lock().await;
-        match slot.shell().await {
+        // A contained call never runs in a shell that a direct call has used (see ShellSlot).
+        let shell = if grants.is_some() {
+            slot.shell_for_contained().await
+        } else {
+            slot.shell_for_direct().await
+        };
+        match shell {
             Ok(shell) => shell.clone(),
             Err(error) => {
                 drop(slot);

@@ -291,16 +291,63 @@ pub fn remove_leftovers(work_root: &std::path::Path) -> usize {
 }
 
 /// One conversation's hidden shell: started on first use, and again after the last one exited or was closed.
+///
+/// A contained call runs as a child of the hidden shell, so whatever the shell itself runs around it (a `DEBUG` trap,
+/// `PROMPT_COMMAND`, `precmd`, a function named like a command of the run line) runs outside the sandbox. Only a
+/// direct call (full or cautious mode, or an approved exit) can set such state; so a contained call never runs in a
+/// shell that a direct call has used: [`ShellSlot::shell_for_contained`] starts a new one first, in the old one's
+/// working directory.
 #[derive(Debug)]
 pub struct ShellSlot {
     opts: ShellOptions,
     shell: Option<HiddenShell>,
+    /// A direct call ran in the current shell since it started.
+    direct_ran: bool,
 }
 
 impl ShellSlot {
     /// A slot that starts shells with `opts`; none runs yet.
     pub fn new(opts: ShellOptions) -> Self {
-        Self { opts, shell: None }
+        Self {
+            opts,
+            shell: None,
+            direct_ran: false,
+        }
+    }
+
+    /// The live shell for a direct call (see [`ShellSlot::shell`]); the shell then counts as used by a direct call.
+    ///
+    /// Errors: those of [`HiddenShell::start`].
+    pub async fn shell_for_direct(&mut self) -> Result<&HiddenShell, ShellError> {
+        self.shell().await?;
+        self.direct_ran = true;
+        self.shell.as_ref().ok_or(ShellError::Gone(Life::Closed))
+    }
+
+    /// The live shell for a contained call: a new one when a direct call has used the current shell (see the type's
+    /// doc), started in its working directory; its other state (variables, functions, traps) does not carry. A shell
+    /// that still runs a command is kept: the call is then refused as busy, as any other call.
+    ///
+    /// Errors: those of [`HiddenShell::start`].
+    pub async fn shell_for_contained(&mut self) -> Result<&HiddenShell, ShellError> {
+        if self.direct_ran
+            && let Some(old) = self.shell.take()
+        {
+            match old.status().await {
+                Ok(status) if status.busy.is_some() => self.shell = Some(old),
+                Ok(status) => {
+                    if let Some(cwd) = status.cwd.filter(|cwd| cwd.is_dir()) {
+                        self.opts.cwd = cwd;
+                    }
+                    old.close().await;
+                }
+                Err(_) => old.close().await,
+            }
+        }
+        if self.shell.is_none() {
+            self.direct_ran = false;
+        }
+        self.shell().await
     }
 
     /// The live shell, started now if there is none or the last one is gone. A new shell starts in the options'
@@ -310,6 +357,7 @@ impl ShellSlot {
     pub async fn shell(&mut self) -> Result<&HiddenShell, ShellError> {
         if !self.shell.as_ref().is_some_and(HiddenShell::is_alive) {
             self.shell = Some(HiddenShell::start(self.opts.clone()).await?);
+            self.direct_ran = false;
         }
         self.shell.as_ref().ok_or(ShellError::Gone(Life::Closed))
     }
