@@ -8,8 +8,10 @@
 //! acts on the link, not on its target, so only their folder is resolved. The project roots are resolved the same
 //! way, so a project reached through a link still holds its own files.
 //!
-//! What is checked is the disk at decision time; the patch is applied right after. A command left running that
-//! swaps a folder for a link in between could still redirect a write: that window is the width of one patch commit.
+//! What is checked is the disk at decision time. A command left running could swap a folder for a link before the
+//! patch is written, so the commit checks again: each place it writes, resolved when it writes, must be one of these
+//! paths, and it writes inside folders opened with no link on their path (`Plan::commit_within`,
+//! tools/patch/folder.rs).
 
 use std::path::{Path, PathBuf};
 

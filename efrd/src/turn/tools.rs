@@ -247,7 +247,18 @@ pub async fn run_call(
                 recorder.record(turn_id, vec![event]).await.ok()?;
                 return Some(CallOutput { output, is_error: true });
             }
-            let (event, output) = match plan.commit() {
+            // Written only where it was judged: a link swapped in since the decision fails the commit.
+            let allowed: Vec<PathBuf> = changes
+                .iter()
+                .flat_map(|change| {
+                    let to = match &change.kind {
+                        ChangeKind::Move { to } => Some(to.clone()),
+                        _ => None,
+                    };
+                    std::iter::once(change.path.clone()).chain(to)
+                })
+                .collect();
+            let (event, output) = match plan.commit_within(&allowed) {
                 Ok(results) => {
                     let (changes, diff) = changes_of(results, env);
                     let summary: Vec<String> = changes

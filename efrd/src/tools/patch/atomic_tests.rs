@@ -157,3 +157,27 @@ fn an_update_that_changes_nothing_writes_nothing() {
     run(dir.path(), "*** Update File: same.txt\n@@\n-b\n+c\n").unwrap();
     assert_eq!(fs::metadata(&path).unwrap().permissions().mode() & 0o7777, 0o640);
 }
+
+#[test]
+fn a_link_swapped_in_after_the_check_fails_the_commit_and_nothing_lands_outside() {
+    let dir = tmp();
+    let base = fs::canonicalize(dir.path()).unwrap();
+    let (project, outside) = (base.join("p"), base.join("outside"));
+    fs::create_dir_all(project.join("d")).unwrap();
+    fs::create_dir_all(&outside).unwrap();
+    put(&project, "first.txt", "one\n");
+    let patch = parse(
+        "*** Begin Patch\n*** Update File: first.txt\n@@\n-one\n+ONE\n*** Add File: d/new.txt\n+x\n*** End Patch",
+    )
+    .unwrap();
+    let plan = Plan::new(&patch, &project).unwrap();
+    // What the caller judged: the paths as they resolved then.
+    let allowed = vec![project.join("first.txt"), project.join("d/new.txt")];
+    // Then something swaps the folder for a link out of the project.
+    fs::rename(project.join("d"), project.join("d-old")).unwrap();
+    std::os::unix::fs::symlink(&outside, project.join("d")).unwrap();
+    let error = plan.commit_within(&allowed).unwrap_err();
+    assert!(error.to_string().contains("not where the patch was checked"), "{error}");
+    assert_eq!(fs::read_dir(&outside).unwrap().count(), 0, "nothing outside");
+    assert_eq!(get(&project, "first.txt"), "one\n", "the first write was undone");
+}

@@ -3,18 +3,21 @@
 //! First every touched path is read again and must be as the plan found it. Then writes, in the order the patch
 //! first named their paths, then removals (so a move writes its new path before it removes the old one). A write
 //! goes to a temporary file in the target's folder (created with any missing parents), is flushed with `fsync` and
-//! renamed over the target, so a reader never sees half a file; an existing file keeps its permission bits, a new one
+//! renamed over the target, so a reader never sees half a file; every write and removal acts inside a folder opened
+//! with no link on its path (see `folder.rs`), so a link swapped in meanwhile cannot redirect it; an existing file keeps its permission bits, a new one
 //! gets `0666` less the umask. When a step fails, the steps already done are undone in reverse order from the
 //! originals kept in memory: written files get their old bytes back (or go, if they were new), removed files come
 //! back, and folders the commit created are removed again.
 
+use std::ffi::{OsStr, OsString};
 use std::fs;
-use std::io::{self, Write as _};
-use std::os::unix::fs::PermissionsExt;
+use std::io;
 use std::path::{Path, PathBuf};
 
 use super::error::ApplyError;
+use super::folder::Folder;
 use super::plan::{Disk, State};
+use crate::policy::paths::resolve;
 
 /// One path to change: where, what it was, what it becomes (`State::File` or `State::Missing`).
 #[derive(Debug)]
@@ -43,11 +46,11 @@ impl Step {
     }
 }
 
-/// A step done, with what its undo needs.
+/// A step done, with what its undo needs: the folder it acted in (still open) and the name.
 #[derive(Debug)]
 enum Done<'s> {
-    Wrote(&'s Step),
-    Removed(&'s Step),
+    Wrote(&'s Step, Folder, OsString),
+    Removed(&'s Step, Folder, OsString),
     /// Folders created for a write, outermost first.
     Folders(Vec<PathBuf>),
 }
@@ -59,7 +62,10 @@ struct Failure {
     source: io::Error,
 }
 
-pub(super) fn commit(steps: &[Step]) -> Result<(), ApplyError> {
+/// Writes `steps` (see the module doc). With `allowed`, each place written or removed, resolved through its links
+/// when the step runs, must be one of these paths (those the caller judged): a link that changed meanwhile fails the
+/// step and undoes the commit, instead of writing where nobody looked.
+pub(super) fn commit(steps: &[Step], allowed: Option<&[PathBuf]>) -> Result<(), ApplyError> {
     for step in steps {
         if Disk::load(&step.path)? != step.original {
             return Err(ApplyError::Changed {
@@ -68,7 +74,7 @@ pub(super) fn commit(steps: &[Step]) -> Result<(), ApplyError> {
         }
     }
     let mut done: Vec<Done<'_>> = Vec::new();
-    match run(steps, &mut done) {
+    match run(steps, allowed, &mut done) {
         Ok(()) => Ok(()),
         Err(Failure { op, path, source }) => {
             let unrestored = undo(done);
@@ -86,92 +92,86 @@ pub(super) fn commit(steps: &[Step]) -> Result<(), ApplyError> {
     }
 }
 
-fn run<'s>(steps: &'s [Step], done: &mut Vec<Done<'s>>) -> Result<(), Failure> {
+/// The folder (resolved through its links now) and the name that `path` stands for.
+fn place(path: &Path) -> io::Result<(PathBuf, OsString)> {
+    match (path.parent(), path.file_name()) {
+        (Some(parent), Some(name)) => Ok((resolve(parent)?, name.to_owned())),
+        _ => Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{} names no file", path.display()),
+        )),
+    }
+}
+
+/// Checks `folder/name` against `allowed`.
+fn check(folder: &Path, name: &OsStr, allowed: Option<&[PathBuf]>) -> io::Result<()> {
+    match allowed {
+        Some(allowed) if !allowed.contains(&folder.join(name)) => Err(io::Error::other(format!(
+            "a link on the way now leads to {}, not where the patch was checked",
+            folder.join(name).display()
+        ))),
+        _ => Ok(()),
+    }
+}
+
+fn run<'s>(steps: &'s [Step], allowed: Option<&[PathBuf]>, done: &mut Vec<Done<'s>>) -> Result<(), Failure> {
     for step in steps {
         let State::File { bytes, mode } = &step.state else {
             continue;
         };
-        let real = step.real();
-        if let Some(parent) = real.parent() {
-            let missing = missing_folders(parent);
-            let created = fs::create_dir_all(parent);
-            if !missing.is_empty() {
-                done.push(Done::Folders(missing));
-            }
-            created.map_err(|source| Failure {
-                op: "create the folder of",
-                path: step.path.clone(),
-                source,
-            })?;
+        let fail = |op| {
+            let path = step.path.clone();
+            move |source| Failure { op, path, source }
+        };
+        // A folder on the way that is a file (`NotADirectory`) fails here: its folder cannot be made.
+        let (folder, name) = place(step.real()).map_err(fail("create the folder of"))?;
+        check(&folder, &name, allowed).map_err(fail("write"))?;
+        let mut created = Vec::new();
+        let opened = Folder::open_creating(&folder, &mut created);
+        if !created.is_empty() {
+            done.push(Done::Folders(created));
         }
-        write_atomic(real, bytes, *mode).map_err(|source| Failure {
-            op: "write",
-            path: step.path.clone(),
-            source,
-        })?;
-        done.push(Done::Wrote(step));
+        let folder = opened.map_err(fail("create the folder of"))?;
+        folder.write_atomic(&name, bytes, *mode).map_err(fail("write"))?;
+        done.push(Done::Wrote(step, folder, name));
     }
     for step in steps {
         if step.state != State::Missing {
             continue;
         }
-        // `remove_file` on a symlink removes the link, not its target.
-        fs::remove_file(&step.path).map_err(|source| Failure {
-            op: "remove",
-            path: step.path.clone(),
-            source,
-        })?;
-        done.push(Done::Removed(step));
+        let fail = |op| {
+            let path = step.path.clone();
+            move |source| Failure { op, path, source }
+        };
+        // The path itself: removing a link removes the link, not its target.
+        let (folder, name) = place(&step.path).map_err(fail("remove"))?;
+        check(&folder, &name, allowed).map_err(fail("remove"))?;
+        let folder = Folder::open(&folder).map_err(fail("remove"))?;
+        folder.remove(&name).map_err(fail("remove"))?;
+        done.push(Done::Removed(step, folder, name));
     }
     Ok(())
 }
 
-/// The folders from `folder` up that do not exist, outermost first.
-fn missing_folders(folder: &Path) -> Vec<PathBuf> {
-    let mut missing: Vec<PathBuf> = folder
-        .ancestors()
-        .take_while(|ancestor| !ancestor.as_os_str().is_empty() && fs::symlink_metadata(ancestor).is_err())
-        .map(Path::to_path_buf)
-        .collect();
-    missing.reverse();
-    missing
-}
-
-/// Writes `bytes` to `path` through a temporary file in its folder and a rename. `mode` sets the permission bits
-/// (not subject to the umask); `None` leaves a new file's `0666` less the umask.
-fn write_atomic(path: &Path, bytes: &[u8], mode: Option<u32>) -> io::Result<()> {
-    let folder = path.parent().unwrap_or_else(|| Path::new("/"));
-    let mut temp = tempfile::Builder::new()
-        .prefix(".efr-patch-")
-        .permissions(fs::Permissions::from_mode(0o666))
-        .tempfile_in(folder)?;
-    temp.write_all(bytes)?;
-    if let Some(mode) = mode {
-        temp.as_file().set_permissions(fs::Permissions::from_mode(mode))?;
-    }
-    temp.as_file().sync_all()?;
-    temp.persist(path).map_err(|e| e.error)?;
-    Ok(())
-}
-
-/// Undoes `done` in reverse order; returns the paths that could not be restored.
+/// Undoes `done` in reverse order, in the folders the steps acted in; returns the paths that could not be restored.
 fn undo(done: Vec<Done<'_>>) -> Vec<PathBuf> {
     let mut unrestored = Vec::new();
     for step in done.into_iter().rev() {
         let restored = match step {
-            Done::Wrote(step) => match &step.original {
-                Disk::File { bytes, mode, real, .. } => {
-                    write_atomic(real, bytes, Some(*mode)).map_err(|_| step.path.clone())
-                }
-                Disk::Missing | Disk::Other => remove_if_there(step.real()).map_err(|_| step.path.clone()),
+            Done::Wrote(step, folder, name) => match &step.original {
+                Disk::File { bytes, mode, .. } => folder
+                    .write_atomic(&name, bytes, Some(*mode))
+                    .map_err(|_| step.path.clone()),
+                Disk::Missing | Disk::Other => match folder.remove(&name) {
+                    Err(e) if e.kind() != io::ErrorKind::NotFound => Err(step.path.clone()),
+                    _ => Ok(()),
+                },
             },
-            Done::Removed(step) => match &step.original {
-                Disk::File { link: Some(link), .. } => {
-                    std::os::unix::fs::symlink(link, &step.path).map_err(|_| step.path.clone())
-                }
-                Disk::File { bytes, mode, .. } => {
-                    write_atomic(&step.path, bytes, Some(*mode)).map_err(|_| step.path.clone())
-                }
+            Done::Removed(step, folder, name) => match &step.original {
+                Disk::File { link: Some(link), .. } => folder.symlink(link, &name).map_err(|_| step.path.clone()),
+                Disk::File { bytes, mode, .. } => folder
+                    .write_atomic(&name, bytes, Some(*mode))
+                    .map_err(|_| step.path.clone()),
                 Disk::Missing | Disk::Other => Ok(()),
             },
             Done::Folders(folders) => {
@@ -194,13 +194,6 @@ fn undo(done: Vec<Done<'_>>) -> Vec<PathBuf> {
         }
     }
     unrestored
-}
-
-fn remove_if_there(path: &Path) -> io::Result<()> {
-    match fs::remove_file(path) {
-        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
-        _ => Ok(()),
-    }
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 //! it; `apply_tests` covers the failures it can meet.)
 
 use std::fs;
+use std::os::unix::fs::PermissionsExt;
 
 use super::*;
 
@@ -50,7 +51,7 @@ fn a_failed_removal_undoes_every_step_before_it() {
     // c.txt goes away behind the commit's back, so its removal fails after a.txt, sub/new.txt and b.txt are done.
     fs::remove_file(&c).unwrap();
     let mut done = Vec::new();
-    let Err(failure) = run(&steps, &mut done) else {
+    let Err(failure) = run(&steps, None, &mut done) else {
         panic!("the removal of c.txt should fail")
     };
     assert_eq!((failure.op, failure.path.as_path()), ("remove", c.as_path()));
@@ -106,7 +107,7 @@ fn a_failed_write_undoes_the_writes_before_it_and_leaves_no_temporary_file() {
         },
     ];
     let mut done = Vec::new();
-    let Err(failure) = run(&steps, &mut done) else {
+    let Err(failure) = run(&steps, None, &mut done) else {
         panic!("the write over a folder should fail")
     };
     assert_eq!((failure.op, failure.path.as_path()), ("write", folder.as_path()));
@@ -139,7 +140,7 @@ fn a_restore_that_fails_is_reported() {
     ];
     fs::remove_file(&missing).unwrap();
     let mut done = Vec::new();
-    assert!(run(&steps, &mut done).is_err());
+    assert!(run(&steps, None, &mut done).is_err());
     // Something puts a non-empty folder where new.txt was written: the undo cannot remove it.
     fs::remove_file(&new).unwrap();
     fs::create_dir(&new).unwrap();

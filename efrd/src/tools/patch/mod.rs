@@ -81,6 +81,7 @@
 
 mod commit;
 mod error;
+mod folder;
 pub mod parse;
 mod plan;
 mod seek;

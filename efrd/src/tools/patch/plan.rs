@@ -217,7 +217,19 @@ impl Plan {
     /// [`ApplyError::Changed`] when a file changed since the plan (nothing written); [`ApplyError::Io`] when a step
     /// failed and everything was restored; [`ApplyError::RollbackIncomplete`] when the restore failed too.
     pub fn commit(self) -> Result<Vec<FileResult>, ApplyError> {
-        commit::commit(&self.steps)?;
+        commit::commit(&self.steps, None)?;
+        Ok(self.files)
+    }
+
+    /// [`Plan::commit`], where each place written or removed, resolved through its links when it is written, must be
+    /// one of `allowed` (the paths the caller judged, resolved the same way: turn/patch_paths.rs). A link that
+    /// changed since then fails the commit, and what was written is undone.
+    ///
+    /// # Errors
+    ///
+    /// Those of [`Plan::commit`]; [`ApplyError::Io`] for a place not in `allowed`.
+    pub fn commit_within(self, allowed: &[PathBuf]) -> Result<Vec<FileResult>, ApplyError> {
+        commit::commit(&self.steps, Some(allowed))?;
         Ok(self.files)
     }
 }
