@@ -107,7 +107,8 @@ pub fn run(command: &DaemonCommand) -> ExitCode {
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("efr daemon: {error}");
+            // The error may quote systemctl or a path.
+            eprintln!("efr daemon: {}", crate::turn::clean::printable(&error.to_string()));
             ExitCode::FAILURE
         }
     }

@@ -34,7 +34,7 @@ fn main() -> ExitCode {
     let reordered = match args::reorder(std::env::args_os().collect()) {
         Ok(reordered) => reordered,
         Err(message) => {
-            eprintln!("efr: {message}");
+            report::error(&message);
             return ExitCode::from(report::FAILED);
         }
     };
@@ -57,7 +57,7 @@ fn main() -> ExitCode {
     };
     match cli.command {
         Some(Command::ShellInit { shell }) => {
-            out::print(&shell_init::script(shell));
+            out::print_exact(&shell_init::script(shell));
             ExitCode::SUCCESS
         }
         Some(Command::Daemon { command }) => daemon_cmd::run(&command),
@@ -65,7 +65,7 @@ fn main() -> ExitCode {
             let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
                 Ok(runtime) => runtime,
                 Err(error) => {
-                    eprintln!("efr: cannot start the async runtime: {error}");
+                    report::error(&format!("cannot start the async runtime: {error}"));
                     return ExitCode::from(report::FAILED);
                 }
             };

@@ -2,23 +2,49 @@
 //!
 //! `efr status | head -1` closes the pipe before efr is done writing. efr keeps SIGPIPE ignored (Rust's default),
 //! so that its socket to efrd fails with an error instead of killing it; a write to a closed stdout then fails
-//! with `EPIPE`, which `print!` turns into a panic. [`print`] takes it as "the reader left": efr exits at once,
+//! with `EPIPE`, which `print!` turns into a panic. [`print_exact`] (under every print here) takes it as "the reader left": efr exits at once,
 //! quietly, with status 0 (the reader took what it wanted, as ripgrep does; a shell's 141 would fail a
 //! `set -o pipefail` pipeline for nothing). Any other write error prints `efr: cannot write to stdout: ...` and
 //! exits 1.
+//!
+//! # Text from others
+//!
+//! What the thin commands print readably holds text that efr did not write: efrd's messages (which quote
+//! config.toml), paths, model ids, key hints, a command's line. [`print()`] and [`println()`] print it
+//! [`printable`]: without terminal control sequences (one could retitle the
+//! terminal, colour it or write the clipboard) and bidi overrides. They clean on a terminal and off one alike, as
+//! the turn's plain transcript does: the readable forms are for reading (a pager, a log viewed later); scripts take
+//! `--json`. efr's own words hold no control characters, so cleaning all the text costs them nothing; styled output
+//! must not go through them.
+//!
+//! [`print_exact`] and [`println_exact`] write byte for byte: `--json` (efrd's result as it came; JSON escapes the
+//! C0 controls), the shell-init script, and `efr diff` when stdout is not a terminal (a patch must stay a patch;
+//! see [`crate::commands::diff`]).
 //!
 //! The turn's views write their own way (a turn must end its subscription, not exit mid-way).
 
 use std::io::Write;
 
+use crate::turn::clean::printable;
+
 /// The exit status when the reader of stdout left (`EPIPE`): 0, see the module doc.
 pub const READER_LEFT: i32 = 0;
 
-/// Writes `text` to stdout and flushes it.
+/// Writes `text` to stdout, [`printable`] (see the module doc), and flushes it. Exits as [`print_exact`] does.
+pub fn print(text: &str) {
+    print_exact(&printable(text));
+}
+
+/// [`print()`] with a newline after `text`.
+pub fn println(text: &str) {
+    print(&format!("{text}\n"));
+}
+
+/// Writes `text` to stdout byte for byte and flushes it.
 ///
 /// Exits the process with [`READER_LEFT`] when the reader of stdout left, or with 1 (after a message on stderr)
 /// when stdout cannot be written for another reason; returns only when all of `text` was written.
-pub fn print(text: &str) {
+pub fn print_exact(text: &str) {
     let mut out = std::io::stdout().lock();
     if let Err(error) = out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         drop(out);
@@ -26,9 +52,9 @@ pub fn print(text: &str) {
     }
 }
 
-/// [`print`] with a newline after `text`.
-pub fn println(text: &str) {
-    print(&format!("{text}\n"));
+/// [`print_exact`] with a newline after `text`.
+pub fn println_exact(text: &str) {
+    print_exact(&format!("{text}\n"));
 }
 
 /// What efr does after a failed write to stdout: the exit status, and the message for stderr (none when the reader

@@ -1,4 +1,6 @@
 //! Exit codes, and how a failure is told to the user: `efr: <message>` on stderr, with a hint when one helps.
+//! The message is printed [`printable`] ([`error`]): it may quote efrd, a command, a path or a config value, whose
+//! control sequences must not reach the terminal.
 //!
 //! | code | when |
 //! |------|------|
@@ -42,12 +44,17 @@ pub fn wants_login(message: &str) -> bool {
     message.contains("log in")
 }
 
+/// Prints `efr: <message>` on stderr, [`printable`] (see the module doc).
+pub fn error(message: &str) {
+    eprintln!("efr: {}", printable(message));
+}
+
 /// Prints a failure and returns its exit code: 2 with [`START_HINT`] when efrd is not running, else 1 (with
 /// [`LOGIN_HINT`] after a "log in" message).
 #[must_use]
 pub fn failure(error: &ClientError) -> ExitCode {
     // efrd's message may quote a command or a model's words.
-    eprintln!("efr: {}", printable(&error.to_string()));
+    self::error(&error.to_string());
     match error {
         ClientError::NotRunning { .. } => {
             eprintln!("{START_HINT}");
@@ -72,7 +79,7 @@ pub async fn connect(tty: Option<String>) -> Result<Client, ExitCode> {
     let socket = match crate::socket::socket_path() {
         Ok(socket) => socket,
         Err(error) => {
-            eprintln!("efr: cannot find efrd's socket: {error}");
+            self::error(&format!("cannot find efrd's socket: {error}"));
             return Err(ExitCode::from(NOT_RUNNING));
         }
     };

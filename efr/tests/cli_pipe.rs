@@ -291,7 +291,10 @@ async fn login_reads_the_key_from_stdin_and_never_prints_it() {
 async fn models_and_diff_print_json_that_parses() {
     let home = tempfile::tempdir().unwrap();
     let project = tempfile::tempdir().unwrap();
-    let add = "*** Begin Patch\n*** Add File: notes.md\n+# Notes\n+one\n*** End Patch\n";
+    // The second file's name and line hold escapes (a title, a colour): `efr diff` to a pipe keeps them byte for
+    // byte, so that the patch still applies.
+    let add = "*** Begin Patch\n*** Add File: notes.md\n+# Notes\n+one\n*** Add File: escd\u{1b}]0;FILETITLE\u{7}.txt\n\
+               +\u{1b}]0;DIFFTITLE\u{7}\u{1b}[41mRED\n*** End Patch\n";
     let server = model(vec![patch("call_p", add), text("added notes")]).await;
     let efrd = daemon(home.path(), &server, true);
 
@@ -309,7 +312,9 @@ async fn models_and_diff_print_json_that_parses() {
     let (stdout, stderr) = texts(&out);
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
     assert!(
-        stdout.contains("patch: add notes.md\nok\nchanges: +2 -0 notes.md (added)\n"),
+        stdout.contains(
+            "patch: add notes.md, add escd.txt\nok\nchanges: +1 -0 escd.txt (added)\nchanges: +2 -0 notes.md (added)\n"
+        ),
         "{stdout}"
     );
 
@@ -337,7 +342,10 @@ async fn models_and_diff_print_json_that_parses() {
     )
     .await;
     let diff: ConversationDiffResult = serde_json::from_slice(&diff.stdout).unwrap();
-    assert_eq!(diff.changes.files[0].path.to_str(), Some("notes.md"));
+    assert!(
+        diff.changes.files.iter().any(|f| f.path.to_str() == Some("notes.md")),
+        "{diff:?}"
+    );
     assert!(diff.diff.unwrap().contains("+# Notes"));
     let stat = efr_run(
         home.path(),
@@ -346,7 +354,23 @@ async fn models_and_diff_print_json_that_parses() {
         None,
     )
     .await;
-    assert_eq!(texts(&stat).0, "+2 -0 notes.md (added)\n");
+    assert_eq!(
+        texts(&stat).0,
+        "+1 -0 escd\u{1b}]0;FILETITLE\u{7}.txt (added)\n+2 -0 notes.md (added)\n+3 -0 in all\n"
+    );
+    let piped = efr_run(
+        home.path(),
+        project.path(),
+        &["diff", "--conversation", &conversation],
+        None,
+    )
+    .await;
+    let piped = texts(&piped).0;
+    assert!(piped.contains("+\u{1b}]0;DIFFTITLE\u{7}\u{1b}[41mRED\n"), "{piped:?}");
+    assert!(
+        piped.starts_with("+1 -0 escd\u{1b}]0;FILETITLE\u{7}.txt (added)\n"),
+        "{piped:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -667,6 +691,18 @@ async fn config_reload_applies_a_good_file_and_says_where_a_broken_one_is_wrong(
         stdout.contains("not applied at line") && stdout.contains("shell.program"),
         "{stdout}"
     );
+
+    // efrd quotes the bad value; its escapes never reach the output.
+    std::fs::write(
+        &config,
+        format!("{good}\n[shell]\nprogram = \"bogus\\u001b]0;T2\\u0007\"\n"),
+    )
+    .unwrap();
+    let output = efr_run(home.path(), home.path(), &["config", "reload"], None).await;
+    let (stdout, stderr) = texts(&output);
+    assert_eq!(output.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(stdout.contains("`bogus`"), "{stdout:?}");
+    assert!(!stdout.contains(['\u{1b}', '\u{7}']), "{stdout:?}");
 
     let output = efr_run(home.path(), home.path(), &["--json", "config", "reload"], None).await;
     let result: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();

@@ -5,7 +5,25 @@
 //! here (UUIDs), and a conversation that efrd does not know is told as "no such conversation" (efrd's own answer
 //! for it is "no finished turn"). The stat lines come first (`+12 -3 src/lib.rs`, then the totals), then, without
 //! `--stat`, the unified diff.
+//!
+//! # Control sequences
+//!
+//! The paths and the lines of the diff are the project's: a file named `a\e]0;TITLE\a.txt`, or a line
+//! `\e[41mRED`, would retitle or colour the terminal that shows them. So the readable form depends on stdout
+//! ([`render`]):
+//!
+//! - On a terminal, each line (the stat lines and the diff's) is printed
+//!   [`printable`]: terminal control sequences, other control characters and bidi overrides are removed, and a
+//!   line that lost something ends with [`REMOVED`] (`  [efr: control characters removed]`), so that a reader
+//!   knows the file holds more than shows. A `\r` before a line's end is dropped without the mark (CRLF files; it
+//!   shows as nothing). The result is for reading, not for `git apply`.
+//! - Not on a terminal (a pipe: `efr diff | git apply`; a file), the diff is written byte for byte as efrd sent it,
+//!   so it stays a valid patch. What reads it must take care of escapes itself (`less -R` would pass them on).
+//!
+//! `--json` prints efrd's result as it came (JSON escapes the C0 controls; C1 controls and bidi overrides stay
+//! as they are in the strings).
 
+use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::process::ExitCode;
 
@@ -15,7 +33,11 @@ use efr_protocol::wire::{ConversationDiffParams, ConversationDiffResult, FileCha
 
 use super::{read, unary_on};
 use crate::cli::DiffArgs;
-use crate::{context, out, report};
+use crate::turn::clean::printable;
+use crate::{context, out, report, tty};
+
+/// The mark at the end of a line that lost control characters on a terminal (see the module doc).
+pub const REMOVED: &str = "  [efr: control characters removed]";
 
 /// Why `efr diff`'s arguments are refused before efrd is asked.
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
@@ -68,7 +90,7 @@ pub async fn run(args: &DiffArgs) -> ExitCode {
     let params = match params(args, tty.as_deref()) {
         Ok(params) => params,
         Err(error) => {
-            eprintln!("efr: {error}");
+            report::error(&error.to_string());
             return ExitCode::from(report::FAILED);
         }
     };
@@ -80,7 +102,7 @@ pub async fn run(args: &DiffArgs) -> ExitCode {
         match client.snapshot(id).await {
             Ok(_) => {}
             Err(error) if error.daemon().is_some_and(|e| e.code == ErrorCode::NotFound) => {
-                eprintln!("efr: no such conversation: {id}");
+                report::error(&format!("no such conversation: {id}"));
                 return ExitCode::from(report::FAILED);
             }
             Err(error) => return report::failure(&error),
@@ -89,19 +111,46 @@ pub async fn run(args: &DiffArgs) -> ExitCode {
     let params = match serde_json::to_value(&params) {
         Ok(params) => params,
         Err(error) => {
-            eprintln!("efr: cannot encode the params of conversation.diff: {error}");
+            report::error(&format!("cannot encode the params of conversation.diff: {error}"));
             return ExitCode::from(report::FAILED);
         }
     };
     unary_on(&client, "conversation.diff", params, args.json, |value| {
         let diff: ConversationDiffResult = read("conversation.diff", value)?;
-        out::print(&stat_lines(&diff.changes));
-        if let Some(text) = &diff.diff {
-            out::print(text);
-        }
+        out::print_exact(&render(&diff, tty::stdout_is_tty()));
         Ok(())
     })
     .await
+}
+
+/// The readable form: the stat lines, then the diff (when efrd sent one). With `terminal`, each line cleaned and
+/// marked as the module doc says; else byte for byte.
+#[must_use]
+pub fn render(diff: &ConversationDiffResult, terminal: bool) -> String {
+    let mut text = stat_lines(&diff.changes);
+    if let Some(unified) = &diff.diff {
+        text.push_str(unified);
+    }
+    if terminal { for_terminal(&text) } else { text }
+}
+
+/// `text` with each line [`printable`], and [`REMOVED`] at the end of a line that lost something other than a `\r`
+/// before its end.
+#[must_use]
+pub fn for_terminal(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        let (body, end) = line.strip_suffix('\n').map_or((line, ""), |body| (body, "\n"));
+        let body = body.strip_suffix('\r').unwrap_or(body);
+        let clean = printable(body);
+        let lost = matches!(clean, Cow::Owned(_));
+        out.push_str(&clean);
+        if lost {
+            out.push_str(REMOVED);
+        }
+        out.push_str(end);
+    }
+    out
 }
 
 /// One line per changed file (`+12 -3 src/lib.rs`, with the kind for an added, deleted or renamed file), then the
@@ -183,6 +232,55 @@ mod tests {
                 .conversation_id
                 .is_none()
         );
+    }
+
+    fn escaped() -> ConversationDiffResult {
+        serde_json::from_value(serde_json::json!({ "turn_id": "7c9e6679-7425-40de-944b-e07fc1f90ae7",
+            "changes": {"files": [{"path": "escd\u{1b}]0;FILETITLE\u{7}.txt", "kind": "added", "added": 2,
+                "removed": 0}], "added": 2, "removed": 0, "more": 0},
+            "diff": "diff --git a/escd\u{1b}]0;FILETITLE\u{7}.txt b/escd\u{1b}]0;FILETITLE\u{7}.txt\n\
+                     +\u{1b}]0;DIFFTITLE\u{7}\u{1b}[41mRED\n+plain\u{202e}txt.exe\r\n+crlf\r\n"
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn on_a_terminal_paths_and_lines_are_cleaned_and_marked() {
+        let out = render(&escaped(), true);
+        assert_eq!(
+            out,
+            format!(
+                "+2 -0 escd.txt (added){REMOVED}\ndiff --git a/escd.txt b/escd.txt{REMOVED}\n+RED{REMOVED}\n\
+                 +plaintxt.exe{REMOVED}\n+crlf\n"
+            )
+        );
+    }
+
+    #[test]
+    fn off_a_terminal_the_diff_is_byte_exact() {
+        let diff = escaped();
+        let out = render(&diff, false);
+        assert_eq!(out, format!("{}{}", stat_lines(&diff.changes), diff.diff.unwrap()));
+        assert!(
+            out.contains("+\u{1b}]0;DIFFTITLE\u{7}\u{1b}[41mRED\n+plain\u{202e}txt.exe\r\n"),
+            "{out:?}"
+        );
+        assert!(
+            out.starts_with("+2 -0 escd\u{1b}]0;FILETITLE\u{7}.txt (added)\n"),
+            "{out:?}"
+        );
+    }
+
+    #[test]
+    fn a_clean_diff_reads_the_same_on_a_terminal() {
+        let diff: ConversationDiffResult =
+            serde_json::from_value(serde_json::json!({ "turn_id": "7c9e6679-7425-40de-944b-e07fc1f90ae7",
+                "changes": {"files": [{"path": "a.rs", "kind": "modified", "added": 1, "removed": 1}],
+                    "added": 1, "removed": 1, "more": 0},
+                "diff": "--- a/a.rs\n+++ b/a.rs\n@@ -1 +1 @@\n-\told\n+\tnew"
+            }))
+            .unwrap();
+        assert_eq!(render(&diff, true), render(&diff, false));
     }
 
     #[test]

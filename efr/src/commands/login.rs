@@ -64,7 +64,7 @@ pub async fn login(args: &LoginArgs) -> ExitCode {
     let key = match read_key(provider) {
         Ok(key) => key,
         Err(error) => {
-            eprintln!("efr: {error}");
+            report::error(&error.to_string());
             return ExitCode::from(report::FAILED);
         }
     };
@@ -80,7 +80,7 @@ pub async fn login(args: &LoginArgs) -> ExitCode {
     let params = match serde_json::to_value(&params) {
         Ok(params) => params,
         Err(error) => {
-            eprintln!("efr: cannot encode the login: {error}");
+            report::error(&format!("cannot encode the login: {error}"));
             return ExitCode::from(report::FAILED);
         }
     };
@@ -113,7 +113,7 @@ pub async fn logout(args: &LogoutArgs) -> ExitCode {
             Ok(status) => match status.providers.into_iter().find(|p| p.active) {
                 Some(active) => active.provider,
                 None => {
-                    eprintln!("efr: no provider is active; name one with --provider");
+                    report::error("no provider is active; name one with --provider");
                     return ExitCode::from(report::FAILED);
                 }
             },

@@ -9,6 +9,11 @@
 //! - [`shell`]: `efr shell [status]` and `efr shell stop [--close]` (shell.status, shell.interrupt).
 //!
 //! efrd's errors print `efr: <message>` and exit 1; an efrd that cannot be reached exits 2 with how to start it.
+//!
+//! What the readable forms print, and the messages on stderr, hold text from efrd (its messages quote
+//! config.toml), from the project's files (paths) and from the model (commands): they are printed through
+//! [`crate::out::print`] and [`report::error`], which remove terminal control sequences and bidi overrides from it.
+//! `--json` is printed as efrd sent it ([`crate::out::println_exact`]); `efr diff` has its own rule (see [`diff`]).
 
 pub mod config;
 pub mod diff;
@@ -51,13 +56,13 @@ pub async fn unary_on(
 ) -> ExitCode {
     match client.call_value(method, params).await {
         Ok(result) if json => {
-            crate::out::println(&result.to_string());
+            crate::out::println_exact(&result.to_string());
             ExitCode::SUCCESS
         }
         Ok(result) => match show(&result) {
             Ok(()) => ExitCode::SUCCESS,
             Err(message) => {
-                eprintln!("efr: {message}");
+                report::error(&message);
                 ExitCode::from(report::FAILED)
             }
         },

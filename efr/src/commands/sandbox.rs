@@ -41,23 +41,23 @@ pub async fn check(json: bool) -> ExitCode {
         Ok(result) => match read::<AdminSandboxCheckResult>("admin.sandbox_check", &result) {
             Ok(check) => {
                 if json {
-                    crate::out::println(&result.to_string());
+                    crate::out::println_exact(&result.to_string());
                 } else {
                     crate::out::print(&render(&check));
                 }
                 exit_code(&check)
             }
             Err(message) => {
-                eprintln!("efr: {message}");
+                report::error(&message);
                 ExitCode::from(report::FAILED)
             }
         },
         Err(error) => match error.daemon() {
             Some(body) if body.code == ErrorCode::Invalid && body.message.contains("does not serve") => {
-                eprintln!(
-                    "efr: this efrd does not serve admin.sandbox_check yet (efrd says: {})",
+                report::error(&format!(
+                    "this efrd does not serve admin.sandbox_check yet (efrd says: {})",
                     body.message
-                );
+                ));
                 ExitCode::from(report::FAILED)
             }
             _ => report::failure(&error),

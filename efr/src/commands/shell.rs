@@ -19,7 +19,7 @@
 //! that still runs after SIGINT; 2 when efrd is not running.
 //!
 //! The command line and the program's prompt are the model's and the program's: they are printed
-//! [`printable`] (no terminal control sequences).
+//! [`printable`] (no terminal control sequences), by [`render`] and by [`out::print`] and [`report::error`].
 
 use std::fmt::Write as _;
 use std::process::ExitCode;
@@ -77,7 +77,7 @@ pub fn named(conversation: Option<&str>, tty: Option<&str>) -> Result<Option<Con
 }
 
 fn failed(message: &str) -> ExitCode {
-    eprintln!("efr: {message}");
+    report::error(message);
     ExitCode::from(report::FAILED)
 }
 
@@ -134,7 +134,7 @@ pub async fn run_status(args: &ShellArgs) -> ExitCode {
     };
     if args.json {
         match serde_json::to_string(&status) {
-            Ok(line) => out::println(&line),
+            Ok(line) => out::println_exact(&line),
             Err(error) => return failed(&format!("cannot encode the result of shell.status: {error}")),
         }
     } else {
@@ -165,10 +165,7 @@ pub async fn run_stop(args: &ShellStopArgs) -> ExitCode {
         Ok(_) => {}
         // Between the look and the stop, the command may have ended by itself.
         Err(ClientError::Daemon(body)) if body.code == ErrorCode::NotFound => {
-            return failed(&format!(
-                "$ {} already ended: nothing to stop",
-                printable(&busy.command)
-            ));
+            return failed(&format!("$ {} already ended: nothing to stop", busy.command));
         }
         Err(error) => return report::failure(&error),
     }
@@ -183,14 +180,14 @@ pub async fn run_stop(args: &ShellStopArgs) -> ExitCode {
             "close": args.close,
             "ended": ended,
         });
-        out::println(&line.to_string());
+        out::println_exact(&line.to_string());
     } else if ended {
         let how = if args.close {
             "closed the hidden shell"
         } else {
             "stopped (SIGINT)"
         };
-        out::println(&format!("$ {}: {how}", printable(&busy.command)));
+        out::println(&format!("$ {}: {how}", busy.command));
     }
     if ended {
         return ExitCode::SUCCESS;
@@ -202,7 +199,7 @@ pub async fn run_stop(args: &ShellStopArgs) -> ExitCode {
     };
     failed(&format!(
         "$ {} still runs {}s after the stop{hint}",
-        printable(&busy.command),
+        busy.command,
         STOP_WAIT.as_secs()
     ))
 }

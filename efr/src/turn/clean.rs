@@ -6,7 +6,11 @@
 //! The rule ([`printable`]): ESC-introduced sequences go whole (CSI `ESC [ ... final`, OSC `ESC ] ... BEL | ESC \`,
 //! DCS/SOS/PM/APC `ESC P|X|^|_ ... ESC \`, and `ESC x`); the 8-bit C1 controls (U+0080–U+009F) go, with the
 //! parameters of their CSI, OSC and string forms; every other control character goes except `\n` and `\t` (a bare
-//! `\r` too: it moves back over what is on the line).
+//! `\r` too: it moves back over what is on the line). The bidi embedding, override and isolate controls (U+202A–U+202E,
+//! U+2066–U+2069) go too: they reorder what follows them on the line, so a command or a diff line could show other
+//! than what it is ("Trojan Source"). The other invisible format characters stay: the zero-width joiner and
+//! non-joiner (U+200C, U+200D) build emoji and the words of some scripts, and the marks U+200E/U+200F only set the
+//! direction of the characters next to them.
 
 use std::borrow::Cow;
 
@@ -15,13 +19,19 @@ const BEL: char = '\u{7}';
 /// The 8-bit string terminator (ST).
 const ST: char = '\u{9c}';
 
-/// Whether `c` is a control character that does not stay.
+/// Whether `c` is a control character (or a bidi embedding, override or isolate) that does not stay.
 fn goes(c: char) -> bool {
-    c.is_control() && c != '\n' && c != '\t'
+    (c.is_control() && c != '\n' && c != '\t') || is_bidi_control(c)
 }
 
-/// `text` without terminal control sequences and control characters other than `\n` and `\t` (see the module doc);
-/// borrowed when there is nothing to remove.
+/// The bidi embeddings and overrides (LRE, RLE, PDF, LRO, RLO: U+202A–U+202E) and isolates (LRI, RLI, FSI, PDI:
+/// U+2066–U+2069).
+fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// `text` without terminal control sequences, control characters other than `\n` and `\t`, and bidi embeddings,
+/// overrides and isolates (see the module doc); borrowed when there is nothing to remove.
 #[must_use]
 pub fn printable(text: &str) -> Cow<'_, str> {
     if !text.chars().any(goes) {
@@ -139,5 +149,26 @@ mod tests {
             "ESC x, ESC ( B, a lone ESC"
         );
         assert_eq!(printable("bell\u{7} back\u{8} del\u{7f} nul\u{0}"), "bell back del nul");
+    }
+
+    #[test]
+    fn bidi_embeddings_overrides_and_isolates_go() {
+        // The Trojan Source comment: what runs is not what shows.
+        assert_eq!(
+            printable("/* \u{202e} } \u{2066}if (admin)\u{2069} \u{2066} begin admins only */"),
+            "/*  } if (admin)  begin admins only */"
+        );
+        for c in [
+            '\u{202a}', '\u{202b}', '\u{202c}', '\u{202d}', '\u{202e}', '\u{2066}', '\u{2067}', '\u{2068}',
+        ] {
+            assert_eq!(printable(&format!("a{c}b\u{2069}c")), "abc", "{:04x}", u32::from(c));
+        }
+    }
+
+    #[test]
+    fn joiners_and_other_format_characters_stay() {
+        let family = "👩\u{200d}👩\u{200d}👧 می\u{200c}خواهم \u{200e}x\u{200f} a\u{200b}b \u{feff}";
+        assert!(matches!(printable(family), Cow::Borrowed(t) if t == family));
+        assert_eq!(printable("\u{2028}\u{2029}"), "\u{2028}\u{2029}");
     }
 }

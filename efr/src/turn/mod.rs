@@ -95,7 +95,7 @@ fn mode(arg: ModeArg) -> Mode {
 }
 
 fn bad_input(message: &str) -> ExitCode {
-    eprintln!("efr: {message}");
+    report::error(message);
     ExitCode::from(report::FAILED)
 }
 
