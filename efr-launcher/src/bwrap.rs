@@ -1,8 +1,9 @@
 //! The plan → bubblewrap arguments, as a pure function ([`bwrap_args`]).
 //!
-//! The only facts it needs from the host are the kinds of the masked paths (a folder is masked with an empty
-//! read-only tmpfs, a file with `/dev/null`, a missing path not at all), which the outer stage reads first
-//! ([`HostFacts::read`]) and tests make up. The mounts come from [`LaunchPlan::mounts`], so their order is the one
+//! The only facts it needs from the host are the kinds of the masked and protected paths (a folder is masked with an
+//! empty read-only tmpfs, a file with `/dev/null`, a missing path not at all; a protected path is bound over itself, a
+//! missing one gets the placeholder its source asks for), which the outer stage reads first ([`HostFacts::read`]) and
+//! tests make up. The mounts come from [`LaunchPlan::mounts`], so their order is the one
 //! `sandbox.explain` reads back.
 //!
 //! The arguments, in order:
@@ -11,8 +12,10 @@
 //! --new-session --die-with-parent --unshare-all --unshare-user --disable-userns [--share-net]
 //! --json-status-fd N --clearenv --setenv K V ...
 //! --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp
-//! (--bind P P | --tmpfs M | --ro-bind /dev/null M | --dev-bind D D)...   the plan's mounts, deepest last
-//! --remount-ro M ...                                                     every folder mask, once all binds are in
+//! (--bind P P | --tmpfs M | --ro-bind /dev/null M | --dev-bind D D     the plan's mounts, deepest last
+//!  | --ro-bind R R | --tmpfs R | --ro-bind /dev/null R)...               (R: protected paths and their placeholders)
+//! --remount-ro M ...                                                     every folder mask and placeholder, once all
+//!                                                                        binds are in
 //! --chdir CWD
 //! ```
 //!
@@ -25,9 +28,9 @@ use std::ffi::OsString;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use efr_protocol::internal::{LaunchPlan, MountKind, Network, PlanError};
+use efr_protocol::internal::{IfMissing, LaunchPlan, MountKind, Network, PlanError};
 
-/// What a masked path is on the host, after following links.
+/// What a masked or protected path is on the host, after following links.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MaskTarget {
     /// A folder at this (canonical) path: masked with an empty read-only tmpfs.
@@ -38,11 +41,13 @@ pub enum MaskTarget {
     Missing,
 }
 
-/// The host facts [`bwrap_args`] needs: the target of each masked path of the plan.
+/// The host facts [`bwrap_args`] needs: the target of each masked and each protected path of the plan.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct HostFacts {
     /// Plan mask path → what is there. A mask without an entry counts as [`MaskTarget::Missing`].
     pub masks: BTreeMap<PathBuf, MaskTarget>,
+    /// Plan protected path → what is there. A protected path without an entry counts as [`MaskTarget::Missing`].
+    pub protected: BTreeMap<PathBuf, MaskTarget>,
 }
 
 impl HostFacts {
@@ -69,7 +74,40 @@ impl HostFacts {
             };
             masks.insert(mask.path.clone(), target);
         }
-        Ok(Self { masks })
+        let mut protected = BTreeMap::new();
+        for entry in &plan.protected {
+            protected.insert(entry.path.clone(), protected_target(&entry.path)?);
+        }
+        Ok(Self { masks, protected })
+    }
+}
+
+/// What a protected path is. A link is refused: the bind would land on its target, and the call could replace the
+/// link itself (with a folder holding a config of its own).
+fn protected_target(path: &Path) -> io::Result<MaskTarget> {
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_symlink() => Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "{} is a link inside a writable root: efr cannot keep a contained call from replacing it (make it a \
+                 real folder or file, or run this call in another mode)",
+                path.display()
+            ),
+        )),
+        Ok(_) => {
+            let real = std::fs::canonicalize(path)
+                .map_err(|err| io::Error::new(err.kind(), format!("cannot resolve {}: {err}", path.display())))?;
+            Ok(if real.is_dir() {
+                MaskTarget::Dir(real)
+            } else {
+                MaskTarget::File(real)
+            })
+        }
+        Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(MaskTarget::Missing),
+        Err(err) => Err(io::Error::new(
+            err.kind(),
+            format!("cannot read the protected path {}: {err}", path.display()),
+        )),
     }
 }
 
@@ -116,6 +154,23 @@ pub fn bwrap_args(plan: &LaunchPlan, host: &HostFacts, status_fd: i32) -> Result
                 MaskTarget::File(real) => args.paths("--ro-bind", Path::new("/dev/null"), real),
                 MaskTarget::Missing => {}
             },
+            // A bind of a path over itself is a mount point, which cannot be renamed or removed (EBUSY): git's folder
+            // cannot be swapped for one the call made, though git still writes in it.
+            MountKind::Pinned => match host.protected.get(path).unwrap_or(&MaskTarget::Missing) {
+                MaskTarget::Dir(real) | MaskTarget::File(real) => args.paths("--bind", real, real),
+                MaskTarget::Missing => {}
+            },
+            // Landlock cannot take rights away below a writable root's rule: the read-only mount's EROFS is what
+            // stops a write here, and as a mount point the path cannot be renamed either.
+            MountKind::ReadOnly(if_missing) => match (host.protected.get(path), if_missing) {
+                (Some(MaskTarget::Dir(real) | MaskTarget::File(real)), _) => args.paths("--ro-bind", real, real),
+                (_, IfMissing::EmptyFolder) => {
+                    args.path("--tmpfs", path);
+                    read_only_later.push(path.to_path_buf());
+                }
+                (_, IfMissing::EmptyFile) => args.paths("--ro-bind", Path::new("/dev/null"), path),
+                (_, IfMissing::Nothing) => {}
+            },
         }
     }
     // Read-only only now: a later bind (such as $SCRATCH inside masked efr state) needs its mount point made
@@ -159,7 +214,7 @@ impl Args {
 
 #[cfg(test)]
 mod tests {
-    use efr_protocol::internal::{Mask, MaskSource, Writable, WritableSource};
+    use efr_protocol::internal::{Mask, MaskSource, Protected, ProtectedSource, Writable, WritableSource};
     use efr_protocol::wire::Grant;
 
     use super::*;
@@ -293,6 +348,97 @@ mod tests {
         assert!(!text.contains(".ssh"), "unmasked: {text}");
         plan.grants[0] = Grant::OpenNetwork;
         assert!(strings(&bwrap_args(&plan, &host(), 3).unwrap()).contains(&"--share-net"));
+    }
+
+    #[test]
+    fn protected_paths_are_bound_over_themselves_or_get_their_placeholder() {
+        let mut plan = plan();
+        for (path, source) in [
+            ("/home/u/p/.git", ProtectedSource::GitDir),
+            ("/home/u/p/.git/config", ProtectedSource::GitConfig),
+            ("/home/u/p/.git/hooks", ProtectedSource::GitHooks),
+            ("/home/u/p/sub/.git", ProtectedSource::GitFile),
+            ("/home/u/p/efr", ProtectedSource::EfrRoots),
+        ] {
+            plan.protected.push(Protected {
+                path: path.into(),
+                source,
+            });
+        }
+        let mut host = host();
+        host.protected
+            .insert("/home/u/p/.git".into(), MaskTarget::Dir("/home/u/p/.git".into()));
+        host.protected.insert(
+            "/home/u/p/.git/config".into(),
+            MaskTarget::File("/home/u/p/.git/config".into()),
+        );
+        // .git/hooks, sub/.git and efr are missing on this host.
+        let args = bwrap_args(&plan, &host, 3).unwrap();
+        let text = strings(&args).join(" ");
+        assert!(
+            text.contains(
+                "--ro-bind /dev/null /home/u/.netrc --bind /home/u/p/.git /home/u/p/.git --tmpfs /home/u/p/efr \
+                 --ro-bind /home/u/p/.git/config"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "--ro-bind /home/u/p/.git/config /home/u/p/.git/config --tmpfs /home/u/p/.git/hooks \
+                 --tmpfs /data/efr-state"
+            ),
+            "{text}"
+        );
+        assert!(
+            !text.contains("sub/.git"),
+            "a missing .git file gets no placeholder: {text}"
+        );
+        assert!(
+            text.ends_with(
+                "--remount-ro /home/u/.ssh --remount-ro /home/u/p/efr --remount-ro /home/u/p/.git/hooks \
+                 --remount-ro /data/efr-state --chdir /home/u/p"
+            ),
+            "{text}"
+        );
+        // A missing config gets an empty read-only file; an existing folder a read-only bind.
+        host.protected.remove(Path::new("/home/u/p/.git/config"));
+        host.protected
+            .insert("/home/u/p/efr".into(), MaskTarget::Dir("/home/u/p/efr".into()));
+        let text = strings(&bwrap_args(&plan, &host, 3).unwrap()).join(" ");
+        assert!(text.contains("--ro-bind /dev/null /home/u/p/.git/config"), "{text}");
+        assert!(text.contains("--ro-bind /home/u/p/efr /home/u/p/efr"), "{text}");
+    }
+
+    #[test]
+    fn host_facts_refuse_a_protected_link() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("p/.git/hooks")).unwrap();
+        std::fs::write(dir.path().join("p/.git/config"), "").unwrap();
+        let mut plan = LaunchPlan::new("/usr/bin/bwrap", vec!["true".into()], "/");
+        for (name, source) in [
+            ("p/.git/hooks", ProtectedSource::GitHooks),
+            ("p/.git/config", ProtectedSource::GitConfig),
+            ("p/efr", ProtectedSource::EfrRoots),
+        ] {
+            plan.protected.push(Protected {
+                path: dir.path().join(name),
+                source,
+            });
+        }
+        let host = HostFacts::read(&plan).unwrap();
+        let real = std::fs::canonicalize(dir.path()).unwrap();
+        assert_eq!(
+            host.protected[&dir.path().join("p/.git/hooks")],
+            MaskTarget::Dir(real.join("p/.git/hooks"))
+        );
+        assert_eq!(
+            host.protected[&dir.path().join("p/.git/config")],
+            MaskTarget::File(real.join("p/.git/config"))
+        );
+        assert_eq!(host.protected[&dir.path().join("p/efr")], MaskTarget::Missing);
+        std::os::unix::fs::symlink(dir.path().join("elsewhere"), dir.path().join("p/efr")).unwrap();
+        let err = HostFacts::read(&plan).unwrap_err();
+        assert!(err.to_string().contains("is a link inside a writable root"), "{err}");
     }
 
     #[test]

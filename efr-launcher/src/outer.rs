@@ -205,7 +205,7 @@ fn check_visible(plan: &LaunchPlan, exe: &Path) -> Result<(), String> {
     let mounts = plan.mounts().map_err(|e| e.to_string())?;
     let decides = mounts.iter().rev().find(|mount| exe.starts_with(&mount.path));
     match decides.map(|mount| mount.kind) {
-        Some(MountKind::RootReadOnly | MountKind::Writable) => Ok(()),
+        Some(MountKind::RootReadOnly | MountKind::Writable | MountKind::Pinned | MountKind::ReadOnly(_)) => Ok(()),
         _ => Err(format!(
             "the launcher at {} would be hidden inside the sandbox (install it outside /tmp, /dev, /proc and the masks)",
             exe.display()

@@ -5,6 +5,9 @@
 //! - **Handled**: every filesystem right of that ABI. Granted: read and execute everywhere (`/`); everything in the
 //!   writable roots and the private `/tmp`; on `/dev` (the fresh one) the file rights (read, write, truncate, device
 //!   ioctls) and listing, so `/dev/null` and the terminal work, and the same on granted devices.
+//!   Protected paths inside a writable root (`.git/config`, the folder of efr's roots) get no rule of their own:
+//!   Landlock only adds rights below a rule, it cannot take the writable root's away; their read-only mounts make a
+//!   write fail with `EROFS`, which is enough.
 //! - **Scoped** (ABI 6): abstract Unix sockets and signals stay inside the sandbox. Under `net_view`, which keeps the
 //!   host's network namespace (and so its abstract sockets), the scope is required: a kernel without ABI 6 refuses.
 //! - **Checked**: the ruleset is built with `CompatLevel::HardRequirement` and the launch is refused unless the

@@ -39,6 +39,7 @@ impl InnerSpec {
                 .map(|m| m.path.clone())
                 .collect()
         };
+        // Pins need no rule of their own: they lie inside a writable root (a plan rule), whose rule covers them.
         let mut writable = of_kind(MountKind::Tmp);
         writable.extend(of_kind(MountKind::Writable));
         Ok(Self {

@@ -293,12 +293,17 @@ async fn cwd_and_exports_carry_into_contained_calls_and_a_setup_error_is_told_ap
         output.contains(sub.to_str().unwrap()),
         "the shell's cwd carries over: {done}"
     );
-    assert!(output.contains("var=carried"), "exports carry over: {done}");
+    // A contained call never runs in a shell that a direct call used (its traps and hooks would run outside the
+    // sandbox): the new shell starts in the old one's directory, without what the direct calls exported.
+    assert!(
+        output.contains("var=\n"),
+        "a direct call's export does not carry: {done}"
+    );
     // A cd or an export inside a contained call stays inside it, as in a subshell.
     let done = event_of(&events, "tool_call_completed", "call_after");
     let output = done["output"].as_str().unwrap();
     assert!(output.contains(sub.to_str().unwrap()), "{done}");
-    assert!(output.contains("var=carried"), "{done}");
+    assert!(output.contains("var=\n"), "{done}");
 
     prompt_in(&mut client, Some(&conversation), project.path(), "full", "move").await;
     bounded("turn 3", events_until(&mut client, id, "turn_completed")).await;
@@ -707,4 +712,106 @@ async fn what_a_direct_call_set_in_the_hidden_shell_never_runs_around_a_containe
         .map(|e| e.file_name())
         .collect();
     assert!(touched.is_empty(), "ran outside the sandbox: {touched:?}");
+}
+
+/// Runs git on the host (outside any sandbox) in `repo`.
+fn host_git(repo: &Path, args: &[&str]) -> std::process::Output {
+    let output = Command::new("git")
+        .arg("-C")
+        .arg(repo)
+        .args(["-c", "user.name=Host", "-c", "user.email=host@example.invalid"])
+        .args(args)
+        .output()
+        .expect("run git");
+    assert!(
+        output.status.success() || args.first() == Some(&"config"),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn git_config_hooks_and_efrs_home_inside_the_project_are_out_of_a_contained_calls_reach() {
+    // The project is a git repository that holds the daemon's EFR_HOME (as /var/tmp holds /var/tmp/efr-home); the
+    // user's HOME is elsewhere, so the project is not above the home folder.
+    let project = tempdir();
+    let user_home = tempdir();
+    let outside = tempdir();
+    let efr_home = project.path().join("efr-home");
+    std::fs::create_dir(&efr_home).unwrap();
+    host_git(project.path(), &["init", "-q"]);
+    std::fs::write(project.path().join("tracked.txt"), "one\n").unwrap();
+    host_git(project.path(), &["add", "tracked.txt"]);
+    host_git(project.path(), &["commit", "-qm", "one"]);
+    let marker = outside.path().join("fsmonitor-ran");
+    let hook = "printf '#!/bin/sh\\ntouch /tmp/hooked\\n' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit";
+    let commit = "echo two >> tracked.txt && git add tracked.txt && \
+                  git -c user.name=Model -c user.email=model@example.invalid commit -qm two && git log --format=%s";
+    // Built at run time, so the floors (a static check of the line) do not see efr's roots: the sandbox must hold.
+    let swap_home = "h=efr-home; mv \"$h\" moved && mkdir -p \"$h/config\" && \
+                     echo 'default_mode = \"full\"' > \"$h/config/config.toml\"";
+    let server = model(vec![
+        shell_call(
+            "call_config",
+            &format!("git config core.fsmonitor 'touch {}; false'", marker.display()),
+        ),
+        shell_call("call_hook", hook),
+        shell_call("call_swap_git", "mv .git .git-moved"),
+        shell_call("call_commit", commit),
+        shell_call("call_swap_home", swap_home),
+        shell_call("call_add_home", "h=efr-home; mkdir \"$h/new\""),
+        text("tried"),
+    ])
+    .await;
+    let user_home_str = user_home.path().to_str().unwrap();
+    let efrd = daemon_with(&efr_home, &server, &[("HOME", user_home_str)]);
+    let config_before = std::fs::read_to_string(efr_home.join("config/config.toml")).unwrap();
+    let mut client = efrd.client().await.unwrap();
+    let sent = prompt_in(&mut client, None, project.path(), "auto", "try to get out").await;
+    let conversation = sent["conversation_id"].as_str().unwrap().to_owned();
+    let (id, _) = subscribe(&mut client, &conversation, Some(0)).await;
+    let events = bounded("the auto turn", events_until(&mut client, id, "turn_completed")).await;
+    for call in [
+        "call_config",
+        "call_hook",
+        "call_swap_git",
+        "call_commit",
+        "call_swap_home",
+        "call_add_home",
+    ] {
+        let started = event_of(&events, "tool_call_started", call);
+        assert_eq!(started["launch"], json!({"kind": "contained"}), "{started}");
+        let done = event_of(&events, "tool_call_completed", call);
+        assert!(done["sandbox"].get("setup_error").is_none(), "{done}");
+        let expected = if call == "call_commit" { "ok" } else { "failed" };
+        assert_eq!(done["status"], expected, "{call}: {done}");
+    }
+
+    // git's config and hooks are as they were, and the git folder is where it was.
+    let fsmonitor = host_git(project.path(), &["config", "--get", "core.fsmonitor"]);
+    assert!(
+        fsmonitor.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&fsmonitor.stdout)
+    );
+    assert!(!project.path().join(".git/hooks/pre-commit").exists());
+    assert!(!project.path().join(".git-moved").exists());
+    // git itself worked inside the sandbox: the commit is there.
+    assert!(tool_output(&server, "call_commit").contains("two"));
+    let log = host_git(project.path(), &["log", "--format=%s"]);
+    assert_eq!(String::from_utf8_lossy(&log.stdout), "two\none\n");
+    // A read-only git command on the host, as a cautious turn would run it, runs nothing of the call's.
+    host_git(project.path(), &["status", "--short"]);
+    assert!(!marker.exists(), "git ran the call's fsmonitor outside the sandbox");
+
+    // efr's home inside the project cannot be moved aside or added to; its config is the daemon's.
+    let swap = tool_output(&server, "call_swap_home");
+    assert!(swap.contains("busy") || swap.contains("Read-only"), "{swap}");
+    assert!(!project.path().join("moved").exists());
+    assert!(!efr_home.join("new").exists());
+    assert_eq!(
+        std::fs::read_to_string(efr_home.join("config/config.toml")).unwrap(),
+        config_before
+    );
 }

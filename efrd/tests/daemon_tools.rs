@@ -839,6 +839,7 @@ async fn a_call_refused_as_busy_leaves_the_command_left_running_visible_and_stop
         text("left it"),
         shell_call("call_next", "echo blocked?"),
         text("refused"),
+        text("noted"),
     ])
     .await;
     let efrd = daemon(home.path(), &server);
@@ -874,6 +875,17 @@ async fn a_call_refused_as_busy_leaves_the_command_left_running_visible_and_stop
         (&ended["call_id"], &ended["how"]),
         (&json!("call_long"), &json!("stopped")),
         "{ended}"
+    );
+
+    // The next prompt tells the model, in its copy only, that the shell is free again.
+    let params = json!({"command_id": command_id(), "conversation_id": conversation, "text": "and now",
+        "context": {"cwd": project.path()}, "settings": {"mode": "full"}});
+    client.ok("prompt.send", params).await.unwrap();
+    events_until(&mut client, id, "turn_completed").await;
+    let last = server.requests().last().unwrap().body.to_string();
+    assert!(
+        last.contains("the command `sleep 300` that was left running has ended: the user stopped it (SIGINT)"),
+        "{last}"
     );
 }
 

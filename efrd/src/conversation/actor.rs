@@ -476,7 +476,16 @@ impl Actor {
                 self.queue.push_front(queued);
                 return;
             }
-            self.history.push(HistoryItem::UserText { text: queued.text });
+            // Commands left running that ended since the last turn: the model's copy of the prompt says so (never
+            // an event: the log has their shell_command_ended).
+            let notices = self.shell_call.take_notices();
+            let text = if notices.is_empty() {
+                queued.text
+            } else {
+                let lines: String = notices.iter().map(|n| format!("- {n}\n")).collect();
+                format!("<shell_notices>\n{lines}</shell_notices>\n\n{}", queued.text)
+            };
+            self.history.push(HistoryItem::UserText { text });
             let tools = self.tool_env(&queued.settings, queued.origin).await;
             let plan = match self
                 .deps

@@ -67,6 +67,10 @@ pub async fn rebuild(store: &Store, id: ConversationId) -> Result<Rebuilt, Error
 pub const LOST_OUTPUT: &str =
     "the result of this call is unknown: efrd stopped before the call finished (it may not have run at all)";
 
+/// What a call's output says when its command was left running.
+pub const LEFT_RUNNING_NOTE: &str =
+    "\n[the command still ran when this call answered; the shell took no other command until it ended]";
+
 /// The history so far while the log is read.
 #[derive(Default)]
 struct Rebuild {
@@ -120,9 +124,14 @@ impl Rebuild {
                 if self.open_call.as_deref() == Some(completed.call_id.as_str()) =>
             {
                 self.open_call = None;
+                let mut output = completed.output.clone();
+                if completed.left_running {
+                    // The note the model got with it (turn/shell_call.rs), in words that need no timeout.
+                    output.push_str(LEFT_RUNNING_NOTE);
+                }
                 self.history.push(HistoryItem::ToolOutput {
                     call_id: completed.call_id.0.clone(),
-                    output: completed.output.clone(),
+                    output,
                     is_error: completed.status != CallStatus::Ok,
                 });
             }
@@ -193,6 +202,8 @@ mod tests {
             json!({"kind": "assistant_message_completed", "index": 0, "text": "Running."}),
             json!({"kind": "tool_call_started", "call_id": "c1", "tool": "shell", "input": {"command": "false"}}),
             json!({"kind": "tool_call_completed", "call_id": "c1", "status": "failed", "output": "exit 1"}),
+            json!({"kind": "tool_call_started", "call_id": "c3", "tool": "shell", "input": {"command": "sleep 9"}}),
+            json!({"kind": "tool_call_completed", "call_id": "c3", "status": "ok", "output": "", "left_running": true}),
             json!({"kind": "tool_call_started", "call_id": "c2", "tool": "apply_patch", "freeform": true,
                 "input": "*** Begin Patch\n*** End Patch"}),
         ] {
@@ -214,6 +225,17 @@ mod tests {
                 call_id: "c1".into(),
                 output: "exit 1".into(),
                 is_error: true,
+            },
+            HistoryItem::ToolCall {
+                call_id: "c3".into(),
+                tool: "shell".into(),
+                freeform: false,
+                input: r#"{"command":"sleep 9"}"#.into(),
+            },
+            HistoryItem::ToolOutput {
+                call_id: "c3".into(),
+                output: LEFT_RUNNING_NOTE.into(),
+                is_error: false,
             },
             HistoryItem::ToolCall {
                 call_id: "c2".into(),

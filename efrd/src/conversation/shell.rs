@@ -11,7 +11,7 @@
 use efr_protocol::events::{Event, EventBody};
 use efr_protocol::ids::{CallId, Timestamp};
 use efr_protocol::wire::{
-    AnswerInput, ApprovalDecision, ApprovedBy, InputRespondParams, InputWait, Launch, Mode, ShellBusy,
+    AnswerInput, ApprovalDecision, ApprovedBy, How, InputRespondParams, InputWait, Launch, Mode, ShellBusy,
 };
 use efr_protocol::{ErrorBody, ErrorCode};
 
@@ -25,6 +25,25 @@ pub struct ShellCall {
     open: Vec<OpenCall>,
     /// The mode of the newest turn (turn_started), for `approved_by`.
     mode: Option<Mode>,
+    /// How commands left running ended since the last turn started: the model hears of them with its next prompt
+    /// ([`ShellCall::take_notices`]), since nothing else tells it that `efr shell stop` or the command's own exit
+    /// freed the shell.
+    notices: Vec<String>,
+}
+
+/// What the model reads of the end of a command left running.
+fn notice(command: &str, how: How, exit_code: Option<i32>) -> String {
+    let how = match how {
+        How::Ended => "it exited",
+        How::Stopped => "the user stopped it (SIGINT)",
+        How::Limit => "it ran past efr's limit and was stopped",
+        How::Closed => "the hidden shell was closed",
+        How::ShellExited => "the hidden shell exited",
+        How::Moved => "it was moved to a background job",
+        How::Unknown => "it ended",
+    };
+    let exit = exit_code.map_or_else(String::new, |code| format!(", exit status {code}"));
+    format!("the command `{command}` that was left running has ended: {how}{exit}; the shell takes commands again")
 }
 
 /// Who let a shell call run outside the sandbox (shell_command_detached's and shell.status's `approved_by`):
@@ -118,9 +137,19 @@ impl ShellCall {
                 }
             }
             EventBody::ToolCallCompleted(completed) => self.open.retain(|o| o.call_id != completed.call_id),
-            EventBody::ShellCommandEnded(ended) => self.open.retain(|o| o.call_id != ended.call_id),
+            EventBody::ShellCommandEnded(ended) => {
+                if let Some(open) = self.open.iter().find(|o| o.call_id == ended.call_id) {
+                    self.notices.push(notice(&open.command, ended.how, ended.exit_code));
+                }
+                self.open.retain(|o| o.call_id != ended.call_id);
+            }
             _ => {}
         }
+    }
+
+    /// The notices of commands left running that ended since the last call (see the field's doc), oldest first.
+    pub fn take_notices(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.notices)
     }
 
     fn call_mut(&mut self, call_id: &CallId) -> Option<&mut OpenCall> {
@@ -300,5 +329,13 @@ mod tests {
             json!({"kind": "shell_command_ended", "call_id": "c1", "how": "stopped"}),
         );
         assert_eq!(call.busy(), None);
+        assert_eq!(
+            call.take_notices(),
+            [
+                "the command `sleep 300` that was left running has ended: the user stopped it (SIGINT); the shell takes \
+              commands again"
+            ]
+        );
+        assert!(call.take_notices().is_empty());
     }
 }

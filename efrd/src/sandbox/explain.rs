@@ -6,8 +6,9 @@
 //!
 //! Views:
 //! - `writable`: a project root, `$SCRATCH`, a `write` grant, the private `/tmp` itself, the standard nodes of the
-//!   fresh `/dev`, a granted device or socket;
-//! - `read_only`: everything else under `/`, and the sandbox's own `/proc`;
+//!   fresh `/dev`, a granted device or socket, a pinned git folder (writable, but it cannot be moved);
+//! - `read_only`: everything else under `/`, the sandbox's own `/proc`, and the protected paths inside a writable
+//!   root (git's config and hooks, the folder that holds efr's roots), with the rule that protects them;
 //! - `masked`: a credential store, efr's own roots, `/run/user/$UID` (an empty folder or an empty file);
 //! - `hidden`: what the fresh `/dev` and the private `/tmp` replace (the host's files there are not seen).
 
@@ -93,7 +94,8 @@ pub fn explain(path: &Path, cwd: Option<&Path>, plan: &LaunchPlan) -> Result<Exp
     let below = path != mount.path;
     let view = match mount.kind {
         MountKind::RootReadOnly | MountKind::Proc => View::ReadOnly,
-        MountKind::Writable | MountKind::Device | MountKind::Socket => View::Writable,
+        MountKind::Writable | MountKind::Pinned | MountKind::Device | MountKind::Socket => View::Writable,
+        MountKind::ReadOnly(_) => View::ReadOnly,
         MountKind::Mask => View::Masked,
         MountKind::Tmp if below => View::Hidden,
         MountKind::Tmp => View::Writable,
@@ -119,7 +121,9 @@ pub fn explain(path: &Path, cwd: Option<&Path>, plan: &LaunchPlan) -> Result<Exp
 
 #[cfg(test)]
 mod tests {
-    use efr_protocol::internal::{Mask, MaskSource, Writable, WritableSource, default_masks};
+    use efr_protocol::internal::{
+        Mask, MaskSource, Protected, ProtectedSource, Writable, WritableSource, default_masks,
+    };
     use efr_protocol::wire::Grant;
 
     use super::*;
@@ -222,6 +226,37 @@ mod tests {
             explain(Path::new("/x"), None, &bad),
             Err(ExplainError::Plan(_))
         ));
+    }
+
+    #[test]
+    fn protected_paths_read_as_read_only_with_their_rule() {
+        let mut plan = plan();
+        for (path, source) in [
+            ("/home/u/src/efr/.git", ProtectedSource::GitDir),
+            ("/home/u/src/efr/.git/config", ProtectedSource::GitConfig),
+            ("/home/u/src/efr/.git/hooks", ProtectedSource::GitHooks),
+            ("/home/u/src/efr/efr-home", ProtectedSource::EfrRoots),
+        ] {
+            plan.protected.push(Protected {
+                path: path.into(),
+                source,
+            });
+        }
+        let explained = |path: &str| explain(Path::new(path), None, &plan).unwrap();
+        let answer = explained("/home/u/src/efr/.git/hooks/pre-commit");
+        assert_eq!(answer.view, View::ReadOnly);
+        assert_eq!(answer.rule_path, Path::new("/home/u/src/efr/.git/hooks"));
+        assert_eq!(answer.rule, Rule::Protected(ProtectedSource::GitHooks).to_string());
+        assert_eq!(explained("/home/u/src/efr/.git/config").view, View::ReadOnly);
+        let answer = explained("/home/u/src/efr/.git/objects/ab");
+        assert_eq!(
+            (answer.view, answer.rule),
+            (View::Writable, Rule::Protected(ProtectedSource::GitDir).to_string())
+        );
+        let answer = explained("/home/u/src/efr/efr-home/config/config.toml");
+        assert_eq!(answer.view, View::ReadOnly);
+        assert!(answer.rule.contains("efr's own roots"), "{}", answer.rule);
+        assert_eq!(explained("/home/u/src/efr/src/main.rs").view, View::Writable);
     }
 
     #[test]

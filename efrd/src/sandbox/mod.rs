@@ -4,6 +4,7 @@
 //!   namespaces, Landlock, seccomp, the net_view self-test), for `admin.sandbox_check` and `admin.status`.
 //! - [`explain`]: what a contained call would see at a path and which rule decides, for `sandbox.explain`.
 //! - [`plan`]: the base plan of a contained call (project root, `$SCRATCH`, the masks) and its [`Layout`].
+//! - [`protect`]: what a call may not change inside its writable roots (git's config and hooks, efr's roots).
 //! - [`state`]: the cached probe of the daemon.
 //!
 //! The launch plan itself, its mounts and the launcher's report are in `efr_protocol::internal`, shared with
@@ -12,6 +13,7 @@
 pub mod explain;
 pub mod plan;
 pub mod probe;
+pub mod protect;
 pub mod state;
 
 pub use explain::{ExplainError, Explanation, View, explain};

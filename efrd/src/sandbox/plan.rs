@@ -6,9 +6,12 @@
 //!   the private `/tmp` comes with every plan ([`LaunchPlan::mounts`]);
 //! - masked: the default credential stores under the home, the runtime folder `/run/user/$UID`, efr's own four roots
 //!   (keys, the event log, config), then the paths the config adds ([`Layout::masks`]);
+//! - protected inside the writable roots: git's folder, config and hooks, and the folder that holds efr's roots when
+//!   a writable root holds them ([`super::protect`]);
 //! - everything else under `/` read-only, no network.
 //!
-//! [`Layout`] holds the folders the plan needs and reads no file; [`project_root`] looks for `.git` up the tree.
+//! [`Layout`] holds the folders the plan needs and reads no file; [`project_root`] looks for `.git` up the tree, and
+//! [`base_plan`] reads the writable roots' `.git`.
 
 use std::path::{Component, Path, PathBuf};
 
@@ -16,6 +19,7 @@ use efr_protocol::ids::ConversationId;
 use efr_protocol::internal::{LaunchPlan, Mask, Writable, WritableSource, default_masks};
 
 use super::probe::ProbeOptions;
+use super::protect::protect;
 use crate::config::Roots;
 
 /// The folders the base plan is made of. Built once per daemon from the probe's options and the roots.
@@ -99,7 +103,8 @@ pub fn normalize(path: &Path) -> PathBuf {
 }
 
 /// The base plan of a call that runs `argv` in `cwd` (absolute) with `bwrap`: the project root (when there is one)
-/// and `scratch` writable, the layout's masks, no grants and no network. `PATH` is the only variable.
+/// and `scratch` writable, the layout's masks, their protected paths ([`protect`]), no grants and no network. `PATH`
+/// is the only variable.
 #[must_use]
 pub fn base_plan(
     layout: &Layout,
@@ -122,6 +127,7 @@ pub fn base_plan(
         source: WritableSource::Scratch,
     });
     plan.masks = layout.masks();
+    protect(&mut plan, &layout.efr_roots);
     plan
 }
 

@@ -31,8 +31,8 @@ pub fn model_tools() -> Vec<Tool> {
             name: SHELL.to_owned(),
             description: "Run a command line in the user's shell (bash or zsh) in a terminal. The working directory \
                           and exported variables carry over from one call to the next, as in a terminal, except \
-                          for a call that runs in efr's sandbox (auto mode): it starts from the shell's directory \
-                          and variables, and its own cd and export end with it; chain such commands with &&. Returns the \
+                          for a call that runs in efr's sandbox (auto mode): it starts in the shell's directory, \
+                          and its own cd and export end with it; chain such commands with &&. Returns the \
                           output (long output is cut in the middle) and the exit status. A command that runs past \
                           its timeout keeps running; the shell then takes no other command until it ends."
                 .to_owned(),

@@ -12,6 +12,8 @@
 //! - the working directory and the exported environment of the hidden shell at the call's start (so `cd` and
 //!   `export` of earlier calls carry over), without the keys efrd holds ([`HELD_SECRETS`]), with `SCRATCH` set;
 //! - the call's grants (none yet: grants come with the exits issue);
+//! - the protected paths of all those writable roots ([`crate::sandbox::protect`]: git's folder, config and hooks,
+//!   the folder that holds efr's roots), made again once the turn's other roots and the grants are in;
 //! - the report going to a file next to the plan ([`ReportTo::File`]), read when the call ends ([`Outcome`]).
 //!
 //! Everything here but the file helpers is pure and unit-tested; the run itself is in `shell_call`.
@@ -27,6 +29,7 @@ use efr_protocol::internal::{
 use efr_protocol::wire::Grant;
 
 use crate::sandbox::plan::{Layout, base_plan, normalize};
+use crate::sandbox::protect::protect;
 
 /// The environment variables that hold keys efrd holds itself (model/keys.rs reads them). Neither the hidden shell
 /// nor a contained call gets them (ARCHITECTURE.md §2: "no child ever sees them").
@@ -95,6 +98,7 @@ pub fn call_plan(call: &CallPlan<'_>) -> LaunchPlan {
     }
     plan.env = sandbox_env(call.env, call.cwd, call.scratch, &plan.env);
     plan.grants = call.grants.to_vec();
+    protect(&mut plan, &call.layout.efr_roots);
     plan.report = ReportTo::File {
         path: call.report.to_path_buf(),
     };
@@ -207,8 +211,9 @@ impl Outcome {
 }
 
 /// Whether a contained call may write at `path` (absolute): the deepest mount of `plan` that holds it is a writable
-/// bind (a project root, `$SCRATCH`, a write grant). The private `/tmp`, masks and everything read-only are not:
-/// a file tool's write there would not be what the sandbox allows (the `/tmp` the call sees is its own).
+/// bind (a project root, `$SCRATCH`, a write grant, a pinned git folder). The private `/tmp`, masks, protected
+/// read-only paths (`.git/config`) and everything read-only are not: a file tool's write there would not be what the
+/// sandbox allows (the `/tmp` the call sees is its own).
 pub fn writable_in(plan: &LaunchPlan, path: &Path) -> bool {
     let path = normalize(path);
     let Ok(mounts) = plan.mounts() else {
@@ -218,13 +223,13 @@ pub fn writable_in(plan: &LaunchPlan, path: &Path) -> bool {
         .iter()
         .rev()
         .find(|mount| path.starts_with(&mount.path))
-        .is_some_and(|mount| mount.kind == MountKind::Writable)
+        .is_some_and(|mount| matches!(mount.kind, MountKind::Writable | MountKind::Pinned))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use efr_protocol::internal::MaskSource;
+    use efr_protocol::internal::{MaskSource, ProtectedSource};
 
     fn layout() -> Layout {
         Layout {
@@ -376,6 +381,38 @@ mod tests {
             !writable_in(&plan, Path::new("/home/u/src/app/x")),
             "no project: not writable"
         );
+    }
+
+    #[test]
+    fn every_project_roots_git_config_and_hooks_are_protected_and_not_writable() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(dir.path()).unwrap();
+        let (app, lib) = (base.join("app"), base.join("lib"));
+        for root in [&app, &lib] {
+            std::fs::create_dir_all(root.join(".git/hooks")).unwrap();
+            std::fs::write(root.join(".git/config"), "").unwrap();
+        }
+        let plan = plan_of(&[app.clone(), lib.clone()], &[]);
+        plan.validate().unwrap();
+        for root in [&app, &lib] {
+            for (path, source) in [
+                (root.join(".git"), ProtectedSource::GitDir),
+                (root.join(".git/config"), ProtectedSource::GitConfig),
+                (root.join(".git/hooks"), ProtectedSource::GitHooks),
+            ] {
+                assert!(
+                    plan.protected.iter().any(|p| p.path == path && p.source == source),
+                    "{} is protected",
+                    path.display()
+                );
+            }
+            // git's own writes stay possible; config and hooks are not a file tool's to write either.
+            assert!(writable_in(&plan, &root.join(".git/objects/ab/cd")));
+            assert!(writable_in(&plan, &root.join(".git/index")));
+            assert!(!writable_in(&plan, &root.join(".git/config")));
+            assert!(!writable_in(&plan, &root.join(".git/hooks/pre-commit")));
+            assert!(writable_in(&plan, &root.join("src/lib.rs")));
+        }
     }
 
     #[test]

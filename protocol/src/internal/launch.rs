@@ -16,6 +16,8 @@
 //!   "writable": [{"path": "/home/u/src/efr", "source": "project"},
 //!                {"path": "/home/u/.local/state/efr/scratch/0190…", "source": "scratch"}],
 //!   "masks": [{"path": "/home/u/.ssh", "source": "default"}, {"path": "/run/user/1000", "source": "run_user"}],
+//!   "protected": [{"path": "/home/u/src/efr/.git", "source": "git_dir"},
+//!                 {"path": "/home/u/src/efr/.git/config", "source": "git_config"}],
 //!   "grants": [{"kind": "write", "path": "/home/u/.cache/pip"}],
 //!   "rlimits": [{"resource": "nofile", "soft": 1024, "hard": 4096}],
 //!   "report": {"kind": "fd", "fd": 4}
@@ -31,6 +33,8 @@
 //!   `bus_filter` and `desktop` come with their issues (the proxy, the bus proxy, the desktop sockets) and are refused
 //!   with a message that says so; an `unknown` grant is refused (spec, "the network view (phase D1)").
 //! - `net_view` and `open_network` exclude each other; an `unmask` names a path of `masks`.
+//! - A `protected` path is not `/`; a `git_dir` (the one source that stays writable) lies strictly inside a writable
+//!   root (a project root, `$SCRATCH` or a `write` grant), so a pin never makes a path writable.
 //! - The network follows from the grants ([`LaunchPlan::network`]): none (the sandbox's own network namespace),
 //!   `net_view` (the host's namespace, Unix and netlink sockets only) or `open_network` (the host's network).
 
@@ -62,6 +66,10 @@ pub struct LaunchPlan {
     /// The masked paths (credential stores, efr's own roots, `/run/user/$UID`); see [`crate::internal::masks`].
     #[serde(default)]
     pub masks: Vec<Mask>,
+    /// Paths inside the writable roots that the call may not change or move: git's configuration and hooks, efr's own
+    /// roots when a writable root holds them ([`Protected`]).
+    #[serde(default)]
+    pub protected: Vec<Protected>,
     /// The call's grants (the wire type of tool_call_started `launch`).
     #[serde(default)]
     pub grants: Vec<Grant>,
@@ -134,6 +142,50 @@ pub struct Mask {
     pub path: PathBuf,
     /// Why it is masked.
     pub source: MaskSource,
+}
+
+/// Why a path inside a writable root is protected, and so what the sandbox does there.
+///
+/// | source | what the call sees | when the path is missing at launch |
+/// |---|---|---|
+/// | `git_dir` | writable, but a mount point: it cannot be renamed, replaced or removed | nothing |
+/// | `git_file` | read-only | nothing |
+/// | `git_common_dir` | read-only | nothing |
+/// | `git_config` | read-only | an empty read-only file (created in the writable root) |
+/// | `git_hooks` | read-only | an empty read-only folder (created in the writable root) |
+/// | `efr_roots` | read-only | an empty read-only folder (created in the writable root) |
+///
+/// A missing config, hooks folder or efr folder would otherwise be the call's to create. A path that is a link when
+/// the call starts is refused (its target could be bound, not the link, which the call could then replace).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProtectedSource {
+    /// A git folder (`.git`, or the folder a `.git` file or a `commondir` names): git inside the sandbox writes
+    /// objects, refs and the index there, but cannot swap the folder for one with another configuration.
+    GitDir,
+    /// A `.git` file of a worktree or submodule (`gitdir: ...`): it says which git folder, and so which configuration,
+    /// git outside the sandbox uses.
+    GitFile,
+    /// The `commondir` file of a worktree's git folder: it says where the shared configuration is.
+    GitCommonDir,
+    /// git's configuration (`config`, and `config.worktree` when the repository turns it on): git outside the sandbox
+    /// runs the commands it names (`core.fsmonitor`, `core.pager`, filters).
+    GitConfig,
+    /// git's hooks folder: its programs run outside the sandbox on commit, checkout and index updates.
+    GitHooks,
+    /// The topmost folder between a writable root and one of efr's own roots: so the call cannot move it aside and
+    /// put a config of its own where efr looks.
+    EfrRoots,
+}
+
+/// A path inside a writable root that the call may not change ([`ProtectedSource`] says how).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Protected {
+    /// The path, absolute.
+    pub path: PathBuf,
+    /// Why it is protected.
+    pub source: ProtectedSource,
 }
 
 /// The network a contained call sees; it follows from the grants ([`LaunchPlan::network`]).
@@ -209,6 +261,7 @@ impl LaunchPlan {
             env: BTreeMap::new(),
             writable: Vec::new(),
             masks: Vec::new(),
+            protected: Vec::new(),
             grants: Vec::new(),
             rlimits: Vec::new(),
             report: ReportTo::Stderr,

@@ -15,9 +15,10 @@ pub mod report;
 pub mod validate;
 
 pub use launch::{
-    LaunchCommand, LaunchPlan, Mask, MaskSource, Network, ReportTo, Rlimit, RlimitResource, Writable, WritableSource,
+    LaunchCommand, LaunchPlan, Mask, MaskSource, Network, Protected, ProtectedSource, ReportTo, Rlimit, RlimitResource,
+    Writable, WritableSource,
 };
 pub use masks::{DEFAULT_HOME_MASKS, default_masks};
-pub use mounts::{Mount, MountKind, Rule};
+pub use mounts::{IfMissing, Mount, MountKind, Rule};
 pub use report::{LaunchReport, SETUP_ERROR_EXIT, STDERR_PREFIX, SetupStage};
 pub use validate::{MAX_EXEC_STRING, PlanError};

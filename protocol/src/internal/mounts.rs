@@ -8,17 +8,20 @@
 //!
 //! 1. `/` read-only, then a fresh `/dev`, a fresh `/proc` and a private `/tmp` (the host's are hidden).
 //! 2. Every other mount, shallowest path first. At equal depth: writable binds (project roots, `$SCRATCH`, `write`
-//!    grants), then masks, then `device` and `socket` grants.
+//!    grants), then pins (protected git folders), then read-only protected paths, then masks, then `device` and
+//!    `socket` grants.
 //!
 //! A later mount covers an earlier one, so **the deepest rule decides**: a mask inside a writable root stays masked
-//! (`~/.ssh` when the root is `~`), `$SCRATCH` inside masked efr state stays writable, and a `socket` grant shows one
-//! socket inside masked `/run/user/$UID`. A path masked and made writable at once stays masked; `unmask` lifts a mask.
+//! (`~/.ssh` when the root is `~`), `$SCRATCH` inside masked efr state stays writable, a `socket` grant shows one
+//! socket inside masked `/run/user/$UID`, and `.git/config` inside a project stays read-only. A path masked and made
+//! writable at once stays masked; `unmask` lifts a mask. A protected path stays protected even when a `write` grant
+//! names it: no grant lifts it.
 
 use std::collections::HashSet;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use crate::internal::launch::{LaunchPlan, MaskSource, PlanError, WritableSource};
+use crate::internal::launch::{LaunchPlan, MaskSource, PlanError, ProtectedSource, WritableSource};
 use crate::wire::Grant;
 
 /// What one mount does.
@@ -40,6 +43,24 @@ pub enum MountKind {
     Device,
     /// A host Unix socket (`--bind`).
     Socket,
+    /// A path inside a writable root bound over itself, still writable: a mount point cannot be renamed or removed
+    /// (`--bind P P`).
+    Pinned,
+    /// A path inside a writable root bound over itself read-only (`--ro-bind P P`); writes fail with `EROFS`, and as a
+    /// mount point it cannot be renamed or removed either.
+    ReadOnly(IfMissing),
+}
+
+/// What a [`MountKind::ReadOnly`] mount puts in place of a path that does not exist when the call starts. A
+/// placeholder is a mount point the launcher creates inside the writable root, on the host; it stays after the call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum IfMissing {
+    /// Nothing: the path is left as it is (the call could create it).
+    Nothing,
+    /// An empty read-only folder (`--tmpfs` + `--remount-ro`).
+    EmptyFolder,
+    /// An empty read-only file (`--ro-bind /dev/null`).
+    EmptyFile,
 }
 
 /// The rule that put a mount in the plan, as `sandbox.explain` names it.
@@ -65,6 +86,8 @@ pub enum Rule {
     DeviceGrant,
     /// A `socket` grant.
     SocketGrant,
+    /// A protected path inside a writable root, and why.
+    Protected(ProtectedSource),
 }
 
 impl fmt::Display for Rule {
@@ -83,6 +106,24 @@ impl fmt::Display for Rule {
             Rule::Mask(MaskSource::RunUser) => "masked: the user's runtime folder /run/user/$UID",
             Rule::DeviceGrant => "a device grant",
             Rule::SocketGrant => "a socket grant",
+            Rule::Protected(ProtectedSource::GitDir) => {
+                "a git folder in a writable root: writable, but it cannot be moved, replaced or removed"
+            }
+            Rule::Protected(ProtectedSource::GitFile) => {
+                "read-only: a .git file in a writable root, which says where git's folder is"
+            }
+            Rule::Protected(ProtectedSource::GitCommonDir) => {
+                "read-only: a worktree's commondir file, which says where git's configuration is"
+            }
+            Rule::Protected(ProtectedSource::GitConfig) => {
+                "read-only: git's configuration in a writable root, whose commands git runs outside the sandbox"
+            }
+            Rule::Protected(ProtectedSource::GitHooks) => {
+                "read-only: git's hooks in a writable root, which run outside the sandbox"
+            }
+            Rule::Protected(ProtectedSource::EfrRoots) => {
+                "read-only: the folder in a writable root that holds efr's own roots, so it cannot be moved or replaced"
+            }
         })
     }
 }
@@ -147,6 +188,13 @@ impl LaunchPlan {
                 _ => {}
             }
         }
+        for protected in &self.protected {
+            rest.push(Mount::new(
+                &protected.path,
+                protected_kind(protected.source),
+                Rule::Protected(protected.source),
+            ));
+        }
         for mask in &self.masks {
             if !unmasked.contains(mask.path.as_path()) {
                 rest.push(Mount::new(&mask.path, MountKind::Mask, Rule::Mask(mask.source)));
@@ -161,21 +209,33 @@ impl LaunchPlan {
     }
 }
 
-/// The order of kinds at equal depth: writable binds, then masks (a mask wins over a bind of the same path), then
-/// the grants that show one node.
+/// What the sandbox does at a protected path (the table of [`ProtectedSource`]).
+fn protected_kind(source: ProtectedSource) -> MountKind {
+    match source {
+        ProtectedSource::GitDir => MountKind::Pinned,
+        ProtectedSource::GitFile | ProtectedSource::GitCommonDir => MountKind::ReadOnly(IfMissing::Nothing),
+        ProtectedSource::GitConfig => MountKind::ReadOnly(IfMissing::EmptyFile),
+        ProtectedSource::GitHooks | ProtectedSource::EfrRoots => MountKind::ReadOnly(IfMissing::EmptyFolder),
+    }
+}
+
+/// The order of kinds at equal depth: writable binds, then pins and read-only protected paths (protection wins over
+/// a `write` grant of the same path), then masks (a mask wins over both), then the grants that show one node.
 fn class(kind: MountKind) -> u8 {
     match kind {
         MountKind::RootReadOnly | MountKind::Dev | MountKind::Proc | MountKind::Tmp => 0,
         MountKind::Writable => 1,
-        MountKind::Mask => 2,
-        MountKind::Device | MountKind::Socket => 3,
+        MountKind::Pinned => 2,
+        MountKind::ReadOnly(_) => 3,
+        MountKind::Mask => 4,
+        MountKind::Device | MountKind::Socket => 5,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::internal::launch::{Mask, Writable};
+    use crate::internal::launch::{Mask, Protected, Writable};
 
     fn paths(mounts: &[Mount]) -> Vec<(&str, MountKind)> {
         mounts.iter().map(|m| (m.path.to_str().unwrap(), m.kind)).collect()
@@ -250,6 +310,54 @@ mod tests {
         let mounts = plan.mounts().unwrap();
         assert_eq!(mounts.last().unwrap().kind, MountKind::Writable);
         assert!(!mounts.iter().any(|m| m.kind == MountKind::Mask));
+    }
+
+    #[test]
+    fn protected_paths_come_after_their_writable_root_and_before_deeper_masks() {
+        let mut plan = LaunchPlan::new("/usr/bin/bwrap", vec!["true".into()], "/var/tmp");
+        plan.writable.push(Writable {
+            path: "/var/tmp".into(),
+            source: WritableSource::Project,
+        });
+        plan.writable.push(Writable {
+            path: "/var/tmp/efr/state/scratch/c1".into(),
+            source: WritableSource::Scratch,
+        });
+        plan.masks.push(Mask {
+            path: "/var/tmp/efr/state".into(),
+            source: MaskSource::EfrRoot,
+        });
+        for (path, source) in [
+            ("/var/tmp/.git/hooks", ProtectedSource::GitHooks),
+            ("/var/tmp/.git/config", ProtectedSource::GitConfig),
+            ("/var/tmp/.git", ProtectedSource::GitDir),
+            ("/var/tmp/efr", ProtectedSource::EfrRoots),
+        ] {
+            plan.protected.push(Protected {
+                path: path.into(),
+                source,
+            });
+        }
+        // A write grant of a protected path does not lift the protection.
+        plan.grants.push(Grant::Write {
+            path: "/var/tmp/.git/hooks".into(),
+        });
+        let mounts = plan.mounts().unwrap();
+        assert_eq!(
+            paths(&mounts[4..]),
+            vec![
+                ("/var/tmp", MountKind::Writable),
+                ("/var/tmp/.git", MountKind::Pinned),
+                ("/var/tmp/efr", MountKind::ReadOnly(IfMissing::EmptyFolder)),
+                ("/var/tmp/.git/hooks", MountKind::Writable),
+                ("/var/tmp/.git/hooks", MountKind::ReadOnly(IfMissing::EmptyFolder)),
+                ("/var/tmp/.git/config", MountKind::ReadOnly(IfMissing::EmptyFile)),
+                ("/var/tmp/efr/state", MountKind::Mask),
+                ("/var/tmp/efr/state/scratch/c1", MountKind::Writable),
+            ]
+        );
+        assert_eq!(mounts[6].rule, Rule::Protected(ProtectedSource::EfrRoots));
+        assert!(mounts[6].rule.to_string().starts_with("read-only: "));
     }
 
     #[test]

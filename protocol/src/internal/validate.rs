@@ -5,7 +5,7 @@
 
 use std::path::{Component, Path, PathBuf};
 
-use crate::internal::launch::{LaunchCommand, LaunchPlan, ReportTo, RlimitResource};
+use crate::internal::launch::{LaunchCommand, LaunchPlan, ProtectedSource, ReportTo, RlimitResource};
 use crate::wire::Grant;
 
 /// The longest string an exec takes (`MAX_ARG_STRLEN`: 32 pages of 4 KiB, with the closing NUL).
@@ -81,6 +81,14 @@ pub enum PlanError {
     /// A path may not be masked.
     #[error("{path:?} may not be masked: {reason}")]
     MaskForbidden {
+        /// The path.
+        path: PathBuf,
+        /// Why.
+        reason: &'static str,
+    },
+    /// A protected path that may not be protected (`/`), or a pinned one outside every writable root.
+    #[error("{path:?} may not be protected: {reason}")]
+    ProtectedForbidden {
         /// The path.
         path: PathBuf,
         /// Why.
@@ -169,6 +177,7 @@ impl LaunchPlan {
             }
         }
         self.validate_grants()?;
+        self.validate_protected()?;
         for limit in &self.rlimits {
             if limit.soft > limit.hard {
                 return Err(PlanError::BadRlimit {
@@ -183,6 +192,37 @@ impl LaunchPlan {
             ReportTo::Fd { fd } if *fd < 3 => return Err(PlanError::BadReportFd { fd: *fd }),
             ReportTo::Fd { .. } => {}
             ReportTo::File { path } => check_path("report file", path)?,
+        }
+        Ok(())
+    }
+
+    fn validate_protected(&self) -> Result<(), PlanError> {
+        let roots: Vec<&Path> = self
+            .writable
+            .iter()
+            .map(|writable| writable.path.as_path())
+            .chain(self.grants.iter().filter_map(|grant| match grant {
+                Grant::Write { path } => Some(path.as_path()),
+                _ => None,
+            }))
+            .collect();
+        for protected in &self.protected {
+            let path = protected.path.as_path();
+            check_path("protected path", path)?;
+            if path == Path::new("/") {
+                return Err(PlanError::ProtectedForbidden {
+                    path: path.to_path_buf(),
+                    reason: "it is the whole file system",
+                });
+            }
+            // A pin is a writable bind: outside a writable root it would open a path the plan does not make writable.
+            let inside = roots.iter().any(|root| path != *root && path.starts_with(root));
+            if protected.source == ProtectedSource::GitDir && !inside {
+                return Err(PlanError::ProtectedForbidden {
+                    path: path.to_path_buf(),
+                    reason: "a git folder is pinned only inside a writable root",
+                });
+            }
         }
         Ok(())
     }
@@ -291,7 +331,7 @@ fn check_writable(what: &'static str, path: &Path) -> Result<(), PlanError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::internal::launch::{Mask, MaskSource, Network, Rlimit, Writable, WritableSource};
+    use crate::internal::launch::{Mask, MaskSource, Network, Protected, Rlimit, Writable, WritableSource};
     use crate::wire::{Bus, DesktopKind};
 
     fn plan() -> LaunchPlan {
@@ -449,6 +489,48 @@ mod tests {
             path: "/home/u/kvm".into(),
         });
         assert!(matches!(bad.validate(), Err(PlanError::WritableForbidden { .. })));
+    }
+
+    #[test]
+    fn protected_paths_are_checked() {
+        let protect = |path: &str, source| {
+            let mut plan = plan();
+            plan.writable.push(Writable {
+                path: "/work".into(),
+                source: WritableSource::Project,
+            });
+            plan.protected.push(Protected {
+                path: path.into(),
+                source,
+            });
+            plan.validate()
+        };
+        protect("/work/.git", ProtectedSource::GitDir).unwrap();
+        protect("/work/.git/config", ProtectedSource::GitConfig).unwrap();
+        // Read-only outside a writable root changes nothing, and is allowed (a root reached through a link).
+        protect("/srv/efr", ProtectedSource::EfrRoots).unwrap();
+        for (path, source) in [
+            ("/", ProtectedSource::GitHooks),
+            ("/work", ProtectedSource::GitDir),
+            ("/elsewhere/.git", ProtectedSource::GitDir),
+        ] {
+            assert!(
+                matches!(protect(path, source), Err(PlanError::ProtectedForbidden { .. })),
+                "{path}"
+            );
+        }
+        assert!(matches!(
+            protect("/work/../.git", ProtectedSource::GitDir),
+            Err(PlanError::NotNormal { .. })
+        ));
+        // A write grant is a writable root too.
+        let mut plan = plan();
+        plan.grants.push(Grant::Write { path: "/srv/r".into() });
+        plan.protected.push(Protected {
+            path: "/srv/r/.git".into(),
+            source: ProtectedSource::GitDir,
+        });
+        plan.validate().unwrap();
     }
 
     #[test]
