@@ -74,8 +74,44 @@ pub fn resolved_dirs(dirs: &EfrDirs) -> EfrDirs {
 }
 
 /// Every link on the way followed, the last one too (a write goes to the link's target).
+///
+/// The policy folds `..` before it resolves links (`a/link/..` is `a`), while the kernel follows `link` first and
+/// then goes up from its target; a patch path where the two differ is refused rather than judged at one place and
+/// read at the other.
 fn through_links(path: &Path) -> Result<PathBuf, String> {
-    resolve(path).map_err(|e| format!("cannot tell where {} leads: {e}", path.display()))
+    let judged = resolve(path).map_err(|e| format!("cannot tell where {} leads: {e}", path.display()))?;
+    if path.components().any(|c| c == std::path::Component::ParentDir) && kernel_view(path) != Some(judged.clone()) {
+        return Err(format!(
+            "{} goes up (`..`) from a folder that is a link, so it names another place than it seems; write the \
+             path without `..`",
+            path.display()
+        ));
+    }
+    Ok(judged)
+}
+
+/// Where the kernel takes `path`: the longest part that exists canonicalized as written (links followed before
+/// `..`), the rest appended; `None` when that cannot be told.
+fn kernel_view(path: &Path) -> Option<PathBuf> {
+    let mut existing = path.to_path_buf();
+    let mut rest = Vec::new();
+    loop {
+        match std::fs::canonicalize(&existing) {
+            Ok(real) => {
+                let mut out = real;
+                for name in rest.iter().rev() {
+                    out.push(name);
+                }
+                return Some(crate::policy::paths::normalize(&out));
+            }
+            Err(_) => {
+                rest.push(existing.file_name()?.to_owned());
+                if !existing.pop() {
+                    return None;
+                }
+            }
+        }
+    }
 }
 
 /// The folder resolved, the name kept (a removal or rename acts on the link itself).
@@ -137,6 +173,23 @@ mod tests {
                 to: outside.join("y.txt")
             }
         );
+    }
+
+    #[test]
+    fn dot_dot_after_a_link_is_refused_and_plain_dot_dot_is_fine() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(dir.path()).unwrap();
+        let (project, outside) = (base.join("p"), base.join("outside/deep"));
+        std::fs::create_dir_all(project.join("sub")).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        symlink(&outside, project.join("link")).unwrap();
+        std::fs::write(base.join("outside/secret"), "s").unwrap();
+        // The kernel reads outside/secret; the policy would have judged p/secret.
+        let sneaky = result(&project.join("link/../secret"), FileChangeKind::Modified, None);
+        let error = resolved_change(&sneaky).unwrap_err();
+        assert!(error.contains("without `..`"), "{error}");
+        let plain = result(&project.join("sub/../new.txt"), FileChangeKind::Added, None);
+        assert_eq!(resolved_change(&plain).unwrap().path, project.join("new.txt"));
     }
 
     #[test]
