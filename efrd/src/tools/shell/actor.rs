@@ -83,6 +83,11 @@ pub(crate) struct Actor {
     life: watch::Sender<Life>,
     exit: oneshot::Receiver<Option<i32>>,
     ready: Option<oneshot::Sender<Result<(), String>>>,
+    /// The terminal's settings when the shell was first ready: put back before each line efrd types, since a
+    /// command (a contained one too: it shares the terminal) can change them, and a changed `kill` or `eof`
+    /// character would make the shell read another line than the one typed.
+    /// (Kept as the plain C struct: nix's `Termios` is not `Sync`, and the actor's future must be `Send`.)
+    settings: Option<libc::termios>,
 }
 
 /// What `HiddenShell::start` hands to the actor of a shell it just spawned.
@@ -123,6 +128,19 @@ impl Actor {
             life: spawned.life,
             exit: spawned.exit,
             ready: Some(spawned.ready),
+            settings: None,
+        }
+    }
+
+    /// Puts the terminal's settings back as they were when the shell was ready (see the field), before a line is
+    /// typed. A failure is ignored: the line is typed either way, as before this guard.
+    fn reset_terminal(&self) {
+        if let Some(settings) = self.settings {
+            let _ = nix::sys::termios::tcsetattr(
+                self.master.get_ref(),
+                nix::sys::termios::SetArg::TCSANOW,
+                &nix::sys::termios::Termios::from(settings),
+            );
         }
     }
 
@@ -207,6 +225,11 @@ impl Actor {
         for marker in std::mem::take(&mut self.capture.markers) {
             match marker {
                 Marker::Ready => {
+                    if self.settings.is_none() {
+                        self.settings = nix::sys::termios::tcgetattr(self.master.get_ref())
+                            .ok()
+                            .map(libc::termios::from);
+                    }
                     if let Some(ready) = self.ready.take() {
                         let _ = ready.send(Ok(()));
                     }
@@ -375,6 +398,7 @@ impl Actor {
             limit_close_at: None,
             last_output: now,
         });
+        self.reset_terminal();
         if let Err(error) = self.write(rc::run_line(&self.nonce, id, &file).as_bytes()).await {
             self.active = None;
             self.capture.finish();
@@ -492,6 +516,7 @@ impl Actor {
                     pid = self.pid,
                     "hidden shell: end marker missing after an interrupt; typing a resync line"
                 );
+                self.reset_terminal();
                 if let Err(error) = self.write(rc::resync_line(&self.nonce, id).as_bytes()).await {
                     tracing::debug!(pid = self.pid, %error, "hidden shell: resync line not written");
                 }

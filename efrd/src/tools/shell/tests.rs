@@ -80,7 +80,19 @@ both_shells!(
     prompt_changes_and_redirects_do_not_lose_markers,
     bad_requests_get_clear_errors,
     a_syntax_error_names_the_command_not_efrs_run_file,
+    terminal_settings_a_command_changed_are_put_back_before_the_next_line,
 );
+
+async fn terminal_settings_a_command_changed_are_put_back_before_the_next_line(kind: ShellKind) {
+    let fx = Fixture::new(kind);
+    let shell = fx.start().await;
+    // `d` as the kill character would wipe the typed line up to its last `d` (in `>/dev/tty`).
+    run(&shell, "stty kill d eof t").await;
+    let answer = run(&shell, "echo second; echo d-and-t").await;
+    assert_eq!(answer.output.for_client(), "second\nd-and-t\n");
+    assert_eq!(answer.exit_code, Some(0));
+    shell.close().await;
+}
 
 async fn a_syntax_error_names_the_command_not_efrs_run_file(kind: ShellKind) {
     let fx = Fixture::new(kind);
