@@ -81,8 +81,12 @@ async fn terminal_escapes_from_the_model_never_reach_the_transcript() {
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
     assert!(!out.stdout.contains(&0x1b) && !out.stdout.contains(&0x07), "{stdout:?}");
     assert!(!stdout.contains(['\u{9b}', '\r']), "{stdout:?}");
-    assert!(stdout.contains("$ echo 'xy' # \n"), "{stdout:?}");
-    assert!(stdout.contains("assistant: Hi there, clipend.\n"), "{stdout:?}");
+    // Shown as marks, never dropped: nothing of a command or a message is hidden.
+    assert!(stdout.contains("$ echo 'x␛]2;PWNED␇y' # ␛[41m\n"), "{stdout:?}");
+    assert!(
+        stdout.contains("assistant: Hi ␛]2;PWNED␇␛[41mthere␛[0m, ␛]52;c;cm0gLXJmIH4K␛\\clip<U+009B>2J␍end.\n"),
+        "{stdout:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -313,7 +317,8 @@ async fn models_and_diff_print_json_that_parses() {
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
     assert!(
         stdout.contains(
-            "patch: add notes.md, add escd.txt\nok\nchanges: +1 -0 escd.txt (added)\nchanges: +2 -0 notes.md (added)\n"
+            "patch: add notes.md, add escd␛]0;FILETITLE␇.txt\nok\nchanges: +1 -0 escd␛]0;FILETITLE␇.txt (added)\n\
+             changes: +2 -0 notes.md (added)\n"
         ),
         "{stdout}"
     );
@@ -701,7 +706,7 @@ async fn config_reload_applies_a_good_file_and_says_where_a_broken_one_is_wrong(
     let output = efr_run(home.path(), home.path(), &["config", "reload"], None).await;
     let (stdout, stderr) = texts(&output);
     assert_eq!(output.status.code(), Some(1), "{stdout}{stderr}");
-    assert!(stdout.contains("`bogus`"), "{stdout:?}");
+    assert!(stdout.contains("`bogus␛]0;T2␇`"), "{stdout:?}");
     assert!(!stdout.contains(['\u{1b}', '\u{7}']), "{stdout:?}");
 
     let output = efr_run(home.path(), home.path(), &["--json", "config", "reload"], None).await;

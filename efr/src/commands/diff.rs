@@ -250,8 +250,9 @@ mod tests {
         assert_eq!(
             out,
             format!(
-                "+2 -0 escd.txt (added){REMOVED}\ndiff --git a/escd.txt b/escd.txt{REMOVED}\n+RED{REMOVED}\n\
-                 +plaintxt.exe{REMOVED}\n+crlf\n"
+                "+2 -0 escd␛]0;FILETITLE␇.txt (added){REMOVED}\ndiff --git a/escd␛]0;FILETITLE␇.txt \
+                 b/escd␛]0;FILETITLE␇.txt{REMOVED}\n+␛]0;DIFFTITLE␇␛[41mRED{REMOVED}\n+plain<U+202E>txt.exe{REMOVED}\n\
+                 +crlf\n"
             )
         );
     }

@@ -309,8 +309,8 @@ mod tests {
         let waits = busy(&json!({"command": "sleep\u{1b}]2;PWNED\u{7} 300\r", "input": "visible",
             "prompt": "\u{1b}[41mName?\u{1b}[0m "}));
         let out = render(Some(&waits), &now);
-        assert!(out.starts_with("$ sleep 300\n"), "{out:?}");
-        assert!(out.ends_with("  waits for input: Name?\n"), "{out:?}");
+        assert!(out.starts_with("$ sleep␛]2;PWNED␇ 300␍\n"), "{out:?}");
+        assert!(out.ends_with("  waits for input: ␛[41mName?␛[0m\n"), "{out:?}");
         assert!(!out.contains(['\u{1b}', '\u{7}', '\r']), "{out:?}");
     }
 

@@ -215,18 +215,24 @@ mod tests {
     #[test]
     fn titles_tails_and_changes_hold_no_control_sequence() {
         let title = call_title(&started("shell", &json!({"command": "echo \u{1b}]2;PWNED\u{7}hi\r"})));
-        assert_eq!(title, "$ echo hi");
+        assert_eq!(title, "$ echo ␛]2;PWNED␇hi␍");
         let patch = "*** Begin Patch\n*** Add File: a\u{1b}[41m.txt\n+x\n*** End Patch\n";
-        assert_eq!(call_title(&started("apply_patch", &json!(patch))), "patch: add a.txt");
-        assert_eq!(output_tail("ok\n\u{9b}31mred\u{1b}]52;c;eA==\u{1b}\\\n"), ["ok", "red"]);
+        assert_eq!(
+            call_title(&started("apply_patch", &json!(patch))),
+            "patch: add a␛[41m.txt"
+        );
+        assert_eq!(
+            output_tail("ok\n\u{9b}31mred\u{1b}]52;c;eA==\u{1b}\\\n"),
+            ["ok", "<U+009B>31mred␛]52;c;eA==␛\\"]
+        );
         let end = completed(&json!({"status": "failed", "refusal": "no \u{1b}[2Jway"}));
-        assert_eq!(call_end(&end), "refused: no way");
+        assert_eq!(call_end(&end), "refused: no ␛[2Jway");
         let changes: FileChanges = serde_json::from_value(json!({
             "files": [{"path": "x\u{1b}]0;t\u{7}.rs", "kind": "added", "added": 1, "removed": 0}],
             "more": 0, "added": 1, "removed": 0
         }))
         .unwrap();
-        assert_eq!(change_lines(&changes), ["+1 -0 x.rs (added)"]);
+        assert_eq!(change_lines(&changes), ["+1 -0 x␛]0;t␇.rs (added)"]);
     }
 
     #[test]
@@ -302,11 +308,11 @@ mod tests {
     #[test]
     fn a_prompt_row_keeps_its_text_and_drops_blanks() {
         assert_eq!(prompt_row(Some("Continue? [y/N] ")).as_deref(), Some("Continue? [y/N]"));
-        assert_eq!(prompt_row(Some("  > \u{1b}")).as_deref(), Some("  >"));
+        assert_eq!(prompt_row(Some("  > \u{1b}")).as_deref(), Some("  > ␛"));
         assert_eq!(
-            prompt_row(Some("\u{1b}[1mName:\u{1b}[0m\u{1b}]2;x\u{7} ")).as_deref(),
-            Some("Name:"),
-            "sequences go whole, not only their ESC"
+            prompt_row(Some("\u{1b}[1mName:\u{1b}[0m ")).as_deref(),
+            Some("␛[1mName:␛[0m"),
+            "sequences show as text: nothing of the row is hidden"
         );
         assert_eq!(prompt_row(Some("   ")), None);
         assert_eq!(prompt_row(None), None);

@@ -305,15 +305,15 @@ mod tests {
         assert_eq!(
             lines,
             [
-                "assistant: Hi red",
-                "  next",
-                "$ printf ''",
-                "approval: printf x (it asks)",
-                "    bold",
+                "assistant: Hi␛]2;PWNED␇ ␛[41mred␛[0m",
+                "  next<U+009B>2J",
+                "$ printf '␛]52;c;eA==␛\\'",
+                "approval: printf ␛[8mx (it␇ asks)",
+                "    ␛[1mbold",
                 "exit 0",
-                "background: $ sleep 9 still runs",
-                "assistant: half",
-                "turn failed: broke off",
+                "background: $ sleep␛c 9 still runs",
+                "assistant: half␛]0;t␇",
+                "turn failed: broke␛[2K off",
             ]
         );
     }

@@ -202,10 +202,11 @@ mod tests {
         let mut raw = json!({"call_id": "c1", "summary": "rm \u{1b}]2;PWNED\u{7}-rf\r x", "reason": "\u{9b}41mwhy"});
         let question: ApprovalRequested = serde_json::from_value(raw.take()).unwrap();
         let ask = Ask::approval(&question, &json!({}));
-        assert_eq!(ask.text, "allow rm -rf x? (why)  [y]es / [n]o ");
+        // Shown, never dropped: the user sees all of what they allow.
+        assert_eq!(ask.text, "allow rm ␛]2;PWNED␇-rf␍ x? (<U+009B>41mwhy)  [y]es / [n]o ");
         let wait: ToolCallInputChanged = serde_json::from_value(json!({"call_id": "c1", "input": "visible"})).unwrap();
         let ask = Ask::input(&wait, "$ x\u{1b}[8m", Some("Go?")).unwrap();
-        assert_eq!(ask.text, "$ x waits for input:\n  Go? ");
+        assert_eq!(ask.text, "$ x␛[8m waits for input:\n  Go? ");
     }
 
     #[test]

@@ -378,7 +378,10 @@ mod tests {
         assert!(raw.contains(YELLOW), "efr's own style stays: {raw:?}");
         let text = written(&view);
         assert!(!text.contains(['\u{1b}', '\u{7}']), "{text:?}");
-        assert!(text.contains("Hi there") && text.contains("? allow x?"), "{text:?}");
+        assert!(
+            text.contains("Hi ␛]2;PWNED␇␛[41mthere") && text.contains("? allow ␛]52;c;eA==␛\\x?"),
+            "{text:?}"
+        );
     }
 
     #[test]
