@@ -590,6 +590,13 @@ async fn a_patch_through_a_link_out_of_the_project_is_judged_where_it_writes() {
     std::os::unix::fs::symlink(outside.path().join("target.txt"), project.path().join("link.txt")).unwrap();
     std::os::unix::fs::symlink(outside.path(), project.path().join("dir")).unwrap();
     std::os::unix::fs::symlink(home.path().join("config"), project.path().join("cfg")).unwrap();
+    // Links to a file the sandbox masks (a credential store under HOME): a patch must not read it out.
+    std::fs::create_dir_all(home.path().join(".ssh")).unwrap();
+    std::fs::write(home.path().join(".ssh/id_test"), "SECRET-KEY-MATERIAL\n").unwrap();
+    std::os::unix::fs::symlink(home.path().join(".ssh/id_test"), project.path().join("k1")).unwrap();
+    std::os::unix::fs::symlink(home.path().join(".ssh/id_test"), project.path().join("k2")).unwrap();
+    let steal = "*** Begin Patch\n*** Update File: k1\n*** Move to: leak.txt\n*** End Patch\n";
+    let show = "*** Begin Patch\n*** Delete File: k2\n*** End Patch\n";
     let update = "*** Begin Patch\n*** Update File: link.txt\n@@\n-mine\n+theirs\n*** End Patch\n";
     let add = "*** Begin Patch\n*** Add File: dir/escape.sh\n+evil\n*** End Patch\n";
     let config = "*** Begin Patch\n*** Add File: cfg/injected.toml\n+[model]\n*** End Patch\n";
@@ -597,6 +604,8 @@ async fn a_patch_through_a_link_out_of_the_project_is_judged_where_it_writes() {
         patch_call("call_update", update),
         patch_call("call_add", add),
         patch_call("call_cfg", config),
+        patch_call("call_steal", steal),
+        patch_call("call_show", show),
         text("auto done"),
         patch_call("call_cautious", update),
         text("cautious done"),
@@ -620,6 +629,21 @@ async fn a_patch_through_a_link_out_of_the_project_is_judged_where_it_writes() {
             "{call}"
         );
     }
+    // Reading a masked file through a link is refused too, and nothing of it shows.
+    for call in ["call_steal", "call_show"] {
+        let done = event_of(&events, "tool_call_completed", call);
+        assert_eq!(done["status"], "failed", "{done}");
+        assert!(!done.to_string().contains("SECRET-KEY-MATERIAL"), "{done}");
+        assert!(
+            tool_output(&server, call).contains("hides from a contained call"),
+            "{call}"
+        );
+    }
+    assert!(!project.path().join("leak.txt").exists());
+    assert!(
+        std::fs::symlink_metadata(project.path().join("k2")).is_ok(),
+        "the link stays"
+    );
     // efr's own config is a floor before it is a sandbox matter: refused in every mode.
     let done = event_of(&events, "tool_call_completed", "call_cfg");
     assert_eq!(done["status"], "failed", "{done}");

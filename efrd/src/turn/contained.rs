@@ -226,6 +226,26 @@ pub fn writable_in(plan: &LaunchPlan, path: &Path) -> bool {
         .is_some_and(|mount| matches!(mount.kind, MountKind::Writable | MountKind::Pinned))
 }
 
+/// Whether a contained call under `plan` sees the host's content at `path` (read-only or writable), not a mask, a
+/// private `/tmp`, its own `/dev` or `/proc`.
+#[must_use]
+pub fn readable_in(plan: &LaunchPlan, path: &Path) -> bool {
+    let path = normalize(path);
+    let Ok(mounts) = plan.mounts() else {
+        return false;
+    };
+    mounts
+        .iter()
+        .rev()
+        .find(|mount| path.starts_with(&mount.path))
+        .is_some_and(|mount| {
+            matches!(
+                mount.kind,
+                MountKind::RootReadOnly | MountKind::Writable | MountKind::Pinned | MountKind::ReadOnly(_)
+            )
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use efr_protocol::events::{CallStatus, EventBody, ToolCallCompleted, ToolCallStarted};
 use efr_protocol::ids::{CallId, TurnId};
-use efr_protocol::wire::{ApprovalDecision, FileChanges, Launch, Mode, Origin};
+use efr_protocol::wire::{ApprovalDecision, FileChangeKind, FileChanges, Launch, Mode, Origin};
 use serde_json::Value;
 use tokio::sync::Mutex;
 
@@ -235,13 +235,9 @@ pub async fn run_call(
         ToolCall::Patch { .. } => {
             let (plan, changes) = plan?;
             if let Some(Launch::Contained { grants }) = &launch
-                && let Some(outside) = outside_sandbox(env, &changes, grants)
+                && let Some(why) = sandbox_refusal(env, &plan, &changes, grants)
             {
-                let output = format!(
-                    "the patch did not apply, and no file changed: {} is not writable in efr's sandbox (a contained \
-                     call writes only in the project and $SCRATCH)",
-                    outside.display()
-                );
+                let output = format!("the patch did not apply, and no file changed: {why}");
                 // efrd applies a patch itself, so it has no sandbox summary; it follows the sandbox's rules.
                 let event = completed(&call_id, CallStatus::Failed, output.clone(), None);
                 recorder.record(turn_id, vec![event]).await.ok()?;
@@ -346,8 +342,16 @@ async fn finish_invalid(
     })
 }
 
-/// The first path of a planned patch that a contained call could not write (a move's old path too), if any.
-fn outside_sandbox(env: &ToolEnv, changes: &[PatchChange], grants: &[efr_protocol::wire::Grant]) -> Option<PathBuf> {
+/// Why a contained call's patch may not apply, if it may not: a path it writes (a move's old path too) that a
+/// contained call could not write, or a file it reads (an update's, a deletion's or a move's old content, through
+/// its links) that a contained call could not read, such as a stored key behind a link in the project: efrd reads
+/// and writes as the user, so it keeps the sandbox's rules itself.
+fn sandbox_refusal(
+    env: &ToolEnv,
+    plan: &Plan,
+    changes: &[PatchChange],
+    grants: &[efr_protocol::wire::Grant],
+) -> Option<String> {
     // Resolved like the changes' paths (see `patch_paths`).
     let roots: Vec<PathBuf> = if env.snapshots.is_some() {
         resolved_roots(&env.roots)
@@ -368,7 +372,7 @@ fn outside_sandbox(env: &ToolEnv, changes: &[PatchChange], grants: &[efr_protoco
         grants,
         report: Path::new("/dev/null"),
     });
-    changes
+    let unwritable = changes
         .iter()
         .flat_map(|change| {
             let to = match &change.kind {
@@ -377,5 +381,28 @@ fn outside_sandbox(env: &ToolEnv, changes: &[PatchChange], grants: &[efr_protoco
             };
             std::iter::once(change.path.clone()).chain(to)
         })
-        .find(|path| !contained::writable_in(&sandbox, path))
+        .find(|path| !contained::writable_in(&sandbox, path));
+    if let Some(path) = unwritable {
+        return Some(format!(
+            "{} is not writable in efr's sandbox (a contained call writes only in the project and $SCRATCH)",
+            path.display()
+        ));
+    }
+    plan.files()
+        .iter()
+        .filter_map(|file| match file.kind {
+            FileChangeKind::Added => None,
+            FileChangeKind::Renamed => file.from.as_ref(),
+            _ => Some(&file.path),
+        })
+        .find_map(|source| {
+            let real = crate::policy::paths::resolve(source).unwrap_or_else(|_| source.clone());
+            (!contained::readable_in(&sandbox, &real)).then(|| {
+                format!(
+                    "{} leads to {}, which efr's sandbox hides from a contained call",
+                    source.display(),
+                    real.display()
+                )
+            })
+        })
 }
