@@ -694,8 +694,8 @@ async fn what_a_direct_call_set_in_the_hidden_shell_never_runs_around_a_containe
     std::fs::create_dir(project.path().join("sub")).unwrap();
     let out = outside.path().display();
     let setup = format!(
-        "trap 'touch {out}/trap' DEBUG; PROMPT_COMMAND='touch {out}/prompt'; \
-         printf() {{ touch {out}/function; builtin printf \"$@\"; }}; cd sub"
+        "trap 'touch {out}/trap' DEBUG; trap 'touch {out}/exit' EXIT; trap 'touch {out}/hup' HUP; \
+         PROMPT_COMMAND='touch {out}/prompt'; printf() {{ touch {out}/function; builtin printf \"$@\"; }}; cd sub"
     );
     let server = model(vec![
         shell_call("call_setup", &setup),
@@ -711,7 +711,7 @@ async fn what_a_direct_call_set_in_the_hidden_shell_never_runs_around_a_containe
     let (id, _) = subscribe(&mut client, &conversation, Some(0)).await;
     bounded("full turn", events_until(&mut client, id, "turn_completed")).await;
     // The hooks ran as the full turn went on; from here on, nothing may touch these files.
-    for name in ["trap", "prompt", "function"] {
+    for name in ["trap", "prompt", "function", "exit", "hup"] {
         let _ = std::fs::remove_file(outside.path().join(name));
     }
 

@@ -155,7 +155,11 @@ impl Actor {
             let looking = self.active.as_ref().is_some_and(|a| a.started);
             tokio::select! {
                 request = requests.recv() => match request {
-                    Some(Request::Close { reply }) => {
+                    Some(Request::Close { reply, kill }) => {
+                        if kill {
+                            // Before anything else: the shell gets no chance to run a trap.
+                            let _ = signal::kill(Pid::from_raw(self.pid), Signal::SIGKILL);
+                        }
                         self.shut(How::Closed, None, Life::Closed).await;
                         let _ = reply.send(());
                         return;

@@ -228,6 +228,8 @@ pub(crate) enum Request {
         reply: oneshot::Sender<ShellStatus>,
     },
     Close {
+        /// SIGKILL at once instead of SIGHUP first.
+        kill: bool,
         reply: oneshot::Sender<()>,
     },
 }
@@ -344,6 +346,12 @@ impl HiddenShell {
     /// session gets SIGHUP, then SIGKILL. Closing a shell that is gone does nothing.
     pub async fn close(&self) {
         // A shell that is gone is closed already.
-        let _ = self.ask(|reply| Request::Close { reply }).await;
+        let _ = self.ask(|reply| Request::Close { reply, kill: false }).await;
+    }
+
+    /// Ends the shell with SIGKILL at once, so that nothing of it runs on its way out (no `EXIT` or `HUP` trap,
+    /// no `zshexit`): for a shell a direct call used, closed before a contained call (`ShellSlot`).
+    pub async fn kill(&self) {
+        let _ = self.ask(|reply| Request::Close { reply, kill: true }).await;
     }
 }

@@ -339,9 +339,10 @@ impl ShellSlot {
                     if let Some(cwd) = status.cwd.filter(|cwd| cwd.is_dir()) {
                         self.opts.cwd = cwd;
                     }
-                    old.close().await;
+                    // SIGKILL: a hangup would run the used shell's EXIT or HUP traps, outside the sandbox.
+                    old.kill().await;
                 }
-                Err(_) => old.close().await,
+                Err(_) => old.kill().await,
             }
         }
         if self.shell.is_none() {
