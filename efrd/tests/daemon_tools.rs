@@ -789,7 +789,7 @@ async fn a_command_left_running_when_efrd_stops_is_recorded_as_closed_after_the_
     let home = tempfile::tempdir().unwrap();
     let project = tempfile::tempdir().unwrap();
     let long = left_running_call("call_long", "sleep 300");
-    let server = model(vec![long, text("left it running")]).await;
+    let server = model(vec![long, text("left it running"), text("heard")]).await;
     let mut efrd = daemon(home.path(), &server);
     let mut client = efrd.client().await.unwrap();
     let sent = prompt_in(&mut client, project.path(), "full", "go").await;
@@ -828,6 +828,18 @@ async fn a_command_left_running_when_efrd_stops_is_recorded_as_closed_after_the_
     let mut client = efrd.client().await.unwrap();
     let (_, snapshot) = subscribe(&mut client, &conversation, None).await;
     assert_eq!(snapshot.unwrap()["seq"], ended["seq"]);
+
+    // The model hears of it with its next prompt.
+    let params = json!({"command_id": command_id(), "conversation_id": conversation, "text": "still there?",
+        "context": {"cwd": project.path()}, "settings": {"mode": "full"}});
+    client.ok("prompt.send", params).await.unwrap();
+    let (id, _) = subscribe(&mut client, &conversation, ended["seq"].as_u64()).await;
+    events_until(&mut client, id, "turn_completed").await;
+    let last = server.requests().last().unwrap().body.to_string();
+    assert!(
+        last.contains("the command `sleep 300` that was left running has ended: the hidden shell was closed"),
+        "{last}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -160,11 +160,17 @@ impl Actor {
         actor.summary = Some(summary);
         actor.history = rebuilt.history;
         actor.last_seq = rebuilt.last_seq;
+        actor.shell_call.push_notices(rebuilt.notices);
         if !rebuilt.left_running.is_empty() {
             let ends = rebuilt
                 .left_running
                 .into_iter()
-                .map(|call_id| {
+                .map(|(call_id, command)| {
+                    // The model hears of it with its next prompt, as of any other end.
+                    let how = efr_protocol::wire::How::Closed;
+                    actor
+                        .shell_call
+                        .push_notices([super::shell::notice(&command, how, None)]);
                     let ended = efr_protocol::events::ShellCommandEnded {
                         call_id,
                         how: efr_protocol::wire::How::Closed,

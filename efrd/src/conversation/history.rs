@@ -32,8 +32,12 @@ pub struct Rebuilt {
     pub history: Vec<HistoryItem>,
     /// The last seq of the log (0 for none).
     pub last_seq: u64,
-    /// Calls whose command was left running and has no end in the log, in the order they were detached.
-    pub left_running: Vec<CallId>,
+    /// Calls whose command was left running and has no end in the log, with the command, in the order they were
+    /// detached.
+    pub left_running: Vec<(CallId, String)>,
+    /// Notices of commands left running that ended after the last turn started: the model has not heard of them
+    /// (see [`super::shell::ShellCall::take_notices`]).
+    pub notices: Vec<String>,
 }
 
 /// Reads the whole log of `id` and returns what it implies (see [`Rebuilt`]).
@@ -54,10 +58,12 @@ pub async fn rebuild(store: &Store, id: ConversationId) -> Result<Rebuilt, Error
         }
         if !full {
             let left_running = std::mem::take(&mut history.left_running);
+            let notices = std::mem::take(&mut history.notices);
             return Ok(Rebuilt {
                 history: history.finish(),
                 last_seq,
                 left_running,
+                notices,
             });
         }
     }
@@ -80,7 +86,8 @@ struct Rebuild {
     /// The call started and not completed yet (calls of a turn run one at a time).
     open_call: Option<String>,
     /// Commands left running without an end so far.
-    left_running: Vec<CallId>,
+    left_running: Vec<(CallId, String)>,
+    notices: Vec<String>,
 }
 
 impl Rebuild {
@@ -90,6 +97,8 @@ impl Rebuild {
                 self.prompts.insert(turn_id, queued.text.clone());
             }
             (EventBody::TurnStarted(_), Some(turn_id)) => {
+                // That turn's prompt told the model of the ends before it.
+                self.notices.clear();
                 if let Some(text) = self.prompts.remove(&turn_id) {
                     self.push(HistoryItem::UserText { text });
                 }
@@ -115,10 +124,15 @@ impl Rebuild {
                 self.open_call = Some(started.call_id.0.clone());
             }
             (EventBody::ShellCommandDetached(detached), _) => {
-                self.left_running.push(detached.call_id.clone());
+                self.left_running
+                    .push((detached.call_id.clone(), detached.command.clone()));
             }
             (EventBody::ShellCommandEnded(ended), _) => {
-                self.left_running.retain(|call_id| *call_id != ended.call_id);
+                if let Some((_, command)) = self.left_running.iter().find(|(id, _)| *id == ended.call_id) {
+                    self.notices
+                        .push(super::shell::notice(command, ended.how, ended.exit_code));
+                }
+                self.left_running.retain(|(call_id, _)| *call_id != ended.call_id);
             }
             (EventBody::ToolCallCompleted(completed), _)
                 if self.open_call.as_deref() == Some(completed.call_id.as_str()) =>

@@ -32,7 +32,7 @@ pub struct ShellCall {
 }
 
 /// What the model reads of the end of a command left running.
-fn notice(command: &str, how: How, exit_code: Option<i32>) -> String {
+pub(crate) fn notice(command: &str, how: How, exit_code: Option<i32>) -> String {
     let how = match how {
         How::Ended => "it exited",
         How::Stopped => "the user stopped it (SIGINT)",
@@ -145,6 +145,11 @@ impl ShellCall {
             }
             _ => {}
         }
+    }
+
+    /// Adds notices of commands left running that ended where this state did not see them start (a restart).
+    pub fn push_notices(&mut self, notices: impl IntoIterator<Item = String>) {
+        self.notices.extend(notices);
     }
 
     /// The notices of commands left running that ended since the last call (see the field's doc), oldest first.
