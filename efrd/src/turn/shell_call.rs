@@ -57,8 +57,10 @@ enum NotPrepared {
 
 /// Told to the model after a contained call that failed: what the sandbox allows (ADR 0004).
 const SANDBOX_NOTE: &str = "\n[this call ran in efr's sandbox: only the project, $SCRATCH and /tmp are writable, \
-     credential stores read as empty, and there is no network; each call starts in a fresh shell from the hidden \
-     shell's directory, so cd and export do not carry to the next call. A failure may come from these limits]";
+     but not the project's .git/config and .git/hooks (`git config` fails with \"Device or resource busy\" or \
+     \"Read-only file system\"); credential stores read as empty, and there is no network; each call starts in a \
+     fresh shell from the hidden shell's directory, so cd and export do not carry to the next call. A failure may \
+     come from these limits]";
 
 /// What a shell call runs: its line, its timeout, and its grants (`Some` for a contained call).
 #[derive(Debug, Clone, Copy)]
