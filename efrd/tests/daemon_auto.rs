@@ -839,3 +839,41 @@ async fn git_config_hooks_and_efrs_home_inside_the_project_are_out_of_a_containe
         config_before
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_commondir_planted_in_the_projects_git_folder_is_taken_away() {
+    let home = tempdir();
+    let project = tempdir();
+    let outside = tempdir();
+    let git = |args: &[&str]| {
+        let status = std::process::Command::new("git")
+            .args(args)
+            .current_dir(project.path())
+            .env("HOME", home.path())
+            .status()
+            .expect("git runs (apt-get install git)");
+        assert!(status.success(), "git {args:?}");
+    };
+    git(&["init", "-q"]);
+    let pwned = outside.path().join("pwned");
+    let plant = format!(
+        "mkdir .evil && cp -r .git/objects .git/refs .git/HEAD .evil/ && \
+         printf '[core]\\n\\trepositoryformatversion = 0\\n\\tfsmonitor = \"touch {}; false\"\\n' > .evil/config && \
+         echo ../.evil > .git/commondir && echo planted",
+        pwned.display()
+    );
+    let server = model(vec![shell_call("call_plant", &plant), text("done")]).await;
+    let efrd = daemon_with(home.path(), &server, &[]);
+    let mut client = efrd.client().await.unwrap();
+    let sent = prompt_in(&mut client, None, project.path(), "auto", "plant").await;
+    let conversation = sent["conversation_id"].as_str().unwrap().to_owned();
+    let (id, _) = subscribe(&mut client, &conversation, Some(0)).await;
+    bounded("auto turn", events_until(&mut client, id, "turn_completed")).await;
+    let seen = tool_output(&server, "call_plant");
+    assert!(seen.contains("planted"), "the call ran contained and wrote it: {seen}");
+    assert!(seen.contains("efr removed"), "{seen}");
+    assert!(!project.path().join(".git/commondir").exists());
+    // Outside the sandbox, git reads the project's own config again: nothing runs.
+    git(&["status", "--short"]);
+    assert!(!pwned.exists(), "the planted fsmonitor ran");
+}

@@ -22,6 +22,21 @@ use efr_protocol::wire::Grant;
 
 use super::plan::normalize;
 
+/// Removes a `commondir` file that a contained call put in the `.git` folder of a project root, and returns the paths
+/// removed. A main repository's `.git` never holds one (git keeps `commondir` in a linked worktree's own git folder),
+/// and one there would point git at a folder the call wrote, config and hooks included: a later `git status` outside
+/// the sandbox would run what that config names. The mounts cannot stop the file being made (`.git` must stay
+/// writable for git itself, and git refuses an empty placeholder), so efrd takes it away after each contained call.
+pub fn remove_planted_commondirs(roots: &[PathBuf]) -> Vec<PathBuf> {
+    roots
+        .iter()
+        .map(|root| root.join(".git"))
+        .filter(|git| fs::symlink_metadata(git).is_ok_and(|m| m.is_dir()))
+        .map(|git| git.join("commondir"))
+        .filter(|commondir| fs::symlink_metadata(commondir).is_ok() && fs::remove_file(commondir).is_ok())
+        .collect()
+}
+
 /// Sets `plan.protected` from its writable roots (project roots, `$SCRATCH`, `write` grants) and efr's own roots.
 /// Call it again after adding roots or grants: it starts over.
 pub fn protect(plan: &mut LaunchPlan, efr_roots: &[PathBuf]) {
@@ -151,6 +166,28 @@ fn resolved(path: &Path) -> PathBuf {
         }
     }
     path.to_path_buf()
+}
+
+#[cfg(test)]
+mod commondir_tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn a_commondir_in_a_main_git_folder_is_removed_and_a_worktrees_stays() {
+        let dir = tempfile::tempdir().unwrap();
+        let (main, linked) = (dir.path().join("main"), dir.path().join("linked"));
+        fs::create_dir_all(main.join(".git/worktrees/wt")).unwrap();
+        fs::write(main.join(".git/commondir"), "../.evil\n").unwrap();
+        fs::write(main.join(".git/worktrees/wt/commondir"), "../..\n").unwrap();
+        fs::create_dir_all(&linked).unwrap();
+        fs::write(linked.join(".git"), "gitdir: ../main/.git/worktrees/wt\n").unwrap();
+        let removed = remove_planted_commondirs(&[main.clone(), linked.clone()]);
+        assert_eq!(removed, vec![main.join(".git/commondir")]);
+        assert!(main.join(".git/worktrees/wt/commondir").exists());
+        assert!(linked.join(".git").exists());
+        assert!(remove_planted_commondirs(&[main]).is_empty());
+    }
 }
 
 #[cfg(test)]

@@ -212,6 +212,15 @@ pub async fn run_shell(
     let setup_failed = sandbox.as_ref().is_some_and(|s| s.setup_error.is_some());
     let ok = !setup_failed && (exit_code == Some(0) || left_running);
     let mut model_text = answer.output.for_model(OutputLimits::MODEL);
+    if prepared.is_some() {
+        for removed in crate::sandbox::protect::remove_planted_commondirs(&env.roots) {
+            model_text.push_str(&format!(
+                "\n[efr removed {}: in a main .git folder it would point git outside the sandbox at other \
+                 configuration]",
+                removed.display()
+            ));
+        }
+    }
     if let Some(note) = note {
         model_text.push('\n');
         model_text.push_str(&note);
@@ -264,6 +273,7 @@ pub async fn run_shell(
         recorder.record_outside_turn(vec![body]).await.ok()?;
         let recorder = recorder.clone();
         let call_id = call_id.clone();
+        let roots = env.roots.clone();
         tokio::spawn(async move {
             let end = detached.ended();
             tokio::pin!(end);
@@ -288,6 +298,9 @@ pub async fn run_shell(
                 }
             };
             let mut exit_code = end.exit_code;
+            if prepared.is_some() {
+                crate::sandbox::protect::remove_planted_commondirs(&roots);
+            }
             if let Some(prepared) = prepared {
                 let _ = std::fs::remove_file(&prepared.plan_file);
                 match Outcome::take(&prepared.report) {
