@@ -1,0 +1,166 @@
+//! The actor's turns: starting the next queued prompt (its settings, its tools, the model's copy of the prompt with
+//! its notices), and what a turn's end changes.
+
+// A part of the actor: its imports and private types.
+use super::*;
+
+impl Actor {
+    /// Starts the next queued prompt when no turn runs.
+    pub(super) async fn start_next(&mut self, me: &mpsc::WeakSender<Command>) {
+        while self.running.is_none() {
+            let Some(queued) = self.queue.pop_front() else { return };
+            let Some(tx) = me.upgrade() else { return };
+            let turn_id = queued.turn_id;
+            if let Some(summary) = self.summary.as_mut() {
+                summary.turn_count += 1;
+                summary.status = status_name(ConversationStatus::Running).to_owned();
+            }
+            let mut queued = queued;
+            // Auto's sandbox is checked here, at the turn's start (the probe is cached; the first one takes tens of
+            // milliseconds): prompt.send stays fast, and a queued prompt is judged by the sandbox of its own start.
+            let unavailable = if queued.settings.mode == efr_protocol::wire::Mode::Auto {
+                let probe = self.deps.sandbox.current().await;
+                settings::sandbox_fallback(&mut queued.settings, &probe.status)
+            } else {
+                None
+            };
+            let started = EventBody::TurnStarted(TurnStarted {
+                settings: Some(queued.settings.clone()),
+                overridden: Some(queued.overridden),
+            });
+            let mut bodies = vec![(Some(turn_id), started)];
+            if let Some(unavailable) = unavailable {
+                bodies.push((Some(turn_id), EventBody::SandboxUnavailable(unavailable)));
+            }
+            if let Err(error) = self.commit(bodies, None).await {
+                warn!(conversation = %self.id, %turn_id, error = %error.body(), "cannot start a turn");
+                if let Some(summary) = self.summary.as_mut() {
+                    summary.turn_count -= 1;
+                    summary.status = status_name(ConversationStatus::Idle).to_owned();
+                }
+                // The prompt stays queued; the next prompt or a restart retries it.
+                self.queue.push_front(queued);
+                return;
+            }
+            // Commands left running that ended since the last turn: the model's copy of the prompt says so (never
+            // an event: the log has their shell_command_ended).
+            let notices = self.shell_call.take_notices();
+            let text = if notices.is_empty() {
+                queued.text
+            } else {
+                let lines: String = notices.iter().map(|n| format!("- {n}\n")).collect();
+                format!("<shell_notices>\n{lines}</shell_notices>\n\n{}", queued.text)
+            };
+            self.history.push(HistoryItem::UserText { text });
+            let tools = self.tool_env(&queued.settings, queued.origin).await;
+            let plan = match self
+                .deps
+                .models
+                .plan(turn_id, &queued.settings, &self.history, Some(tools))
+            {
+                Ok(plan) => plan,
+                Err(error) => {
+                    let failed = EventBody::TurnFailed(TurnFailed {
+                        error,
+                        usage: None,
+                        context: None,
+                        changes: None,
+                    });
+                    self.finish_turn_status();
+                    if let Err(error) = self.commit(vec![(Some(turn_id), failed)], None).await {
+                        warn!(conversation = %self.id, %turn_id, error = %error.body(), "cannot record turn_failed");
+                    }
+                    continue;
+                }
+            };
+            let cancel = CancellationToken::new();
+            self.running = Some(Running {
+                turn_id,
+                started_at: Timestamp::now(),
+                settings: queued.settings,
+                cancel: cancel.clone(),
+                interrupt_requested: false,
+            });
+            self.deps.models.turn_running(true);
+            let recorder = crate::conversation::Recorder { tx: tx.clone() };
+            tokio::spawn(run_turn(plan, recorder, cancel, tx));
+        }
+    }
+
+    /// What the turn's tool calls share. The project of a conversation is its working directory (the first
+    /// prompt's cwd) until projects come; the hidden shell starts there.
+    pub(super) async fn tool_env(&mut self, settings: &TurnSettings, origin: Origin) -> ToolEnv {
+        let start = self
+            .summary
+            .as_ref()
+            .and_then(|s| s.cwd.as_ref())
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute() && p.is_dir());
+        // The project: the nearest git root of the working directory, else the directory; never the home folder or
+        // above it (sandbox::plan::project_root). Without one, the turn has no writable project and no snapshots.
+        let home = self.deps.sandbox.options().home.clone();
+        let project = start
+            .as_ref()
+            .map(|cwd| crate::policy::paths::resolve(cwd).unwrap_or_else(|_| cwd.clone()))
+            .and_then(|cwd| crate::sandbox::project_root(&cwd, Some(&home)));
+        let snapshots = project.as_ref().map(|_| Arc::clone(&self.deps.snapshots));
+        let cwd = start.unwrap_or_else(home_dir);
+        // The config's masks as they are at the turn's start (a reload applies to the next turn).
+        let layout = Layout::new(
+            self.deps.sandbox.options(),
+            &self.deps.roots,
+            &self.deps.models.config().sandbox.extra_masks,
+        );
+        {
+            let mut slot = self.shell.lock().await;
+            if slot.current().is_none() {
+                *slot = ShellSlot::new(shell_options(
+                    shell_kind(self.deps.models.config().shell.program),
+                    cwd.clone(),
+                    self.deps.shell_root.clone(),
+                ));
+            }
+        }
+        ToolEnv {
+            efr_dirs: crate::policy::EfrDirs::from_roots(&self.deps.roots),
+            shell: Arc::clone(&self.shell),
+            cwd: cwd.clone(),
+            roots: project.into_iter().collect(),
+            mode: settings.mode,
+            origin,
+            question_limit_secs: self.deps.models.config().permissions.question_limit_secs,
+            snapshots,
+            call_snapshots: Arc::default(),
+            sandbox: Arc::clone(&self.deps.sandbox),
+            scratch: layout.scratch_of(self.id),
+            layout,
+        }
+    }
+
+    pub(super) fn finish_turn_status(&mut self) {
+        if let Some(summary) = self.summary.as_mut() {
+            summary.status = status_name(ConversationStatus::Idle).to_owned();
+        }
+    }
+
+    pub(super) async fn turn_ended(&mut self, turn_id: TurnId, outcome: TurnOutcome) {
+        if self.running.as_ref().is_some_and(|r| r.turn_id == turn_id) {
+            self.running = None;
+            self.deps.models.turn_running(false);
+        }
+        self.history.extend(outcome.history);
+        self.finish_turn_status();
+    }
+}
+
+/// Runs a turn and tells the actor when it ended.
+async fn run_turn(
+    plan: TurnPlan,
+    recorder: crate::conversation::Recorder,
+    cancel: CancellationToken,
+    tx: mpsc::Sender<Command>,
+) {
+    let turn_id = plan.turn_id;
+    let outcome = turn::run(plan, recorder, cancel).await;
+    let _ = tx.send(Command::TurnEnded { turn_id, outcome }).await;
+}
