@@ -5,6 +5,8 @@
 
 use std::path::Path;
 
+pub mod tools;
+
 use efr_protocol::frame::RequestId;
 use efr_test_support::client::{Client, StreamFrame};
 use efr_test_support::daemon::{TestDaemon, config_for};
