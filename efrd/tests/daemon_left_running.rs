@@ -7,8 +7,8 @@ mod common;
 
 use serde_json::json;
 
-use common::tools::{left_running_call, prompt_in, shell_call, text, tool_output};
-use common::{command_id, daemon, events_until, model, subscribe};
+use common::tools::{left_running_call, shell_call, start, text, tool_output};
+use common::{command_id, daemon, events_until, model};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_command_that_outlives_its_timeout_is_left_running_and_its_end_is_recorded() {
@@ -18,9 +18,7 @@ async fn a_command_that_outlives_its_timeout_is_left_running_and_its_end_is_reco
     let server = model(vec![long, text("waiting for it")]).await;
     let efrd = daemon(home.path(), &server);
     let mut client = efrd.client().await.unwrap();
-    let sent = prompt_in(&mut client, project.path(), "full", "go").await;
-    let conversation = sent["conversation_id"].as_str().unwrap().to_owned();
-    let (id, _) = subscribe(&mut client, &conversation, Some(0)).await;
+    let (_, _, id) = start(&mut client, project.path(), "full", "go").await;
     let events = common::events_through(&mut client, id, "shell_command_ended").await;
     let completed = events.iter().find(|e| e["kind"] == "tool_call_completed").unwrap();
     assert_eq!(completed["left_running"], true, "{completed}");
@@ -46,9 +44,7 @@ async fn a_left_running_command_that_starts_waiting_for_input_records_the_change
     let server = model(vec![long, text("it waits")]).await;
     let efrd = daemon(home.path(), &server);
     let mut client = efrd.client().await.unwrap();
-    let sent = prompt_in(&mut client, project.path(), "full", "go").await;
-    let conversation = sent["conversation_id"].as_str().unwrap().to_owned();
-    let (id, _) = subscribe(&mut client, &conversation, Some(0)).await;
+    let (_, conversation, id) = start(&mut client, project.path(), "full", "go").await;
     let events = common::events_through(&mut client, id, "shell_command_input_changed").await;
     let detached = events.iter().find(|e| e["kind"] == "shell_command_detached").unwrap();
     assert_eq!(
@@ -89,9 +85,7 @@ async fn a_call_refused_as_busy_leaves_the_command_left_running_visible_and_stop
     .await;
     let efrd = daemon(home.path(), &server);
     let mut client = efrd.client().await.unwrap();
-    let sent = prompt_in(&mut client, project.path(), "full", "go").await;
-    let conversation = sent["conversation_id"].as_str().unwrap().to_owned();
-    let (id, _) = subscribe(&mut client, &conversation, Some(0)).await;
+    let (_, conversation, id) = start(&mut client, project.path(), "full", "go").await;
     events_until(&mut client, id, "turn_completed").await;
     let params = json!({"command_id": command_id(), "conversation_id": conversation, "text": "more",
         "context": {"cwd": project.path()}, "settings": {"mode": "full"}});

@@ -8,7 +8,7 @@ mod common;
 use efr_protocol::ErrorCode;
 use serde_json::{Value, json};
 
-use common::tools::{left_running_call, patch_call, prompt_in, shell_call, text};
+use common::tools::{left_running_call, patch_call, shell_call, start, text};
 use common::{command_id, daemon, events_until, model, subscribe};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -26,9 +26,7 @@ async fn a_turn_cut_off_by_a_crash_still_has_its_diff_after_the_restart() {
     .await;
     let mut efrd = daemon(home.path(), &server);
     let mut client = efrd.client().await.unwrap();
-    let sent = prompt_in(&mut client, project.path(), "full", "change it").await;
-    let conversation = sent["conversation_id"].as_str().unwrap().to_owned();
-    let (id, _) = subscribe(&mut client, &conversation, Some(0)).await;
+    let (sent, _, id) = start(&mut client, project.path(), "full", "change it").await;
     let events = common::events_through(&mut client, id, "tool_call_started").await;
     assert_eq!(events.last().unwrap()["call_id"], "call_patch");
     let events = common::events_through(&mut client, id, "tool_call_started").await;
@@ -66,9 +64,7 @@ async fn after_a_restart_the_model_still_gets_the_earlier_tool_calls_and_their_o
     .await;
     let mut efrd = daemon(home.path(), &server);
     let mut client = efrd.client().await.unwrap();
-    let sent = prompt_in(&mut client, project.path(), "full", "print it").await;
-    let conversation = sent["conversation_id"].as_str().unwrap().to_owned();
-    let (id, _) = subscribe(&mut client, &conversation, Some(0)).await;
+    let (_, conversation, id) = start(&mut client, project.path(), "full", "print it").await;
     let first = events_until(&mut client, id, "turn_completed").await;
     let last_seq = first.last().unwrap()["seq"].as_u64().unwrap();
     drop(client);
@@ -120,9 +116,7 @@ async fn a_command_left_running_when_efrd_stops_is_recorded_as_closed_after_the_
     let server = model(vec![long, text("left it running"), text("heard")]).await;
     let mut efrd = daemon(home.path(), &server);
     let mut client = efrd.client().await.unwrap();
-    let sent = prompt_in(&mut client, project.path(), "full", "go").await;
-    let conversation = sent["conversation_id"].as_str().unwrap().to_owned();
-    let (id, _) = subscribe(&mut client, &conversation, Some(0)).await;
+    let (_, conversation, id) = start(&mut client, project.path(), "full", "go").await;
     common::events_through(&mut client, id, "shell_command_detached").await;
     events_until(&mut client, id, "turn_completed").await;
     drop(client);

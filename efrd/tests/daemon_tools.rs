@@ -9,7 +9,7 @@ use efr_protocol::ErrorCode;
 use efr_test_support::scripted::Reply;
 use serde_json::{Value, json};
 
-use common::tools::{next_event, patch_call, prompt_in, shell_call, text, tool_output};
+use common::tools::{next_event, patch_call, prompt_in, shell_call, start, text, tool_output};
 use common::{command_id, daemon, events_until, model, subscribe};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -20,9 +20,7 @@ async fn cautious_runs_ls_at_once_and_the_model_gets_its_output() {
     let server = model(vec![shell_call("call_ls", "ls"), text("there is hello.txt")]).await;
     let efrd = daemon(home.path(), &server);
     let mut client = efrd.client().await.unwrap();
-    let sent = prompt_in(&mut client, project.path(), "cautious", "what is here?").await;
-    let conversation = sent["conversation_id"].as_str().unwrap().to_owned();
-    let (id, _) = subscribe(&mut client, &conversation, Some(0)).await;
+    let (_, _, id) = start(&mut client, project.path(), "cautious", "what is here?").await;
     let events = events_until(&mut client, id, "turn_completed").await;
     let kinds: Vec<&str> = events.iter().map(|e| e["kind"].as_str().unwrap()).collect();
     assert!(!kinds.contains(&"approval_requested"), "{kinds:?}");
@@ -50,9 +48,7 @@ async fn manual_mode_waits_for_approval_before_a_patch_and_applies_it_after_allo
     let server = model(vec![patch_call("call_patch", patch), text("done")]).await;
     let efrd = daemon(home.path(), &server);
     let mut client = efrd.client().await.unwrap();
-    let sent = prompt_in(&mut client, project.path(), "manual", "write notes").await;
-    let conversation = sent["conversation_id"].as_str().unwrap().to_owned();
-    let (id, _) = subscribe(&mut client, &conversation, Some(0)).await;
+    let (_, conversation, id) = start(&mut client, project.path(), "manual", "write notes").await;
     let asked = events_until(&mut client, id, "approval_requested").await;
     let question = asked.last().unwrap();
     assert_eq!(question["call_id"], "call_patch");
@@ -113,9 +109,7 @@ async fn cautious_asks_before_the_network_and_a_denial_reaches_the_model() {
     .await;
     let efrd = daemon(home.path(), &server);
     let mut client = efrd.client().await.unwrap();
-    let sent = prompt_in(&mut client, project.path(), "cautious", "fetch it").await;
-    let conversation = sent["conversation_id"].as_str().unwrap().to_owned();
-    let (id, _) = subscribe(&mut client, &conversation, Some(0)).await;
+    let (_, conversation, id) = start(&mut client, project.path(), "cautious", "fetch it").await;
     let asked = events_until(&mut client, id, "approval_requested").await;
     let question = asked.last().unwrap();
     assert!(question["reason"].as_str().unwrap().contains("network"), "{question}");
@@ -135,9 +129,7 @@ async fn an_interrupt_while_a_question_waits_ends_the_turn_cleanly() {
     let server = model(vec![shell_call("call_rm", "rm -rf build")]).await;
     let efrd = daemon(home.path(), &server);
     let mut client = efrd.client().await.unwrap();
-    let sent = prompt_in(&mut client, project.path(), "manual", "clean").await;
-    let conversation = sent["conversation_id"].as_str().unwrap().to_owned();
-    let (id, _) = subscribe(&mut client, &conversation, Some(0)).await;
+    let (_, conversation, id) = start(&mut client, project.path(), "manual", "clean").await;
     events_until(&mut client, id, "approval_requested").await;
     client
         .ok(
@@ -231,9 +223,7 @@ async fn a_hidden_password_prompt_is_answered_through_input_respond() {
     let server = model(vec![shell_call("call_pw", line), text("ok")]).await;
     let efrd = daemon(home.path(), &server);
     let mut client = efrd.client().await.unwrap();
-    let sent = prompt_in(&mut client, project.path(), "full", "ask me").await;
-    let conversation = sent["conversation_id"].as_str().unwrap().to_owned();
-    let (id, _) = subscribe(&mut client, &conversation, Some(0)).await;
+    let (_, conversation, id) = start(&mut client, project.path(), "full", "ask me").await;
     let wait = next_event(&mut client, id, "tool_call_input_changed").await;
     assert_eq!(wait["input"], "hidden", "{wait}");
     let status = client
@@ -280,9 +270,7 @@ async fn a_visible_wait_is_answered_and_a_manual_answer_to_a_nested_shell_is_ref
     .await;
     let efrd = daemon(home.path(), &server);
     let mut client = efrd.client().await.unwrap();
-    let sent = prompt_in(&mut client, project.path(), "full", "go").await;
-    let conversation = sent["conversation_id"].as_str().unwrap().to_owned();
-    let (id, _) = subscribe(&mut client, &conversation, Some(0)).await;
+    let (_, conversation, id) = start(&mut client, project.path(), "full", "go").await;
     let wait = next_event(&mut client, id, "tool_call_input_changed").await;
     assert_eq!(wait["input"], "visible", "{wait}");
     let answer = json!({"conversation_id": conversation, "call_id": "call_py", "text": "Ada", "input": "visible"});
@@ -321,9 +309,7 @@ async fn an_interrupt_of_the_turn_stops_its_running_command() {
     .await;
     let efrd = daemon(home.path(), &server);
     let mut client = efrd.client().await.unwrap();
-    let sent = prompt_in(&mut client, project.path(), "full", "go").await;
-    let conversation = sent["conversation_id"].as_str().unwrap().to_owned();
-    let (id, _) = subscribe(&mut client, &conversation, Some(0)).await;
+    let (_, conversation, id) = start(&mut client, project.path(), "full", "go").await;
     next_event(&mut client, id, "tool_call_started").await;
     // Give the command a moment to start in the shell.
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
@@ -381,9 +367,7 @@ async fn efrs_own_roots_are_floors_in_full_mode_and_nothing_there_changes() {
         .unwrap()
         .modified()
         .unwrap();
-    let sent = prompt_in(&mut client, project.path(), "full", "go").await;
-    let conversation = sent["conversation_id"].as_str().unwrap().to_owned();
-    let (id, _) = subscribe(&mut client, &conversation, Some(0)).await;
+    let (_, _, id) = start(&mut client, project.path(), "full", "go").await;
     let events = events_until(&mut client, id, "turn_completed").await;
     let completed: Vec<&Value> = events.iter().filter(|e| e["kind"] == "tool_call_completed").collect();
     assert_eq!(completed.len(), lines.len());
@@ -427,9 +411,7 @@ async fn shell_program_zsh_runs_the_calls_in_zsh_and_carries_cd_and_export() {
     )
     .unwrap();
     let mut client = efrd.client().await.unwrap();
-    let sent = prompt_in(&mut client, project.path(), "full", "go").await;
-    let conversation = sent["conversation_id"].as_str().unwrap().to_owned();
-    let (id, _) = subscribe(&mut client, &conversation, Some(0)).await;
+    let (_, _, id) = start(&mut client, project.path(), "full", "go").await;
     events_until(&mut client, id, "turn_completed").await;
     let first = tool_output(&server, "call_1");
     let version = first.trim().strip_prefix("zsh ").unwrap_or("");
@@ -479,9 +461,7 @@ async fn a_turns_changes_and_conversation_diff_match_git_diff() {
     .await;
     let efrd = daemon(home.path(), &server);
     let mut client = efrd.client().await.unwrap();
-    let sent = prompt_in(&mut client, root, "full", "change things").await;
-    let conversation = sent["conversation_id"].as_str().unwrap().to_owned();
-    let (id, _) = subscribe(&mut client, &conversation, Some(0)).await;
+    let (sent, conversation, id) = start(&mut client, root, "full", "change things").await;
     let events = events_until(&mut client, id, "turn_completed").await;
     let done = events.last().unwrap();
     let paths: Vec<&str> = done["changes"]["files"]
@@ -557,9 +537,7 @@ async fn an_openai_compat_server_that_needs_a_key_gets_it_from_the_environment_a
     let mut bare = efr_test_support::daemon::TestDaemon::start(common::efrd_binary(), home.path(), Some(&config), &[])
         .expect("efrd starts");
     let mut client = bare.client().await.unwrap();
-    let sent = prompt_in(&mut client, project.path(), "full", "hi").await;
-    let conversation = sent["conversation_id"].as_str().unwrap().to_owned();
-    let (id, _) = subscribe(&mut client, &conversation, Some(0)).await;
+    let (_, _, id) = start(&mut client, project.path(), "full", "hi").await;
     let events = common::events_through(&mut client, id, "turn_failed").await;
     let failed = events.last().unwrap();
     assert!(
@@ -580,9 +558,7 @@ async fn an_openai_compat_server_that_needs_a_key_gets_it_from_the_environment_a
     )
     .expect("efrd starts");
     let mut client = efrd.client().await.unwrap();
-    let sent = prompt_in(&mut client, project.path(), "full", "check").await;
-    let conversation = sent["conversation_id"].as_str().unwrap().to_owned();
-    let (id, _) = subscribe(&mut client, &conversation, Some(0)).await;
+    let (_, _, id) = start(&mut client, project.path(), "full", "check").await;
     events_until(&mut client, id, "turn_completed").await;
     let request = server
         .requests()

@@ -5,6 +5,7 @@
 
 use std::path::Path;
 
+pub mod auto;
 pub mod tools;
 
 use efr_protocol::frame::RequestId;

@@ -1,0 +1,61 @@
+//! What the auto-mode tests share: the launcher built next to efrd, folders outside `/tmp` (a contained call has a
+//! private `/tmp`, so a home there would be hidden by it and prove nothing about the masks), efrd started with it,
+//! and a bound on every wait.
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use efr_test_support::daemon::{TestDaemon, config_for};
+use efr_test_support::scripted::ScriptedModel;
+use serde_json::Value;
+
+/// The launcher next to efrd, where efrd looks for it; built when it is not there yet.
+pub fn launcher() -> &'static Path {
+    static LAUNCHER: OnceLock<PathBuf> = OnceLock::new();
+    LAUNCHER.get_or_init(|| {
+        let efrd = super::efrd_binary();
+        let launcher = efrd.with_file_name("efr-launcher");
+        if !launcher.is_file() {
+            let mut build = Command::new(env!("CARGO"));
+            build.args(["build", "-p", "efr-launcher", "--bin", "efr-launcher"]);
+            if efrd.parent().and_then(Path::file_name) == Some(OsStr::new("release")) {
+                build.arg("--release");
+            }
+            let status = build.status().expect("run cargo to build efr-launcher");
+            assert!(status.success(), "cannot build efr-launcher for the auto tests");
+        }
+        assert!(launcher.is_file(), "efr-launcher is not at {}", launcher.display());
+        launcher
+    })
+}
+
+/// A temporary folder outside `/tmp` (see the module docs).
+pub fn tempdir() -> tempfile::TempDir {
+    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
+}
+
+/// efrd in `home` with the launcher next to it and `envs` added.
+pub fn daemon_with(home: &Path, server: &ScriptedModel, envs: &[(&str, &str)]) -> TestDaemon {
+    launcher();
+    let mut all = vec![("OPENAI_API_KEY", "sk-proj-testkey0000000000000000a1b2")];
+    all.extend_from_slice(envs);
+    TestDaemon::start(super::efrd_binary(), home, Some(&config_for(&server.base_url())), &all).expect("efrd starts")
+}
+
+/// The shown paths of a completion's changes.
+pub fn changed_paths(completed: &Value) -> Vec<String> {
+    completed["changes"]["files"]
+        .as_array()
+        .map(|files| files.iter().map(|f| f["path"].as_str().unwrap().to_owned()).collect())
+        .unwrap_or_default()
+}
+
+/// Runs `f` with a bound: a hung daemon fails the test instead of hanging it.
+pub async fn bounded<T>(what: &str, f: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(Duration::from_secs(60), f)
+        .await
+        .unwrap_or_else(|_| panic!("{what} took over 60 s"))
+}

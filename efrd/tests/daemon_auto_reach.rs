@@ -1,0 +1,357 @@
+//! What efrd itself keeps out of a contained call's reach in auto mode, with the real launcher and bubblewrap:
+//! dotfiles when the prompt has no project, patches through links (writes and reads), what a direct call left in
+//! the hidden shell, the project's git configuration and hooks, a planted `commondir`, and efr's own roots inside a
+//! project.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a failed unwrap is a failed test.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::json;
+
+use common::auto::{bounded, daemon_with, tempdir};
+use common::tools::{event_of, patch_call, prompt_to, shell_call, start, text, tool_output};
+use common::{command_id, events_until, model};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prompt_typed_in_the_home_folder_has_no_project_so_dotfiles_stay_out_of_reach() {
+    let home = tempdir();
+    std::fs::write(home.path().join(".bashrc"), "# mine\n").unwrap();
+    let server = model(vec![
+        shell_call("call_rc", "echo 'alias ls=evil' >> ~/.bashrc"),
+        text("contained"),
+        patch_call(
+            "call_unit",
+            "*** Begin Patch\n*** Add File: .config/systemd/user/evil.service\n+[Service]\n*** End Patch\n",
+        ),
+        text("asked"),
+    ])
+    .await;
+    let efrd = daemon_with(home.path(), &server, &[]);
+    let mut client = efrd.client().await.unwrap();
+
+    // auto: the home folder is read-only inside the sandbox.
+    let (_, conversation, id) = start(&mut client, home.path(), "auto", "go").await;
+    bounded("auto turn", events_until(&mut client, id, "turn_completed")).await;
+    let output = tool_output(&server, "call_rc");
+    assert!(output.contains("Read-only file system"), "{output}");
+    assert!(
+        output.contains("this call ran in efr's sandbox"),
+        "the model is told why: {output}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(home.path().join(".bashrc")).unwrap(),
+        "# mine\n"
+    );
+
+    // cautious: a patch in the home folder is outside any project, so it asks; denied, nothing is written.
+    prompt_to(&mut client, Some(&conversation), home.path(), "cautious", "again").await;
+    let events = bounded(
+        "cautious turn",
+        common::events_through(&mut client, id, "approval_requested"),
+    )
+    .await;
+    let asked = events.last().unwrap();
+    assert_eq!(asked["call_id"], "call_unit", "{asked}");
+    client
+        .ok(
+            "approval.respond",
+            json!({"command_id": command_id(), "conversation_id": conversation, "call_id": "call_unit", "decision": "deny"}),
+        )
+        .await
+        .unwrap();
+    bounded("cautious end", events_until(&mut client, id, "turn_completed")).await;
+    assert!(!home.path().join(".config/systemd/user/evil.service").exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_patch_through_a_link_out_of_the_project_is_judged_where_it_writes() {
+    let home = tempdir();
+    let project = tempdir();
+    let outside = tempdir();
+    std::fs::write(outside.path().join("target.txt"), "mine\n").unwrap();
+    std::os::unix::fs::symlink(outside.path().join("target.txt"), project.path().join("link.txt")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), project.path().join("dir")).unwrap();
+    std::os::unix::fs::symlink(home.path().join("config"), project.path().join("cfg")).unwrap();
+    // Links to a file the sandbox masks (a credential store under HOME): a patch must not read it out.
+    std::fs::create_dir_all(home.path().join(".ssh")).unwrap();
+    std::fs::write(home.path().join(".ssh/id_test"), "SECRET-KEY-MATERIAL\n").unwrap();
+    std::os::unix::fs::symlink(home.path().join(".ssh/id_test"), project.path().join("k1")).unwrap();
+    std::os::unix::fs::symlink(home.path().join(".ssh/id_test"), project.path().join("k2")).unwrap();
+    let steal = "*** Begin Patch\n*** Update File: k1\n*** Move to: leak.txt\n*** End Patch\n";
+    let show = "*** Begin Patch\n*** Delete File: k2\n*** End Patch\n";
+    let update = "*** Begin Patch\n*** Update File: link.txt\n@@\n-mine\n+theirs\n*** End Patch\n";
+    let add = "*** Begin Patch\n*** Add File: dir/escape.sh\n+evil\n*** End Patch\n";
+    let config = "*** Begin Patch\n*** Add File: cfg/injected.toml\n+[model]\n*** End Patch\n";
+    let server = model(vec![
+        patch_call("call_update", update),
+        patch_call("call_add", add),
+        patch_call("call_cfg", config),
+        patch_call("call_steal", steal),
+        patch_call("call_show", show),
+        text("auto done"),
+        patch_call("call_cautious", update),
+        text("cautious done"),
+        patch_call("call_full", config),
+        text("full done"),
+    ])
+    .await;
+    let efrd = daemon_with(home.path(), &server, &[]);
+    let mut client = efrd.client().await.unwrap();
+
+    // auto: each write lands outside the sandbox's writable roots, so each fails and nothing changes.
+    let (_, conversation, id) = start(&mut client, project.path(), "auto", "go").await;
+    let events = bounded("auto turn", events_until(&mut client, id, "turn_completed")).await;
+    for call in ["call_update", "call_add"] {
+        let done = event_of(&events, "tool_call_completed", call);
+        assert_eq!(done["status"], "failed", "{done}");
+        assert!(
+            tool_output(&server, call).contains("not writable in efr's sandbox"),
+            "{call}"
+        );
+    }
+    // Reading a masked file through a link is refused too, and nothing of it shows.
+    for call in ["call_steal", "call_show"] {
+        let done = event_of(&events, "tool_call_completed", call);
+        assert_eq!(done["status"], "failed", "{done}");
+        assert!(!done.to_string().contains("SECRET-KEY-MATERIAL"), "{done}");
+        assert!(
+            tool_output(&server, call).contains("hides from a contained call"),
+            "{call}"
+        );
+    }
+    assert!(!project.path().join("leak.txt").exists());
+    assert!(
+        std::fs::symlink_metadata(project.path().join("k2")).is_ok(),
+        "the link stays"
+    );
+    // efr's own config is a floor before it is a sandbox matter: refused in every mode.
+    let done = event_of(&events, "tool_call_completed", "call_cfg");
+    assert_eq!(done["status"], "failed", "{done}");
+    assert!(done["refusal"].is_string(), "{done}");
+    assert_eq!(
+        std::fs::read_to_string(outside.path().join("target.txt")).unwrap(),
+        "mine\n"
+    );
+    assert!(!outside.path().join("escape.sh").exists());
+    assert!(!home.path().join("config/injected.toml").exists());
+
+    // cautious: the update writes outside the project, so it asks (denied here).
+    prompt_to(&mut client, Some(&conversation), project.path(), "cautious", "again").await;
+    let events = bounded(
+        "cautious ask",
+        common::events_through(&mut client, id, "approval_requested"),
+    )
+    .await;
+    assert_eq!(events.last().unwrap()["call_id"], "call_cautious");
+    client
+        .ok(
+            "approval.respond",
+            json!({"command_id": command_id(), "conversation_id": conversation, "call_id": "call_cautious",
+                "decision": "deny"}),
+        )
+        .await
+        .unwrap();
+    bounded("cautious end", events_until(&mut client, id, "turn_completed")).await;
+    assert_eq!(
+        std::fs::read_to_string(outside.path().join("target.txt")).unwrap(),
+        "mine\n"
+    );
+
+    // full: efr's own config is a floor, reached through a link or not.
+    prompt_to(&mut client, Some(&conversation), project.path(), "full", "once more").await;
+    let events = bounded("full turn", events_until(&mut client, id, "turn_completed")).await;
+    let done = event_of(&events, "tool_call_completed", "call_full");
+    assert_eq!(done["status"], "failed", "{done}");
+    assert!(done["refusal"].is_string(), "{done}");
+    assert!(!home.path().join("config/injected.toml").exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_a_direct_call_set_in_the_hidden_shell_never_runs_around_a_contained_call() {
+    let home = tempdir();
+    let project = tempdir();
+    let outside = tempdir();
+    std::fs::create_dir(project.path().join("sub")).unwrap();
+    let out = outside.path().display();
+    let setup = format!(
+        "trap 'touch {out}/trap' DEBUG; trap 'touch {out}/exit' EXIT; trap 'touch {out}/hup' HUP; \
+         PROMPT_COMMAND='touch {out}/prompt'; printf() {{ touch {out}/function; builtin printf \"$@\"; }}; cd sub"
+    );
+    let server = model(vec![
+        shell_call("call_setup", &setup),
+        text("set"),
+        shell_call("call_contained", "echo contained; pwd"),
+        text("ran"),
+    ])
+    .await;
+    let efrd = daemon_with(home.path(), &server, &[]);
+    let mut client = efrd.client().await.unwrap();
+    let (_, conversation, id) = start(&mut client, project.path(), "full", "set up").await;
+    bounded("full turn", events_until(&mut client, id, "turn_completed")).await;
+    // The hooks ran as the full turn went on; from here on, nothing may touch these files.
+    for name in ["trap", "prompt", "function", "exit", "hup"] {
+        let _ = std::fs::remove_file(outside.path().join(name));
+    }
+
+    prompt_to(
+        &mut client,
+        Some(&conversation),
+        project.path(),
+        "auto",
+        "now contained",
+    )
+    .await;
+    let events = bounded("auto turn", events_until(&mut client, id, "turn_completed")).await;
+    let done = event_of(&events, "tool_call_completed", "call_contained");
+    assert_eq!(done["status"], "ok", "{done}");
+    let output = done["output"].as_str().unwrap();
+    assert!(output.contains("contained"), "{done}");
+    // The working directory carries to the new shell.
+    assert!(output.trim_end().ends_with("/sub"), "{done}");
+    let touched: Vec<_> = std::fs::read_dir(outside.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert!(touched.is_empty(), "ran outside the sandbox: {touched:?}");
+}
+
+/// Runs git on the host (outside any sandbox) in `repo`.
+fn host_git(repo: &Path, args: &[&str]) -> std::process::Output {
+    let output = Command::new("git")
+        .arg("-C")
+        .arg(repo)
+        .args(["-c", "user.name=Host", "-c", "user.email=host@example.invalid"])
+        .args(args)
+        .output()
+        .expect("run git");
+    assert!(
+        output.status.success() || args.first() == Some(&"config"),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn git_config_hooks_and_efrs_home_inside_the_project_are_out_of_a_contained_calls_reach() {
+    // The project is a git repository that holds the daemon's EFR_HOME (as /var/tmp holds /var/tmp/efr-home); the
+    // user's HOME is elsewhere, so the project is not above the home folder.
+    let project = tempdir();
+    let user_home = tempdir();
+    let outside = tempdir();
+    let efr_home = project.path().join("efr-home");
+    std::fs::create_dir(&efr_home).unwrap();
+    host_git(project.path(), &["init", "-q"]);
+    std::fs::write(project.path().join("tracked.txt"), "one\n").unwrap();
+    host_git(project.path(), &["add", "tracked.txt"]);
+    host_git(project.path(), &["commit", "-qm", "one"]);
+    let marker = outside.path().join("fsmonitor-ran");
+    let hook = "printf '#!/bin/sh\\ntouch /tmp/hooked\\n' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit";
+    let commit = "echo two >> tracked.txt && git add tracked.txt && \
+                  git -c user.name=Model -c user.email=model@example.invalid commit -qm two && git log --format=%s";
+    // Built at run time, so the floors (a static check of the line) do not see efr's roots: the sandbox must hold.
+    let swap_home = "h=efr-home; mv \"$h\" moved && mkdir -p \"$h/config\" && \
+                     echo 'default_mode = \"full\"' > \"$h/config/config.toml\"";
+    let server = model(vec![
+        shell_call(
+            "call_config",
+            &format!("git config core.fsmonitor 'touch {}; false'", marker.display()),
+        ),
+        shell_call("call_hook", hook),
+        shell_call("call_swap_git", "mv .git .git-moved"),
+        shell_call("call_commit", commit),
+        shell_call("call_swap_home", swap_home),
+        shell_call("call_add_home", "h=efr-home; mkdir \"$h/new\""),
+        text("tried"),
+    ])
+    .await;
+    let user_home_str = user_home.path().to_str().unwrap();
+    let efrd = daemon_with(&efr_home, &server, &[("HOME", user_home_str)]);
+    let config_before = std::fs::read_to_string(efr_home.join("config/config.toml")).unwrap();
+    let mut client = efrd.client().await.unwrap();
+    let (_, _, id) = start(&mut client, project.path(), "auto", "try to get out").await;
+    let events = bounded("the auto turn", events_until(&mut client, id, "turn_completed")).await;
+    for call in [
+        "call_config",
+        "call_hook",
+        "call_swap_git",
+        "call_commit",
+        "call_swap_home",
+        "call_add_home",
+    ] {
+        let started = event_of(&events, "tool_call_started", call);
+        assert_eq!(started["launch"], json!({"kind": "contained"}), "{started}");
+        let done = event_of(&events, "tool_call_completed", call);
+        assert!(done["sandbox"].get("setup_error").is_none(), "{done}");
+        let expected = if call == "call_commit" { "ok" } else { "failed" };
+        assert_eq!(done["status"], expected, "{call}: {done}");
+    }
+
+    // git's config and hooks are as they were, and the git folder is where it was.
+    let fsmonitor = host_git(project.path(), &["config", "--get", "core.fsmonitor"]);
+    assert!(
+        fsmonitor.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&fsmonitor.stdout)
+    );
+    assert!(!project.path().join(".git/hooks/pre-commit").exists());
+    assert!(!project.path().join(".git-moved").exists());
+    // git itself worked inside the sandbox: the commit is there.
+    assert!(tool_output(&server, "call_commit").contains("two"));
+    let log = host_git(project.path(), &["log", "--format=%s"]);
+    assert_eq!(String::from_utf8_lossy(&log.stdout), "two\none\n");
+    // A read-only git command on the host, as a cautious turn would run it, runs nothing of the call's.
+    host_git(project.path(), &["status", "--short"]);
+    assert!(!marker.exists(), "git ran the call's fsmonitor outside the sandbox");
+
+    // efr's home inside the project cannot be moved aside or added to; its config is the daemon's.
+    let swap = tool_output(&server, "call_swap_home");
+    assert!(swap.contains("busy") || swap.contains("Read-only"), "{swap}");
+    assert!(!project.path().join("moved").exists());
+    assert!(!efr_home.join("new").exists());
+    assert_eq!(
+        std::fs::read_to_string(efr_home.join("config/config.toml")).unwrap(),
+        config_before
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_commondir_planted_in_the_projects_git_folder_is_taken_away() {
+    let home = tempdir();
+    let project = tempdir();
+    let outside = tempdir();
+    let git = |args: &[&str]| {
+        let status = std::process::Command::new("git")
+            .args(args)
+            .current_dir(project.path())
+            .env("HOME", home.path())
+            .status()
+            .expect("git runs (apt-get install git)");
+        assert!(status.success(), "git {args:?}");
+    };
+    git(&["init", "-q"]);
+    let pwned = outside.path().join("pwned");
+    let plant = format!(
+        "mkdir .evil && cp -r .git/objects .git/refs .git/HEAD .evil/ && \
+         printf '[core]\\n\\trepositoryformatversion = 0\\n\\tfsmonitor = \"touch {}; false\"\\n' > .evil/config && \
+         echo ../.evil > .git/commondir && echo planted",
+        pwned.display()
+    );
+    let server = model(vec![shell_call("call_plant", &plant), text("done")]).await;
+    let efrd = daemon_with(home.path(), &server, &[]);
+    let mut client = efrd.client().await.unwrap();
+    let (_, _, id) = start(&mut client, project.path(), "auto", "plant").await;
+    bounded("auto turn", events_until(&mut client, id, "turn_completed")).await;
+    let seen = tool_output(&server, "call_plant");
+    assert!(seen.contains("planted"), "the call ran contained and wrote it: {seen}");
+    assert!(seen.contains("efr removed"), "{seen}");
+    assert!(!project.path().join(".git/commondir").exists());
+    // Outside the sandbox, git reads the project's own config again: nothing runs.
+    git(&["status", "--short"]);
+    assert!(!pwned.exists(), "the planted fsmonitor ran");
+}
