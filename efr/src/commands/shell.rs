@@ -28,8 +28,7 @@ use std::time::{Duration, Instant};
 use efr_protocol::ErrorCode;
 use efr_protocol::ids::{CommandId, ConversationId, Timestamp};
 use efr_protocol::wire::{
-    ApprovedBy, ConversationsListParams, ConversationsListResult, InputWait, ShellBusy, ShellInterruptParams,
-    ShellInterruptResult, ShellStatusParams, ShellStatusResult,
+    ApprovedBy, InputWait, ShellBusy, ShellInterruptParams, ShellInterruptResult, ShellStatusParams, ShellStatusResult,
 };
 use serde_json::json;
 
@@ -37,6 +36,7 @@ use super::human_secs;
 use crate::cli::{ShellArgs, ShellStopArgs};
 use crate::client::{Client, ClientError};
 use crate::turn::clean::printable;
+use crate::turn::conversation::newest_of_tty;
 use crate::turn::describe::prompt_row;
 use crate::{context, out, report};
 
@@ -88,22 +88,10 @@ async fn open(conversation: Option<&str>) -> Result<(Client, ConversationId), Ex
     let client = report::connect(tty.clone()).await?;
     let id = match (named, tty) {
         (Some(id), _) => id,
-        (None, Some(tty)) => {
-            let params = ConversationsListParams {
-                tty: Some(tty.clone()),
-                limit: Some(1),
-                cursor: None,
-            };
-            let list: ConversationsListResult = client
-                .call("conversations.list", &params)
-                .await
-                .map_err(|e| report::failure(&e))?;
-            list.conversations
-                .into_iter()
-                .find(|c| c.tty.as_deref() == Some(tty.as_str()))
-                .map(|c| c.conversation_id)
-                .ok_or_else(|| failed(&format!("the terminal {tty} has no conversation yet")))?
-        }
+        (None, Some(tty)) => newest_of_tty(&client, &tty)
+            .await
+            .map_err(|e| report::failure(&e))?
+            .ok_or_else(|| failed(&format!("the terminal {tty} has no conversation yet")))?,
         (None, None) => return Err(failed(&ShellArgsError::NoTerminal.to_string())),
     };
     Ok((client, id))

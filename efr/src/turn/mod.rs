@@ -46,7 +46,7 @@
 //! transcript line on stdout in the plain form.
 
 pub(crate) mod clean;
-mod conversation;
+pub(crate) mod conversation;
 pub(crate) mod describe;
 mod keys;
 mod markdown;

@@ -169,12 +169,7 @@ impl Actor {
             let ends = rebuilt
                 .left_running
                 .into_iter()
-                .map(|(call_id, command)| {
-                    // The model hears of it with its next prompt, as of any other end.
-                    let how = efr_protocol::wire::How::Closed;
-                    actor
-                        .shell_call
-                        .push_notices([super::shell::notice(&command, how, None)]);
+                .map(|(call_id, _)| {
                     let ended = efr_protocol::events::ShellCommandEnded {
                         call_id,
                         how: efr_protocol::wire::How::Closed,

@@ -14,6 +14,7 @@ use std::collections::HashMap;
 use efr_protocol::ErrorBody;
 use efr_protocol::events::{CallStatus, Event, EventBody};
 use efr_protocol::ids::{CallId, ConversationId, TurnId};
+use efr_protocol::wire::How;
 
 use super::actor::store_error;
 use crate::model::HistoryItem;
@@ -35,7 +36,8 @@ pub struct Rebuilt {
     /// Calls whose command was left running and has no end in the log, with the command, in the order they were
     /// detached.
     pub left_running: Vec<(CallId, String)>,
-    /// Notices of commands left running that ended after the last turn started: the model has not heard of them
+    /// Notices of commands left running that ended after the last turn started, and of those in `left_running`
+    /// (they ended with the efrd that ran them): the model has not heard of them
     /// (see [`super::shell::ShellCall::take_notices`]).
     pub notices: Vec<String>,
 }
@@ -58,7 +60,13 @@ pub async fn rebuild(store: &Store, id: ConversationId) -> Result<Rebuilt, Error
         }
         if !full {
             let left_running = std::mem::take(&mut history.left_running);
-            let notices = std::mem::take(&mut history.notices);
+            let mut notices = std::mem::take(&mut history.notices);
+            // Those ended with the efrd that ran them; the actor records their end (closed) as it loads.
+            notices.extend(
+                left_running
+                    .iter()
+                    .map(|(_, command)| super::shell::notice(command, How::Closed, None)),
+            );
             return Ok(Rebuilt {
                 history: history.finish(),
                 last_seq,

@@ -65,8 +65,23 @@ pub fn resolve(path: &Path) -> io::Result<PathBuf> {
             format!("{} is not absolute", path.display()),
         ));
     }
-    let path = normalize(path);
-    let mut existing = path.as_path();
+    canonical_prefix(&normalize(path))
+}
+
+/// Where the kernel takes an absolute `path`: like [`resolve`], but `..` is not folded first, so a link is followed
+/// before the `..` after it goes up (`a/link/..` is the folder above the link's target); the rest that does not
+/// exist is folded lexically.
+///
+/// # Errors
+///
+/// As [`resolve`]; also "not found" when a `..` ends a part of the path that does not exist.
+pub fn resolve_as_written(path: &Path) -> io::Result<PathBuf> {
+    canonical_prefix(path).map(|resolved| normalize(&resolved))
+}
+
+/// The longest part of `path` that exists, canonicalized, with the rest appended as it is.
+fn canonical_prefix(path: &Path) -> io::Result<PathBuf> {
+    let mut existing = path;
     let mut rest = Vec::new();
     loop {
         match std::fs::canonicalize(existing) {

@@ -215,35 +215,31 @@ impl Outcome {
 /// read-only paths (`.git/config`) and everything read-only are not: a file tool's write there would not be what the
 /// sandbox allows (the `/tmp` the call sees is its own).
 pub fn writable_in(plan: &LaunchPlan, path: &Path) -> bool {
+    deciding_mount(plan, path).is_some_and(|kind| matches!(kind, MountKind::Writable | MountKind::Pinned))
+}
+
+/// The kind of the mount that decides what a contained call sees at `path`: the last (deepest) one that holds it;
+/// `None` for a plan that does not build.
+fn deciding_mount(plan: &LaunchPlan, path: &Path) -> Option<MountKind> {
     let path = normalize(path);
-    let Ok(mounts) = plan.mounts() else {
-        return false;
-    };
+    let mounts = plan.mounts().ok()?;
     mounts
         .iter()
         .rev()
         .find(|mount| path.starts_with(&mount.path))
-        .is_some_and(|mount| matches!(mount.kind, MountKind::Writable | MountKind::Pinned))
+        .map(|mount| mount.kind)
 }
 
 /// Whether a contained call under `plan` sees the host's content at `path` (read-only or writable), not a mask, a
 /// private `/tmp`, its own `/dev` or `/proc`.
 #[must_use]
 pub fn readable_in(plan: &LaunchPlan, path: &Path) -> bool {
-    let path = normalize(path);
-    let Ok(mounts) = plan.mounts() else {
-        return false;
-    };
-    mounts
-        .iter()
-        .rev()
-        .find(|mount| path.starts_with(&mount.path))
-        .is_some_and(|mount| {
-            matches!(
-                mount.kind,
-                MountKind::RootReadOnly | MountKind::Writable | MountKind::Pinned | MountKind::ReadOnly(_)
-            )
-        })
+    deciding_mount(plan, path).is_some_and(|kind| {
+        matches!(
+            kind,
+            MountKind::RootReadOnly | MountKind::Writable | MountKind::Pinned | MountKind::ReadOnly(_)
+        )
+    })
 }
 
 #[cfg(test)]

@@ -50,6 +50,17 @@ pub fn resolved_change(result: &FileResult) -> Result<PatchChange, String> {
     })
 }
 
+/// Every path the changes write or remove: each change's path, and a move's new one too.
+pub fn touched(changes: &[PatchChange]) -> impl Iterator<Item = &Path> {
+    changes.iter().flat_map(|change| {
+        let to = match &change.kind {
+            ChangeKind::Move { to } => Some(to.as_path()),
+            _ => None,
+        };
+        std::iter::once(change.path.as_path()).chain(to)
+    })
+}
+
 /// The project roots resolved like patch paths; a root that cannot be resolved stays as it is (it then holds only
 /// what it holds lexically, which is never more).
 #[must_use]
@@ -80,7 +91,9 @@ pub fn resolved_dirs(dirs: &EfrDirs) -> EfrDirs {
 /// read at the other.
 fn through_links(path: &Path) -> Result<PathBuf, String> {
     let judged = resolve(path).map_err(|e| format!("cannot tell where {} leads: {e}", path.display()))?;
-    if path.components().any(|c| c == std::path::Component::ParentDir) && kernel_view(path) != Some(judged.clone()) {
+    if path.components().any(|c| c == std::path::Component::ParentDir)
+        && crate::policy::paths::resolve_as_written(path).ok().as_ref() != Some(&judged)
+    {
         return Err(format!(
             "{} goes up (`..`) from a folder that is a link, so it names another place than it seems; write the \
              path without `..`",
@@ -88,30 +101,6 @@ fn through_links(path: &Path) -> Result<PathBuf, String> {
         ));
     }
     Ok(judged)
-}
-
-/// Where the kernel takes `path`: the longest part that exists canonicalized as written (links followed before
-/// `..`), the rest appended; `None` when that cannot be told.
-fn kernel_view(path: &Path) -> Option<PathBuf> {
-    let mut existing = path.to_path_buf();
-    let mut rest = Vec::new();
-    loop {
-        match std::fs::canonicalize(&existing) {
-            Ok(real) => {
-                let mut out = real;
-                for name in rest.iter().rev() {
-                    out.push(name);
-                }
-                return Some(crate::policy::paths::normalize(&out));
-            }
-            Err(_) => {
-                rest.push(existing.file_name()?.to_owned());
-                if !existing.pop() {
-                    return None;
-                }
-            }
-        }
-    }
 }
 
 /// The folder resolved, the name kept (a removal or rename acts on the link itself).

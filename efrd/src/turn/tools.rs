@@ -18,11 +18,11 @@ use serde_json::Value;
 use tokio::sync::Mutex;
 
 use super::contained;
-use super::patch_paths::{resolved_change, resolved_dirs, resolved_roots};
+use super::patch_paths::{resolved_change, resolved_dirs, resolved_roots, touched};
 use super::shell_call::run_shell;
 use super::snapshots::CallSnapshots;
 use crate::conversation::Recorder;
-use crate::policy::{self, Call, ChangeKind, Decision, PatchCall, PatchChange, PolicyContext, ShellCall};
+use crate::policy::{self, Call, Decision, PatchCall, PatchChange, PolicyContext, ShellCall};
 use crate::sandbox::SandboxState;
 use crate::sandbox::plan::Layout;
 use crate::snapshot::SnapshotStore;
@@ -244,16 +244,7 @@ pub async fn run_call(
                 return Some(CallOutput { output, is_error: true });
             }
             // Written only where it was judged: a link swapped in since the decision fails the commit.
-            let allowed: Vec<PathBuf> = changes
-                .iter()
-                .flat_map(|change| {
-                    let to = match &change.kind {
-                        ChangeKind::Move { to } => Some(to.clone()),
-                        _ => None,
-                    };
-                    std::iter::once(change.path.clone()).chain(to)
-                })
-                .collect();
+            let allowed: Vec<PathBuf> = touched(&changes).map(Path::to_path_buf).collect();
             let (event, output) = match plan.commit_within(&allowed) {
                 Ok(results) => {
                     let (changes, diff) = changes_of(results, env);
@@ -372,16 +363,7 @@ fn sandbox_refusal(
         grants,
         report: Path::new("/dev/null"),
     });
-    let unwritable = changes
-        .iter()
-        .flat_map(|change| {
-            let to = match &change.kind {
-                ChangeKind::Move { to } => Some(to.clone()),
-                _ => None,
-            };
-            std::iter::once(change.path.clone()).chain(to)
-        })
-        .find(|path| !contained::writable_in(&sandbox, path));
+    let unwritable = touched(changes).find(|path| !contained::writable_in(&sandbox, path));
     if let Some(path) = unwritable {
         return Some(format!(
             "{} is not writable in efr's sandbox (a contained call writes only in the project and $SCRATCH)",
