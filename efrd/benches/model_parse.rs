@@ -3,9 +3,12 @@
 //!
 //! For each wire format, a 10 MiB text stream (made by the scripted model server's encoder: many short text deltas,
 //! some multi-byte) is read from a loopback TCP socket in 64 KiB reads, then parsed from the same chunks by the
-//! provider's parser (SSE framing and JSON included). Each is timed over several runs and the median kept. The budget
-//! (issue 3): parsing costs under 5% of the time it takes to read the bytes from the socket. Prints MiB/s of each,
-//! the ratio, and PASS or FAIL per format; exits 1 on a FAIL.
+//! provider's parser (SSE framing and JSON included). Each is timed over several runs and the median kept.
+//!
+//! The budget is absolute (ADR 0006): each parser reads at least [`FLOOR_MIB_S`] MiB/s. Issue 3 asked instead that
+//! parsing cost under 5% of the loopback read; no parser can meet that (a loopback read is a kernel copy at GiB/s,
+//! and 5% of it leaves a few nanoseconds per ~170-byte event), so the ratio is printed for the record and not judged.
+//! Prints MiB/s of each, the time per event, the ratio, and PASS or FAIL per format; exits 1 on a FAIL.
 
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::print_stdout)]
 
@@ -23,7 +26,9 @@ use efrd::model::{ModelError, ModelEvent};
 
 const TARGET: usize = 10 * 1024 * 1024;
 const RUNS: usize = 5;
-const BUDGET: f64 = 0.05;
+/// The least parse throughput of each format, in MiB/s (ADR 0006). A real provider sends well under 1 MiB/s, so
+/// at the floor a stream costs the parser under 1% of a core.
+const FLOOR_MIB_S: f64 = 100.0;
 
 /// A stream of `format` of at least 10 MiB: text deltas of a few words, every fourth one with multi-byte text.
 fn stream(format: Format) -> Vec<u8> {
@@ -98,8 +103,8 @@ fn mib_per_s(bytes: usize, time: Duration) -> f64 {
 fn main() {
     let mut failed = false;
     println!(
-        "model_parse: {RUNS} runs each, median; budget: parsing < {:.0}% of the loopback read",
-        BUDGET * 100.0
+        "model_parse: {RUNS} runs each, median; budget: parse >= {FLOOR_MIB_S:.0} MiB/s (ADR 0006; parse/read is \
+         for the record)"
     );
     for (name, format) in [
         ("responses", Format::Responses),
@@ -109,6 +114,7 @@ fn main() {
         let body = stream(format);
         let mut reads = Vec::new();
         let mut parses = Vec::new();
+        let mut count = 0;
         for _ in 0..RUNS {
             let (read, chunks) = read_loopback(&body);
             reads.push(read);
@@ -119,19 +125,23 @@ fn main() {
                 matches!(events.last(), Some(Ok(ModelEvent::Stop { .. }))),
                 "{name}: the stream parses whole"
             );
+            count = events.len();
             std::hint::black_box(events);
         }
         let (read, parse) = (median(reads), median(parses));
         let ratio = parse.as_secs_f64() / read.as_secs_f64();
-        let verdict = if ratio < BUDGET { "PASS" } else { "FAIL" };
-        failed |= ratio >= BUDGET;
+        let throughput = mib_per_s(body.len(), parse);
+        let verdict = if throughput >= FLOOR_MIB_S { "PASS" } else { "FAIL" };
+        failed |= throughput < FLOOR_MIB_S;
         println!(
-            "{name:>9}: {:.1} MiB  read {:>8.1} MiB/s ({:>7.2} ms)  parse {:>8.1} MiB/s ({:>7.2} ms)  parse/read {:>7.1}%  {verdict}",
+            "{name:>9}: {:.1} MiB, {count} model events  read {:>7.1} MiB/s ({:>6.2} ms)  parse {:>6.1} MiB/s ({:>6.2} ms, \
+             {:.2} µs each)  parse/read {:>6.1}%  {verdict}",
             body.len() as f64 / (1024.0 * 1024.0),
             mib_per_s(body.len(), read),
             read.as_secs_f64() * 1e3,
-            mib_per_s(body.len(), parse),
+            throughput,
             parse.as_secs_f64() * 1e3,
+            parse.as_secs_f64() * 1e6 / count.max(1) as f64,
             ratio * 100.0,
         );
     }
