@@ -97,14 +97,21 @@ impl Client {
     ///
     /// # Errors
     /// [`ClientError::NotRunning`] when the socket is missing or refuses; [`ClientError::Daemon`] when hello fails
-    /// (`protocol_mismatch`); [`ClientError::Connection`] when the connection breaks.
+    /// (`protocol_mismatch`); [`ClientError::Connection`] when the connection breaks, or when the connect itself is
+    /// reset (a listener that closed, such as a socket-activated efrd that failed to start).
     pub async fn connect(socket: &Path, tty: Option<String>) -> Result<Self, ClientError> {
-        let stream = UnixStream::connect(socket)
-            .await
-            .map_err(|source| ClientError::NotRunning {
-                socket: socket.to_owned(),
-                source,
-            })?;
+        let stream = UnixStream::connect(socket).await.map_err(|source| {
+            // Something listened and dropped the connection (systemd's socket with an efrd that failed to start
+            // and closed it): not "not running".
+            if source.kind() == std::io::ErrorKind::ConnectionReset {
+                ClientError::Connection(format!("the connection to {} was reset before hello", socket.display()))
+            } else {
+                ClientError::NotRunning {
+                    socket: socket.to_owned(),
+                    source,
+                }
+            }
+        })?;
         let (sink, mut reader) = Framed::new(stream, FrameCodec::default()).split();
         let routes: Routes = Arc::default();
         let task_routes = Arc::clone(&routes);

@@ -1,7 +1,7 @@
 //! What efrd itself keeps out of a contained call's reach in auto mode, with the real launcher and bubblewrap:
 //! dotfiles when the prompt has no project, patches through links (writes and reads), what a direct call left in
-//! the hidden shell, the project's git configuration and hooks, a planted `commondir`, and efr's own roots inside a
-//! project.
+//! the hidden shell, the project's git configuration and hooks, a planted `commondir`, efr's own roots inside a
+//! project, and repositories a contained call makes, which a later cautious git read must not run.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a failed unwrap is a failed test.
 
@@ -354,4 +354,76 @@ async fn a_commondir_planted_in_the_projects_git_folder_is_taken_away() {
     // Outside the sandbox, git reads the project's own config again: nothing runs.
     git(&["status", "--short"]);
     assert!(!pwned.exists(), "the planted fsmonitor ran");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_repository_a_contained_call_makes_runs_nothing_in_a_later_cautious_git_read() {
+    let home = tempdir();
+    let project = tempdir();
+    let outside = tempdir();
+    host_git(project.path(), &["init", "-q"]);
+    host_git(project.path(), &["commit", "--allow-empty", "-qm", "one"]);
+    let (in_sub, in_lib) = (outside.path().join("sub-ran"), outside.path().join("lib-ran"));
+    // A repository of its own in `sub`, and one in `lib` that the project's index links as a submodule, so that a
+    // plain `git status` of the project enters it: each with an fsmonitor that would leave a mark outside.
+    let plant = format!(
+        "git init -q sub && git -C sub config core.fsmonitor 'touch {}; false' && \
+         git init -q lib && git -C lib -c user.name=M -c user.email=m@example.invalid commit --allow-empty -qm x && \
+         git update-index --add --cacheinfo \"160000,$(git -C lib rev-parse HEAD),lib\" && \
+         git -C lib config core.fsmonitor 'touch {}; false' && echo planted",
+        in_sub.display(),
+        in_lib.display()
+    );
+    let server = model(vec![
+        shell_call("call_log", "git log --format=%s"),
+        text("one commit"),
+        shell_call("call_plant", &plant),
+        text("planted"),
+        shell_call("call_sub", "git -C sub status --short"),
+        shell_call("call_top", "git status --short"),
+        text("asked twice"),
+    ])
+    .await;
+    let efrd = daemon_with(home.path(), &server, &[]);
+    let mut client = efrd.client().await.unwrap();
+
+    // cautious, before: the project's repository is plain, so a read-only git command runs at once.
+    let (_, conversation, id) = start(&mut client, project.path(), "cautious", "log").await;
+    let events = bounded("first cautious turn", events_until(&mut client, id, "turn_completed")).await;
+    assert!(events.iter().all(|e| e["kind"] != "approval_requested"), "{events:?}");
+    assert!(tool_output(&server, "call_log").contains("one"));
+
+    // auto: the contained call makes both repositories.
+    prompt_to(&mut client, Some(&conversation), project.path(), "auto", "plant").await;
+    bounded("auto turn", events_until(&mut client, id, "turn_completed")).await;
+    let planted = tool_output(&server, "call_plant");
+    assert!(planted.contains("planted"), "{planted}");
+
+    // cautious, after: each git read asks, naming what would run, and nothing ran.
+    prompt_to(&mut client, Some(&conversation), project.path(), "cautious", "status").await;
+    for (call, repository) in [("call_sub", "sub"), ("call_top", "lib")] {
+        let events = bounded(
+            "cautious question",
+            common::events_through(&mut client, id, "approval_requested"),
+        )
+        .await;
+        let asked = events.last().unwrap();
+        assert_eq!(asked["call_id"], call, "{asked}");
+        assert_eq!(
+            asked["reason"],
+            format!(
+                "cautious asks before git in {repository}, whose own config key `core.fsmonitor` can make git run a \
+                 program"
+            ),
+            "{asked}"
+        );
+        let deny =
+            json!({"command_id": command_id(), "conversation_id": conversation, "call_id": call, "decision": "deny"});
+        client.ok("approval.respond", deny).await.unwrap();
+    }
+    bounded("cautious end", events_until(&mut client, id, "turn_completed")).await;
+    assert!(
+        !in_sub.exists() && !in_lib.exists(),
+        "git ran a planted fsmonitor outside the sandbox"
+    );
 }

@@ -13,6 +13,7 @@ use efr_protocol::wire::common::{Mode, Origin};
 
 use super::analysis::{LineAnalysis, Scope, analyse};
 use super::floors::{self, EfrDirs};
+use super::git_config::{self, GitPlace, GitTrust};
 use super::paths::{display, is_within, normalize, root_of};
 
 /// The longest summary of a shell call, in characters, before it is cut with `…`.
@@ -83,6 +84,9 @@ pub struct PolicyContext {
     pub efr_dirs: EfrDirs,
     /// The knobs of `[permissions]` in config.toml.
     pub config: PolicyConfig,
+    /// What the caller found at the repositories of a shell line's git commands ([`analyse_call`]'s
+    /// [`LineAnalysis::git`]), for cautious. A place missing here counts as unchecked: cautious asks.
+    pub git: Vec<(GitPlace, GitTrust)>,
 }
 
 impl PolicyContext {
@@ -95,6 +99,7 @@ impl PolicyContext {
             home: None,
             efr_dirs: EfrDirs::default(),
             config: PolicyConfig::default(),
+            git: Vec::new(),
         }
     }
 }
@@ -188,7 +193,8 @@ pub fn effective_mode(mode: Mode, origin: Origin) -> Mode {
 ///   every file change");
 /// - cautious runs a read-only line (wherever it runs) and a patch whose every path is inside a project root and
 ///   not inside a `.git` folder, both [`LaunchKind::Direct`]; anything else asks, naming the first concern
-///   (network first);
+///   (network first); a read-only line with git in it also needs every repository it uses found plain in
+///   [`PolicyContext::git`];
 /// - auto runs every call [`LaunchKind::Contained`] (see [`decide_auto`] for the exits to come);
 /// - full runs every call [`LaunchKind::Direct`], except a guarded delete, which asks for
 ///   [`floors::GUARDED_DELETE_SECS`] seconds.
@@ -235,9 +241,15 @@ fn decide_shell(call: &ShellCall, mode: Mode, ctx: &PolicyContext) -> Decision {
     };
     match mode {
         Mode::Cautious => match analysis.first_concern() {
-            None => Decision::Run {
-                launch: LaunchKind::Direct,
-            },
+            None => {
+                let show = |path: &std::path::Path| display(path, &ctx.project_roots, ctx.home.as_deref());
+                match git_config::cautious_reason(&analysis.git, &ctx.git, show) {
+                    None => Decision::Run {
+                        launch: LaunchKind::Direct,
+                    },
+                    Some(reason) => ask(reason, None, false),
+                }
+            }
             Some(concern) => ask(concern.cautious_reason(), None, false),
         },
         Mode::Auto => decide_auto(Some(&analysis)),

@@ -36,7 +36,9 @@
 //! Cautious names one reason, the first concern by rank ([`analysis::Concern::rank`]): network ("cautious asks
 //! before any network access"), writing outside the project, running as another user, a line or construct efr does
 //! not analyse, a wait at the terminal, a redirection or dangerous environment variable, and then any command that
-//! is not on the read-only list ([`readonly`]). The summary names the command (its first line, cut at
+//! is not on the read-only list ([`readonly`]). A read-only line with git in it runs only when every repository
+//! its git commands use was checked and found plain ([`PolicyContext::git`], [`git_config`]); else cautious asks,
+//! naming what could run. The summary names the command (its first line, cut at
 //! [`decide::SUMMARY_CHARS`]) or the patch's files.
 //!
 //! A question is `interactive` when a command may wait for input at the terminal (sudo, ssh, an editor, a REPL,
@@ -59,12 +61,14 @@
 //! | [`readonly`] | the read-only list; network, privileged and interactive commands; git, sed and awk |
 //! | [`analysis`] | one line's concerns: wrappers, environment, redirections, nested shells |
 //! | [`floors`] | the floors and full mode's guarded delete |
+//! | [`git_config`] | what a repository's own config and hooks can make git run (cautious's check before git) |
 //! | [`paths`] | lexical normalization, inside-a-root, resolving links |
 //! | [`decide`](mod@decide) | the decision and its types |
 
 pub mod analysis;
 pub mod decide;
 pub mod floors;
+pub mod git_config;
 pub mod paths;
 pub mod readonly;
 pub mod shell;
@@ -78,3 +82,4 @@ pub use decide::{
     analyse_call, decide, decide_auto, effective_mode,
 };
 pub use floors::EfrDirs;
+pub use git_config::{GitPlace, GitTrust};

@@ -13,11 +13,13 @@
 //! [`MAX_MODEL_CALLS`] calls. The message index counts the turn's messages with text across its model calls.
 //!
 //! Modules: [`tools`] (one call: policy, question, events), [`shell_call`] (a shell call in the hidden shell, direct
-//! or contained), [`contained`] (a contained call's launch plan and the launcher's report), [`snapshots`] (a turn's
+//! or contained), [`contained`] (a contained call's launch plan and the launcher's report), [`git_check`] (what the
+//! repositories of a cautious line's git commands can run), [`snapshots`] (a turn's
 //! and a shell call's changes), [`coalesce`] (text deltas).
 
 pub mod coalesce;
 pub mod contained;
+pub mod git_check;
 pub mod patch_paths;
 pub mod shell_call;
 pub mod snapshots;

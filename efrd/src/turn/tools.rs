@@ -18,6 +18,7 @@ use serde_json::Value;
 use tokio::sync::Mutex;
 
 use super::contained;
+use super::git_check;
 use super::patch_paths::{resolved_change, resolved_dirs, resolved_roots, touched};
 use super::shell_call::run_shell;
 use super::snapshots::CallSnapshots;
@@ -142,11 +143,16 @@ pub async fn run_call(
     // A patch is planned before the decision: the policy judges the paths it really touches.
     let (decision, plan) = match &call {
         ToolCall::Shell { command, .. } => {
-            let shell = Call::Shell(ShellCall {
+            let shell = ShellCall {
                 command: command.clone(),
                 cwd: env.cwd.clone(),
-            });
-            (Some(policy::decide(&shell, env.mode, &ctx)), None)
+            };
+            // Cautious runs a read-only git command only in a repository checked to run nothing of its own.
+            if policy::effective_mode(env.mode, env.origin) == Mode::Cautious {
+                let places = policy::analyse_call(&shell, &ctx).git;
+                ctx.git = git_check::inspect(&places).await;
+            }
+            (Some(policy::decide(&Call::Shell(shell), env.mode, &ctx)), None)
         }
         ToolCall::Patch { text } => match patch::parse(text).and_then_plan(&env.cwd).and_then(|plan| {
             let changes = plan

@@ -5,6 +5,7 @@ use std::path::Path;
 
 use super::{Concern, LineAnalysis, MAX_SHELL_DEPTH, Scope, dangerous_env};
 use crate::policy::floors::{self, Place, place};
+use crate::policy::git_config::GitPlace;
 use crate::policy::paths::{display, is_within};
 use crate::policy::readonly::{self, Verdict, kinds};
 use crate::policy::shell::{self, Command, Cwd, Redirect, RedirectOp, Visitor, Word, walk};
@@ -344,7 +345,33 @@ impl Analyser<'_> {
         if let Verdict::NotReadOnly(text) = readonly::classify(name, args, self.scope.extra_read_only) {
             self.concern(Concern::NotReadOnly(text));
         }
+        if name == "git" {
+            self.git_places(args, cwd);
+        }
         self.floors(name, args, cwd);
+    }
+
+    /// Where a git command looks for its repository: one place per directory it may start in, or one unplaced.
+    fn git_places(&mut self, args: &[Word], cwd: &Cwd) {
+        let location = readonly::git::location(args, self.scope.home);
+        let places: Vec<GitPlace> = match (cwd, location) {
+            (Cwd::Known(dirs), Some(location)) => dirs
+                .iter()
+                .map(|dir| GitPlace {
+                    dir: Some(dir.clone()),
+                    location: location.clone(),
+                })
+                .collect(),
+            _ => vec![GitPlace {
+                dir: None,
+                location: Vec::new(),
+            }],
+        };
+        for place in places {
+            if !self.out.git.contains(&place) {
+                self.out.git.push(place);
+            }
+        }
     }
 
     fn floors(&mut self, name: &str, args: &[Word], cwd: &Cwd) {

@@ -45,6 +45,7 @@ mod command;
 use std::path::{Path, PathBuf};
 
 use super::floors::EfrDirs;
+use super::git_config::GitPlace;
 use super::shell::{ParseProblem, Word};
 
 /// How deep `bash -c 'bash -c …'` is followed; deeper is unknown.
@@ -166,6 +167,9 @@ pub struct LineAnalysis {
     /// The targets of recursive deletes outside every project root or that efr cannot place, as a question shows
     /// them (full mode asks about these).
     pub guarded_deletes: Vec<String>,
+    /// Where each git command of the line looks for its repository, one entry per directory it may start in
+    /// (cautious checks these before it runs the line; [`crate::policy::git_config`]).
+    pub git: Vec<GitPlace>,
 }
 
 impl LineAnalysis {

@@ -11,14 +11,17 @@
 //! `--open-files-in-pager`), `branch` (listing only: no name unless `--list`/`-l`, and only the listing options),
 //! `tag` (with no name, or `-l`/`--list`), `remote` (alone or `-v`), `config` (`--get`, `--get-all`,
 //! `--get-regexp`, `--list`/`-l`). `--output` (log, show, diff and friends write the patch to a file) is never
-//! read-only. The repository's own config is trusted here because cautious asks before a patch to `.git/`
-//! (see [`crate::policy::decide()`]).
+//! read-only. Whether the repository's own config or hooks can make git run a program is not a question of the
+//! words: efrd checks the repositories a line's git commands use before cautious runs it ([`location`],
+//! [`crate::policy::git_config`]).
 //!
 //! Network: `fetch`, `pull`, `push`, `clone`, `ls-remote`, `submodule` (`update`, `add`, `sync`, `foreach`),
 //! `remote update`/`remote show`/`remote prune`, `archive --remote`, `send-email`, `request-pull`, `svn`.
 //!
 //! Interactive (an editor or a prompt at the terminal): `commit` without `-m`/`-F`/`-C`/`--no-edit`/`--fixup`,
 //! `rebase -i`, `add -p`/`-i`, `tag -a`/`-s` without `-m`/`-F`, `merge` without `--no-edit`/`-m`, `mergetool`.
+
+use std::path::Path;
 
 use super::{Arg, Verdict, long_matches, parse_args, unreadable};
 use crate::policy::shell::Word;
@@ -70,6 +73,47 @@ fn split(args: &[Word]) -> Result<(Option<&str>, &[Word]), Verdict> {
 #[must_use]
 pub fn subcommand(args: &[Word]) -> Option<&str> {
     split(args).ok().and_then(|(sub, _)| sub)
+}
+
+/// The global options of a `git …` line (`args` are the words after `git`) that choose the repository: `-C <path>`,
+/// `--git-dir`, `--work-tree` (with `=` or a separate value) and `--bare`, in their order, with `~` expanded against
+/// `home`. `None` when a path among them is not static (it expands, holds a glob, or starts with `~` and there is no
+/// home to expand it against).
+#[must_use]
+pub fn location(args: &[Word], home: Option<&Path>) -> Option<Vec<String>> {
+    let path = |word: &Word| -> Option<String> {
+        let value = word.value.as_deref().filter(|_| !word.glob)?;
+        match (&word.home_relative, home) {
+            (Some(rest), Some(home)) => Some(format!("{}{rest}", home.display())),
+            (None, _) if !value.starts_with('~') => Some(value.to_owned()),
+            _ => None,
+        }
+    };
+    let mut out = Vec::new();
+    let mut i = 0;
+    while let Some(word) = args.get(i) {
+        let value = word.value.as_deref()?;
+        match value {
+            "-C" | "--git-dir" | "--work-tree" => {
+                out.extend([value.to_owned(), path(args.get(i + 1)?)?]);
+                i += 2;
+            }
+            "--namespace" => i += 2,
+            "--bare" => {
+                out.push(value.to_owned());
+                i += 1;
+            }
+            v if v.starts_with("--git-dir=") || v.starts_with("--work-tree=") => {
+                let (option, _) = v.split_once('=').unwrap_or((v, ""));
+                let rest = Word::literal(v.get(option.len() + 1..).unwrap_or_default());
+                out.push(format!("{option}={}", path(&rest)?));
+                i += 1;
+            }
+            v if v.starts_with('-') => i += 1,
+            _ => break,
+        }
+    }
+    Some(out)
 }
 
 /// Whether a `git …` line is read-only (`args` are the words after `git`).
@@ -281,6 +325,48 @@ mod tests {
         ] {
             assert!(matches!(classify(&w(line)), Verdict::NotReadOnly(_)), "{line}");
         }
+    }
+
+    #[test]
+    fn location_keeps_the_options_that_choose_the_repository() {
+        let cases: &[(&str, Option<&[&str]>)] = &[
+            ("status", Some(&[])),
+            ("-C sub log -1", Some(&["-C", "sub"])),
+            (
+                "-C a -C b --no-pager --git-dir=x/.git status",
+                Some(&["-C", "a", "-C", "b", "--git-dir=x/.git"]),
+            ),
+            (
+                "--work-tree w --git-dir g diff",
+                Some(&["--work-tree", "w", "--git-dir", "g"]),
+            ),
+            ("--bare log", Some(&["--bare"])),
+            ("--namespace n -P show", Some(&[])),
+            ("", Some(&[])),
+            ("-C ~other status", None),
+            ("--git-dir=~other/.git status", None),
+        ];
+        for (line, want) in cases {
+            let want = want.map(|w| w.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>());
+            assert_eq!(location(&w(line), None), want, "{line}");
+        }
+        let dynamic = vec![
+            Word::literal("-C"),
+            Word {
+                value: None,
+                ..Word::literal("$DIR")
+            },
+            Word::literal("status"),
+        ];
+        assert_eq!(location(&dynamic, None), None);
+        let glob = vec![
+            Word::literal("-C"),
+            Word {
+                glob: true,
+                ..Word::literal("s*")
+            },
+        ];
+        assert_eq!(location(&glob, None), None);
     }
 
     #[test]

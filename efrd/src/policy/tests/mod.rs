@@ -26,7 +26,21 @@ fn ctx() -> PolicyContext {
             scratch: Some(PathBuf::from("/home/u/.local/state/efr/scratch")),
         },
         config: PolicyConfig::default(),
+        git: Vec::new(),
     }
+}
+
+/// `ctx` with every repository the line's git commands use found plain, as in a fresh clone.
+fn plain_git(ctx: &PolicyContext, call: &Call) -> PolicyContext {
+    let mut ctx = ctx.clone();
+    if let Call::Shell(shell) = call {
+        ctx.git = super::analyse_call(shell, &ctx)
+            .git
+            .into_iter()
+            .map(|place| (place, super::GitTrust::Plain))
+            .collect();
+    }
+    ctx
 }
 
 fn shell(line: &str) -> Call {
@@ -245,4 +259,83 @@ fn launch_kinds_map_to_the_wire() {
         Launch::Contained { grants: Vec::new() }
     );
     assert_eq!(LaunchKind::Unsandboxed.to_wire(), Launch::Unsandboxed);
+}
+
+#[test]
+fn cautious_runs_git_only_where_every_repository_it_uses_was_found_plain() {
+    use super::{GitPlace, GitTrust};
+    let place = |dir: &str, location: &[&str]| GitPlace {
+        dir: Some(PathBuf::from(dir)),
+        location: location.iter().map(|s| (*s).to_owned()).collect(),
+    };
+    let decide_with = |line: &str, checks: Vec<(GitPlace, GitTrust)>| {
+        let mut ctx = ctx();
+        ctx.git = checks;
+        decide(&shell(line), Mode::Cautious, &ctx)
+    };
+    let reason = |decision: Decision| match decision {
+        Decision::Ask(question) => question.reason,
+        other => panic!("want a question, got {other:?}"),
+    };
+
+    // The places the analysis finds: the directory after `cd`, `-C` as written, `~` expanded; after `;` either
+    // directory (the `cd` may have failed).
+    let call = |line: &str| super::ShellCall {
+        command: line.to_owned(),
+        cwd: PathBuf::from(PROJECT),
+    };
+    let places = |line: &str| super::analyse_call(&call(line), &ctx()).git;
+    assert_eq!(places("ls"), Vec::<GitPlace>::new());
+    assert_eq!(places("git status"), vec![place(PROJECT, &[])]);
+    assert_eq!(
+        places("cd sub && git log -1; git -C ~/other diff"),
+        vec![
+            place("/home/u/proj/sub", &[]),
+            place(PROJECT, &["-C", "/home/u/other"]),
+            place("/home/u/proj/sub", &["-C", "/home/u/other"])
+        ]
+    );
+    assert_eq!(
+        places("bash -c 'git --git-dir=x/.git show'"),
+        vec![place(PROJECT, &["--git-dir=x/.git"])]
+    );
+    assert_eq!(places("cd \"$D\" && git status")[0].dir, None);
+
+    // Not checked (a caller that skipped the check) or not placeable: ask.
+    assert!(reason(decide_with("git status", Vec::new())).contains("did not check"));
+    assert!(reason(decide_with("cd \"$D\" && git status", Vec::new())).contains("cannot place"));
+    // Plain: run.
+    let plain = vec![(place(PROJECT, &[]), GitTrust::Plain)];
+    assert_eq!(
+        decide_with("git status", plain.clone()),
+        Decision::Run {
+            launch: LaunchKind::Direct
+        }
+    );
+    // One repository of two runs something: ask, naming it.
+    let runs = GitTrust::Runs {
+        what: "config key `core.fsmonitor`".to_owned(),
+        repository: PathBuf::from("/home/u/proj/sub"),
+    };
+    let mut checks = plain.clone();
+    checks.push((place("/home/u/proj/sub", &[]), runs));
+    assert_eq!(
+        reason(decide_with("git status && cd sub && git status", checks)),
+        "cautious asks before git in sub, whose own config key `core.fsmonitor` can make git run a program"
+    );
+    let unchecked = vec![(
+        place(PROJECT, &[]),
+        GitTrust::Unchecked("git took more than 5 s".to_owned()),
+    )];
+    assert!(reason(decide_with("git log", unchecked)).contains("(git took more than 5 s)"));
+    // Another concern comes first; the other modes do not look at git's config.
+    assert!(reason(decide_with("git fetch", plain)).contains("network"));
+    let mut ctx = ctx();
+    ctx.git = Vec::new();
+    assert_eq!(
+        decide(&shell("git status"), Mode::Full, &ctx),
+        Decision::Run {
+            launch: LaunchKind::Direct
+        }
+    );
 }

@@ -7,7 +7,7 @@
 use efr_protocol::wire::Mode;
 
 use super::E::{self, Ask, Contained as C, Guard, Refuse, Run as R};
-use super::{ctx, decide, mismatch, shell};
+use super::{ctx, decide, mismatch, plain_git, shell};
 
 /// Manual's one question.
 const M: E = Ask("manual asks before every command");
@@ -200,7 +200,8 @@ fn every_line_gets_its_decision_in_every_mode() {
     let mut failures = Vec::new();
     for (line, expected) in TABLE {
         for (mode, want) in modes.iter().zip(expected) {
-            let got = decide(&shell(line), *mode, &ctx);
+            let call = shell(line);
+            let got = decide(&call, *mode, &plain_git(&ctx, &call));
             if let Some(why) = mismatch(&got, *want) {
                 failures.push(format!("{line:?} in {mode:?}: {why}"));
             }
