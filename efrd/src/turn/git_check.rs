@@ -242,6 +242,17 @@ mod tests {
         );
         std::fs::remove_file(repo.join(".git/hooks/post-index-change")).unwrap();
         assert_eq!(trust(&repo, &[]).await, GitTrust::Plain);
+        // Also where `core.hooksPath` puts hooks (as husky does, in the worktree).
+        git(&repo, &["config", "core.hooksPath", ".husky/_"]);
+        assert_eq!(trust(&repo, &[]).await, GitTrust::Plain);
+        std::fs::create_dir_all(repo.join(".husky/_")).unwrap();
+        std::fs::write(repo.join(".husky/_/post-index-change"), "#!/bin/sh\ntouch pwned\n").unwrap();
+        let found = trust(&repo, &[]).await;
+        assert!(
+            matches!(&found, GitTrust::Runs { what, .. } if what == "hook `post-index-change`"),
+            "{found:?}"
+        );
+        std::fs::remove_dir_all(repo.join(".husky")).unwrap();
 
         // A gitlink to a repository inside, as a contained call could make one: `git status` here would enter it
         // and run its fsmonitor.

@@ -107,11 +107,13 @@ impl Folder {
     /// umask); `None` leaves `0666` less the umask.
     pub(super) fn write_atomic(&self, name: &OsStr, bytes: &[u8], mode: Option<u32>) -> io::Result<()> {
         let temp = temp_name();
+        // With a mode to keep (a 0600 file's), the new bytes are the owner's alone until the final fchmod.
+        let created = if mode.is_some() { 0o600 } else { 0o666 };
         let fd = openat(
             &self.fd,
             temp.as_os_str(),
             OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
-            Mode::from_bits_truncate(0o666),
+            Mode::from_bits_truncate(created),
         )
         .map_err(io)?;
         let written = (|| {
