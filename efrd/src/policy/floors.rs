@@ -131,6 +131,8 @@ pub fn place(word: &Word, cwd: &Cwd, home: Option<&Path>) -> Place {
         (Some(rest), Some(home)) => (format!("{}{rest}", home.display()), word.glob),
         (Some(_), None) => return Place::Unknown,
         (None, _) => match &word.value {
+            // `~-`, `~+`, `~user`: a folder bash knows and efr does not.
+            Some(value) if value.starts_with('~') => return Place::Unknown,
             Some(value) => (value.clone(), word.glob),
             None => return Place::Unknown,
         },

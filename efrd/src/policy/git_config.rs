@@ -91,8 +91,6 @@ const ALLOWED: &[&str] = &[
     "remote.*.prune",
     "remote.*.prunetags",
     "remote.*.mirror",
-    "remote.*.promisor",
-    "remote.*.partialclonefilter",
     "branch.*.remote",
     "branch.*.pushremote",
     "branch.*.merge",
@@ -127,9 +125,10 @@ const ALLOWED: &[&str] = &[
     "lfs.repositoryformatversion",
     "lfs.url",
     "lfs.locksverify",
+    // Not `extensions.partialclone` nor `remote.*.promisor`: a partial clone fetches what it lacks while it reads
+    // (the network, and `gc --auto` with its hook, without a question).
     "extensions.objectformat",
     "extensions.worktreeconfig",
-    "extensions.partialclone",
     "extensions.refstorage",
     "extensions.preciousobjects",
 ];
@@ -292,6 +291,8 @@ mod tests {
             ("local", "log.showsignature\ntrue", "log.showsignature"),
             ("local", "alias.st\n!evil", "alias.st"),
             ("local", "some.new.key\nx", "some.new.key"),
+            ("local", "extensions.partialclone\norigin", "extensions.partialclone"),
+            ("local", "remote.origin.promisor\ntrue", "remote.origin.promisor"),
         ] {
             let found = first_unplain_key(&listing(&[("local", "core.bare\nfalse"), (scope, entry)]));
             assert_eq!(found, Ok(Some(key.to_owned())), "{entry}");

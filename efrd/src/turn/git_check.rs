@@ -1,14 +1,21 @@
 //! The check behind cautious's read-only git commands: what the repositories of a line's git commands can make git
 //! run. The rules are in [`crate::policy::git_config`]; this module asks git itself, so that repository discovery,
-//! `.git` files, `commondir`, includes and worktree config are read exactly as the git that runs the line reads them.
+//! `.git` files, `commondir`, `core.worktree`, includes and worktree config are read exactly as the git that runs the
+//! line reads them.
 //!
-//! Per repository, at most four git processes, none of which runs a program from config:
-//! `git <location> config --list --show-scope -z` (the keys, judged first: nothing below runs before the config is
-//! found plain), `git <location> rev-parse --path-format=absolute --git-path hooks/post-index-change
-//! --is-inside-work-tree`, and in a worktree `rev-parse --show-toplevel` and `ls-files --stage -z` for the
-//! submodules, each of which is checked the same way when it is populated. At most [`MAX_REPOSITORIES`] repositories
-//! and [`MAX_DEPTH`] levels of submodules are checked, each git process gets [`GIT_TIMEOUT`]; past any of them the
-//! place is [`GitTrust::Unchecked`] and cautious asks.
+//! Per repository, with the place's own location options (`-C`, `--git-dir`, `--work-tree`) every time:
+//! 1. `git config --list --show-scope -z`: the keys, judged first; nothing below runs before they are found plain;
+//! 2. `git rev-parse --path-format=absolute --git-common-dir --git-path hooks/<hook>…`: the hooks a read can run
+//!    (`post-index-change` on an index refresh, `pre-auto-gc`, `reference-transaction`), where `core.hooksPath`
+//!    puts them;
+//! 3. the git folders under `<common dir>/modules` (submodules' repositories, populated or not), each judged by 1
+//!    and 2;
+//! 4. `git rev-parse --show-toplevel`, then `git -c core.fsmonitor=false ls-files --stage -z --full-name -- :/`:
+//!    the gitlinks of the index, each populated one checked from 1 as a repository of its own.
+//!
+//! None of these runs a program from the repository (`ls-files` could run an fsmonitor, so it is switched off on
+//! its command line). At most [`MAX_REPOSITORIES`] repositories and [`MAX_DEPTH`] levels of submodules are checked,
+//! each git process gets [`GIT_TIMEOUT`]; past any of them the place is [`GitTrust::Unchecked`] and cautious asks.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -37,52 +44,43 @@ pub async fn inspect(places: &[GitPlace]) -> Vec<(GitPlace, GitTrust)> {
     out
 }
 
-/// One repository (found from `dir` and `location` as git would find it) and its populated submodules.
+/// One repository (found from `dir` and `location` as git would find it) and its submodules.
 async fn check(dir: &Path, location: &[String], depth: usize, budget: &mut usize) -> GitTrust {
     match check_one(dir, location, depth, budget).await {
         Ok(trust) | Err(trust) => trust,
     }
 }
 
+/// The hooks that a command git runs without a question can start.
+const READ_HOOKS: &[&str] = &["post-index-change", "pre-auto-gc", "reference-transaction"];
+
 /// [`check`], with an early verdict as `Err`.
 async fn check_one(dir: &Path, location: &[String], depth: usize, budget: &mut usize) -> Result<GitTrust, GitTrust> {
-    if *budget == 0 {
-        let why = format!("more than {MAX_REPOSITORIES} repositories and submodules");
-        return Err(GitTrust::Unchecked(why));
+    let common = judge_git_dir(dir, location, budget).await?;
+    if let Some(trust) = judge_modules(&common, budget).await? {
+        return Ok(trust);
     }
-    *budget -= 1;
-    let listing = git(dir, location, &["config", "--list", "--show-scope", "-z"]).await?;
-    if let Some(key) = git_config::first_unplain_key(&listing).map_err(GitTrust::Unchecked)? {
-        let repository = repository_of(dir, location).await;
-        let what = format!("config key `{key}`");
-        return Ok(GitTrust::Runs { what, repository });
-    }
-    let args = [
-        "rev-parse",
-        "--path-format=absolute",
-        "--git-path",
-        "hooks/post-index-change",
-        "--is-inside-work-tree",
-    ];
-    let paths = String::from_utf8_lossy(&git(dir, location, &args).await?).into_owned();
-    let mut lines = paths.lines();
-    let (Some(hook), Some(inside)) = (lines.next(), lines.next()) else {
-        return Err(GitTrust::Unchecked("git rev-parse said too little".to_owned()));
+    let top = match run_git(dir, location, &["rev-parse", "--show-toplevel"]).await? {
+        Ran::Out(top) => PathBuf::from(String::from_utf8_lossy(&top).trim_end_matches('\n')),
+        // A bare repository, or a git folder without a worktree: no index of files to enter.
+        Ran::Failed(stderr) if stderr.contains("must be run in a work tree") => return Ok(GitTrust::Plain),
+        Ran::Failed(stderr) => return Err(failed(&stderr)),
     };
-    if std::fs::symlink_metadata(hook).is_ok() {
-        let repository = repository_of(dir, location).await;
-        let what = "hook `post-index-change`".to_owned();
-        return Ok(GitTrust::Runs { what, repository });
-    }
-    if inside != "true" {
-        return Ok(GitTrust::Plain);
-    }
-    let top = git(dir, location, &["rev-parse", "--show-toplevel"]).await?;
-    let top = PathBuf::from(String::from_utf8_lossy(&top).trim_end_matches('\n'));
-    let index = git(&top, &[], &["ls-files", "--stage", "-z"]).await?;
+    let args = [
+        "-c",
+        "core.fsmonitor=false",
+        "ls-files",
+        "--stage",
+        "-z",
+        "--full-name",
+        "--",
+        ":/",
+    ];
+    let index = git(dir, location, &args).await?;
     for link in git_config::gitlinks(&index) {
         let sub = top.join(&link);
-        // A submodule that is not populated has no repository of its own for git to enter.
+        // A submodule that is not populated has no worktree for git to enter; its git folder in `modules` was
+        // judged above.
         if std::fs::symlink_metadata(sub.join(".git")).is_err() {
             continue;
         }
@@ -98,6 +96,74 @@ async fn check_one(dir: &Path, location: &[String], depth: usize, budget: &mut u
     Ok(GitTrust::Plain)
 }
 
+/// Steps 1 and 2 for the repository at `dir` and `location`: `Err` with the verdict when it is not plain (or there
+/// is none), else its common git folder.
+async fn judge_git_dir(dir: &Path, location: &[String], budget: &mut usize) -> Result<PathBuf, GitTrust> {
+    if *budget == 0 {
+        let why = format!("more than {MAX_REPOSITORIES} repositories and submodules");
+        return Err(GitTrust::Unchecked(why));
+    }
+    *budget -= 1;
+    let listing = git(dir, location, &["config", "--list", "--show-scope", "-z"]).await?;
+    if let Some(key) = git_config::first_unplain_key(&listing).map_err(GitTrust::Unchecked)? {
+        let repository = repository_of(dir, location).await;
+        let what = format!("config key `{key}`");
+        return Err(GitTrust::Runs { what, repository });
+    }
+    let mut args = vec!["rev-parse", "--path-format=absolute", "--git-common-dir"];
+    let hooks: Vec<String> = READ_HOOKS.iter().map(|hook| format!("hooks/{hook}")).collect();
+    for hook in &hooks {
+        args.extend(["--git-path", hook.as_str()]);
+    }
+    let paths = String::from_utf8_lossy(&git(dir, location, &args).await?).into_owned();
+    let mut lines = paths.lines();
+    let common = lines.next().map(PathBuf::from);
+    let found: Vec<&str> = lines.collect();
+    let (Some(common), true) = (common, found.len() == READ_HOOKS.len()) else {
+        return Err(GitTrust::Unchecked("git rev-parse said too little".to_owned()));
+    };
+    for (path, hook) in found.iter().zip(READ_HOOKS) {
+        if std::fs::symlink_metadata(path).is_ok() {
+            let repository = repository_of(dir, location).await;
+            let what = format!("hook `{hook}`");
+            return Err(GitTrust::Runs { what, repository });
+        }
+    }
+    Ok(common)
+}
+
+/// Step 3: the git folders of submodules under `common/modules` (a submodule's name may hold `/`, and a submodule
+/// has its own `modules`), each judged by steps 1 and 2. `Ok(Some)` for the first that is not plain.
+async fn judge_modules(common: &Path, budget: &mut usize) -> Result<Option<GitTrust>, GitTrust> {
+    let mut folders = vec![(common.join("modules"), 0)];
+    while let Some((folder, depth)) = folders.pop() {
+        let Ok(entries) = std::fs::read_dir(&folder) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if !entry.file_type().is_ok_and(|t| t.is_dir()) {
+                continue;
+            }
+            if depth >= 2 * MAX_DEPTH {
+                let why = format!("submodules nested more than {MAX_DEPTH} deep");
+                return Err(GitTrust::Unchecked(why));
+            }
+            if path.join("HEAD").exists() {
+                let location = [format!("--git-dir={}", path.display())];
+                match judge_git_dir(&path, &location, budget).await {
+                    Ok(_) => folders.push((path.join("modules"), depth + 1)),
+                    Err(GitTrust::Plain) => {}
+                    Err(trust) => return Ok(Some(trust)),
+                }
+            } else {
+                folders.push((path, depth + 1));
+            }
+        }
+    }
+    Ok(None)
+}
+
 /// The folder a question names for the repository at `dir`: its top, or its git folder when it has no worktree.
 async fn repository_of(dir: &Path, location: &[String]) -> PathBuf {
     for args in [["rev-parse", "--show-toplevel"], ["rev-parse", "--absolute-git-dir"]] {
@@ -108,10 +174,17 @@ async fn repository_of(dir: &Path, location: &[String]) -> PathBuf {
     dir.to_path_buf()
 }
 
-/// Runs `git <location> <args>` in `dir`, with no input, no prompt and English messages, and gives its standard
-/// output. `Err` is the place's verdict when git did not answer: [`GitTrust::Plain`] when it found no repository
-/// (nothing of a repository's can run), [`GitTrust::Unchecked`] for any other failure.
-async fn git(dir: &Path, location: &[String], args: &[&str]) -> Result<Vec<u8>, GitTrust> {
+/// What a git process of the check did.
+enum Ran {
+    /// It succeeded: its standard output.
+    Out(Vec<u8>),
+    /// It failed: its standard error.
+    Failed(String),
+}
+
+/// Runs `git <location> <args>` in `dir`, with no input, no prompt and English messages. `Err` when it did not run
+/// or ran too long.
+async fn run_git(dir: &Path, location: &[String], args: &[&str]) -> Result<Ran, GitTrust> {
     let mut command = Command::new("git");
     command
         .args(location)
@@ -133,12 +206,25 @@ async fn git(dir: &Path, location: &[String], args: &[&str]) -> Result<Vec<u8>, 
         }
     };
     if output.status.success() {
-        return Ok(output.stdout);
+        Ok(Ran::Out(output.stdout))
+    } else {
+        Ok(Ran::Failed(String::from_utf8_lossy(&output.stderr).into_owned()))
     }
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    if stderr.contains("not a git repository") {
-        return Err(GitTrust::Plain);
+}
+
+/// [`run_git`], for a command that must succeed: its standard output, or the place's verdict as `Err`:
+/// [`GitTrust::Plain`] when git found no repository (nothing of a repository's can run), [`GitTrust::Unchecked`]
+/// for any other failure.
+async fn git(dir: &Path, location: &[String], args: &[&str]) -> Result<Vec<u8>, GitTrust> {
+    match run_git(dir, location, args).await? {
+        Ran::Out(out) => Ok(out),
+        Ran::Failed(stderr) if stderr.contains("not a git repository") => Err(GitTrust::Plain),
+        Ran::Failed(stderr) => Err(failed(&stderr)),
     }
+}
+
+/// The verdict for a git command that failed: its first line of error.
+fn failed(stderr: &str) -> GitTrust {
     let first: String = stderr
         .lines()
         .next()
@@ -147,7 +233,7 @@ async fn git(dir: &Path, location: &[String], args: &[&str]) -> Result<Vec<u8>, 
         .chars()
         .take(160)
         .collect();
-    Err(GitTrust::Unchecked(format!("git failed: {first}")))
+    GitTrust::Unchecked(format!("git failed: {first}"))
 }
 
 #[cfg(test)]
@@ -286,5 +372,154 @@ mod tests {
             matches!(&found, GitTrust::Unchecked(why) if why.contains("cannot change to")),
             "{found:?}"
         );
+    }
+}
+
+#[cfg(test)]
+mod where_git_looks {
+    //! The check looks where git itself looks: `core.worktree`, `--work-tree`, `--git-dir`, and submodules' git
+    //! folders that are not populated; and it runs nothing of a repository's while it looks.
+
+    use std::process::Command as StdCommand;
+
+    use super::*;
+
+    fn git(dir: &Path, args: &[&str]) -> String {
+        let out = StdCommand::new("git")
+            .args(["-c", "user.name=T", "-c", "user.email=t@example.invalid"])
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .expect("git must be installed (apt-get install git)");
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    }
+
+    /// A repository at `dir` with one commit, and with an fsmonitor that leaves `marker` when `evil`.
+    fn repo(dir: &Path, evil: Option<&Path>) {
+        std::fs::create_dir_all(dir).unwrap();
+        git(dir, &["init", "-q"]);
+        git(dir, &["commit", "--allow-empty", "-qm", "x"]);
+        if let Some(marker) = evil {
+            git(
+                dir,
+                &[
+                    "config",
+                    "core.fsmonitor",
+                    &format!("touch {}; false", marker.display()),
+                ],
+            );
+        }
+    }
+
+    /// Links `sub` (a repository inside `parent`'s worktree `top`) into `parent`'s index as a submodule.
+    fn link(parent: &Path, top: &Path, sub: &str) {
+        let head = git(&top.join(sub), &["rev-parse", "HEAD"]);
+        git(
+            parent,
+            &["update-index", "--add", "--cacheinfo", &format!("160000,{head},{sub}")],
+        );
+    }
+
+    async fn trust(dir: &Path, location: &[&str]) -> GitTrust {
+        let place = GitPlace {
+            dir: Some(dir.to_path_buf()),
+            location: location.iter().map(|s| (*s).to_owned()).collect(),
+        };
+        inspect(&[place])
+            .await
+            .into_iter()
+            .next()
+            .map(|(_, trust)| trust)
+            .unwrap()
+    }
+
+    fn runs(trust: &GitTrust) -> bool {
+        matches!(trust, GitTrust::Runs { .. })
+    }
+
+    #[tokio::test]
+    async fn a_worktree_elsewhere_is_entered_as_git_enters_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let marker = dir.path().join("ran");
+        // N's worktree is W (core.worktree), and N's index links W/sub, whose fsmonitor would run.
+        let (n, w) = (dir.path().join("N"), dir.path().join("W"));
+        repo(&n, None);
+        repo(&w.join("sub"), Some(&marker));
+        git(&n, &["config", "core.worktree", w.to_str().unwrap()]);
+        link(&n, &w, "sub");
+        assert!(runs(&trust(&n, &[]).await));
+        assert!(runs(&trust(dir.path(), &["-C", "N"]).await));
+        // `--work-tree` on the line: the index is the project's, the worktree W.
+        let p = dir.path().join("P");
+        repo(&p, None);
+        std::fs::create_dir_all(p.join("W")).unwrap();
+        repo(&p.join("W/sub"), Some(&marker));
+        link(&p, &p.join("W"), "sub");
+        assert!(runs(&trust(&p, &["--work-tree=W"]).await));
+        assert!(!marker.exists(), "the check ran a program");
+    }
+
+    #[tokio::test]
+    async fn another_git_folder_is_read_with_the_lines_options_and_the_check_runs_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let marker = dir.path().join("ran");
+        let (p, e) = (dir.path().join("P"), dir.path().join("E"));
+        repo(&p, None);
+        repo(&e, Some(&marker));
+        // `cd E && git --git-dir=../P/.git --work-tree=. status`: P's config, E as worktree; E's own fsmonitor is
+        // not git's concern there, and the check must not run it either.
+        assert_eq!(
+            trust(&e, &["--git-dir=../P/.git", "--work-tree=."]).await,
+            GitTrust::Plain
+        );
+        assert!(!marker.exists(), "the check ran E's fsmonitor");
+        // `--git-dir=alt/.git --work-tree=.` where alt's index links an evil repository.
+        let alt = p.join("alt");
+        repo(&alt, None);
+        repo(&p.join("sub"), Some(&marker));
+        link(&alt, &p, "sub");
+        assert!(runs(&trust(&p, &["--git-dir=alt/.git", "--work-tree=."]).await));
+        assert!(!marker.exists(), "the check ran a program");
+    }
+
+    #[tokio::test]
+    async fn a_submodules_git_folder_in_modules_is_judged_populated_or_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("P");
+        repo(&p, None);
+        let module = p.join(".git/modules/lib/inner");
+        std::fs::create_dir_all(&module).unwrap();
+        git(&module, &["init", "-q", "--bare"]);
+        assert_eq!(trust(&p, &[]).await, GitTrust::Plain);
+        git(&module, &["config", "diff.external", "touch ran; :"]);
+        let found = trust(&p, &[]).await;
+        let GitTrust::Runs { what, .. } = &found else {
+            panic!("{found:?}");
+        };
+        assert_eq!(what, "config key `diff.external`");
+    }
+
+    #[tokio::test]
+    async fn every_hook_a_read_can_start_is_looked_for() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("P");
+        repo(&p, None);
+        std::fs::write(p.join(".git/hooks/pre-commit"), "#!/bin/sh\n").unwrap();
+        assert_eq!(trust(&p, &[]).await, GitTrust::Plain, "a hook only a write runs");
+        for hook in READ_HOOKS {
+            let path = p.join(".git/hooks").join(hook);
+            std::fs::write(&path, "#!/bin/sh\n").unwrap();
+            let found = trust(&p, &[]).await;
+            assert!(
+                matches!(&found, GitTrust::Runs { what, .. } if what == &format!("hook `{hook}`")),
+                "{hook}: {found:?}"
+            );
+            std::fs::remove_file(path).unwrap();
+        }
     }
 }

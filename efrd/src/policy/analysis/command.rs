@@ -3,6 +3,7 @@
 
 use std::path::Path;
 
+use super::options::{self, Opt, Spec};
 use super::{Concern, LineAnalysis, MAX_SHELL_DEPTH, Scope, dangerous_env};
 use crate::policy::floors::{self, Place, place};
 use crate::policy::git_config::GitPlace;
@@ -52,7 +53,51 @@ fn program(raw: &str) -> Result<&str, &str> {
     }
 }
 
-/// The index of the first operand after a wrapper's options. `valued` options take the next word.
+/// The options of the wrappers efr reads strictly (GNU coreutils and util-linux).
+const ENV: Spec = Spec {
+    flags: &["-i", "--ignore-environment", "-0", "--null"],
+    valued: &["-u", "--unset", "-C", "--chdir"],
+};
+const COMMAND: Spec = Spec {
+    flags: &["-p"],
+    valued: &[],
+};
+const NONE: Spec = Spec {
+    flags: &[],
+    valued: &[],
+};
+const SETSID: Spec = Spec {
+    flags: &["-c", "--ctty", "-f", "--fork", "-w", "--wait"],
+    valued: &[],
+};
+const NICE: Spec = Spec {
+    flags: &[],
+    valued: &["-n", "--adjustment"],
+};
+const TIME: Spec = Spec {
+    flags: &[
+        "-p",
+        "--portability",
+        "-v",
+        "--verbose",
+        "-q",
+        "--quiet",
+        "-a",
+        "--append",
+    ],
+    valued: &["-o", "--output", "-f", "--format"],
+};
+const TIMEOUT: Spec = Spec {
+    flags: &["--preserve-status", "--foreground", "-v", "--verbose"],
+    valued: &["-s", "--signal", "-k", "--kill-after"],
+};
+const STDBUF: Spec = Spec {
+    flags: &[],
+    valued: &["-i", "-o", "-e", "--input", "--output", "--error"],
+};
+
+/// The index of the first operand after a wrapper's options, read leniently (`valued` options take the next word):
+/// where the command of a privileged wrapper or of an option efr does not know starts, for the floors.
 fn skip_options(args: &[Word], valued: &[&str]) -> usize {
     let mut i = 0;
     while let Some(value) = args.get(i).and_then(|w| w.value.as_deref()) {
@@ -165,21 +210,39 @@ impl Analyser<'_> {
                 {
                     return;
                 }
-                self.wrapped(&args[skip_options(args, &[])..], cwd);
+                let (_, start) = self.options(name, args, COMMAND);
+                self.wrapped(&args[start..], cwd);
             }
-            "builtin" | "busybox" | "setsid" => self.wrapped(&args[skip_options(args, &[])..], cwd),
-            "nice" => self.wrapped(&args[skip_options(args, &["-n", "--adjustment"])..], cwd),
+            "builtin" | "busybox" | "setsid" => {
+                let spec = if name == "setsid" { SETSID } else { NONE };
+                let (_, start) = self.options(name, args, spec);
+                self.wrapped(&args[start..], cwd);
+            }
+            "nice" => {
+                // The old form `nice -5 cmd`.
+                let legacy = args
+                    .first()
+                    .and_then(|w| w.value.as_deref())
+                    .is_some_and(|v| v.len() > 1 && v.starts_with('-') && v[1..].bytes().all(|b| b.is_ascii_digit()));
+                let args = &args[usize::from(legacy)..];
+                let (_, start) = self.options(name, args, NICE);
+                self.wrapped(&args[start..], cwd);
+            }
             "time" => {
-                if args.iter().any(|w| w.value.as_deref() == Some("-o")) {
+                let (opts, start) = self.options(name, args, TIME);
+                if opts.iter().any(|o| matches!(o.name, "-o" | "--output")) {
                     self.concern(Concern::NotReadOnly("`time -o`, which writes a file".to_owned()));
                 }
-                self.wrapped(&args[skip_options(args, &["-o", "-f", "--output", "--format"])..], cwd);
+                self.wrapped(&args[start..], cwd);
             }
             "timeout" => {
-                let start = skip_options(args, &["-s", "-k", "--signal", "--kill-after"]);
+                let (_, start) = self.options(name, args, TIMEOUT);
                 self.wrapped(args.get(start + 1..).unwrap_or(&[]), cwd);
             }
-            "stdbuf" => self.wrapped(&args[skip_options(args, &["-i", "-o", "-e"])..], cwd),
+            "stdbuf" => {
+                let (_, start) = self.options(name, args, STDBUF);
+                self.wrapped(&args[start..], cwd);
+            }
             "nohup" | "xargs" => {
                 let why = if name == "nohup" {
                     "writes nohup.out"
@@ -223,6 +286,20 @@ impl Analyser<'_> {
         }
     }
 
+    /// A wrapper's options, read strictly ([`options::read`]). An option efr does not know is a concern, and the
+    /// lenient reading then finds the command, so that it still meets the floors.
+    fn options(&mut self, name: &str, args: &[Word], spec: Spec) -> (Vec<Opt>, usize) {
+        match options::read(args, spec) {
+            Ok(read) => read,
+            Err(option) => {
+                self.concern(Concern::Unknown {
+                    construct: format!("`{name} {option}`, an option efr does not read"),
+                });
+                (Vec::new(), skip_options(args, spec.valued))
+            }
+        }
+    }
+
     /// A wrapper's command; the wrapper alone is read-only.
     fn wrapped(&mut self, inner: &[Word], cwd: &Cwd) {
         if !inner.is_empty() {
@@ -231,8 +308,11 @@ impl Analyser<'_> {
     }
 
     fn env(&mut self, args: &[Word], cwd: &Cwd) {
-        let mut i = 0;
+        let (opts, mut i) = self.options("env", args, ENV);
         let mut cwd = cwd.clone();
+        if opts.iter().any(|o| matches!(o.name, "-C" | "--chdir")) {
+            cwd = Cwd::Unknown;
+        }
         while let Some(word) = args.get(i) {
             let Some(value) = word.value.as_deref() else {
                 self.concern(Concern::Unknown {
@@ -240,32 +320,14 @@ impl Analyser<'_> {
                 });
                 return;
             };
-            match value {
-                "-S" | "--split-string" => {
-                    self.concern(Concern::Unknown {
-                        construct: "`env -S`".to_owned(),
-                    });
-                    return;
-                }
-                "-u" | "--unset" => i += 2,
-                "-C" | "--chdir" => {
-                    cwd = Cwd::Unknown;
-                    i += 2;
-                }
-                v if v.starts_with("--chdir=") => {
-                    cwd = Cwd::Unknown;
+            match value.split_once('=') {
+                Some((name, rest)) => {
+                    if dangerous_env(name, &Word::literal(rest)) {
+                        self.concern(Concern::Environment { name: name.to_owned() });
+                    }
                     i += 1;
                 }
-                v if v.starts_with('-') => i += 1,
-                v => match v.split_once('=') {
-                    Some((name, rest)) => {
-                        if dangerous_env(name, &Word::literal(rest)) {
-                            self.concern(Concern::Environment { name: name.to_owned() });
-                        }
-                        i += 1;
-                    }
-                    None => break,
-                },
+                None => break,
             }
         }
         self.wrapped(args.get(i..).unwrap_or(&[]), &cwd);
@@ -283,7 +345,19 @@ impl Analyser<'_> {
             if !(value.starts_with('-') || value.starts_with('+')) || value == "-" {
                 break;
             }
-            if value.starts_with("--") {
+            let long = value.starts_with("--");
+            // An interactive or login shell reads startup files (`~/.bashrc`, `--rcfile x`) that efr cannot see.
+            let startup = if long {
+                matches!(value, "--login" | "--interactive" | "--rcfile" | "--init-file")
+            } else {
+                value.starts_with('-') && value.contains(['i', 'l'])
+            };
+            if startup {
+                self.concern(Concern::NotReadOnly(format!(
+                    "`{name} {value}`, which reads startup files efr cannot see"
+                )));
+            }
+            if long {
                 i += if matches!(value, "--rcfile" | "--init-file") {
                     2
                 } else {

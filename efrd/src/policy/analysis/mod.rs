@@ -11,8 +11,13 @@
 //! |---|---|
 //! | `sudo`, `doas`, `run0`, `pkexec` | [`Concern::Privileged`], interactive (a password) unless `-n`, then the command |
 //! | `su` | privileged and interactive; `su -c 'line'` is analysed like `bash -c` |
-//! | `env` | its `NAME=value` words as assignments, then the command; `env` alone is read-only; `env -S` is unknown |
-//! | `command`, `builtin`, `nice`, `time`, `timeout`, `stdbuf` | the command (`command -v x` alone is read-only) |
+//! | `env` | its `NAME=value` words as assignments, then the command; `env` alone is read-only; `-C` makes the folder unknown |
+//! | `command`, `builtin`, `nice`, `time`, `timeout`, `stdbuf`, `setsid`, `busybox` | the command (`command -v x` alone is read-only) |
+//!
+//! The options of `env`, `command`, `builtin`, `busybox`, `setsid`, `nice`, `time`, `timeout` and `stdbuf` are read
+//! strictly, in every form getopt takes (clusters, attached values), and only those listed: any other option, an
+//! abbreviated long one included (`env --u`, which getopt reads as `--unset`), is unknown, because efr could not
+//! tell where the command starts (`env -S`, `--split-string`, is one of these).
 //! | `nohup`, `xargs` | not read-only (`nohup.out`; commands built from input), and the command for the floors |
 //! | `bash -c`, `sh -c`, `zsh -c`, `dash -c`, `ksh -c` | the script, parsed and analysed, at most [`MAX_SHELL_DEPTH`] deep; a script that expands is unknown |
 //! | `bash` alone, `bash script.sh` | not read-only (a shell waits for input; a script efr cannot see) |
@@ -27,13 +32,10 @@
 //!
 //! # Environment
 //!
-//! An assignment before a command is fine unless it changes what programs load or run ([`dangerous_env`]):
-//! `PATH`, `LD_*`, `DYLD_*`, `BASH_ENV`, `ENV`, `BASH_FUNC_*`, `PROMPT_COMMAND`, `IFS`, `SHELLOPTS`, `BASHOPTS`,
-//! `PS4`, `CDPATH`, `GLOBIGNORE`, `PAGER`, `MANPAGER`, `EDITOR`, `VISUAL`, `LESSOPEN`, `LESSCLOSE`, `NODE_OPTIONS`,
-//! `PYTHONSTARTUP`, `PYTHONPATH`, `PERL5OPT`, `PERL5LIB`, `RUBYOPT`, `RIPGREP_CONFIG_PATH`, `AWKPATH`, `AWKLIBPATH`
-//! and `GIT_*` (git config can run programs) — except a pager set to `cat` or empty, and `GIT_TERMINAL_PROMPT`,
-//! `GIT_AUTHOR_*` and `GIT_COMMITTER_*`. An assignment with no command (`X=1`) persists in the hidden shell, where a
-//! later line would read it, so it is not read-only.
+//! An assignment before a command is fine only for the variables of a short list that cannot change what programs
+//! load or run ([`dangerous_env`]: language, time zone, terminal, colours, output formats, a pager set to `cat`);
+//! any other (`PATH`, `LD_PRELOAD`, `HOME`, `GIT_DIR`, ...) is a concern. An assignment with no command (`X=1`)
+//! persists in the hidden shell, where a later line would read it, so it is not read-only.
 //!
 //! # Redirections
 //!
@@ -41,6 +43,7 @@
 //! `/dev/null`, `/dev/stdout`, `/dev/stderr`, `/dev/tty` and `/dev/fd/N`; `2>&1`, `>&-`, `<` and heredocs are fine.
 
 mod command;
+mod options;
 
 use std::path::{Path, PathBuf};
 
@@ -192,43 +195,41 @@ pub fn analyse(line: &str, scope: &Scope<'_>) -> LineAnalysis {
     command::analyse(line, scope)
 }
 
-/// Whether assigning `value` to `name` before a command changes what programs load or run.
+/// Whether assigning `value` to `name` before a command may change what programs load or run: every variable but
+/// a short list that only sets language, time zone, terminal, colours and output formats (`LANG`, `LC_*` and
+/// `LANGUAGE` without a `/`, which would name a locale folder; `TZ`, `TERM`, `COLUMNS`, `LINES`, `NO_COLOR`,
+/// `CLICOLOR`, `CLICOLOR_FORCE`, `FORCE_COLOR`, `GREP_COLOR`, `GREP_COLORS`, `LS_COLORS`, `TIME_STYLE`,
+/// `QUOTING_STYLE`, `BLOCK_SIZE`, `POSIXLY_CORRECT`, `GIT_TERMINAL_PROMPT`, `GIT_AUTHOR_*`, `GIT_COMMITTER_*`), and a
+/// pager (`PAGER`, `GIT_PAGER`, `MANPAGER`, `SYSTEMD_PAGER`) set to `cat` or empty. A list of the dangerous ones
+/// cannot be complete: `HOME` and `XDG_CONFIG_HOME` move git's and the shells' own config into the project,
+/// `GNUPGHOME` gpg's, `GCONV_PATH` loads a library.
 #[must_use]
 pub fn dangerous_env(name: &str, value: &Word) -> bool {
-    const EXACT: &[&str] = &[
-        "PATH",
-        "BASH_ENV",
-        "ENV",
-        "PROMPT_COMMAND",
-        "IFS",
-        "SHELLOPTS",
-        "BASHOPTS",
-        "PS4",
-        "CDPATH",
-        "GLOBIGNORE",
-        "PAGER",
-        "MANPAGER",
-        "EDITOR",
-        "VISUAL",
-        "LESSOPEN",
-        "LESSCLOSE",
-        "NODE_OPTIONS",
-        "PYTHONSTARTUP",
-        "PYTHONPATH",
-        "PERL5OPT",
-        "PERL5LIB",
-        "RUBYOPT",
-        "RIPGREP_CONFIG_PATH",
-        "AWKPATH",
-        "AWKLIBPATH",
+    const SAFE: &[&str] = &[
+        "TZ",
+        "TERM",
+        "COLUMNS",
+        "LINES",
+        "NO_COLOR",
+        "CLICOLOR",
+        "CLICOLOR_FORCE",
+        "FORCE_COLOR",
+        "GREP_COLOR",
+        "GREP_COLORS",
+        "LS_COLORS",
+        "TIME_STYLE",
+        "QUOTING_STYLE",
+        "BLOCK_SIZE",
+        "POSIXLY_CORRECT",
+        "GIT_TERMINAL_PROMPT",
     ];
-    const PREFIX: &[&str] = &["LD_", "DYLD_", "GIT_", "BASH_FUNC_"];
-    let pager = matches!(name, "PAGER" | "GIT_PAGER" | "MANPAGER" | "SYSTEMD_PAGER");
-    if pager && matches!(value.value.as_deref(), Some("cat" | "")) {
-        return false;
+    let value = value.value.as_deref();
+    if matches!(name, "PAGER" | "GIT_PAGER" | "MANPAGER" | "SYSTEMD_PAGER") {
+        return !matches!(value, Some("cat" | ""));
     }
-    if name == "GIT_TERMINAL_PROMPT" || name.starts_with("GIT_AUTHOR_") || name.starts_with("GIT_COMMITTER_") {
-        return false;
+    if name == "LANG" || name == "LANGUAGE" || name.starts_with("LC_") {
+        return value.is_none_or(|v| v.contains('/'));
     }
-    EXACT.contains(&name) || PREFIX.iter().any(|p| name.starts_with(p))
+    let safe = SAFE.contains(&name) || name.starts_with("GIT_AUTHOR_") || name.starts_with("GIT_COMMITTER_");
+    !safe
 }

@@ -134,6 +134,17 @@ pub fn classify(args: &[Word]) -> Verdict {
     if parsed.iter().any(|a| matches!(a, Arg::Dynamic | Arg::LeadingGlob(_))) {
         return unreadable("git");
     }
+    // Submodules' own repositories (in `.git/modules`, or only in history) are not checked like the repository a
+    // line uses: git runs their diffs, config and all (`--submodule=diff`), or greps them.
+    if let Some(Arg::Long(option)) = parsed.iter().find(|a| {
+        matches!(a, Arg::Long(o) if (long_matches(o, "--submodule") && *o != "--submodule=short")
+            || long_matches(o, "--recurse-submodules"))
+    }) {
+        return Verdict::NotReadOnly(format!(
+            "`git {sub} {}`, which runs git in the submodules' repositories",
+            super::opt_name(option)
+        ));
+    }
     let listing = match sub {
         "status" | "log" | "diff" | "show" | "blame" | "annotate" | "rev-parse" | "ls-files" | "ls-tree"
         | "describe" | "show-ref" | "shortlog" | "cat-file" | "rev-list" | "merge-base" | "whatchanged" => true,
@@ -152,12 +163,7 @@ pub fn classify(args: &[Word]) -> Verdict {
         "remote" => parsed
             .iter()
             .all(|a| matches!(a, Arg::Short("v") | Arg::Long("--verbose"))),
-        "config" => parsed.iter().any(|a| {
-            matches!(
-                a,
-                Arg::Long("--get" | "--get-all" | "--get-regexp" | "--list") | Arg::Short("l")
-            )
-        }),
+        "config" => config_reads(&parsed),
         _ => return Verdict::NotReadOnly(format!("`git {sub}`, which is not on its read-only list")),
     };
     if listing {
@@ -167,6 +173,73 @@ pub fn classify(args: &[Word]) -> Verdict {
             "`git {sub}` with these arguments, which changes the repository"
         ))
     }
+}
+
+/// `git config` only reads: a reading action (`--get`, `--get-all`, `--get-regexp`, `--get-urlmatch`, `--list`,
+/// `-l`, or the subcommands `get` and `list`) and no option outside the listed ones, each written in full (`--comment`
+/// takes a value, so `--comment --get x y` sets `x`).
+fn config_reads(parsed: &[Arg<'_>]) -> bool {
+    const FLAGS: &[&str] = &[
+        "--get",
+        "--get-all",
+        "--get-regexp",
+        "--get-urlmatch",
+        "--list",
+        "--global",
+        "--system",
+        "--local",
+        "--worktree",
+        "--show-origin",
+        "--show-scope",
+        "--name-only",
+        "--null",
+        "--includes",
+        "--no-includes",
+        "--bool",
+        "--int",
+        "--bool-or-int",
+        "--path",
+        "--expiry-date",
+        "--all",
+        "--regexp",
+    ];
+    const VALUED: &[&str] = &["--file", "--blob", "--type", "--default", "--value", "--url"];
+    const READING: &[&str] = &["--get", "--get-all", "--get-regexp", "--get-urlmatch", "--list"];
+    let mut reads = false;
+    let mut first_operand = true;
+    let mut value_next = false;
+    for arg in parsed {
+        match *arg {
+            Arg::Long(option) => {
+                let (name, attached) = match option.split_once('=') {
+                    Some((name, _)) => (name, true),
+                    None => (option, false),
+                };
+                if FLAGS.contains(&name) && !attached {
+                    reads |= READING.contains(&name);
+                } else if VALUED.contains(&name) {
+                    value_next = !attached;
+                } else {
+                    return false;
+                }
+            }
+            Arg::Short(letters) => match letters {
+                "l" => reads = true,
+                "z" => {}
+                "f" => value_next = true,
+                _ => return false,
+            },
+            Arg::Positional(_) if value_next => value_next = false,
+            Arg::Positional(word) => {
+                if first_operand && matches!(word, "get" | "list") {
+                    reads = true;
+                }
+                first_operand = false;
+            }
+            _ => return false,
+        }
+    }
+    reads && !value_next
 }
 
 /// `git branch` only lists: no option outside the listing ones, and a name only with `--list`/`-l`.
@@ -301,6 +374,10 @@ mod tests {
             "tag -l",
             "remote -v",
             "config --get user.name",
+            "config --show-origin --file .gitmodules --get-regexp path",
+            "config list --show-scope",
+            "config get user.email",
+            "log --submodule=short -1",
             "--no-pager show HEAD",
         ] {
             assert_eq!(classify(&w(line)), Verdict::ReadOnly, "{line}");
@@ -316,6 +393,14 @@ mod tests {
             "tag v1",
             "remote add o url",
             "config user.name x",
+            "config --comment --get core.fsmonitor x",
+            "config --get-colo x",
+            "config set user.name x",
+            "config --unset x",
+            "config -e",
+            "show --submodule=diff HEAD",
+            "log -p --submodule -3",
+            "grep --recurse-submodules x",
             "commit -m x",
             "-c core.pager=sh log",
             "diff --output=patch",

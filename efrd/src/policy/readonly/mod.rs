@@ -153,7 +153,7 @@ fn rules(name: &str) -> Option<Rules> {
             "writes a file or runs a program",
             true,
         ),
-        "rg" => r(&["--pre"], "", "runs a program on each file", true),
+        "rg" => r(&["--pre", "--hostname-bin"], "", "runs a program", true),
         "printf" => r(&[], "v", "sets a shell variable", false),
         "date" => r(&["--set"], "s", "sets the clock", true),
         "tree" => r(&[], "o", "writes a file", true),
@@ -166,6 +166,15 @@ fn rules(name: &str) -> Option<Rules> {
 /// `extra` is the config's `extra_read_only`.
 #[must_use]
 pub fn classify(name: &str, args: &[Word], extra: &[String]) -> Verdict {
+    // `test -v 'a[$(…)]'` evaluates the subscript, which runs the substitution even inside single quotes.
+    if matches!(name, "test" | "[")
+        && args.iter().any(|a| {
+            let text = a.value.as_deref().unwrap_or(&a.source);
+            text.contains('[') && crate::policy::shell::hides_substitution(text)
+        })
+    {
+        return Verdict::NotReadOnly(format!("`{name}` with an array subscript, which bash evaluates"));
+    }
     if PLAIN.contains(&name) || extra.iter().any(|e| e == name) {
         return Verdict::ReadOnly;
     }
@@ -342,6 +351,7 @@ mod tests {
         assert_eq!(verdict("sort -rn f"), Verdict::ReadOnly);
         assert_eq!(verdict("rg --pretty x"), Verdict::ReadOnly);
         assert!(matches!(verdict("rg --pre=cat x"), Verdict::NotReadOnly(_)));
+        assert!(matches!(verdict("rg --hostname-bin=./evil x"), Verdict::NotReadOnly(_)));
     }
 
     #[test]

@@ -145,8 +145,13 @@ fn sed_script(script: &str) -> Result<(), String> {
                     i += 1;
                 }
             }
+            // A label (or `v`'s version) ends at whitespace as well as at `;` (GNU sed 4.9: `:a e cmd` is the label
+            // `a`, then `e cmd`), so what follows is read as commands.
             'b' | 't' | 'T' | ':' | 'v' => {
-                while at(i).is_some_and(|d| d != ';' && d != '\n') {
+                while at(i).is_some_and(|d| d == ' ' || d == '\t') {
+                    i += 1;
+                }
+                while at(i).is_some_and(|d| d != ';' && !d.is_whitespace()) {
                     i += 1;
                 }
             }
@@ -232,7 +237,8 @@ pub(super) fn awk(name: &str, args: &[Word]) -> Verdict {
             Arg::Short(letters) => {
                 let first = letters.chars().next().unwrap_or('-');
                 match first {
-                    'f' | 'i' | 'l' | 'E' => {
+                    // `-W exec file` (mawk, gawk) runs a program file; no `-W` option is worth reading.
+                    'f' | 'i' | 'l' | 'E' | 'W' => {
                         return Verdict::NotReadOnly(format!("`{name} -{first}`, which runs a program efr cannot see"));
                     }
                     // `-F fs` and `-v a=b` take the next word unless the value is attached (`-F:`).
@@ -315,6 +321,16 @@ mod tests {
     }
 
     #[test]
+    fn a_label_ends_at_whitespace_as_gnu_sed_reads_it() {
+        for script in [":a;s/x/y/;ta", ": a;s/x/z/", ":a\nN;ba", "v 4.2;p", "b end;p;:end"] {
+            assert_eq!(sed_script(script), Ok(()), "{script}");
+        }
+        for script in [":a e touch M", "v 4 e touch M", ":a;t a e touch M", "b x w out"] {
+            assert!(sed_script(script).is_err(), "{script}");
+        }
+    }
+
+    #[test]
     fn sed_without_a_script_or_with_an_unknown_option_is_not() {
         assert!(matches!(run(sed, "-Q x"), Verdict::NotReadOnly(t) if t.contains("does not know")));
         assert!(matches!(sed(&[]), Verdict::NotReadOnly(_)));
@@ -332,6 +348,8 @@ mod tests {
         assert!(matches!(awk_run("{system(\"rm\")}"), Verdict::NotReadOnly(t) if t.contains("system")));
         assert!(matches!(awk_run("{print>\"f\"}"), Verdict::NotReadOnly(_)));
         assert!(matches!(awk_run("-f prog.awk"), Verdict::NotReadOnly(_)));
+        assert!(matches!(awk_run("-W exec prog.awk"), Verdict::NotReadOnly(_)));
+        assert!(matches!(awk_run("-Wexec=prog.awk"), Verdict::NotReadOnly(_)));
         assert_eq!(awk_run("--sandbox {print>\"f\"}"), Verdict::ReadOnly);
     }
 }

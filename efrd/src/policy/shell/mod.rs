@@ -34,6 +34,13 @@
 //! tree-sitter reads as plain text) is unknown too.
 
 mod parse;
+
+/// Whether `text` holds a command substitution (`$(…)` or a backquote) in any form, quoted or not: bash's
+/// arithmetic (`$(( ))`, an array subscript, `[[ x -eq y ]]`, `test -v`) runs one even inside single quotes.
+#[must_use]
+pub fn hides_substitution(text: &str) -> bool {
+    text.contains("$(") || text.contains('`')
+}
 #[cfg(test)]
 mod tests;
 mod walk;

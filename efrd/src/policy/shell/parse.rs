@@ -440,6 +440,15 @@ impl Conv<'_> {
         if single && self.has_angle_operator(node, depth) {
             return self.unknown("a `>` or `<` inside `[ ]` (a redirection to bash)", node, depth);
         }
+        // `-v 'a[…]'` and `-eq` evaluate an array subscript, which runs a `$(…)` even inside single quotes.
+        let mut cursor = node.walk();
+        let operands: Vec<Node<'_>> = node.named_children(&mut cursor).collect();
+        if operands.into_iter().any(|operand| {
+            let text = self.text(operand);
+            text.contains('[') && super::hides_substitution(&text)
+        }) {
+            return self.unknown("an array subscript in a test (bash evaluates it)", node, depth);
+        }
         Stmt::Test(self.substitutions_in(node, depth + 1))
     }
 

@@ -5,7 +5,7 @@
 //! Since a `cd` may fail, a command may run in one of several directories: [`Cwd::Known`] holds every candidate, and
 //! a path is inside a root only when it is inside for each of them. `cd x; rm -rf y` may run `rm` in the old
 //! directory or in `x`; `cd x && rm -rf y` runs it only in `x`. A directory the walk cannot know (`cd "$d"`, `cd -`,
-//! `pushd`, a `cd` inside an unanalysed construct) is [`Cwd::Unknown`] from there on. `CDPATH` is not followed.
+//! `cd -P`, `cd ~-`, `pushd`, a `cd` inside an unanalysed construct) is [`Cwd::Unknown`] from there on. `CDPATH` is not followed.
 //! Pipelines, subshells and substitutions run in subshells, so a `cd` inside them does not change the line's
 //! directory.
 
@@ -183,10 +183,14 @@ impl Walker<'_> {
             "pushd" | "popd" => return Some(Cwd::Unknown),
             _ => return None,
         }
-        let mut args = words.skip_while(|w| matches!(w.value.as_deref(), Some("-L" | "-P" | "-e" | "-@")));
+        // `-L` is the default and what lexical placing assumes; `-P` resolves links first (`cd -P link/..` goes
+        // elsewhere), and any other option or cluster (`-PL`) is not worth a guess.
+        let mut args = words.skip_while(|w| w.value.as_deref() == Some("-L"));
         let mut arg = args.next();
         if arg.is_some_and(|w| w.value.as_deref() == Some("--")) {
             arg = args.next();
+        } else if arg.is_some_and(|w| w.value.as_deref().is_some_and(|v| v.starts_with('-') && v != "-")) {
+            return Some(Cwd::Unknown);
         }
         let Some(arg) = arg else {
             return Some(self.home.map_or(Cwd::Unknown, Cwd::at));
@@ -200,6 +204,8 @@ impl Walker<'_> {
         match arg.value.as_deref() {
             Some("-") | None => Some(Cwd::Unknown),
             Some(_) if arg.glob => Some(Cwd::Unknown),
+            // `~-`, `~+`, `~2`, `~user`: another folder bash knows and efr does not.
+            Some(path) if path.starts_with('~') => Some(Cwd::Unknown),
             Some(path) => Some(cwd.place(path).map_or(Cwd::Unknown, Cwd::known)),
         }
     }

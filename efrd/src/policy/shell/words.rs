@@ -112,6 +112,17 @@ impl Conv<'_> {
                 return Some("a prompt expansion (${x@P})");
             }
         }
+        if matches!(node.kind(), "expansion" | "arithmetic_expansion") {
+            let text = self.text(node);
+            let arithmetic = text.strip_prefix("$((").or_else(|| text.strip_prefix("$["));
+            let hides = match arithmetic {
+                Some(inner) => super::hides_substitution(inner),
+                None => text.contains('[') && super::hides_substitution(&text),
+            };
+            if hides {
+                return Some("arithmetic that can run a command (an array subscript bash evaluates)");
+            }
+        }
         let mut cursor = node.walk();
         let children: Vec<Node<'_>> = node.named_children(&mut cursor).collect();
         children.into_iter().find_map(|c| self.unsafe_expansion(c, depth + 1))
