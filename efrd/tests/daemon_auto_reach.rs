@@ -13,7 +13,7 @@ use std::process::Command;
 use serde_json::json;
 
 use common::auto::{bounded, daemon_with, tempdir};
-use common::tools::{event_of, patch_call, prompt_to, shell_call, start, text, tool_output};
+use common::tools::{event_of, left_running_call, patch_call, prompt_to, shell_call, start, text, tool_output};
 use common::{command_id, events_until, model};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -426,4 +426,44 @@ async fn a_repository_a_contained_call_makes_runs_nothing_in_a_later_cautious_gi
         !in_sub.exists() && !in_lib.exists(),
         "git ran a planted fsmonitor outside the sandbox"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn while_a_command_runs_in_the_sandbox_a_cautious_git_read_asks() {
+    let home = tempdir();
+    let project = tempdir();
+    host_git(project.path(), &["init", "-q"]);
+    let server = model(vec![
+        left_running_call("call_watch", "sleep 30"),
+        text("left running"),
+        shell_call("call_status", "git status --short"),
+        text("asked"),
+    ])
+    .await;
+    let efrd = daemon_with(home.path(), &server, &[]);
+    let mut client = efrd.client().await.unwrap();
+    // auto: a contained command left running, which could rewrite the repository at any moment.
+    let (_, _, id) = start(&mut client, project.path(), "auto", "watch").await;
+    let events = bounded("auto turn", events_until(&mut client, id, "turn_completed")).await;
+    let started = event_of(&events, "tool_call_started", "call_watch");
+    assert_eq!(started["launch"], json!({"kind": "contained"}), "{started}");
+    assert_eq!(
+        event_of(&events, "tool_call_completed", "call_watch")["left_running"],
+        true
+    );
+
+    // cautious, in another conversation of the same project: the check cannot be trusted, so git asks.
+    let (_, conversation, id) = start(&mut client, project.path(), "cautious", "status").await;
+    let events = bounded(
+        "cautious question",
+        common::events_through(&mut client, id, "approval_requested"),
+    )
+    .await;
+    let asked = events.last().unwrap();
+    assert_eq!(asked["call_id"], "call_status", "{asked}");
+    let reason = asked["reason"].as_str().unwrap();
+    assert!(reason.contains("a command in efr's sandbox still runs"), "{reason}");
+    let deny = json!({"command_id": command_id(), "conversation_id": conversation, "call_id": "call_status", "decision": "deny"});
+    client.ok("approval.respond", deny).await.unwrap();
+    bounded("cautious end", events_until(&mut client, id, "turn_completed")).await;
 }

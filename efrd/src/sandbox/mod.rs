@@ -6,11 +6,13 @@
 //! - [`plan`]: the base plan of a contained call (project root, `$SCRATCH`, the masks) and its [`Layout`].
 //! - [`protect`]: what a call may not change inside its writable roots (git's config and hooks, efr's roots).
 //! - [`state`]: the cached probe of the daemon.
+//! - [`live`]: whether a sandbox efrd started still runs (a command left running in one).
 //!
 //! The launch plan itself, its mounts and the launcher's report are in `efr_protocol::internal`, shared with
 //! `efr-launcher`.
 
 pub mod explain;
+pub mod live;
 pub mod plan;
 pub mod probe;
 pub mod protect;

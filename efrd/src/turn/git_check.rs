@@ -32,6 +32,23 @@ pub const MAX_DEPTH: usize = 3;
 /// How long one git process of the check may take.
 pub const GIT_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// [`inspect`], unless a sandbox of efrd's still runs (a contained command left running, in any conversation): it
+/// could change a repository between the check and the run, so every place is then
+/// [`GitTrust::Unchecked`] and cautious asks. Nothing is checked for a line without git.
+pub async fn inspect_unless_sandboxed(places: &[GitPlace]) -> Vec<(GitPlace, GitTrust)> {
+    if places.is_empty() {
+        return Vec::new();
+    }
+    if crate::sandbox::live::sandbox_runs_below(std::process::id()) {
+        let why = "a command in efr's sandbox still runs and could change the repository";
+        return places
+            .iter()
+            .map(|place| (place.clone(), GitTrust::Unchecked(why.to_owned())))
+            .collect();
+    }
+    inspect(places).await
+}
+
 /// Checks every place; a place without a directory is left out (the policy asks about it anyway).
 pub async fn inspect(places: &[GitPlace]) -> Vec<(GitPlace, GitTrust)> {
     let mut out = Vec::new();

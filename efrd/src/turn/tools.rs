@@ -150,7 +150,7 @@ pub async fn run_call(
             // Cautious runs a read-only git command only in a repository checked to run nothing of its own.
             if policy::effective_mode(env.mode, env.origin) == Mode::Cautious {
                 let places = policy::analyse_call(&shell, &ctx).git;
-                ctx.git = git_check::inspect(&places).await;
+                ctx.git = git_check::inspect_unless_sandboxed(&places).await;
             }
             (Some(policy::decide(&Call::Shell(shell), env.mode, &ctx)), None)
         }

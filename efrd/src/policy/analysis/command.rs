@@ -37,7 +37,11 @@ struct Analyser<'a> {
 /// Redirect targets that are not files.
 fn harmless_sink(word: &Word) -> bool {
     word.value.as_deref().is_some_and(|v| {
-        matches!(v, "/dev/null" | "/dev/stdout" | "/dev/stderr" | "/dev/tty") || v.starts_with("/dev/fd/")
+        // `/dev/fd/N` only: `/dev/fd/../../..` climbs out through /proc.
+        let fd = v
+            .strip_prefix("/dev/fd/")
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+        matches!(v, "/dev/null" | "/dev/stdout" | "/dev/stderr" | "/dev/tty") || fd
     })
 }
 
@@ -526,6 +530,18 @@ impl Visitor for Analyser<'_> {
         self.stdin_terminal = !(piped || stdin_redirected || self.outer_piped);
         let targets = command.redirects.iter().filter_map(|r| r.target.as_ref());
         let assigned = command.assignments.iter().map(|a| &a.value);
+        // `{name}>file` stores a descriptor's number in `name` (tree-sitter reads `{name}` as a word).
+        if command.words.iter().any(|w| {
+            w.source
+                .strip_prefix('{')
+                .and_then(|r| r.strip_suffix('}'))
+                .is_some_and(|name| !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+        }) && !command.redirects.is_empty()
+        {
+            self.concern(Concern::Unknown {
+                construct: "a `{name}` redirection, which sets a shell variable".to_owned(),
+            });
+        }
         for word in command.words.iter().chain(assigned).chain(targets) {
             if let Some(what) = word.unsafe_expansion {
                 self.concern(Concern::Unknown {
@@ -571,7 +587,19 @@ impl Visitor for Analyser<'_> {
                     });
                 }
             } else if matches!(redirect.op, RedirectOp::Read | RedirectOp::ReadWrite) {
-                self.read_target(target, cwd);
+                // bash opens a connection for `< /dev/tcp/host/port`; a target that expands may be one.
+                match target.value.as_deref() {
+                    Some(path) if path.starts_with("/dev/tcp/") || path.starts_with("/dev/udp/") => {
+                        self.out.network = true;
+                        self.concern(Concern::Network {
+                            command: format!("a redirection from {path}"),
+                        });
+                    }
+                    None => self.concern(Concern::Unknown {
+                        construct: "a redirection from a path that expands".to_owned(),
+                    }),
+                    Some(_) => self.read_target(target, cwd),
+                }
             }
         }
     }

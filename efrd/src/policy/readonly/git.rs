@@ -134,6 +134,14 @@ pub fn classify(args: &[Word]) -> Verdict {
     if parsed.iter().any(|a| matches!(a, Arg::Dynamic | Arg::LeadingGlob(_))) {
         return unreadable("git");
     }
+    // Smudge filters (git-lfs's fetches over the network from a `.lfsconfig` in the worktree).
+    if sub == "cat-file"
+        && parsed
+            .iter()
+            .any(|a| matches!(a, Arg::Long(o) if long_matches(o, "--filters")))
+    {
+        return Verdict::NotReadOnly("`git cat-file --filters`, which runs the smudge filters".to_owned());
+    }
     // Submodules' own repositories (in `.git/modules`, or only in history) are not checked like the repository a
     // line uses: git runs their diffs, config and all (`--submodule=diff`), or greps them.
     if let Some(Arg::Long(option)) = parsed.iter().find(|a| {
@@ -153,13 +161,8 @@ pub fn classify(args: &[Word]) -> Verdict {
             Arg::Short(l) => l.contains('O'),
             _ => false,
         }),
-        "branch" => branch_lists(&parsed),
-        "tag" => {
-            let list = parsed
-                .iter()
-                .any(|a| matches!(a, Arg::Short("l") | Arg::Long("--list")));
-            list || parsed.is_empty()
-        }
+        "branch" => lists(&parsed, BRANCH_LONG, "arvli"),
+        "tag" => lists(&parsed, TAG_LONG, "lni0123456789"),
         "remote" => parsed
             .iter()
             .all(|a| matches!(a, Arg::Short("v") | Arg::Long("--verbose"))),
@@ -209,6 +212,10 @@ fn config_reads(parsed: &[Arg<'_>]) -> bool {
     let mut first_operand = true;
     let mut value_next = false;
     for arg in parsed {
+        // A value is the next word, whatever it looks like (`--file --get` names a file `--get`).
+        if std::mem::take(&mut value_next) {
+            continue;
+        }
         match *arg {
             Arg::Long(option) => {
                 let (name, attached) = match option.split_once('=') {
@@ -229,7 +236,6 @@ fn config_reads(parsed: &[Arg<'_>]) -> bool {
                 "f" => value_next = true,
                 _ => return false,
             },
-            Arg::Positional(_) if value_next => value_next = false,
             Arg::Positional(word) => {
                 if first_operand && matches!(word, "get" | "list") {
                     reads = true;
@@ -242,64 +248,88 @@ fn config_reads(parsed: &[Arg<'_>]) -> bool {
     reads && !value_next
 }
 
-/// `git branch` only lists: no option outside the listing ones, and a name only with `--list`/`-l`.
-fn branch_lists(parsed: &[Arg<'_>]) -> bool {
-    const LONG: &[&str] = &[
-        "--list",
-        "--all",
-        "--remotes",
-        "--verbose",
-        "--show-current",
-        "--contains",
-        "--no-contains",
-        "--merged",
-        "--no-merged",
-        "--points-at",
-        "--sort",
-        "--format",
-        "--color",
-        "--no-color",
-        "--column",
-        "--no-column",
-        "--abbrev",
-        "--no-abbrev",
-        "--ignore-case",
-        "--omit-empty",
-    ];
-    const TAKES_VALUE: &[&str] = &[
-        "--contains",
-        "--no-contains",
-        "--merged",
-        "--no-merged",
-        "--points-at",
-        "--sort",
-        "--format",
-    ];
-    let list = parsed
-        .iter()
-        .any(|a| matches!(a, Arg::Short("l") | Arg::Long("--list")));
-    let mut value_next = false;
+/// The long options of `git branch` that only list.
+const BRANCH_LONG: &[&str] = &[
+    "--list",
+    "--all",
+    "--remotes",
+    "--verbose",
+    "--show-current",
+    "--contains",
+    "--no-contains",
+    "--merged",
+    "--no-merged",
+    "--points-at",
+    "--sort",
+    "--format",
+    "--color",
+    "--no-color",
+    "--column",
+    "--no-column",
+    "--abbrev",
+    "--no-abbrev",
+    "--ignore-case",
+    "--omit-empty",
+];
+
+/// The long options of `git tag` that only list.
+const TAG_LONG: &[&str] = &[
+    "--list",
+    "--contains",
+    "--no-contains",
+    "--merged",
+    "--no-merged",
+    "--points-at",
+    "--sort",
+    "--format",
+    "--color",
+    "--no-color",
+    "--column",
+    "--no-column",
+    "--ignore-case",
+    "--omit-empty",
+];
+
+/// The listing options that take a value: the next word, whatever it looks like (as git's option parser takes it:
+/// `git tag -m -l v1` is a message `-l`), unless written with `=`.
+const TAKES_VALUE: &[&str] = &[
+    "--contains",
+    "--no-contains",
+    "--merged",
+    "--no-merged",
+    "--points-at",
+    "--sort",
+    "--format",
+];
+
+/// `git branch` or `git tag` only lists: no option outside `long` and the `short` letters, and a name (a pattern)
+/// only when `-l`/`--list` is one of the options, not a value.
+fn lists(parsed: &[Arg<'_>], long: &[&str], short: &str) -> bool {
+    let (mut list, mut names, mut value_next) = (false, false, false);
     for arg in parsed {
+        if std::mem::take(&mut value_next) {
+            continue;
+        }
         match *arg {
             Arg::Long(o) => {
                 let name = super::opt_name(o);
-                if !LONG.contains(&name) {
+                if !long.contains(&name) {
                     return false;
                 }
+                list |= name == "--list";
                 value_next = TAKES_VALUE.contains(&name) && !o.contains('=');
             }
             Arg::Short(letters) => {
-                if !letters.chars().all(|c| matches!(c, 'a' | 'r' | 'v' | 'l' | 'i')) {
+                if !letters.chars().all(|c| short.contains(c)) {
                     return false;
                 }
-                value_next = false;
+                list |= letters.contains('l');
             }
-            Arg::Positional(_) if value_next => value_next = false,
-            Arg::Positional(_) if list => {}
+            Arg::Positional(_) => names = true,
             _ => return false,
         }
     }
-    true
+    !value_next && (list || !names)
 }
 
 /// Whether a `git …` line uses the network.
@@ -397,6 +427,12 @@ mod tests {
             "config --get-colo x",
             "config set user.name x",
             "config --unset x",
+            "config --file --get core.fsmonitor evil",
+            "cat-file --filters HEAD:x",
+            "tag -m -l v1",
+            "tag -F -l v2",
+            "branch --sort --list newb",
+            "branch --sort -l newb",
             "config -e",
             "show --submodule=diff HEAD",
             "log -p --submodule -3",

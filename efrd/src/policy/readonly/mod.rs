@@ -154,7 +154,6 @@ fn rules(name: &str) -> Option<Rules> {
             true,
         ),
         "rg" => r(&["--pre", "--hostname-bin"], "", "runs a program", true),
-        "printf" => r(&[], "v", "sets a shell variable", false),
         "date" => r(&["--set"], "s", "sets the clock", true),
         "tree" => r(&[], "o", "writes a file", true),
         "file" => r(&["--compile"], "C", "writes a file", true),
@@ -166,14 +165,20 @@ fn rules(name: &str) -> Option<Rules> {
 /// `extra` is the config's `extra_read_only`.
 #[must_use]
 pub fn classify(name: &str, args: &[Word], extra: &[String]) -> Verdict {
-    // `test -v 'a[$(…)]'` evaluates the subscript, which runs the substitution even inside single quotes.
-    if matches!(name, "test" | "[")
-        && args.iter().any(|a| {
+    // `test -v 'a[$(…)]'` evaluates the subscript, which runs the substitution even inside single quotes, and
+    // `test -v "$_"` a name from the last command's words.
+    if matches!(name, "test" | "[") {
+        let evaluated = args.iter().any(|a| {
             let text = a.value.as_deref().unwrap_or(&a.source);
             text.contains('[') && crate::policy::shell::hides_substitution(text)
-        })
-    {
-        return Verdict::NotReadOnly(format!("`{name}` with an array subscript, which bash evaluates"));
+        });
+        let plain_v = args.windows(2).all(|pair| {
+            pair[0].value.as_deref() != Some("-v")
+                || pair[1].value.as_deref().is_some_and(crate::policy::shell::plain_name)
+        });
+        if evaluated || !plain_v {
+            return Verdict::NotReadOnly(format!("`{name} -v` with a name bash evaluates"));
+        }
     }
     if PLAIN.contains(&name) || extra.iter().any(|e| e == name) {
         return Verdict::ReadOnly;
@@ -186,11 +191,17 @@ pub fn classify(name: &str, args: &[Word], extra: &[String]) -> Verdict {
         "sed" => return scripts::sed(args),
         "awk" | "gawk" | "mawk" | "nawk" => return scripts::awk(name, args),
         "git" => return git::classify(args),
+        "printf" => return printf(args),
         "uniq" => {
-            let files = parse_args(args)
+            // Its second operand is the output file: only static, plain words can be counted.
+            let parsed = parse_args_with_words(args);
+            if parsed
                 .iter()
-                .filter(|a| matches!(a, Arg::Positional(_) | Arg::Dynamic))
-                .count();
+                .any(|(arg, word)| word.glob || matches!(arg, Arg::Dynamic | Arg::DynamicOperand | Arg::LeadingGlob(_)))
+            {
+                return unreadable("uniq");
+            }
+            let files = parsed.iter().filter(|(a, _)| matches!(a, Arg::Positional(_))).count();
             return if files > 1 {
                 Verdict::NotReadOnly("`uniq` with an output file".to_owned())
             } else {
@@ -228,7 +239,7 @@ fn find(args: &[Word]) -> Verdict {
         let Some(value) = word.value.as_deref() else {
             return unreadable("find");
         };
-        if word.leading_glob {
+        if word.leading_glob || (word.glob && value.starts_with('-')) {
             return unreadable("find");
         }
         if DENIED.contains(&value) {
@@ -240,6 +251,23 @@ fn find(args: &[Word]) -> Verdict {
                 "runs a command"
             };
             return Verdict::NotReadOnly(format!("`find {value}`, which {does}"));
+        }
+    }
+    Verdict::ReadOnly
+}
+
+/// `printf`: its options come before the format, and `-v` sets a shell variable. A word before the format that
+/// expands or holds a glob (`$'-v'` is static, `{-v,x}` is not) may be `-v`.
+fn printf(args: &[Word]) -> Verdict {
+    for word in args {
+        let Some(value) = word.value.as_deref().filter(|_| !word.glob) else {
+            return unreadable("printf");
+        };
+        if value == "--" || !value.starts_with('-') || value == "-" {
+            break;
+        }
+        if value.contains('v') {
+            return Verdict::NotReadOnly("`printf -v`, which sets a shell variable".to_owned());
         }
     }
     Verdict::ReadOnly
@@ -292,7 +320,8 @@ pub(crate) fn parse_args_with_words(words: &[Word]) -> Vec<(Arg<'_>, &Word)> {
         } else if value == "--" {
             operands_only = true;
             continue;
-        } else if word.leading_glob {
+        } else if word.leading_glob || (word.glob && value.starts_with('-')) {
+            // `{-v,x}`, or `-delet{e,e}` and `-delet?` (bash expands them into options efr never saw).
             Arg::LeadingGlob(value)
         } else if value.starts_with("--") {
             Arg::Long(value)

@@ -34,6 +34,11 @@ pub(super) fn sed(args: &[Word]) -> Verdict {
                             _ => return unreadable("sed"),
                         },
                     }
+                } else if long_matches(opt, "--line-length") {
+                    // It takes a value: `--line-length 1 'e cmd'` has the script second.
+                    if !opt.contains('=') && iter.next().is_none() {
+                        return unreadable("sed");
+                    }
                 } else if !SED_LONG.iter().any(|known| long_matches(opt, known)) {
                     return not(&format!("`sed {opt}`, an option efr does not know"));
                 }
@@ -208,70 +213,96 @@ fn skip_line(chars: &[char], mut i: usize) -> usize {
     i
 }
 
-/// `awk [options] 'program' [file…]`.
+/// An option's value: the next word, whatever it looks like.
+fn value<'a>(arg: Option<&Arg<'a>>) -> Option<&'a str> {
+    match arg {
+        Some(Arg::Positional(v) | Arg::Long(v) | Arg::Short(v) | Arg::LeadingGlob(v)) => Some(*v),
+        _ => None,
+    }
+}
+
+/// `awk [options] 'program' [file…]`, read strictly: the options are those every awk shares, and gawk's long forms
+/// of them, each in full (`-F fs`, `-v a=b`, `-e`/`--source` programs, every one of which is read), and no other:
+/// `-f`/`--file`, `-i`, `-l`, `-E`, `-W` and `--exec` run programs efr cannot see, gawk's `-d`, `-o`, `-p` write
+/// files, and an unknown option may be one of these in another awk. `--sandbox` is not trusted: BWK awk ignores
+/// options it does not know, so its `system()` would still run.
 pub(super) fn awk(name: &str, args: &[Word]) -> Verdict {
     let parsed = parse_args(args);
-    let mut program: Option<&str> = None;
-    let mut sandbox = false;
+    let mut programs: Vec<&str> = Vec::new();
     let mut iter = parsed.iter();
     while let Some(arg) = iter.next() {
         match *arg {
             Arg::Long(opt) => {
-                if long_matches(opt, "--sandbox") {
-                    sandbox = true;
-                } else if ["--file", "--include", "--load", "--exec"]
-                    .iter()
-                    .any(|d| long_matches(opt, d))
-                {
-                    return Verdict::NotReadOnly(format!("`{name} {opt}`, which runs a program efr cannot see"));
-                } else if long_matches(opt, "--source") {
-                    match opt.split_once('=') {
-                        Some((_, text)) => program = Some(text),
-                        None => match iter.next() {
-                            Some(Arg::Positional(t)) => program = Some(t),
-                            _ => return unreadable(name),
-                        },
+                let (option, attached) = match opt.split_once('=') {
+                    Some((option, text)) => (option, Some(text)),
+                    None => (opt, None),
+                };
+                match option {
+                    "--field-separator" | "--assign" => {
+                        if attached.is_none() && value(iter.next()).is_none() {
+                            return unreadable(name);
+                        }
+                    }
+                    "--source" => match attached.or_else(|| value(iter.next())) {
+                        Some(text) => programs.push(text),
+                        None => return unreadable(name),
+                    },
+                    "--posix" | "--traditional" | "--characters-as-bytes" | "--re-interval" => {}
+                    _ => {
+                        return Verdict::NotReadOnly(format!(
+                            "`{name} {}`, an option that may run a program or write a file",
+                            super::opt_name(opt)
+                        ));
                     }
                 }
             }
             Arg::Short(letters) => {
-                let first = letters.chars().next().unwrap_or('-');
-                match first {
-                    // `-W exec file` (mawk, gawk) runs a program file; no `-W` option is worth reading.
-                    'f' | 'i' | 'l' | 'E' | 'W' => {
-                        return Verdict::NotReadOnly(format!("`{name} -{first}`, which runs a program efr cannot see"));
+                let mut chars = letters.char_indices();
+                while let Some((i, c)) = chars.next() {
+                    let rest = &letters[i + c.len_utf8()..];
+                    match c {
+                        'F' | 'v' | 'e' => {
+                            let text = if rest.is_empty() {
+                                value(iter.next())
+                            } else {
+                                Some(rest)
+                            };
+                            let Some(text) = text else { return unreadable(name) };
+                            if c == 'e' {
+                                programs.push(text);
+                            }
+                            break;
+                        }
+                        'b' | 'c' | 'P' | 'r' | 'S' => {}
+                        other => {
+                            return Verdict::NotReadOnly(format!(
+                                "`{name} -{other}`, an option that may run a program or write a file"
+                            ));
+                        }
                     }
-                    // `-F fs` and `-v a=b` take the next word unless the value is attached (`-F:`).
-                    'F' | 'v' if letters.len() == 1 => {
-                        iter.next();
-                    }
-                    'e' => match iter.next() {
-                        Some(Arg::Positional(t)) => program = Some(t),
-                        _ => return unreadable(name),
-                    },
-                    _ => {}
                 }
             }
             Arg::Positional(text) => {
-                if program.is_none() {
-                    program = Some(text);
+                if programs.is_empty() {
+                    programs.push(text);
                 }
+                // The rest are files (and `a=b` assignments, which only set awk's variables).
+                break;
             }
             Arg::Dynamic | Arg::LeadingGlob(_) => return unreadable(name),
             Arg::DynamicOperand => {}
         }
     }
-    let Some(program) = program else {
+    if programs.is_empty() {
         return unreadable(name);
-    };
-    if sandbox {
-        return Verdict::ReadOnly;
     }
-    for token in ["system", "|", ">", "getline", "@"] {
-        if program.contains(token) {
-            return Verdict::NotReadOnly(format!(
-                "`{name}` with `{token}` in its program, which may write a file or run a program"
-            ));
+    for program in programs {
+        for token in ["system", "|", ">", "getline", "@"] {
+            if program.contains(token) {
+                return Verdict::NotReadOnly(format!(
+                    "`{name}` with `{token}` in its program, which may write a file or run a program"
+                ));
+            }
         }
     }
     Verdict::ReadOnly
@@ -331,6 +362,20 @@ mod tests {
     }
 
     #[test]
+    fn sed_line_length_takes_its_value() {
+        let words = |parts: &[&str]| parts.iter().map(|p| Word::literal(p)).collect::<Vec<_>>();
+        assert!(matches!(
+            sed(&words(&["--line-length", "1", "1e touch M", "f"])),
+            Verdict::NotReadOnly(_)
+        ));
+        assert!(matches!(
+            sed(&words(&["--l", "1", "1e touch M", "f"])),
+            Verdict::NotReadOnly(_)
+        ));
+        assert_eq!(sed(&words(&["--line-length=1", "p", "f"])), Verdict::ReadOnly);
+    }
+
+    #[test]
     fn sed_without_a_script_or_with_an_unknown_option_is_not() {
         assert!(matches!(run(sed, "-Q x"), Verdict::NotReadOnly(t) if t.contains("does not know")));
         assert!(matches!(sed(&[]), Verdict::NotReadOnly(_)));
@@ -350,6 +395,31 @@ mod tests {
         assert!(matches!(awk_run("-f prog.awk"), Verdict::NotReadOnly(_)));
         assert!(matches!(awk_run("-W exec prog.awk"), Verdict::NotReadOnly(_)));
         assert!(matches!(awk_run("-Wexec=prog.awk"), Verdict::NotReadOnly(_)));
-        assert_eq!(awk_run("--sandbox {print>\"f\"}"), Verdict::ReadOnly);
+        assert!(matches!(awk_run("--sandbox {print>\"f\"}"), Verdict::NotReadOnly(_)));
+        assert!(matches!(
+            awk_run("--sandbox BEGIN{system(\"x\")}"),
+            Verdict::NotReadOnly(_)
+        ));
+        // Every program is read, and values are taken as values.
+        assert!(matches!(
+            awk_run("-e BEGIN{system(\"x\")} -e 1"),
+            Verdict::NotReadOnly(_)
+        ));
+        assert!(matches!(
+            awk_run("--field-separator x BEGIN{system(\"x\")}"),
+            Verdict::NotReadOnly(_)
+        ));
+        assert!(matches!(awk_run("-bF x BEGIN{system(\"x\")}"), Verdict::NotReadOnly(_)));
+        for line in [
+            "-d out {print}",
+            "-o {print}",
+            "-p {print}",
+            "--dump-variables {print}",
+            "-Wexec=p",
+        ] {
+            assert!(matches!(awk_run(line), Verdict::NotReadOnly(_)), "{line}");
+        }
+        assert_eq!(awk_run("-F , -v n=1 {print$n} data.csv"), Verdict::ReadOnly);
+        assert_eq!(awk_run("--field-separator=, {print$1} f"), Verdict::ReadOnly);
     }
 }

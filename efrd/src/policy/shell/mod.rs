@@ -33,7 +33,10 @@
 //! [`Stmt::Unknown`]. A backquote substitution that holds an escaped backquote (nested backquotes, which
 //! tree-sitter reads as plain text) is unknown too.
 
+pub mod arith;
 mod parse;
+
+pub use parse::plain_name;
 
 /// Whether `text` holds a command substitution (`$(…)` or a backquote) in any form, quoted or not: bash's
 /// arithmetic (`$(( ))`, an array subscript, `[[ x -eq y ]]`, `test -v`) runs one even inside single quotes.

@@ -46,9 +46,57 @@ pub fn parse(line: &str) -> Script {
     } else if conv.too_deep {
         Some(ParseProblem::TooDeep)
     } else {
-        None
+        misread(root, line.as_bytes()).map(|at| ParseProblem::Syntax { at })
     };
     Script { body, error }
+}
+
+/// `text` without quotes and backslashes: what bash's arithmetic sees of a test's operand, near enough to judge it.
+fn unquoted(text: &str) -> String {
+    text.chars().filter(|c| !matches!(c, '\'' | '"' | '\\')).collect()
+}
+
+/// A variable's name that `-v` may look up: letters, digits and `_`, not `_` alone, no subscript.
+pub fn plain_name(name: &str) -> bool {
+    name != "_"
+        && name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// Where tree-sitter reads the line otherwise than bash, as a byte offset: a carriage return, vertical tab or form
+/// feed (whitespace to tree-sitter, part of a word to bash), or a comment whose `#` does not start a word for bash
+/// (after an escaped blank or a line continuation: `echo a\<TAB>#; touch x` runs `touch`).
+fn misread(root: Node<'_>, src: &[u8]) -> Option<usize> {
+    if let Some(at) = src.iter().position(|b| matches!(b, b'\r' | 0x0b | 0x0c)) {
+        return Some(at);
+    }
+    let mut cursor = root.walk();
+    loop {
+        let node = cursor.node();
+        if node.kind() == "comment" {
+            let at = node.start_byte();
+            let starts_word = match at.checked_sub(1).and_then(|i| src.get(i)) {
+                None => true,
+                Some(b' ' | b'\t' | b'\n') => at < 2 || src.get(at - 2) != Some(&b'\\'),
+                Some(b';' | b'&' | b'|' | b'(' | b')' | b'<' | b'>') => true,
+                Some(_) => false,
+            };
+            if !starts_word {
+                return Some(at);
+            }
+        }
+        if cursor.goto_first_child() || cursor.goto_next_sibling() {
+            continue;
+        }
+        loop {
+            if !cursor.goto_parent() {
+                return None;
+            }
+            if cursor.goto_next_sibling() {
+                break;
+            }
+        }
+    }
 }
 
 /// The byte offset of the first error or missing node, found without recursion (the tree may be deep).
@@ -368,9 +416,15 @@ impl Conv<'_> {
             });
             return;
         }
-        let fd = node
-            .child_by_field_name("descriptor")
-            .and_then(|d| self.text(d).parse::<u32>().ok());
+        let descriptor = node.child_by_field_name("descriptor").map(|d| self.text(d));
+        if descriptor.as_deref().is_some_and(|d| d.parse::<u32>().is_err()) {
+            // `{name}>file` stores the new descriptor's number in `name`, which stays set in the hidden shell.
+            parts.stmts.push(Stmt::Unknown {
+                construct: "a `{name}` redirection, which sets a shell variable".to_owned(),
+                inner: Vec::new(),
+            });
+        }
+        let fd = descriptor.and_then(|d| d.parse::<u32>().ok());
         match node.kind() {
             "heredoc_redirect" => self.heredoc(node, depth, fd, parts),
             "herestring_redirect" => {
@@ -415,7 +469,18 @@ impl Conv<'_> {
         let children: Vec<Node<'_>> = node.named_children(&mut cursor).collect();
         for child in children {
             match child.kind() {
-                "heredoc_start" => quoted = self.text(child).contains(['\'', '"', '\\']),
+                "heredoc_start" => {
+                    let start = self.text(child);
+                    // bash takes `<<$X` literally as the delimiter and still expands the body; tree-sitter may not
+                    // see that body at all.
+                    if start.contains(['$', '`']) {
+                        parts.stmts.push(Stmt::Unknown {
+                            construct: "a heredoc whose delimiter holds `$` or a backquote".to_owned(),
+                            inner: Vec::new(),
+                        });
+                    }
+                    quoted = start.contains(['\'', '"', '\\']);
+                }
                 "heredoc_body" => body = Some(child),
                 "heredoc_end" | "file_descriptor" => {}
                 "file_redirect" | "herestring_redirect" | "heredoc_redirect" => self.redirect(child, depth + 1, parts),
@@ -440,16 +505,56 @@ impl Conv<'_> {
         if single && self.has_angle_operator(node, depth) {
             return self.unknown("a `>` or `<` inside `[ ]` (a redirection to bash)", node, depth);
         }
-        // `-v 'a[…]'` and `-eq` evaluate an array subscript, which runs a `$(…)` even inside single quotes.
+        // `-v 'a[…]'` and `-eq` evaluate an array subscript, which runs a `$(…)` even inside single quotes; the
+        // operands of `-eq` and friends are evaluated as arithmetic, which can also assign (`PATH=0`).
         let mut cursor = node.walk();
         let operands: Vec<Node<'_>> = node.named_children(&mut cursor).collect();
-        if operands.into_iter().any(|operand| {
-            let text = self.text(operand);
+        if operands.iter().any(|operand| {
+            let text = unquoted(&self.text(*operand));
             text.contains('[') && super::hides_substitution(&text)
-        }) {
-            return self.unknown("an array subscript in a test (bash evaluates it)", node, depth);
+        }) || !self.plain_test(node, depth)
+        {
+            return self.unknown("arithmetic in a test (bash evaluates it)", node, depth);
         }
         Stmt::Test(self.substitutions_in(node, depth + 1))
+    }
+
+    /// Whether every arithmetic comparison below `node` compares plain arithmetic ([`super::arith::plain`]) and every
+    /// `-v` names a plain variable.
+    fn plain_test(&mut self, node: Node<'_>, depth: usize) -> bool {
+        if self.deep(depth) {
+            return false;
+        }
+        let operator = |n: Node<'_>| {
+            n.child_by_field_name("operator")
+                .or_else(|| n.child(0))
+                .map(|o| self.text(o))
+                .unwrap_or_default()
+        };
+        match node.kind() {
+            "binary_expression" => {
+                if matches!(operator(node).as_str(), "-eq" | "-ne" | "-lt" | "-le" | "-gt" | "-ge") {
+                    let sides = [node.child_by_field_name("left"), node.child_by_field_name("right")];
+                    if !sides
+                        .into_iter()
+                        .all(|side| side.is_some_and(|s| super::arith::plain(&unquoted(&self.text(s)))))
+                    {
+                        return false;
+                    }
+                }
+            }
+            "unary_expression" if operator(node) == "-v" => {
+                let name = node.named_child(1).map(|n| unquoted(&self.text(n))).unwrap_or_default();
+                if !plain_name(&name) {
+                    return false;
+                }
+            }
+            "command_substitution" | "process_substitution" => return true,
+            _ => {}
+        }
+        let mut cursor = node.walk();
+        let children: Vec<Node<'_>> = node.named_children(&mut cursor).collect();
+        children.into_iter().all(|c| self.plain_test(c, depth + 1))
     }
 
     /// Whether an anonymous `>`/`<` token sits below `node` (outside substitutions).

@@ -278,6 +278,12 @@ fn the_walk_follows_cd() {
     assert_eq!(d[1].1, known(&["/home/u"]));
     assert_eq!(d[3].1, known(&["/home/u/w"]));
     assert_eq!(d[5].1, known(&["/home/u"]));
+    // Up from the start: bash goes up from its remembered `$PWD`, which may be elsewhere after a link.
+    let d = dirs_of("cd .. && ls; cd build && cd .. && ls");
+    assert_eq!(d[1].1, Cwd::Unknown);
+    let d = dirs_of("cd build && cd .. && ls && cd ../x && ls");
+    assert_eq!(d[2].1, known(&["/p"]));
+    assert_eq!(d[4].1, Cwd::Unknown);
     let d = dirs_of("echo $(cd /tmp && pwd) && ls");
     assert_eq!(d[1], ("pwd".to_owned(), known(&["/tmp"])));
     assert_eq!(d.last().unwrap().1, known(&["/p"]));

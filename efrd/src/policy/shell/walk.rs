@@ -5,7 +5,8 @@
 //! Since a `cd` may fail, a command may run in one of several directories: [`Cwd::Known`] holds every candidate, and
 //! a path is inside a root only when it is inside for each of them. `cd x; rm -rf y` may run `rm` in the old
 //! directory or in `x`; `cd x && rm -rf y` runs it only in `x`. A directory the walk cannot know (`cd "$d"`, `cd -`,
-//! `cd -P`, `cd ~-`, `pushd`, a `cd` inside an unanalysed construct) is [`Cwd::Unknown`] from there on. `CDPATH` is not followed.
+//! `cd -P`, `cd ~-`, a `cd ..` above the line's start (bash goes up from its logical `$PWD`), `pushd`, a `cd` inside
+//! an unanalysed construct) is [`Cwd::Unknown`] from there on. `CDPATH` is not followed.
 //! Pipelines, subshells and substitutions run in subshells, so a `cd` inside them does not change the line's
 //! directory.
 
@@ -82,13 +83,19 @@ pub trait Visitor {
 /// Walks `body` from `cwd`, calling `visitor` for every command, and returns the directory after the line.
 /// `home` places `cd` with no argument and `cd ~/x`.
 pub fn walk(body: &[Stmt], cwd: Cwd, home: Option<&Path>, visitor: &mut dyn Visitor) -> Cwd {
-    let mut walker = Walker { home, visitor };
+    let start = match &cwd {
+        Cwd::Known(dirs) if dirs.len() == 1 => dirs.first().cloned(),
+        _ => None,
+    };
+    let mut walker = Walker { home, start, visitor };
     let (ok, failed) = walker.sequence(body, cwd, false);
     ok.union(failed)
 }
 
 struct Walker<'a> {
     home: Option<&'a Path>,
+    /// The line's starting folder: `cd` above it with `..` is not placed (see `cd_target`).
+    start: Option<PathBuf>,
     visitor: &'a mut dyn Visitor,
 }
 
@@ -206,7 +213,23 @@ impl Walker<'_> {
             Some(_) if arg.glob => Some(Cwd::Unknown),
             // `~-`, `~+`, `~2`, `~user`: another folder bash knows and efr does not.
             Some(path) if path.starts_with('~') => Some(Cwd::Unknown),
-            Some(path) => Some(cwd.place(path).map_or(Cwd::Unknown, Cwd::known)),
+            Some(path) => {
+                let Some(targets) = cwd.place(path) else {
+                    return Some(Cwd::Unknown);
+                };
+                // bash's `cd ..` goes up from the folder bash remembers (`$PWD`, through links), while efr starts
+                // from the one the shell is in: they differ after an earlier `cd` through a link, so going up above
+                // the line's start is a folder efr does not know (after a `cd` to an absolute path in the line,
+                // both are that path and `..` is placed).
+                let up = !path.starts_with('/') && path.split('/').any(|part| part == "..");
+                if let (true, Some(start), Cwd::Known(dirs)) = (up, &self.start, cwd) {
+                    let from_start = dirs.iter().all(|d| d.starts_with(start));
+                    if from_start && targets.iter().any(|t| !t.starts_with(start)) {
+                        return Some(Cwd::Unknown);
+                    }
+                }
+                Some(Cwd::known(targets))
+            }
         }
     }
 }

@@ -114,13 +114,17 @@ impl Conv<'_> {
         }
         if matches!(node.kind(), "expansion" | "arithmetic_expansion") {
             let text = self.text(node);
-            let arithmetic = text.strip_prefix("$((").or_else(|| text.strip_prefix("$["));
-            let hides = match arithmetic {
-                Some(inner) => super::hides_substitution(inner),
-                None => text.contains('[') && super::hides_substitution(&text),
+            let arithmetic = text
+                .strip_prefix("$((")
+                .and_then(|t| t.strip_suffix("))"))
+                .or_else(|| text.strip_prefix("$[").and_then(|t| t.strip_suffix(']')));
+            let plain = match arithmetic {
+                Some(inner) => super::arith::plain(inner),
+                None if node.kind() == "arithmetic_expansion" => false,
+                None => super::arith::plain_expansion(&text),
             };
-            if hides {
-                return Some("arithmetic that can run a command (an array subscript bash evaluates)");
+            if !plain {
+                return Some("arithmetic that can run a command or set a variable (bash evaluates it)");
             }
         }
         let mut cursor = node.walk();
