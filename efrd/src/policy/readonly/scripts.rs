@@ -257,8 +257,7 @@ pub(super) fn awk(name: &str, args: &[Word]) -> Verdict {
                 }
             }
             Arg::Short(letters) => {
-                let mut chars = letters.char_indices();
-                while let Some((i, c)) = chars.next() {
+                for (i, c) in letters.char_indices() {
                     let rest = &letters[i + c.len_utf8()..];
                     match c {
                         'F' | 'v' | 'e' => {
