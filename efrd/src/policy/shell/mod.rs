@@ -34,9 +34,10 @@
 //! tree-sitter reads as plain text) is unknown too.
 
 pub mod arith;
+mod lexical;
 mod parse;
 
-pub use parse::plain_name;
+pub use lexical::plain_name;
 
 /// Whether `text` holds a command substitution (`$(…)` or a backquote) in any form, quoted or not: bash's
 /// arithmetic (`$(( ))`, an array subscript, `[[ x -eq y ]]`, `test -v`) runs one even inside single quotes.
