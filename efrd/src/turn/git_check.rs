@@ -127,18 +127,31 @@ async fn judge_git_dir(dir: &Path, location: &[String], budget: &mut usize) -> R
         let what = format!("config key `{key}`");
         return Err(GitTrust::Runs { what, repository });
     }
-    let mut args = vec!["rev-parse", "--path-format=absolute", "--git-common-dir"];
+    let mut args = vec![
+        "rev-parse",
+        "--path-format=absolute",
+        "--absolute-git-dir",
+        "--git-common-dir",
+    ];
     let hooks: Vec<String> = READ_HOOKS.iter().map(|hook| format!("hooks/{hook}")).collect();
     for hook in &hooks {
         args.extend(["--git-path", hook.as_str()]);
     }
     let paths = String::from_utf8_lossy(&git(dir, location, &args).await?).into_owned();
     let mut lines = paths.lines();
-    let common = lines.next().map(PathBuf::from);
+    let (git_dir, common) = (lines.next().map(PathBuf::from), lines.next().map(PathBuf::from));
     let found: Vec<&str> = lines.collect();
-    let (Some(common), true) = (common, found.len() == READ_HOOKS.len()) else {
+    let (Some(git_dir), Some(common), true) = (git_dir, common, found.len() == READ_HOOKS.len()) else {
         return Err(GitTrust::Unchecked("git rev-parse said too little".to_owned()));
     };
+    // A config that is a link to `/dev/stdin` (or a fifo) reads differently for the check (no input) and for the
+    // run (`git status < evil.cfg`).
+    for config in [common.join("config"), git_dir.join("config.worktree")] {
+        if std::fs::symlink_metadata(&config).is_ok() && !std::fs::metadata(&config).is_ok_and(|m| m.is_file()) {
+            let why = format!("{} is not a regular file", config.display());
+            return Err(GitTrust::Unchecked(why));
+        }
+    }
     for (path, hook) in found.iter().zip(READ_HOOKS) {
         if std::fs::symlink_metadata(path).is_ok() {
             let repository = repository_of(dir, location).await;

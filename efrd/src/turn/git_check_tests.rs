@@ -243,3 +243,22 @@ async fn every_hook_a_read_can_start_is_looked_for() {
         std::fs::remove_file(path).unwrap();
     }
 }
+
+#[tokio::test]
+async fn a_config_that_is_not_a_regular_file_is_unchecked() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("P");
+    repo(&p, None);
+    let config = p.join(".git/config");
+    let kept = std::fs::read(&config).unwrap();
+    std::fs::remove_file(&config).unwrap();
+    std::os::unix::fs::symlink("/dev/stdin", &config).unwrap();
+    let found = trust(&p, &[]).await;
+    assert!(
+        matches!(&found, GitTrust::Unchecked(why) if why.contains("not a regular file")),
+        "{found:?}"
+    );
+    std::fs::remove_file(&config).unwrap();
+    std::fs::write(&config, kept).unwrap();
+    assert_eq!(trust(&p, &[]).await, GitTrust::Plain);
+}

@@ -37,11 +37,12 @@ struct Analyser<'a> {
 /// Redirect targets that are not files.
 fn harmless_sink(word: &Word) -> bool {
     word.value.as_deref().is_some_and(|v| {
-        // `/dev/fd/N` only: `/dev/fd/../../..` climbs out through /proc.
-        let fd = v
-            .strip_prefix("/dev/fd/")
-            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
-        matches!(v, "/dev/null" | "/dev/stdout" | "/dev/stderr" | "/dev/tty") || fd
+        // Linux reopens the file behind `/dev/stdout` and `/dev/fd/N`: only the terminal's own descriptors, 1 and 2,
+        // are harmless, and a command may not open a file for reading on them (see `redirects`).
+        matches!(
+            v,
+            "/dev/null" | "/dev/stdout" | "/dev/stderr" | "/dev/tty" | "/dev/fd/1" | "/dev/fd/2"
+        )
     })
 }
 
@@ -530,12 +531,13 @@ impl Visitor for Analyser<'_> {
         self.stdin_terminal = !(piped || stdin_redirected || self.outer_piped);
         let targets = command.redirects.iter().filter_map(|r| r.target.as_ref());
         let assigned = command.assignments.iter().map(|a| &a.value);
-        // `{name}>file` stores a descriptor's number in `name` (tree-sitter reads `{name}` as a word).
+        // `{name}>file` (and `{name[sub]}>`) stores a descriptor's number in `name` (tree-sitter reads `{name}` as a
+        // word); a brace expansion has a `,` or `..`.
         if command.words.iter().any(|w| {
             w.source
                 .strip_prefix('{')
                 .and_then(|r| r.strip_suffix('}'))
-                .is_some_and(|name| !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+                .is_some_and(|inner| !inner.is_empty() && !inner.contains(',') && !inner.contains(".."))
         }) && !command.redirects.is_empty()
         {
             self.concern(Concern::Unknown {
@@ -569,6 +571,19 @@ impl Visitor for Analyser<'_> {
 
     fn redirects(&mut self, redirects: &[Redirect], cwd: &Cwd) {
         for redirect in redirects {
+            if let Some(what) = redirect.target.as_ref().and_then(|t| t.unsafe_expansion) {
+                self.concern(Concern::Unknown {
+                    construct: what.to_owned(),
+                });
+            }
+            // `3<file`, `1<file`: a file opened on another descriptor than input, which `>/dev/fd/3` or
+            // `>/dev/stdout` would then write.
+            if matches!(redirect.op, RedirectOp::Read | RedirectOp::ReadWrite) && redirect.fd.is_some_and(|fd| fd != 0)
+            {
+                self.concern(Concern::Unknown {
+                    construct: "a file opened for reading on another descriptor than input".to_owned(),
+                });
+            }
             let Some(target) = &redirect.target else {
                 if redirect.writes_file() {
                     self.concern(Concern::WritesFile { target: "?".to_owned() });

@@ -163,9 +163,19 @@ pub fn classify(args: &[Word]) -> Verdict {
         }),
         "branch" => lists(&parsed, BRANCH_LONG, "arvli"),
         "tag" => lists(&parsed, TAG_LONG, "lni0123456789"),
-        "remote" => parsed
+        "remote" => {
+            parsed
+                .iter()
+                .all(|a| matches!(a, Arg::Short("v") | Arg::Long("--verbose")))
+                || matches!(parsed.first(), Some(Arg::Positional("get-url")))
+        }
+        "for-each-ref" | "check-ignore" | "check-attr" | "count-objects" | "name-rev" | "cherry" => true,
+        // Their listing forms only.
+        "stash" => matches!(parsed.first(), Some(Arg::Positional("list" | "show"))),
+        "worktree" => matches!(parsed.first(), Some(Arg::Positional("list"))),
+        "reflog" => !parsed
             .iter()
-            .all(|a| matches!(a, Arg::Short("v") | Arg::Long("--verbose"))),
+            .any(|a| matches!(a, Arg::Positional("expire" | "delete" | "drop"))),
         "config" => config_reads(&parsed),
         _ => return Verdict::NotReadOnly(format!("`git {sub}`, which is not on its read-only list")),
     };
@@ -210,6 +220,7 @@ fn config_reads(parsed: &[Arg<'_>]) -> bool {
     const READING: &[&str] = &["--get", "--get-all", "--get-regexp", "--get-urlmatch", "--list"];
     let mut reads = false;
     let mut first_operand = true;
+    let mut operands = 0;
     let mut value_next = false;
     for arg in parsed {
         // A value is the next word, whatever it looks like (`--file --get` names a file `--get`).
@@ -241,11 +252,13 @@ fn config_reads(parsed: &[Arg<'_>]) -> bool {
                     reads = true;
                 }
                 first_operand = false;
+                operands += 1;
             }
             _ => return false,
         }
     }
-    reads && !value_next
+    // `git config user.name`, the old form of a read: one name and no value.
+    (reads || operands == 1) && !value_next
 }
 
 /// The long options of `git branch` that only list.
@@ -404,6 +417,15 @@ mod tests {
             "tag -l",
             "remote -v",
             "config --get user.name",
+            "config user.name",
+            "config --global user.email",
+            "stash list",
+            "worktree list --porcelain",
+            "reflog -10",
+            "reflog show main",
+            "for-each-ref --format=%(refname) refs/heads",
+            "remote get-url origin",
+            "check-ignore -v target",
             "config --show-origin --file .gitmodules --get-regexp path",
             "config list --show-scope",
             "config get user.email",
@@ -423,6 +445,10 @@ mod tests {
             "tag v1",
             "remote add o url",
             "config user.name x",
+            "stash",
+            "stash drop",
+            "worktree add ../x",
+            "reflog expire --all",
             "config --comment --get core.fsmonitor x",
             "config --get-colo x",
             "config set user.name x",

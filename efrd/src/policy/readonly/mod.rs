@@ -176,7 +176,9 @@ pub fn classify(name: &str, args: &[Word], extra: &[String]) -> Verdict {
             pair[0].value.as_deref() != Some("-v")
                 || pair[1].value.as_deref().is_some_and(crate::policy::shell::plain_name)
         });
-        if evaluated || !plain_v {
+        // A word that expands or holds a glob may become `-v` (`echo -v; test $_ …`, a file named `-v`).
+        let hidden = args.iter().any(|a| a.value.is_none() || a.glob);
+        if evaluated || !plain_v || hidden {
             return Verdict::NotReadOnly(format!("`{name} -v` with a name bash evaluates"));
         }
     }

@@ -137,7 +137,7 @@ fn sed_script(script: &str) -> Result<(), String> {
             } else {
                 '/'
             };
-            i = skip_delimited(&chars, i + 1, delim);
+            i = skip_regex(&chars, i + 1, delim);
             while matches!(at(i), Some('I' | 'M')) {
                 i += 1;
             }
@@ -164,7 +164,7 @@ fn sed_script(script: &str) -> Result<(), String> {
             'a' | 'i' | 'c' | 'r' | 'R' => i = skip_line(&chars, i),
             's' => {
                 let delim = at(i).ok_or("s")?;
-                i = skip_delimited(&chars, i + 1, delim);
+                i = skip_regex(&chars, i + 1, delim);
                 i = skip_delimited(&chars, i, delim);
                 while let Some(flag) = at(i) {
                     match flag {
@@ -188,6 +188,41 @@ fn sed_script(script: &str) -> Result<(), String> {
 }
 
 /// The index after the next unescaped `delim` from `i` (or the end).
+/// [`skip_delimited`] for a regular expression: GNU sed does not end it at a delimiter inside a bracket expression
+/// (`/[/]/` is one address), which runs to the first `]` after its first character (`[]x]`, `[^]x]`) and skips
+/// `[:class:]`, `[.c.]` and `[=c=]` whole.
+fn skip_regex(chars: &[char], mut i: usize, delim: char) -> usize {
+    while let Some(&c) = chars.get(i) {
+        i += 1;
+        if c == '\\' {
+            i += 1;
+        } else if c == delim {
+            break;
+        } else if c == '[' {
+            if chars.get(i) == Some(&'^') {
+                i += 1;
+            }
+            if chars.get(i) == Some(&']') {
+                i += 1;
+            }
+            while let Some(&d) = chars.get(i) {
+                i += 1;
+                if d == '[' && matches!(chars.get(i), Some(':' | '.' | '=')) {
+                    let kind = chars[i];
+                    i += 1;
+                    while i < chars.len() && !(chars[i] == kind && chars.get(i + 1) == Some(&']')) {
+                        i += 1;
+                    }
+                    i += 2;
+                } else if d == ']' {
+                    break;
+                }
+            }
+        }
+    }
+    i.min(chars.len())
+}
+
 fn skip_delimited(chars: &[char], mut i: usize, delim: char) -> usize {
     while let Some(&c) = chars.get(i) {
         i += 1;
@@ -355,7 +390,18 @@ mod tests {
         for script in [":a;s/x/y/;ta", ": a;s/x/z/", ":a\nN;ba", "v 4.2;p", "b end;p;:end"] {
             assert_eq!(sed_script(script), Ok(()), "{script}");
         }
-        for script in [":a e touch M", "v 4 e touch M", ":a;t a e touch M", "b x w out"] {
+        // A delimiter inside a bracket expression does not end the regular expression.
+        assert_eq!(sed_script("s/[^/]*$//"), Ok(()));
+        assert_eq!(sed_script("/[[:space:]/]/p"), Ok(()));
+        for script in [
+            ":a e touch M",
+            "v 4 e touch M",
+            ":a;t a e touch M",
+            "b x w out",
+            "/[/a]/e touch M",
+            "s/[/]/ r x;touch M/e",
+            "s/[]/]/x/w out",
+        ] {
             assert!(sed_script(script).is_err(), "{script}");
         }
     }

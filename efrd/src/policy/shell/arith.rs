@@ -4,14 +4,16 @@
 //! a variable that stays set in the hidden shell (`$((PATH=0))`), and an array subscript can run a command, even
 //! from a value (`$_` is the last word of the previous command: `echo 'a[$(cmd)]'; [[ _ -eq 0 ]]` runs `cmd`).
 //!
-//! [`plain`] accepts only what cannot do either: numbers, operators that compare or compute, parentheses, and
-//! names of variables other than `_`, each bare or as `$name`.
+//! Which variables an attacker fills is hard to bound (`$_`, and `BASH_REMATCH` after a `[[ x =~ y ]]`), so
+//! [`plain`] accepts only what cannot do either: numbers, operators that compare or compute, parentheses, and the
+//! special parameters that are always numbers (`$#`, `$?`, `$$`, `$!`) or lengths (`${#name}`). No variable.
 
-/// Whether `expr` is plain arithmetic: digits, names (not `_`) bare or after `$`, blanks, and the operators
-/// `+ - * / % ( ) < > ! & | ^ ~ ? : ,` and `==`, `!=`, `<=`, `>=`; no assignment (`=`, `+=`, `<<=`, …), no `++` or
-/// `--`, no subscript, quote, brace or substitution.
+/// Whether `expr` is plain arithmetic: digits (and `16#ff`, `0x1f`), blanks, `$#`, `$?`, `$$`, `$!`, `${#name}`, and
+/// the operators `+ - * / % ( ) < > ! & | ^ ~ ? : ,` and `==`, `!=`, `<=`, `>=`; no assignment (`=`, `+=`, `<<=`,
+/// …), no `++` or `--`, no variable, subscript, quote or substitution.
 #[must_use]
 pub fn plain(expr: &str) -> bool {
+    let expr = numbers_only(expr);
     let bytes = expr.as_bytes();
     if expr.contains("++") || expr.contains("--") {
         return false;
@@ -39,14 +41,12 @@ pub fn plain(expr: &str) -> bool {
             | b'~'
             | b'?'
             | b':'
-            | b','
-            | b'$' => i += 1,
+            | b',' => i += 1,
             b'=' => {
                 let before = i.checked_sub(1).and_then(|j| bytes.get(j)).copied();
                 let twice = i.checked_sub(2).and_then(|j| bytes.get(j)).copied();
                 let comparison = match before {
-                    Some(b'=') => true,
-                    Some(b'!') => true,
+                    Some(b'=' | b'!') => true,
                     Some(c @ (b'<' | b'>')) => twice != Some(c),
                     _ => bytes.get(i + 1) == Some(&b'='),
                 };
@@ -55,19 +55,48 @@ pub fn plain(expr: &str) -> bool {
                 }
                 i += 1;
             }
-            c if c.is_ascii_alphabetic() || c == b'_' => {
-                let start = i;
-                while bytes.get(i).is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'_') {
+            // A number in another base: `16#ff`, `0x1f` (the digits after `#` or `x` are letters too).
+            b'#' | b'x' | b'X' if i > 0 && bytes[i - 1].is_ascii_digit() => {
+                i += 1;
+                while bytes
+                    .get(i)
+                    .is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'@' || *c == b'_')
+                {
                     i += 1;
-                }
-                if &expr[start..i] == "_" {
-                    return false;
                 }
             }
             _ => return false,
         }
     }
     true
+}
+
+/// `expr` with the parameters that are always numbers replaced by `0`: `$#`, `$?`, `$$`, `$!` and `${#name}`.
+fn numbers_only(expr: &str) -> String {
+    let mut out = String::with_capacity(expr.len());
+    let mut rest = expr;
+    while let Some(at) = rest.find('$') {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 1..];
+        let length = after.strip_prefix("{#").and_then(|r| {
+            let end = r.find('}')?;
+            let name = &r[..end];
+            (!name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')).then_some(end + 3)
+        });
+        if let Some(taken) = length {
+            out.push('0');
+            rest = &after[taken..];
+        } else if after.starts_with(['#', '?', '$', '!']) {
+            out.push('0');
+            rest = &after[1..];
+        } else {
+            // Any other `$`: not plain, and kept so that `plain` says so.
+            out.push('$');
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Whether a parameter expansion (`${…}`, its whole text) evaluates nothing but [`plain`] arithmetic: no indirection
@@ -77,13 +106,22 @@ pub fn plain_expansion(text: &str) -> bool {
     let Some(inner) = text.strip_prefix("${").and_then(|t| t.strip_suffix('}')) else {
         return true;
     };
-    let inner = inner.strip_prefix('#').unwrap_or(inner);
-    if inner.starts_with('!') {
+    // `${#x}` is a length; `${#}` alone the count of parameters.
+    let inner = match inner.strip_prefix('#') {
+        Some(rest) if !rest.is_empty() => rest,
+        _ => inner,
+    };
+    if inner.starts_with('!') && inner.len() > 1 {
         return false;
     }
-    let name_end = inner
-        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-        .unwrap_or(inner.len());
+    // A special parameter (`@`, `*`, `#`, `?`, `$`, `!`, `-`, `0`) is one character; a name runs on.
+    let name_end = if inner.starts_with(['@', '*', '#', '?', '$', '!', '-']) {
+        1
+    } else {
+        inner
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(inner.len())
+    };
     let mut rest = &inner[name_end..];
     if let Some(after) = rest.strip_prefix('[') {
         let Some(close) = after.find(']') else { return false };
@@ -107,24 +145,27 @@ mod tests {
 
     #[test]
     fn plain_arithmetic_computes_and_compares() {
-        for expr in [
+        let plain_ones = [
             "1 + 2",
-            "n * 3 - 1",
-            "$n == 2",
-            "a != b",
-            "x <= 4",
-            "x >= 4",
-            "(a > b) ? 1 : 0",
+            "2 * 3 - 1",
+            "$# == 0",
+            "$? != 0",
+            "1 <= 4",
+            "${#PATH} > 0",
+            "(1 > 2) ? 1 : 0",
             "-3",
             "1 << 2",
-        ] {
+            "16#ff",
+            "0x1F + 1",
+        ];
+        for expr in plain_ones {
             assert!(plain(expr), "{expr}");
         }
     }
 
     #[test]
-    fn assignments_subscripts_and_the_last_argument_are_not_plain() {
-        for expr in [
+    fn assignments_subscripts_and_variables_are_not_plain() {
+        let not_plain = [
             "PATH=0",
             "x += 1",
             "x <<= 2",
@@ -140,34 +181,50 @@ mod tests {
             "\"1\"",
             "${x}",
             "`id`",
-        ] {
+            "n",
+            "$n",
+            "BASH_REMATCH",
+            "$BASH_REMATCH",
+            "16#ff + x",
+        ];
+        for expr in not_plain {
             assert!(!plain(expr), "{expr}");
         }
     }
 
     #[test]
     fn expansions_evaluate_their_subscripts_offsets_and_indirection() {
-        for text in [
+        let plain_ones = [
             "${x}",
             "${x:-a[$(y)]}",
             "${#x}",
+            "${#}",
             "${a[@]}",
             "${a[*]}",
             "${a[1]}",
             "${x:1:2}",
             "${x: -1}",
             "${x%%.*}",
-        ] {
+            "${@:2}",
+            "${!}",
+        ];
+        for text in plain_ones {
             assert!(plain_expansion(text), "{text}");
         }
-        for text in [
+        let not_plain = [
             "${!x}",
             "${PWD:_}",
             "${a[_]}",
             "${a['$(touch M)']}",
             "${x:PATH=0}",
             "${#a[_]}",
-        ] {
+            "${@:_}",
+            "${*:_}",
+            "${$:_}",
+            "${@:BASH_REMATCH}",
+            "${x:n}",
+        ];
+        for text in not_plain {
             assert!(!plain_expansion(text), "{text}");
         }
     }

@@ -445,6 +445,12 @@ impl Conv<'_> {
             && !quoted
         {
             substitutions = self.substitutions_in(body, depth + 1);
+            if let Some(what) = self.unsafe_expansion(body, depth + 1) {
+                parts.stmts.push(Stmt::Unknown {
+                    construct: what.to_owned(),
+                    inner: Vec::new(),
+                });
+            }
         }
         parts.redirects.push(Redirect {
             fd,
@@ -459,6 +465,9 @@ impl Conv<'_> {
         if single && self.has_angle_operator(node, depth) {
             return self.unknown("a `>` or `<` inside `[ ]` (a redirection to bash)", node, depth);
         }
+        if let Some(what) = self.unsafe_expansion(node, depth + 1) {
+            return self.unknown(what, node, depth);
+        }
         // `-v 'a[…]'` and `-eq` evaluate an array subscript, which runs a `$(…)` even inside single quotes; the
         // operands of `-eq` and friends are evaluated as arithmetic, which can also assign (`PATH=0`).
         let mut cursor = node.walk();
@@ -466,7 +475,7 @@ impl Conv<'_> {
         if operands.iter().any(|operand| {
             let text = unquoted(&self.text(*operand));
             text.contains('[') && super::hides_substitution(&text)
-        }) || !self.plain_test(node, depth)
+        }) || !self.plain_test(node, depth, single)
         {
             return self.unknown("arithmetic in a test (bash evaluates it)", node, depth);
         }
@@ -475,7 +484,8 @@ impl Conv<'_> {
 
     /// Whether every arithmetic comparison below `node` compares plain arithmetic ([`super::arith::plain`]) and every
     /// `-v` names a plain variable.
-    fn plain_test(&mut self, node: Node<'_>, depth: usize) -> bool {
+    /// `single` is `[ ]`, whose `-eq` compares integers without arithmetic (bash's `test`), so only `-v` counts.
+    fn plain_test(&mut self, node: Node<'_>, depth: usize, single: bool) -> bool {
         if self.deep(depth) {
             return false;
         }
@@ -486,15 +496,15 @@ impl Conv<'_> {
                 .unwrap_or_default()
         };
         match node.kind() {
-            "binary_expression" => {
-                if matches!(operator(node).as_str(), "-eq" | "-ne" | "-lt" | "-le" | "-gt" | "-ge") {
-                    let sides = [node.child_by_field_name("left"), node.child_by_field_name("right")];
-                    if !sides
-                        .into_iter()
-                        .all(|side| side.is_some_and(|s| super::arith::plain(&unquoted(&self.text(s)))))
-                    {
-                        return false;
-                    }
+            "binary_expression"
+                if !single && matches!(operator(node).as_str(), "-eq" | "-ne" | "-lt" | "-le" | "-gt" | "-ge") =>
+            {
+                let sides = [node.child_by_field_name("left"), node.child_by_field_name("right")];
+                if !sides
+                    .into_iter()
+                    .all(|side| side.is_some_and(|s| super::arith::plain(&unquoted(&self.text(s)))))
+                {
+                    return false;
                 }
             }
             "unary_expression" if operator(node) == "-v" => {
@@ -508,7 +518,7 @@ impl Conv<'_> {
         }
         let mut cursor = node.walk();
         let children: Vec<Node<'_>> = node.named_children(&mut cursor).collect();
-        children.into_iter().all(|c| self.plain_test(c, depth + 1))
+        children.into_iter().all(|c| self.plain_test(c, depth + 1, single))
     }
 
     /// Whether an anonymous `>`/`<` token sits below `node` (outside substitutions).

@@ -15,6 +15,26 @@ use std::path::{Path, PathBuf};
 use super::{AndOr, Command, Redirect, Stmt, Substitution};
 use crate::policy::paths::normalize;
 
+/// A command name that never changes the shell's folder, whatever its words (most commands: only a wrapper can run
+/// `cd`).
+fn is_plain_command(name: &str) -> bool {
+    !matches!(
+        name,
+        "time"
+            | "command"
+            | "builtin"
+            | "nice"
+            | "env"
+            | "exec"
+            | "eval"
+            | "timeout"
+            | "stdbuf"
+            | "setsid"
+            | "source"
+            | "."
+    )
+}
+
 /// Where a command may run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Cwd {
@@ -188,7 +208,15 @@ impl Walker<'_> {
         match name {
             "cd" => {}
             "pushd" | "popd" => return Some(Cwd::Unknown),
-            _ => return None,
+            // `time cd x`, `command -p cd x`, `builtin -- pushd x`: a folder change behind a wrapper or an option.
+            _ => {
+                let changes = command
+                    .words
+                    .iter()
+                    .any(|w| matches!(w.value.as_deref(), Some("cd" | "pushd" | "popd")) || w.value.is_none());
+                let first = command.words.first().and_then(|w| w.value.as_deref()).unwrap_or(name);
+                return (changes && command.words.len() > 1 && !is_plain_command(first)).then_some(Cwd::Unknown);
+            }
         }
         // `-L` is the default and what lexical placing assumes; `-P` resolves links first (`cd -P link/..` goes
         // elsewhere), and any other option or cluster (`-PL`) is not worth a guess.

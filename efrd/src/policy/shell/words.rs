@@ -94,7 +94,7 @@ impl Conv<'_> {
     }
 
     /// The first expansion below `node` (outside substitutions) that assigns or expands a prompt.
-    fn unsafe_expansion(&mut self, node: Node<'_>, depth: usize) -> Option<&'static str> {
+    pub(super) fn unsafe_expansion(&mut self, node: Node<'_>, depth: usize) -> Option<&'static str> {
         if self.deep(depth) || matches!(node.kind(), "command_substitution" | "process_substitution") {
             return None;
         }
