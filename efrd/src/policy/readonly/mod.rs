@@ -155,7 +155,8 @@ fn rules(name: &str) -> Option<Rules> {
         ),
         "rg" => r(&["--pre", "--hostname-bin"], "", "runs a program", true),
         "date" => r(&["--set"], "s", "sets the clock", true),
-        "tree" => r(&[], "o", "writes a file", true),
+        // `-R` runs tree again with `-o 00Tree.html` in each folder.
+        "tree" => r(&[], "oR", "writes a file", true),
         "file" => r(&["--compile"], "C", "writes a file", true),
         _ => None,
     }

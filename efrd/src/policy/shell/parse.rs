@@ -427,9 +427,17 @@ impl Conv<'_> {
                     let start = self.text(child);
                     // bash takes `<<$X` literally as the delimiter and still expands the body; tree-sitter may not
                     // see that body at all.
-                    if start.contains(['$', '`']) {
+                    // A delimiter quoted in part (`E"O"F`) ends at `EOF` for bash, elsewhere for tree-sitter.
+                    let whole = |q: char| {
+                        start.len() >= 2 && start.starts_with(q) && start.ends_with(q) && start.matches(q).count() == 2
+                    };
+                    let quotes = start.contains(['\'', '"']);
+                    let partly = (quotes && !whole('\'') && !whole('"'))
+                        || start.char_indices().any(|(i, c)| c == '\\' && i > 0);
+                    if start.contains(['$', '`']) || partly {
                         parts.stmts.push(Stmt::Unknown {
-                            construct: "a heredoc whose delimiter holds `$` or a backquote".to_owned(),
+                            construct: "a heredoc whose delimiter is quoted in part or holds `$` or a backquote"
+                                .to_owned(),
                             inner: Vec::new(),
                         });
                     }
@@ -445,6 +453,13 @@ impl Conv<'_> {
             && !quoted
         {
             substitutions = self.substitutions_in(body, depth + 1);
+            // tree-sitter keeps some backquoted commands in a body as text, where bash runs them.
+            if self.text(body).contains('`') {
+                parts.stmts.push(Stmt::Unknown {
+                    construct: "a backquoted command in a heredoc".to_owned(),
+                    inner: Vec::new(),
+                });
+            }
             if let Some(what) = self.unsafe_expansion(body, depth + 1) {
                 parts.stmts.push(Stmt::Unknown {
                     construct: what.to_owned(),

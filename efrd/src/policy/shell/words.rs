@@ -114,6 +114,10 @@ impl Conv<'_> {
         }
         if matches!(node.kind(), "expansion" | "arithmetic_expansion") {
             let text = self.text(node);
+            // tree-sitter keeps a backquoted command inside `${…}` as text, where bash runs it.
+            if text.contains('`') {
+                return Some("a backquoted command inside `${…}`");
+            }
             let arithmetic = text
                 .strip_prefix("$((")
                 .and_then(|t| t.strip_suffix("))"))

@@ -232,6 +232,15 @@ const TABLE: &[(&str, [E; 4])] = &[
     ("echo a | sed -n '/[/a]/e touch M'",                      [M, Ask("`sed`"), C, R]),
     ("sed 's/[^/]*$//' paths.txt",                             [M, R, C, R]),
     ("git config user.name && git stash list && git reflog -5", [M, R, C, R]),
+    // Fourth round: backquotes that tree-sitter keeps as text, delimiters quoted in part.
+    ("echo ${x:-`touch M`}",                                   [M, Ask("backquoted command inside"), C, R]),
+    ("[[ -n ${x:-`touch M`} ]]",                               [M, Ask("backquoted command inside"), C, R]),
+    ("cat <<EOF\n`touch M`\nEOF",                              [M, Ask("backquoted command in a heredoc"), C, R]),
+    ("echo $(cat <<EOF\n`touch M`\nEOF\n)",                    [M, Ask("backquoted command in a heredoc"), C, R]),
+    ("cat <<E\"O\"F\nx\nEOF\ntouch M\nE\"O\"F",                  [M, Ask("quoted in part"), C, R]),
+    ("cat <<E'O'F\nx\nEOF\ntouch M\nE'O'F",                    [M, Ask("quoted in part"), C, R]),
+    ("cat <<'EOF'\n`not run`\nEOF",                            [M, R, C, R]),
+    ("tree -R -L 1 -H . .",                                    [M, Ask("`tree -R`"), C, R]),
     // sed labels end at whitespace; awk's -W runs files.
     ("sed ':a e touch M' a",                                   [M, Ask("`sed`"), C, R]),
     ("sed 'v 4 e touch M' a",                                  [M, Ask("`sed`"), C, R]),
