@@ -339,3 +339,71 @@ fn cautious_runs_git_only_where_every_repository_it_uses_was_found_plain() {
         }
     );
 }
+
+/// What an agent reads most, from the hardening rounds' point of view: none of it may ask (a question for every
+/// `git status` teaches users to say yes).
+#[test]
+fn common_read_only_commands_run_without_a_question() {
+    for line in [
+        "ls -la",
+        "cat src/main.rs",
+        "grep -rn foo src",
+        "rg -n foo",
+        "find . -name '*.rs'",
+        "git status",
+        "git diff",
+        "git log --oneline -10",
+        "head -50 file",
+        "wc -l *.rs",
+        "sed -n '1,50p' file",
+        "awk '{print $1}' file",
+        "cat file | grep x | sort | uniq -c",
+        "echo $HOME",
+        "pwd",
+        "cd src && ls",
+        "git show HEAD --stat",
+        "ls -la | head",
+        "find . -type f | wc -l",
+        "diff a b",
+        "jq . package.json",
+        "du -sh .",
+        "which cargo",
+        "printenv PATH",
+        "date",
+        "uname -a",
+        "git branch -a",
+        "git log -p -1 -- file",
+        "git blame file",
+        "sort file | head",
+        "cut -d: -f1 /etc/passwd",
+        "[ -f Cargo.toml ] && cat Cargo.toml",
+        "test -d src && ls src",
+        "ls src/*.rs",
+        "wc -l src/*.rs",
+        "head -n 20 src/*.rs",
+        "grep -c fn src/*.rs",
+        "sed -n 1,10p src/*.rs",
+        "git diff HEAD~1 -- src/",
+        "git log --format='%h %s' -5",
+        "cat -n src/lib.rs | sed -n '10,20p'",
+        "grep -rn 'TODO' --include='*.rs' .",
+        "ls -1 | wc -l",
+        "echo \"$PATH\" | tr ':' '\\n'",
+        "stat -c %s file",
+        "git rev-parse --show-toplevel",
+        "git ls-files | head",
+        "cd .. && ls",
+        "echo ${#PATH}",
+        "nl -ba file | head -40",
+    ] {
+        let c = shell(line);
+        let got = decide(&c, Mode::Cautious, &plain_git(&ctx(), &c));
+        assert_eq!(
+            got,
+            Decision::Run {
+                launch: LaunchKind::Direct
+            },
+            "{line}"
+        );
+    }
+}
