@@ -261,17 +261,59 @@ fn find(args: &[Word]) -> Verdict {
 
 /// `printf`: its options come before the format, and `-v` sets a shell variable. A word before the format that
 /// expands or holds a glob (`$'-v'` is static, `{-v,x}` is not) may be `-v`.
+///
+/// zsh's `printf` evaluates the argument of a numeric conversion (`%d`, `%f`, a `*` width) as arithmetic, which
+/// can run a command through a subscript: with such a conversion, every argument must be a plain number.
 fn printf(args: &[Word]) -> Verdict {
-    for word in args {
+    let mut i = 0;
+    while let Some(word) = args.get(i) {
         let Some(value) = word.value.as_deref().filter(|_| !word.glob) else {
             return unreadable("printf");
         };
-        if value == "--" || !value.starts_with('-') || value == "-" {
+        if value == "--" {
+            i += 1;
+            break;
+        }
+        if !value.starts_with('-') || value == "-" {
             break;
         }
         if value.contains('v') {
             return Verdict::NotReadOnly("`printf -v`, which sets a shell variable".to_owned());
         }
+        i += 1;
+    }
+    let Some(format) = args.get(i).and_then(|w| w.value.as_deref()) else {
+        return Verdict::ReadOnly;
+    };
+    // What each argument is for, in order (the format is used again while arguments are left): `true` for a number.
+    let mut numbers = Vec::new();
+    let mut chars = format.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            continue;
+        }
+        if chars.next_if_eq(&'%').is_some() {
+            continue;
+        }
+        for d in chars.by_ref() {
+            if d == '*' {
+                numbers.push(true);
+            } else if d.is_ascii_alphabetic() {
+                numbers.push("diouxXeEfFgGaA".contains(d));
+                break;
+            }
+        }
+    }
+    let number = |v: &str| {
+        let v = v.strip_prefix(['+', '-']).unwrap_or(v);
+        !v.is_empty() && v.chars().all(|c| c.is_ascii_digit() || c == '.')
+    };
+    let plain = args[i + 1..].iter().enumerate().all(|(j, w)| {
+        let wants_number = !numbers.is_empty() && numbers[j % numbers.len()];
+        !wants_number || w.value.as_deref().is_some_and(number)
+    });
+    if !plain {
+        return Verdict::NotReadOnly("`printf` with a number that is not plain (zsh evaluates it)".to_owned());
     }
     Verdict::ReadOnly
 }

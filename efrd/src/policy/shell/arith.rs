@@ -99,6 +99,55 @@ fn numbers_only(expr: &str) -> String {
     out
 }
 
+/// Whether `text` (a word, a string, a heredoc body, as written) holds a subscript right after an unbraced
+/// parameter that is not [`plain`]: zsh reads `$path[…]` and `$#path[…]` as an array subscript and evaluates it,
+/// running a `$(…)` inside it even in quotes (bash reads the `[…]` as text, so a plain one changes nothing).
+/// Single-quoted text outside such a subscript is skipped.
+#[must_use]
+pub fn unbraced_subscript(text: &str) -> bool {
+    let chars: Vec<char> = text.chars().collect();
+    let (mut i, mut single, mut double) = (0, false, false);
+    while let Some(&c) = chars.get(i) {
+        i += 1;
+        match c {
+            '\\' if !single => i += 1,
+            '\'' if !double => single = !single,
+            '"' if !single => double = !double,
+            '$' if !single => {
+                if chars.get(i) == Some(&'#') {
+                    i += 1;
+                }
+                let start = i;
+                while chars.get(i).is_some_and(|c| c.is_ascii_alphanumeric() || *c == '_') {
+                    i += 1;
+                }
+                if i == start || chars.get(i) != Some(&'[') {
+                    continue;
+                }
+                let mut depth = 0;
+                let open = i;
+                while let Some(&d) = chars.get(i) {
+                    i += 1;
+                    if d == '[' {
+                        depth += 1;
+                    } else if d == ']' {
+                        depth -= 1;
+                        if depth == 0 {
+                            break;
+                        }
+                    }
+                }
+                let subscript: String = chars[open + 1..i.saturating_sub(1).max(open + 1)].iter().collect();
+                if !plain(&subscript) && !matches!(subscript.as_str(), "@" | "*") {
+                    return true;
+                }
+            }
+            _ => {}
+        }
+    }
+    false
+}
+
 /// Whether a parameter expansion (`${…}`, its whole text) evaluates nothing but [`plain`] arithmetic: no indirection
 /// (`${!x}`), a subscript that is `@`, `*` or plain, and a substring offset and length that are plain.
 #[must_use]
@@ -189,6 +238,31 @@ mod tests {
         ];
         for expr in not_plain {
             assert!(!plain(expr), "{expr}");
+        }
+    }
+
+    #[test]
+    fn zsh_reads_a_subscript_after_an_unbraced_parameter() {
+        for text in [
+            "$path['$(touch M)']",
+            "$HOME['$(touch M)']",
+            "\"$PWD[_]\"",
+            "$#path['x']",
+            "$path[1,'$(touch M)']",
+            "a$argv[$(id)]b",
+        ] {
+            assert!(unbraced_subscript(text), "{text}");
+        }
+        for text in [
+            "$path[1]",
+            "'$path[$(x)]'",
+            "$HOME",
+            "[$x]",
+            "$path[@]",
+            "x[1]",
+            "\\$p[_]",
+        ] {
+            assert!(!unbraced_subscript(text), "{text}");
         }
     }
 

@@ -230,6 +230,14 @@ impl Walker<'_> {
         let Some(arg) = arg else {
             return Some(self.home.map_or(Cwd::Unknown, Cwd::at));
         };
+        // zsh: `cd old new` replaces `old` in `$PWD`, and `cd +1` / `cd -1` take a folder of the directory stack.
+        let stack_entry = arg
+            .value
+            .as_deref()
+            .is_some_and(|v| v.len() > 1 && v.starts_with(['+', '-']) && v[1..].bytes().all(|b| b.is_ascii_digit()));
+        if args.next().is_some() || stack_entry {
+            return Some(Cwd::Unknown);
+        }
         if let Some(rest) = &arg.home_relative {
             return Some(
                 self.home

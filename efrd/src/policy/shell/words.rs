@@ -98,6 +98,9 @@ impl Conv<'_> {
         if self.deep(depth) || matches!(node.kind(), "command_substitution" | "process_substitution") {
             return None;
         }
+        if depth_is_top(node) && super::arith::unbraced_subscript(&self.text(node)) {
+            return Some("a subscript after `$name` (zsh evaluates it, and it can run a command)");
+        }
         if node.kind() == "expansion" {
             let mut cursor = node.walk();
             let tokens: Vec<String> = node
@@ -135,6 +138,13 @@ impl Conv<'_> {
         let children: Vec<Node<'_>> = node.named_children(&mut cursor).collect();
         children.into_iter().find_map(|c| self.unsafe_expansion(c, depth + 1))
     }
+}
+
+/// Whether `node` is where a word, a string or a heredoc body starts (its parent is not a word part), so that a
+/// text check runs once per word and not again for each part.
+fn depth_is_top(node: Node<'_>) -> bool {
+    node.parent()
+        .is_none_or(|p| !matches!(p.kind(), "concatenation" | "string" | "heredoc_body" | "expansion"))
 }
 
 fn strip_quotes(text: &str, quote: char) -> String {

@@ -241,6 +241,17 @@ const TABLE: &[(&str, [E; 4])] = &[
     ("cat <<E'O'F\nx\nEOF\ntouch M\nE'O'F",                    [M, Ask("quoted in part"), C, R]),
     ("cat <<'EOF'\n`not run`\nEOF",                            [M, R, C, R]),
     ("tree -R -L 1 -H . .",                                    [M, Ask("`tree -R`"), C, R]),
+    // Fifth round, zsh: subscripts after an unbraced `$name`, printf's numbers, `cd old new` and `cd +1`.
+    ("echo $path['$(touch M)']",                               [M, Ask("a subscript after `$name`"), C, R]),
+    ("echo x; echo \"$PWD[_]\"",                                [M, Ask("a subscript after `$name`"), C, R]),
+    ("printf '%d\\n' 'path[$(touch M)]'",                       [M, Ask("`printf` with a number"), C, R]),
+    ("printf '%5.2f %s\\n' 3.14 pi",                             [M, R, C, R]),
+    ("printf '%s %d\\n' a 1 b x",                                [M, Ask("`printf` with a number"), C, R]),
+    ("printf '%d items\\n' 42",                                 [M, R, C, R]),
+    ("printf '100%% %s\\n' done",                               [M, R, C, R]),
+    ("cd proj proj/evil/r && git status",                      [M, Ask("cannot place"), C, R]),
+    ("cd +1 && git status",                                    [M, Ask("cannot place"), C, R]),
+    ("echo $HOME[1] $path",                                    [M, R, C, R]),
     // sed labels end at whitespace; awk's -W runs files.
     ("sed ':a e touch M' a",                                   [M, Ask("`sed`"), C, R]),
     ("sed 'v 4 e touch M' a",                                  [M, Ask("`sed`"), C, R]),
