@@ -101,6 +101,13 @@ impl EfrDirs {
         })
     }
 
+    /// Whether `path` is efr's state root or a folder above it, so that reading everything below it (a recursive
+    /// `grep`, a glob that goes on past it) reads efr's keys and state too.
+    #[must_use]
+    pub fn above_state(&self, path: &Path) -> bool {
+        self.state.as_deref().is_some_and(|state| is_within(state, path))
+    }
+
     /// The refusal for naming `path` at all: inside the state root.
     #[must_use]
     pub fn read_refusal(&self, path: &Path) -> Option<&'static str> {

@@ -1,12 +1,14 @@
 //! The walk over one line's commands: wrappers, environment, redirections, nested shells, the read-only list and
-//! the floors, gathered into a [`LineAnalysis`]. The rules are in the [parent module](super).
+//! the floors, gathered into a [`LineAnalysis`]. The rules are in the [parent module](super); what a line reads
+//! (git's repositories, efr's state root) is in [`reads`].
+
+mod reads;
 
 use std::path::Path;
 
 use super::options::{self, Opt, Spec};
 use super::{Concern, LineAnalysis, MAX_SHELL_DEPTH, Scope, dangerous_env};
 use crate::policy::floors::{self, Place, place};
-use crate::policy::git_config::GitPlace;
 use crate::policy::paths::{display, is_within};
 use crate::policy::readonly::{self, Verdict, kinds};
 use crate::policy::shell::{self, Command, Cwd, Redirect, RedirectOp, Visitor, Word, walk};
@@ -427,30 +429,8 @@ impl Analyser<'_> {
         if name == "git" {
             self.git_places(args, cwd);
         }
+        self.recursive_read(name, args, cwd);
         self.floors(name, args, cwd);
-    }
-
-    /// Where a git command looks for its repository: one place per directory it may start in, or one unplaced.
-    fn git_places(&mut self, args: &[Word], cwd: &Cwd) {
-        let location = readonly::git::location(args, self.scope.home);
-        let places: Vec<GitPlace> = match (cwd, location) {
-            (Cwd::Known(dirs), Some(location)) => dirs
-                .iter()
-                .map(|dir| GitPlace {
-                    dir: Some(dir.clone()),
-                    location: location.clone(),
-                })
-                .collect(),
-            _ => vec![GitPlace {
-                dir: None,
-                location: Vec::new(),
-            }],
-        };
-        for place in places {
-            if !self.out.git.contains(&place) {
-                self.out.git.push(place);
-            }
-        }
     }
 
     fn floors(&mut self, name: &str, args: &[Word], cwd: &Cwd) {
@@ -505,16 +485,6 @@ impl Analyser<'_> {
             } else if !self.inside_project(&path) && !harmless_sink(&Word::literal(&path.to_string_lossy())) {
                 let shown = self.show(&path);
                 self.concern(Concern::WritesOutside { path: shown });
-            }
-        }
-    }
-
-    fn read_target(&mut self, word: &Word, cwd: &Cwd) {
-        if let Place::At(paths) = place(word, cwd, self.scope.home) {
-            for path in paths {
-                if let Some(refusal) = self.scope.efr.read_refusal(&path) {
-                    self.refuse(refusal);
-                }
             }
         }
     }

@@ -199,7 +199,7 @@ pub fn analyse(line: &str, scope: &Scope<'_>) -> LineAnalysis {
 /// a short list that only sets language, time zone, terminal, colours and output formats (`LANG`, `LC_*` and
 /// `LANGUAGE` without a `/`, which would name a locale folder; `TZ`, `TERM`, `COLUMNS`, `LINES`, `NO_COLOR`,
 /// `CLICOLOR`, `CLICOLOR_FORCE`, `FORCE_COLOR`, `GREP_COLOR`, `GREP_COLORS`, `LS_COLORS`, `TIME_STYLE`,
-/// `QUOTING_STYLE`, `BLOCK_SIZE`, `POSIXLY_CORRECT`, `GIT_TERMINAL_PROMPT`, `GIT_AUTHOR_*`, `GIT_COMMITTER_*`), and a
+/// `QUOTING_STYLE`, `BLOCK_SIZE`, `GIT_TERMINAL_PROMPT`, `GIT_AUTHOR_*`, `GIT_COMMITTER_*`), and a
 /// pager (`PAGER`, `GIT_PAGER`, `MANPAGER`, `SYSTEMD_PAGER`) set to `cat` or empty. A list of the dangerous ones
 /// cannot be complete: `HOME` and `XDG_CONFIG_HOME` move git's and the shells' own config into the project,
 /// `GNUPGHOME` gpg's, `GCONV_PATH` loads a library.
@@ -220,7 +220,6 @@ pub fn dangerous_env(name: &str, value: &Word) -> bool {
         "TIME_STYLE",
         "QUOTING_STYLE",
         "BLOCK_SIZE",
-        "POSIXLY_CORRECT",
         "GIT_TERMINAL_PROMPT",
     ];
     let value = value.value.as_deref();

@@ -204,7 +204,10 @@ pub fn classify(name: &str, args: &[Word], extra: &[String]) -> Verdict {
             {
                 return unreadable("uniq");
             }
-            let files = parsed.iter().filter(|(a, _)| matches!(a, Arg::Positional(_))).count();
+            // With POSIXLY_CORRECT (which a line may have exported) options end at the first operand, so every word
+            // from there on counts, `-x/../../.bashrc` too.
+            let first = parsed.iter().position(|(a, _)| matches!(a, Arg::Positional(_)));
+            let files = first.map_or(0, |at| parsed.len() - at);
             return if files > 1 {
                 Verdict::NotReadOnly("`uniq` with an output file".to_owned())
             } else {

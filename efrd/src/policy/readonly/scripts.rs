@@ -82,7 +82,7 @@ pub(super) fn sed(args: &[Word]) -> Verdict {
     for script in scripts {
         if let Err(command) = sed_script(script) {
             return not(&format!(
-                "`sed` with a `{command}` command, which writes a file or runs a program"
+                "`sed` with a `{command}` command, which writes a file, runs a program or reads a file efr does not place"
             ));
         }
     }
@@ -160,8 +160,10 @@ fn sed_script(script: &str) -> Result<(), String> {
                     i += 1;
                 }
             }
-            // Text to the end of the line (reading a file with `r`/`R` is fine).
-            'a' | 'i' | 'c' | 'r' | 'R' => i = skip_line(&chars, i),
+            // Text to the end of the line.
+            'a' | 'i' | 'c' => i = skip_line(&chars, i),
+            // A file named inside the script, which the floors (efr's state root) do not see.
+            'r' | 'R' => return Err(c.to_string()),
             's' => {
                 let delim = at(i).ok_or("s")?;
                 i = skip_regex(&chars, i + 1, delim);

@@ -252,6 +252,16 @@ const TABLE: &[(&str, [E; 4])] = &[
     ("cd proj proj/evil/r && git status",                      [M, Ask("cannot place"), C, R]),
     ("cd +1 && git status",                                    [M, Ask("cannot place"), C, R]),
     ("echo $HOME[1] $path",                                    [M, R, C, R]),
+    // Sixth round: options end at uniq's first operand under POSIXLY_CORRECT, reads that reach efr's state root.
+    ("POSIXLY_CORRECT=1 uniq evil -x/../../.bashrc",           [M, Ask("POSIXLY_CORRECT set"), C, R]),
+    ("uniq evil -x/../../.bashrc",                             [M, Ask("`uniq` with an output file"), C, R]),
+    ("grep -r '' ~/.local/state",                              [M, Ask("folder that holds efr's keys"), C, R]),
+    ("grep -rI SECRET ~",                                      [M, Ask("folder that holds efr's keys"), C, R]),
+    ("cd ~ && rg -n token",                                    [M, Ask("folder that holds efr's keys"), C, R]),
+    ("cat ~/.local/stat*/efr/keys/openai",                     [M, Ask("a glob that may reach efr's keys"), C, R]),
+    ("tail -n+1 ~/.local/*/efr/keys/*",                        [M, Ask("a glob that may reach efr's keys"), C, R]),
+    ("sed '1r /home/u/.local/state/efr/keys/openai' README",   [M, Ask("`sed` with a `r` command"), C, R]),
+    ("grep -rn TODO src/ && ls ~/* && rg -n fixme",            [M, R, C, R]),
     // sed labels end at whitespace; awk's -W runs files.
     ("sed ':a e touch M' a",                                   [M, Ask("`sed`"), C, R]),
     ("sed 'v 4 e touch M' a",                                  [M, Ask("`sed`"), C, R]),

@@ -1,0 +1,101 @@
+//! What a line reads: where its git commands look for their repository, and the reads that reach efr's state root
+//! (a path inside it is a floor; a glob or a recursive read from above it asks).
+
+use std::path::PathBuf;
+
+use super::{Analyser, Concern};
+use crate::policy::floors::{Place, place};
+use crate::policy::git_config::GitPlace;
+use crate::policy::readonly;
+use crate::policy::shell::{Cwd, Word};
+
+impl Analyser<'_> {
+    /// Where a git command looks for its repository: one place per directory it may start in, or one unplaced.
+    pub(super) fn git_places(&mut self, args: &[Word], cwd: &Cwd) {
+        let location = readonly::git::location(args, self.scope.home);
+        let places: Vec<GitPlace> = match (cwd, location) {
+            (Cwd::Known(dirs), Some(location)) => dirs
+                .iter()
+                .map(|dir| GitPlace {
+                    dir: Some(dir.clone()),
+                    location: location.clone(),
+                })
+                .collect(),
+            _ => vec![GitPlace {
+                dir: None,
+                location: Vec::new(),
+            }],
+        };
+        for place in places {
+            if !self.out.git.contains(&place) {
+                self.out.git.push(place);
+            }
+        }
+    }
+
+    pub(super) fn read_target(&mut self, word: &Word, cwd: &Cwd) {
+        if let Place::At(paths) = place(word, cwd, self.scope.home) {
+            for path in &paths {
+                if let Some(refusal) = self.scope.efr.read_refusal(path) {
+                    self.refuse(refusal);
+                }
+            }
+            // A glob placed above efr's state root that goes on deeper (`~/.local/*/efr/keys/*`) may read it; one
+            // name of a folder (`~/*`) does not match `.local`.
+            let deeper = word.glob && {
+                let text = word.value.as_deref().unwrap_or(&word.source);
+                let pattern = text.find(['*', '?', '[', '{']).map_or("", |at| &text[at..]);
+                pattern.contains('/') || text.rsplit('/').next().is_some_and(|last| last.starts_with('.'))
+            };
+            if deeper && paths.iter().any(|p| self.scope.efr.above_state(p)) {
+                self.concern(Concern::NotReadOnly(format!(
+                    "`{}`, a glob that may reach efr's keys and state",
+                    word.source
+                )));
+            }
+        }
+    }
+
+    /// A recursive read (`grep -r`, `rg`, `diff -r`) of efr's state root or a folder above it reads efr's keys.
+    pub(super) fn recursive_read(&mut self, name: &str, args: &[Word], cwd: &Cwd) {
+        let option = |short: char, long: &[&str]| {
+            args.iter().filter_map(|w| w.value.as_deref()).any(|v| {
+                (v.starts_with('-') && !v.starts_with("--") && v.contains(short))
+                    || long.iter().any(|l| v == *l || v.starts_with(&format!("{l}=")))
+            })
+        };
+        let recursive = match name {
+            "grep" | "egrep" | "fgrep" => {
+                option('r', &["--recursive", "--dereference-recursive"])
+                    || option('R', &[])
+                    || args.iter().any(|w| w.value.as_deref() == Some("--directories=recurse"))
+            }
+            "rg" => true,
+            "diff" => option('r', &["--recursive"]),
+            _ => false,
+        };
+        if !recursive {
+            return;
+        }
+        let operands: Vec<&Word> = args
+            .iter()
+            .filter(|w| !w.value.as_deref().is_some_and(|v| v.starts_with('-')))
+            .collect();
+        // grep's and rg's first operand is the pattern; with no path they read the folder they run in.
+        let searches_cwd = matches!(name, "grep" | "egrep" | "fgrep" | "rg") && operands.len() <= 1;
+        let mut places: Vec<PathBuf> = Vec::new();
+        for word in operands {
+            if let Place::At(paths) = place(word, cwd, self.scope.home) {
+                places.extend(paths);
+            }
+        }
+        if searches_cwd && let Cwd::Known(dirs) = cwd {
+            places.extend(dirs.iter().cloned());
+        }
+        if places.iter().any(|p| self.scope.efr.above_state(p)) {
+            self.concern(Concern::NotReadOnly(format!(
+                "`{name}` reading a folder that holds efr's keys and state"
+            )));
+        }
+    }
+}
