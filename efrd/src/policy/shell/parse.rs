@@ -453,6 +453,18 @@ impl Conv<'_> {
             && !quoted
         {
             substitutions = self.substitutions_in(body, depth + 1);
+            // bash joins a backslash-newline in an unquoted body before it looks for the delimiter (`EO\` + `F` ends
+            // the body), tree-sitter does not: the lines after it would run unseen.
+            let continued = self.text(body).lines().any(|line| {
+                let trailing = line.len() - line.trim_end_matches('\\').len();
+                trailing % 2 == 1
+            });
+            if continued {
+                parts.stmts.push(Stmt::Unknown {
+                    construct: "a line continuation in a heredoc".to_owned(),
+                    inner: Vec::new(),
+                });
+            }
             // tree-sitter keeps some backquoted commands in a body as text, where bash runs them.
             if self.text(body).contains('`') {
                 parts.stmts.push(Stmt::Unknown {

@@ -262,6 +262,12 @@ const TABLE: &[(&str, [E; 4])] = &[
     ("tail -n+1 ~/.local/*/efr/keys/*",                        [M, Ask("a glob that may reach efr's keys"), C, R]),
     ("sed '1r /home/u/.local/state/efr/keys/openai' README",   [M, Ask("`sed` with a `r` command"), C, R]),
     ("grep -rn TODO src/ && ls ~/* && rg -n fixme",            [M, R, C, R]),
+    // Seventh round: a delimiter split by a line continuation ends the body for bash, not for tree-sitter.
+    ("cat <<EOF\nx\nEO\\\nF\ntouch M\nEOF",                      [M, Ask("a line continuation in a heredoc"), C, R]),
+    ("cat <<-EOF\n\tx\n\tEO\\\nF\ntouch M\nEOF",                 [M, Ask("a line continuation in a heredoc"), C, R]),
+    ("bash -c 'cat <<EOF\nx\nEO\\\nF\ntouch M\nEOF'",            [M, Ask("a line continuation in a heredoc"), C, R]),
+    ("cat <<'EOF'\nEO\\\nF\nEOF",                                [M, R, C, R]),
+    ("cat <<EOF\nends in two \\\\\\\\\nEOF",                       [M, R, C, R]),
     // sed labels end at whitespace; awk's -W runs files.
     ("sed ':a e touch M' a",                                   [M, Ask("`sed`"), C, R]),
     ("sed 'v 4 e touch M' a",                                  [M, Ask("`sed`"), C, R]),
