@@ -162,7 +162,7 @@ pub fn classify(args: &[Word]) -> Verdict {
             _ => false,
         }),
         "branch" => lists(&parsed, BRANCH_LONG, "arvli"),
-        "tag" => lists(&parsed, TAG_LONG, "lni0123456789"),
+        "tag" => lists(&parsed, &[], "lni0123456789"),
         "remote" => {
             parsed
                 .iter()
@@ -261,46 +261,25 @@ fn config_reads(parsed: &[Arg<'_>]) -> bool {
     (reads || operands == 1) && !value_next
 }
 
-/// The long options of `git branch` that only list.
-const BRANCH_LONG: &[&str] = &[
+/// The long options without a value that `git branch` and `git tag` share and that only list.
+const LISTING_LONG: &[&str] = &[
     "--list",
-    "--all",
-    "--remotes",
-    "--verbose",
-    "--show-current",
-    "--contains",
-    "--no-contains",
-    "--merged",
-    "--no-merged",
-    "--points-at",
-    "--sort",
-    "--format",
     "--color",
     "--no-color",
     "--column",
     "--no-column",
-    "--abbrev",
-    "--no-abbrev",
     "--ignore-case",
     "--omit-empty",
 ];
 
-/// The long options of `git tag` that only list.
-const TAG_LONG: &[&str] = &[
-    "--list",
-    "--contains",
-    "--no-contains",
-    "--merged",
-    "--no-merged",
-    "--points-at",
-    "--sort",
-    "--format",
-    "--color",
-    "--no-color",
-    "--column",
-    "--no-column",
-    "--ignore-case",
-    "--omit-empty",
+/// The long options that only `git branch` has and that only list.
+const BRANCH_LONG: &[&str] = &[
+    "--all",
+    "--remotes",
+    "--verbose",
+    "--show-current",
+    "--abbrev",
+    "--no-abbrev",
 ];
 
 /// The listing options that take a value: the next word, whatever it looks like (as git's option parser takes it:
@@ -315,9 +294,9 @@ const TAKES_VALUE: &[&str] = &[
     "--format",
 ];
 
-/// `git branch` or `git tag` only lists: no option outside `long` and the `short` letters, and a name (a pattern)
-/// only when `-l`/`--list` is one of the options, not a value.
-fn lists(parsed: &[Arg<'_>], long: &[&str], short: &str) -> bool {
+/// `git branch` or `git tag` only lists: no long option outside [`LISTING_LONG`], [`TAKES_VALUE`] and `extra`, no
+/// letter outside `short`, and a name (a pattern) only when `-l`/`--list` is one of the options, not a value.
+fn lists(parsed: &[Arg<'_>], extra: &[&str], short: &str) -> bool {
     let (mut list, mut names, mut value_next) = (false, false, false);
     for arg in parsed {
         if std::mem::take(&mut value_next) {
@@ -326,7 +305,10 @@ fn lists(parsed: &[Arg<'_>], long: &[&str], short: &str) -> bool {
         match *arg {
             Arg::Long(o) => {
                 let name = super::opt_name(o);
-                if !long.contains(&name) {
+                if ![LISTING_LONG, TAKES_VALUE, extra]
+                    .iter()
+                    .any(|list| list.contains(&name))
+                {
                     return false;
                 }
                 list |= name == "--list";

@@ -137,7 +137,7 @@ fn sed_script(script: &str) -> Result<(), String> {
             } else {
                 '/'
             };
-            i = skip_regex(&chars, i + 1, delim);
+            i = skip_delimited(&chars, i + 1, delim, true);
             while matches!(at(i), Some('I' | 'M')) {
                 i += 1;
             }
@@ -166,8 +166,8 @@ fn sed_script(script: &str) -> Result<(), String> {
             'r' | 'R' => return Err(c.to_string()),
             's' => {
                 let delim = at(i).ok_or("s")?;
-                i = skip_regex(&chars, i + 1, delim);
-                i = skip_delimited(&chars, i, delim);
+                i = skip_delimited(&chars, i + 1, delim, true);
+                i = skip_delimited(&chars, i, delim, false);
                 while let Some(flag) = at(i) {
                     match flag {
                         'g' | 'p' | 'i' | 'I' | 'm' | 'M' => i += 1,
@@ -180,8 +180,8 @@ fn sed_script(script: &str) -> Result<(), String> {
             }
             'y' => {
                 let delim = at(i).ok_or("y")?;
-                i = skip_delimited(&chars, i + 1, delim);
-                i = skip_delimited(&chars, i, delim);
+                i = skip_delimited(&chars, i + 1, delim, false);
+                i = skip_delimited(&chars, i, delim, false);
             }
             other => return Err(other.to_string()),
         }
@@ -189,48 +189,41 @@ fn sed_script(script: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// The index after the next unescaped `delim` from `i` (or the end).
-/// [`skip_delimited`] for a regular expression: GNU sed does not end it at a delimiter inside a bracket expression
-/// (`/[/]/` is one address), which runs to the first `]` after its first character (`[]x]`, `[^]x]`) and skips
-/// `[:class:]`, `[.c.]` and `[=c=]` whole.
-fn skip_regex(chars: &[char], mut i: usize, delim: char) -> usize {
+/// The index after the next unescaped `delim` from `i` (or the end). In a regular expression (`regex`), GNU sed
+/// does not end it at a delimiter inside a bracket expression (`/[/]/` is one address): see [`skip_bracket`].
+fn skip_delimited(chars: &[char], mut i: usize, delim: char, regex: bool) -> usize {
     while let Some(&c) = chars.get(i) {
         i += 1;
         if c == '\\' {
             i += 1;
         } else if c == delim {
             break;
-        } else if c == '[' {
-            if chars.get(i) == Some(&'^') {
-                i += 1;
-            }
-            if chars.get(i) == Some(&']') {
-                i += 1;
-            }
-            while let Some(&d) = chars.get(i) {
-                i += 1;
-                if d == '[' && matches!(chars.get(i), Some(':' | '.' | '=')) {
-                    let kind = chars[i];
-                    i += 1;
-                    while i < chars.len() && !(chars[i] == kind && chars.get(i + 1) == Some(&']')) {
-                        i += 1;
-                    }
-                    i += 2;
-                } else if d == ']' {
-                    break;
-                }
-            }
+        } else if c == '[' && regex {
+            i = skip_bracket(chars, i);
         }
     }
     i.min(chars.len())
 }
 
-fn skip_delimited(chars: &[char], mut i: usize, delim: char) -> usize {
-    while let Some(&c) = chars.get(i) {
+/// The index after a bracket expression whose `[` is just before `i`: it runs to the first `]` after its first
+/// character (`[]x]`, `[^]x]`) and holds `[:class:]`, `[.c.]` and `[=c=]` whole.
+fn skip_bracket(chars: &[char], mut i: usize) -> usize {
+    if chars.get(i) == Some(&'^') {
         i += 1;
-        if c == '\\' {
+    }
+    if chars.get(i) == Some(&']') {
+        i += 1;
+    }
+    while let Some(&d) = chars.get(i) {
+        i += 1;
+        if d == '[' && matches!(chars.get(i), Some(':' | '.' | '=')) {
+            let kind = chars[i];
             i += 1;
-        } else if c == delim {
+            while i < chars.len() && !(chars[i] == kind && chars.get(i + 1) == Some(&']')) {
+                i += 1;
+            }
+            i += 2;
+        } else if d == ']' {
             break;
         }
     }
