@@ -9,10 +9,7 @@
 
 mod common;
 
-use std::ffi::OsStr;
-use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::OnceLock;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use efr_protocol::ErrorCode;
@@ -20,27 +17,8 @@ use efr_test_support::client::Client;
 use efr_test_support::daemon::{TestDaemon, config_for};
 use serde_json::{Value, json};
 
+use common::auto::launcher;
 use common::{efrd_binary, model, text_reply};
-
-/// The launcher built next to efrd (built with cargo when it is not there yet, as in `sandbox_probe.rs`).
-fn launcher() -> &'static Path {
-    static LAUNCHER: OnceLock<PathBuf> = OnceLock::new();
-    LAUNCHER.get_or_init(|| {
-        let efrd = efrd_binary();
-        let launcher = efrd.with_file_name("efr-launcher");
-        if !launcher.is_file() {
-            let mut build = Command::new(env!("CARGO"));
-            build.args(["build", "-p", "efr-launcher", "--bin", "efr-launcher"]);
-            if efrd.parent().and_then(Path::file_name) == Some(OsStr::new("release")) {
-                build.arg("--release");
-            }
-            let status = build.status().expect("run cargo to build efr-launcher");
-            assert!(status.success(), "cannot build efr-launcher for the sandbox tests");
-        }
-        assert!(launcher.is_file(), "efr-launcher is not at {}", launcher.display());
-        launcher
-    })
-}
 
 /// efrd in `home` with the real launcher, the given config (no model config) and extra variables.
 fn daemon_with(home: &Path, config: Option<&str>, envs: &[(&str, &str)]) -> TestDaemon {

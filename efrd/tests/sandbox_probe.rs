@@ -5,36 +5,18 @@
 //! The launcher is the one built next to efrd (`target/<profile>/efr-launcher`, where an installed efrd finds it
 //! too); when it is not there yet, the test builds it with cargo.
 
-// `launcher()` is test support shared by the tests, and panics like them.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a failed unwrap is a failed test.
+
+mod common;
 
 use std::ffi::OsStr;
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::OnceLock;
+use std::path::Path;
 
 use efr_protocol::wire::{ProbeName, SandboxProbe};
 use efrd::sandbox::{ProbeOptions, find_program, probe};
 
-fn launcher() -> &'static Path {
-    static LAUNCHER: OnceLock<PathBuf> = OnceLock::new();
-    LAUNCHER.get_or_init(|| {
-        let efrd = Path::new(env!("CARGO_BIN_EXE_efrd"));
-        let launcher = efrd.with_file_name("efr-launcher");
-        if !launcher.is_file() {
-            let mut build = Command::new(env!("CARGO"));
-            build.args(["build", "-p", "efr-launcher", "--bin", "efr-launcher"]);
-            if efrd.parent().and_then(Path::file_name) == Some(OsStr::new("release")) {
-                build.arg("--release");
-            }
-            let status = build.status().expect("run cargo to build efr-launcher");
-            assert!(status.success(), "cannot build efr-launcher for the probe test");
-        }
-        assert!(launcher.is_file(), "efr-launcher is not at {}", launcher.display());
-        launcher
-    })
-}
+use common::auto::launcher;
 
 /// The step `name` of a probe.
 fn step(steps: &[SandboxProbe], name: ProbeName) -> &SandboxProbe {

@@ -1,4 +1,4 @@
-//! What the auto-mode tests share: the launcher built next to efrd, folders outside `/tmp` (a contained call has a
+//! What the auto-mode and sandbox tests share: the launcher built next to efrd, folders outside `/tmp` (a contained call has a
 //! private `/tmp`, so a home there would be hidden by it and prove nothing about the masks), efrd started with it,
 //! and a bound on every wait.
 
@@ -25,7 +25,7 @@ pub fn launcher() -> &'static Path {
                 build.arg("--release");
             }
             let status = build.status().expect("run cargo to build efr-launcher");
-            assert!(status.success(), "cannot build efr-launcher for the auto tests");
+            assert!(status.success(), "cannot build efr-launcher for the sandbox tests");
         }
         assert!(launcher.is_file(), "efr-launcher is not at {}", launcher.display());
         launcher
