@@ -1,6 +1,6 @@
-//! What the auto-mode and sandbox tests share: the launcher built next to efrd, folders outside `/tmp` (a contained call has a
-//! private `/tmp`, so a home there would be hidden by it and prove nothing about the masks), efrd started with it,
-//! and a bound on every wait.
+//! What the auto-mode and sandbox tests share: the launcher built next to efrd, folders outside `/tmp` (a contained
+//! call has a private `/tmp`, so a home there would be hidden by it and prove nothing about the masks), efrd started
+//! with it, and a bound on every wait.
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
