@@ -202,7 +202,7 @@ pub fn effective_mode(mode: Mode, origin: Origin) -> Mode {
 pub fn decide(call: &Call, mode: Mode, ctx: &PolicyContext) -> Decision {
     let mode = effective_mode(mode, ctx.origin);
     match call {
-        Call::Shell(shell) => decide_shell(shell, mode, ctx),
+        Call::Shell(shell) => decide_shell(shell, &analyse_call(shell, ctx), mode, ctx),
         Call::Patch(patch) => decide_patch(patch, mode, ctx),
     }
 }
@@ -221,8 +221,11 @@ pub fn analyse_call(call: &ShellCall, ctx: &PolicyContext) -> LineAnalysis {
     analyse(&call.command, &scope)
 }
 
-fn decide_shell(call: &ShellCall, mode: Mode, ctx: &PolicyContext) -> Decision {
-    let analysis = analyse_call(call, ctx);
+/// [`decide`] for a shell call whose line the caller has already analysed with [`analyse_call`] in this `ctx` (the
+/// turn reads the analysis's git places before it decides, so the line is parsed once).
+#[must_use]
+pub fn decide_shell(call: &ShellCall, analysis: &LineAnalysis, mode: Mode, ctx: &PolicyContext) -> Decision {
+    let mode = effective_mode(mode, ctx.origin);
     if let Some(refusal) = analysis.refusal {
         return Decision::Refuse {
             refusal: refusal.to_owned(),
@@ -252,7 +255,7 @@ fn decide_shell(call: &ShellCall, mode: Mode, ctx: &PolicyContext) -> Decision {
             }
             Some(concern) => ask(concern.cautious_reason(), None, false),
         },
-        Mode::Auto => decide_auto(Some(&analysis)),
+        Mode::Auto => decide_auto(Some(analysis)),
         Mode::Full => match analysis.guarded_deletes.first() {
             None => Decision::Run {
                 launch: LaunchKind::Direct,

@@ -147,12 +147,12 @@ pub async fn run_call(
                 command: command.clone(),
                 cwd: env.cwd.clone(),
             };
+            let analysis = policy::analyse_call(&shell, &ctx);
             // Cautious runs a read-only git command only in a repository checked to run nothing of its own.
             if policy::effective_mode(env.mode, env.origin) == Mode::Cautious {
-                let places = policy::analyse_call(&shell, &ctx).git;
-                ctx.git = git_check::inspect_unless_sandboxed(&places).await;
+                ctx.git = git_check::inspect_unless_sandboxed(&analysis.git).await;
             }
-            (Some(policy::decide(&Call::Shell(shell), env.mode, &ctx)), None)
+            (Some(policy::decide_shell(&shell, &analysis, env.mode, &ctx)), None)
         }
         ToolCall::Patch { text } => match patch::parse(text).and_then_plan(&env.cwd).and_then(|plan| {
             let changes = plan
