@@ -15,10 +15,9 @@ use std::path::{Path, PathBuf};
 use super::{AndOr, Command, Redirect, Stmt, Substitution};
 use crate::policy::paths::normalize;
 
-/// A command name that never changes the shell's folder, whatever its words (most commands: only a wrapper can run
-/// `cd`).
-fn is_plain_command(name: &str) -> bool {
-    !matches!(
+/// Whether `name` runs the command in its words (a wrapper), so that `name … cd x` may change the shell's folder.
+fn wraps_a_command(name: &str) -> bool {
+    matches!(
         name,
         "time"
             | "command"
@@ -215,7 +214,7 @@ impl Walker<'_> {
                     .iter()
                     .any(|w| matches!(w.value.as_deref(), Some("cd" | "pushd" | "popd")) || w.value.is_none());
                 let first = command.words.first().and_then(|w| w.value.as_deref()).unwrap_or(name);
-                return (changes && command.words.len() > 1 && !is_plain_command(first)).then_some(Cwd::Unknown);
+                return (changes && command.words.len() > 1 && wraps_a_command(first)).then_some(Cwd::Unknown);
             }
         }
         // `-L` is the default and what lexical placing assumes; `-P` resolves links first (`cd -P link/..` goes

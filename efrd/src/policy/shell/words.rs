@@ -98,7 +98,7 @@ impl Conv<'_> {
         if self.deep(depth) || matches!(node.kind(), "command_substitution" | "process_substitution") {
             return None;
         }
-        if depth_is_top(node) && super::arith::unbraced_subscript(&self.text(node)) {
+        if starts_a_word(node) && super::arith::unbraced_subscript(&self.text(node)) {
             return Some("a subscript after `$name` (zsh evaluates it, and it can run a command)");
         }
         if node.kind() == "expansion" {
@@ -142,7 +142,7 @@ impl Conv<'_> {
 
 /// Whether `node` is where a word, a string or a heredoc body starts (its parent is not a word part), so that a
 /// text check runs once per word and not again for each part.
-fn depth_is_top(node: Node<'_>) -> bool {
+fn starts_a_word(node: Node<'_>) -> bool {
     node.parent()
         .is_none_or(|p| !matches!(p.kind(), "concatenation" | "string" | "heredoc_body" | "expansion"))
 }
