@@ -16,6 +16,7 @@
 pub mod config;
 pub mod conversation;
 pub mod daemon;
+pub mod lifecycle;
 pub mod listen;
 pub mod model;
 pub mod policy;

@@ -56,7 +56,7 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let code = runtime.block_on(efrd::daemon::run(roots, config));
+    let code = runtime.block_on(efrd::lifecycle::run(roots, config));
     runtime.shutdown_timeout(Duration::from_secs(1));
     ExitCode::from(u8::try_from(code).unwrap_or(1))
 }

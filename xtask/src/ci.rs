@@ -83,7 +83,7 @@ fn nix_is_root() -> bool {
         .unwrap_or(false)
 }
 
-/// Format, lints, schema and fixtures.
+/// Format, lints, efrd's module layers, schema and fixtures.
 pub fn tidy(root: &Path) -> Result<()> {
     run("cargo fmt --check", cargo().args(["fmt", "--all", "--check"]))?;
     run(
@@ -98,6 +98,8 @@ pub fn tidy(root: &Path) -> Result<()> {
             "warnings",
         ]),
     )?;
+    println!("==> no cycle between efrd's modules");
+    crate::cycles::check(root)?;
     println!("==> protocol schema current");
     protocol::check_schema(root)?;
     println!("==> fixtures current");

@@ -4,7 +4,7 @@
 //! |---|---|
 //! | `bless` | rewrites `protocol/fixtures/v1/` from the typed examples in efr-protocol |
 //! | `protocol-schema` | rewrites `docs/protocol.schema.json` from the wire types (`--check`: fail when stale) |
-//! | `tidy` | `cargo fmt --check`, clippy with `-D warnings`, schema and fixtures current |
+//! | `tidy` | `cargo fmt --check`, clippy with `-D warnings`, no cycle between efrd's modules, schema and fixtures current |
 //! | `ci` | installs the Debian packages the tests need (as root, when missing), then `tidy`, every test and the demo |
 //! | `install` | `cargo install` of efr, efrd and efr-launcher (`--root DIR` to choose where) |
 //! | `demo` | the main job end to end: a sample project's failing test fixed through efrd (`--release`: optimised; `--no-systemd`: systemd-socket-activate instead of a user manager) |
@@ -14,6 +14,7 @@
 
 mod bench;
 mod ci;
+mod cycles;
 mod demo;
 mod install;
 mod protocol;

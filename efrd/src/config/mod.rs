@@ -26,13 +26,15 @@
 //!
 //! Writing the file (always rules, projects) will go through `toml_edit`; it is not here yet.
 
+pub mod key_path;
 pub mod parse;
 pub mod roots;
 pub mod schema;
 pub mod state;
 pub mod validate;
 
-pub use parse::{ConfigError, KeyPath};
+pub use key_path::KeyPath;
+pub use parse::ConfigError;
 pub use roots::{DirError, Root, RootSource, Roots, RootsError, ensure_private_dir};
 pub use schema::{
     CompatSection, Config, DaemonSection, ExtraModel, Mode, ModelSection, PermissionsSection, ProviderId,

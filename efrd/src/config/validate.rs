@@ -4,7 +4,7 @@
 //! anything. Checking a model name against the catalog is the model layer's job, not this module's: the catalog
 //! knows the builtin models and their efforts.
 
-use super::parse::KeyPath;
+use super::key_path::KeyPath;
 use super::schema::{Config, MAX_ATTEMPTS_LIMIT, Mode, ProviderId, SUBSCRIBER_QUEUE_RANGE};
 
 /// A value that is well-typed but not allowed.

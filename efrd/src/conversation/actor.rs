@@ -13,6 +13,7 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use efr_protocol::events::{
     ApprovalExpired, ApprovalRequested, ApprovalResolved, ConversationCreated, Event, EventBody, PromptQueued,
@@ -33,13 +34,14 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
 
 use super::{Command, ConversationHandle, MAILBOX, Subscription, history, settings};
-use crate::daemon::models::Models;
 use crate::model::HistoryItem;
+use crate::model::registry::Models;
 use crate::policy::Question;
 use crate::sandbox::plan::Layout;
 use crate::snapshot::SnapshotStore;
 use crate::store::{CommandRecord, Commit, ConversationSummary, EventRow, Store, StoreError};
 use crate::tools::shell::{ShellKind, ShellOptions, ShellSlot};
+use crate::turn::sink::Sink;
 use crate::turn::tools::ToolEnv;
 use crate::turn::{self, TurnOutcome, TurnPlan};
 
@@ -76,6 +78,9 @@ pub struct Deps {
     pub roots: crate::config::Roots,
     /// The broadcast of row changes that conversations.watch sends (called after each commit).
     pub rows: Arc<super::watch::RowChanges>,
+    /// The daemon's count of turns that run now, in every conversation: a running turn keeps an idle efrd from
+    /// exiting. The actor counts its turn's start and end.
+    pub running_turns: Arc<AtomicUsize>,
 }
 
 /// An approval question that waits for its answer.
@@ -119,7 +124,7 @@ pub(super) struct Actor {
     approvals: HashMap<CallId, PendingApproval>,
     answered: HashSet<CallId>,
     shell: Arc<tokio::sync::Mutex<ShellSlot>>,
-    shell_call: super::shell::ShellCall,
+    open_calls: super::shell::OpenShellCalls,
 }
 
 impl Actor {
@@ -140,7 +145,7 @@ impl Actor {
             events: broadcast::channel(capacity).0,
             approvals: HashMap::new(),
             answered: HashSet::new(),
-            shell_call: super::shell::ShellCall::default(),
+            open_calls: super::shell::OpenShellCalls::default(),
             shell: Arc::new(tokio::sync::Mutex::new(ShellSlot::new(shell_options(
                 kind,
                 home_dir(),
@@ -164,7 +169,7 @@ impl Actor {
         actor.summary = Some(summary);
         actor.history = rebuilt.history;
         actor.last_seq = rebuilt.last_seq;
-        actor.shell_call.push_notices(rebuilt.notices);
+        actor.open_calls.push_notices(rebuilt.notices);
         if !rebuilt.left_running.is_empty() {
             let ends = rebuilt
                 .left_running
@@ -315,8 +320,8 @@ impl Actor {
         let command = self.command_record(params.command_id, "prompt.send", &result)?;
         match self.commit(bodies, Some(command)).await {
             Ok(_) => {}
-            Err(Committed::Duplicate(stored)) => return decode_outcome(&stored),
-            Err(Committed::Failed(error)) => {
+            Err(CommitRefused::Duplicate(stored)) => return decode_outcome(&stored),
+            Err(CommitRefused::Failed(error)) => {
                 if self.last_seq == 0 {
                     // The conversation was never committed: it does not exist yet.
                     self.summary = None;
@@ -383,8 +388,8 @@ impl Actor {
         let body = EventBody::TurnInterruptRequested(TurnInterruptRequested { origin });
         match self.commit(vec![(Some(turn_id), body)], Some(command)).await {
             Ok(_) => {}
-            Err(Committed::Duplicate(stored)) => return decode_outcome(&stored),
-            Err(Committed::Failed(error)) => return Err(error),
+            Err(CommitRefused::Duplicate(stored)) => return decode_outcome(&stored),
+            Err(CommitRefused::Failed(error)) => return Err(error),
         }
         if let Some(running) = self.running.as_mut() {
             running.interrupt_requested = true;
@@ -472,7 +477,7 @@ impl Actor {
         &mut self,
         bodies: Vec<(Option<TurnId>, EventBody)>,
         command: Option<CommandRecord>,
-    ) -> Result<Vec<Arc<Event>>, Committed> {
+    ) -> Result<Vec<Arc<Event>>, CommitRefused> {
         let at = Timestamp::now();
         let events: Vec<Event> = bodies
             .into_iter()
@@ -488,7 +493,7 @@ impl Actor {
         let mut rows = Vec::with_capacity(events.len());
         for event in &events {
             let body = serde_json::to_string(event)
-                .map_err(|e| Committed::Failed(ErrorBody::internal(format!("cannot serialize an event: {e}"))))?;
+                .map_err(|e| CommitRefused::Failed(ErrorBody::internal(format!("cannot serialize an event: {e}"))))?;
             rows.push(EventRow {
                 conversation_id: self.id,
                 seq: event.seq,
@@ -511,12 +516,12 @@ impl Actor {
         }
         match self.deps.store.commit(commit).await {
             Ok(()) => {}
-            Err(StoreError::DuplicateCommand { stored, .. }) => return Err(Committed::Duplicate(*stored)),
-            Err(error) => return Err(Committed::Failed(store_error(error))),
+            Err(StoreError::DuplicateCommand { stored, .. }) => return Err(CommitRefused::Duplicate(*stored)),
+            Err(error) => return Err(CommitRefused::Failed(store_error(error))),
         }
         self.last_seq = last_seq;
         for event in &events {
-            self.shell_call.observe(event);
+            self.open_calls.observe(event);
         }
         let events: Vec<Arc<Event>> = events.into_iter().map(Arc::new).collect();
         for event in &events {
@@ -531,14 +536,14 @@ impl Actor {
 }
 
 /// Why a commit did not happen.
-enum Committed {
+enum CommitRefused {
     /// The command id was stored before: here is its first outcome.
     Duplicate(CommandRecord),
     /// The store refused it; nothing changed.
     Failed(ErrorBody),
 }
 
-impl Committed {
+impl CommitRefused {
     fn body(&self) -> ErrorBody {
         match self {
             Self::Duplicate(_) => ErrorBody::new(ErrorCode::Conflict, "the command id was used before"),
@@ -547,8 +552,8 @@ impl Committed {
     }
 }
 
-impl From<Committed> for ErrorBody {
-    fn from(committed: Committed) -> Self {
+impl From<CommitRefused> for ErrorBody {
+    fn from(committed: CommitRefused) -> Self {
         committed.body()
     }
 }

@@ -38,7 +38,7 @@ pub struct Rebuilt {
     pub left_running: Vec<(CallId, String)>,
     /// Notices of commands left running that ended after the last turn started, and of those in `left_running`
     /// (they ended with the efrd that ran them): the model has not heard of them
-    /// (see [`super::shell::ShellCall::take_notices`]).
+    /// (see [`super::shell::OpenShellCalls::take_notices`]).
     pub notices: Vec<String>,
 }
 

@@ -37,6 +37,7 @@ use efr_protocol::{ErrorBody, ErrorCode};
 use tokio::sync::{broadcast, mpsc, oneshot};
 
 use crate::policy::Question;
+use crate::turn::sink::{SinkFuture, TurnSink};
 
 pub use self::actor::{Deps, summary_to_wire};
 pub use self::settings::resolve as resolve_settings;
@@ -223,61 +224,40 @@ impl ConversationHandle {
     }
 }
 
-/// The way a running turn records its events: through its conversation's actor.
+/// The way a running turn records its events: through its conversation's actor, which numbers, commits and
+/// broadcasts them (the turn's [`TurnSink`]).
 #[derive(Debug, Clone)]
 pub struct Recorder {
     tx: mpsc::Sender<Command>,
 }
 
-impl Recorder {
-    /// Records `bodies` as events of `turn_id`, committed in one step; returns the seq of the last one.
-    ///
-    /// # Errors
-    /// `unavailable` when the store refused the commit or the actor stopped.
-    pub async fn record(&self, turn_id: TurnId, bodies: Vec<EventBody>) -> Result<u64, ErrorBody> {
-        self.record_as(Some(turn_id), bodies).await
+impl TurnSink for Recorder {
+    fn record_as(&self, turn_id: Option<TurnId>, bodies: Vec<EventBody>) -> SinkFuture<'_, u64> {
+        Box::pin(async move {
+            let (reply, answer) = oneshot::channel();
+            self.tx
+                .send(Command::Record { turn_id, bodies, reply })
+                .await
+                .map_err(|_| gone())?;
+            answer.await.map_err(|_| gone())?
+        })
     }
 
-    /// Records `bodies` as events of the conversation that belong to no turn (such as shell_command_ended).
-    ///
-    /// # Errors
-    /// As [`Self::record`].
-    pub async fn record_outside_turn(&self, bodies: Vec<EventBody>) -> Result<u64, ErrorBody> {
-        self.record_as(None, bodies).await
-    }
-
-    async fn record_as(&self, turn_id: Option<TurnId>, bodies: Vec<EventBody>) -> Result<u64, ErrorBody> {
-        let (reply, answer) = oneshot::channel();
-        self.tx
-            .send(Command::Record { turn_id, bodies, reply })
-            .await
-            .map_err(|_| gone())?;
-        answer.await.map_err(|_| gone())?
-    }
-
-    /// Records approval_requested for `call_id` and waits for the answer (approval.respond from any connection with
-    /// the approve scope; an interrupt of the turn answers deny).
-    ///
-    /// # Errors
-    /// `unavailable` when the actor stopped.
-    pub async fn ask(
-        &self,
-        turn_id: TurnId,
-        call_id: CallId,
-        question: Question,
-    ) -> Result<ApprovalDecision, ErrorBody> {
-        let (reply, answer) = oneshot::channel();
-        let question = Box::new(question);
-        self.tx
-            .send(Command::Ask {
-                turn_id,
-                call_id,
-                question,
-                reply,
-            })
-            .await
-            .map_err(|_| gone())?;
-        answer.await.map_err(|_| gone())
+    fn ask(&self, turn_id: TurnId, call_id: CallId, question: Question) -> SinkFuture<'_, ApprovalDecision> {
+        Box::pin(async move {
+            let (reply, answer) = oneshot::channel();
+            let question = Box::new(question);
+            self.tx
+                .send(Command::Ask {
+                    turn_id,
+                    call_id,
+                    question,
+                    reply,
+                })
+                .await
+                .map_err(|_| gone())?;
+            answer.await.map_err(|_| gone())
+        })
     }
 }
 

@@ -1,12 +1,12 @@
 //! What the conversation knows of its hidden shell's current call, from the events it commits, and the rules of
 //! input.respond, shell.status and shell.interrupt.
 //!
-//! The actor feeds every committed event to [`ShellCall::observe`]: `tool_call_started` of a shell call opens the
+//! The actor feeds every committed event to [`OpenShellCalls::observe`]: `tool_call_started` of a shell call opens the
 //! call, `tool_call_input_changed` and `shell_command_input_changed` set its wait, `tool_call_completed` closes it
 //! unless the command was left running, and `shell_command_ended` closes a command left running. So the state is the
 //! log's, and an answer after the call's end is `not_found`, as the spec says. Who let the call run outside the
 //! sandbox (`approved_by`) follows from the turn's mode and its approval; the program's prompt from the events that
-//! carry one (the live screen's row is the actor's to add, see [`ShellCall::busy`]).
+//! carry one (the live screen's row is the actor's to add, see [`OpenShellCalls::busy`]).
 
 use efr_protocol::events::{Event, EventBody};
 use efr_protocol::ids::{CallId, Timestamp};
@@ -15,18 +15,19 @@ use efr_protocol::wire::{
 };
 use efr_protocol::{ErrorBody, ErrorCode};
 
+use crate::policy::approved_by;
 use crate::tools::spec::SHELL;
 
 /// The shell call that holds the hidden shell, if any.
 #[derive(Debug, Default)]
-pub struct ShellCall {
+pub struct OpenShellCalls {
     /// The shell calls that have not ended, in start order: a command left running, and a call of the running turn
     /// (which the shell refuses as busy while the first holds it, so it never replaces it).
     open: Vec<OpenCall>,
     /// The mode of the newest turn (turn_started), for `approved_by`.
     mode: Option<Mode>,
     /// How commands left running ended since the last turn started: the model hears of them with its next prompt
-    /// ([`ShellCall::take_notices`]), since nothing else tells it that `efr shell stop` or the command's own exit
+    /// ([`OpenShellCalls::take_notices`]), since nothing else tells it that `efr shell stop` or the command's own exit
     /// freed the shell.
     notices: Vec<String>,
 }
@@ -46,20 +47,6 @@ pub(crate) fn notice(command: &str, how: How, exit_code: Option<i32>) -> String 
     format!("the command `{command}` that was left running has ended: {how}{exit}; the shell takes commands again")
 }
 
-/// Who let a shell call run outside the sandbox (shell_command_detached's and shell.status's `approved_by`):
-/// `you` when the user allowed it at an approval question, `full_mode` when full mode ran it without one; `None`
-/// for a contained call and for one that ran without a question in another mode (cautious runs read-only commands
-/// as they are). `your_rule` and `reviewer` wait for saved rules and the reviewer.
-#[must_use]
-pub fn approved_by(mode: Mode, contained: bool, allowed_by_user: bool) -> Option<ApprovedBy> {
-    match (contained, allowed_by_user, mode) {
-        (true, _, _) => None,
-        (false, true, _) => Some(ApprovedBy::You),
-        (false, false, Mode::Full) => Some(ApprovedBy::FullMode),
-        (false, false, _) => None,
-    }
-}
-
 #[derive(Debug, Clone)]
 struct OpenCall {
     call_id: CallId,
@@ -74,7 +61,7 @@ struct OpenCall {
     approved_by: Option<ApprovedBy>,
 }
 
-impl ShellCall {
+impl OpenShellCalls {
     /// Follows one committed event.
     pub fn observe(&mut self, event: &Event) {
         match &event.body {
@@ -233,7 +220,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn feed(call: &mut ShellCall, body: serde_json::Value) {
+    fn feed(call: &mut OpenShellCalls, body: serde_json::Value) {
         let mut value = json!({"seq": 1, "at": "2026-11-30T18:00:00.000Z",
             "conversation_id": "6f1c1e9e-4c1d-4bb5-9f6e-0c8f9c7d2a11"});
         if let serde_json::Value::Object(members) = body {
@@ -244,7 +231,7 @@ mod tests {
         call.observe(&serde_json::from_value(value).unwrap());
     }
 
-    fn start(call: &mut ShellCall, mode: &str, launch: &serde_json::Value) {
+    fn start(call: &mut OpenShellCalls, mode: &str, launch: &serde_json::Value) {
         feed(
             call,
             json!({"kind": "turn_started", "settings": {"mode": mode, "model": "gpt-5"}}),
@@ -268,11 +255,11 @@ mod tests {
 
     #[test]
     fn busy_follows_the_mode_the_approval_and_the_prompt_of_a_wait() {
-        let mut call = ShellCall::default();
+        let mut call = OpenShellCalls::default();
         start(&mut call, "full", &json!({"kind": "direct"}));
         assert_eq!(call.busy().unwrap().approved_by, Some(ApprovedBy::FullMode));
 
-        let mut call = ShellCall::default();
+        let mut call = OpenShellCalls::default();
         start(&mut call, "cautious", &json!({"kind": "direct"}));
         assert_eq!(call.busy().unwrap().approved_by, None);
         feed(
@@ -309,7 +296,7 @@ mod tests {
 
     #[test]
     fn a_call_refused_as_busy_leaves_the_command_that_holds_the_shell() {
-        let mut call = ShellCall::default();
+        let mut call = OpenShellCalls::default();
         start(&mut call, "full", &json!({"kind": "direct"}));
         feed(
             &mut call,

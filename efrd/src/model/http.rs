@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use reqwest::header::HeaderMap;
 
+use super::endpoint::ProviderKind;
 use super::event::ModelError;
 
 /// The most bytes of an error body that are read: enough for any provider's message, bounded against a bad server.
@@ -206,3 +207,18 @@ fn cut(text: &str) -> String {
 #[cfg(test)]
 #[path = "http_tests.rs"]
 mod tests;
+
+/// The error of an answer whose status is not a success, from its headers and (bounded) body.
+pub(crate) async fn error_answer(kind: ProviderKind, mut response: reqwest::Response) -> ModelError {
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    let mut body = Vec::new();
+    while body.len() < ERROR_BODY_LIMIT {
+        match response.chunk().await {
+            Ok(Some(chunk)) => body.extend_from_slice(&chunk),
+            Ok(None) | Err(_) => break,
+        }
+    }
+    body.truncate(ERROR_BODY_LIMIT);
+    status_error(kind.name(), status, &headers, &String::from_utf8_lossy(&body))
+}

@@ -22,9 +22,9 @@ use chrono::{DateTime, Utc};
 use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize};
 
-use super::catalog::fetch_models;
+use super::endpoint::ProviderKind;
 use super::event::ModelError;
-use super::provider::ProviderKind;
+use super::list::fetch_models;
 
 /// The prefixes a key hint keeps, longest first: Anthropic (`sk-ant-`), OpenAI project keys (`sk-proj-`), and other
 /// OpenAI keys (`sk-`).

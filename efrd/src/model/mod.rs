@@ -10,7 +10,9 @@
 //! - [`openai`], [`anthropic`], [`compat`]: request bodies and stream parsers, one per format.
 //! - [`http`]: error statuses and bodies, `Retry-After`.
 //! - [`parse`]: the SSE layer and the pieces the parsers share; parsing is pure, so tests and benches feed it bytes.
-//! - [`provider`]: [`Provider`], [`ProviderKind`], [`ProviderConfig`], [`Auth`].
+//! - [`endpoint`]: [`ProviderKind`], the endpoints and the key's headers.
+//! - [`list`]: a provider's model list (`GET /v1/models`).
+//! - [`provider`]: [`Provider`], [`ProviderConfig`], [`Auth`].
 //! - [`retry`]: [`RetryConfig`] and the retry of a call that failed before any output.
 //! - [`keys`]: the API key store (login, logout, key hints).
 //! - [`catalog`]: `models.list` data and the check of a prompt's model and effort.
@@ -34,21 +36,26 @@
 pub mod anthropic;
 pub mod catalog;
 pub mod compat;
+pub mod endpoint;
 pub mod event;
 pub mod http;
 pub mod keys;
+pub mod list;
 pub mod openai;
 pub mod parse;
 pub mod provider;
+pub mod registry;
 pub mod request;
 pub mod retry;
 
 pub use catalog::{
-    BackendModel, CachedList, Catalog, CatalogCache, CatalogConfig, CatalogLoad, CatalogOrigin, ConfigModel, ModelInfo,
-    ModelSource, SettingsError,
+    CachedList, Catalog, CatalogCache, CatalogConfig, CatalogLoad, CatalogOrigin, ConfigModel, ModelInfo, ModelSource,
+    SettingsError,
 };
+pub use endpoint::ProviderKind;
 pub use event::{ModelError, ModelEvent, StopReason, Usage};
 pub use keys::{EnvKeys, KeyCheck, KeyError, KeySource, KeyStatus, KeyStore, Login, key_hint};
-pub use provider::{Auth, Provider, ProviderConfig, ProviderKind};
+pub use list::BackendModel;
+pub use provider::{Auth, Provider, ProviderConfig};
 pub use request::{HistoryItem, ModelRequest, ReasoningCarry, Tool};
 pub use retry::RetryConfig;

@@ -12,77 +12,20 @@ use std::time::Duration;
 use bytes::Bytes;
 use chrono::Utc;
 use futures::{Stream, StreamExt};
-use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
-use secrecy::{ExposeSecret, SecretString};
-use serde::{Deserialize, Serialize};
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderValue};
+use secrecy::SecretString;
 
 use super::anthropic::{self, AnthropicOptions, MessagesParser};
-use super::catalog::{BackendModel, fetch_models};
 use super::compat::{self, ChatParser};
+use super::endpoint::{ProviderKind, auth_headers, endpoint};
 use super::event::{ModelError, ModelEvent};
-use super::http::{ERROR_BODY_LIMIT, status_error};
+use super::http::error_answer;
 use super::keys::KeyStore;
+use super::list::{BackendModel, fetch_models};
 use super::openai::{self, ResponsesParser};
 use super::parse::{StreamParser, events};
 use super::request::ModelRequest;
 use super::retry::{RetryConfig, with_retry};
-
-/// The kinds of provider efr speaks (spec: the provider names of admin.login_api_key and admin.status).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum ProviderKind {
-    /// `openai-api`: the Responses API with an OpenAI API key.
-    #[serde(rename = "openai-api")]
-    OpenAiApi,
-    /// `anthropic-api`: the Messages API with an Anthropic API key.
-    #[serde(rename = "anthropic-api")]
-    AnthropicApi,
-    /// `openai-compat`: Chat Completions on any compatible server, key optional.
-    #[serde(rename = "openai-compat")]
-    OpenAiCompat,
-}
-
-impl ProviderKind {
-    /// Every kind.
-    pub const ALL: [Self; 3] = [Self::OpenAiApi, Self::AnthropicApi, Self::OpenAiCompat];
-
-    /// The kind's name: `openai-api`, `anthropic-api` or `openai-compat`.
-    #[must_use]
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::OpenAiApi => "openai-api",
-            Self::AnthropicApi => "anthropic-api",
-            Self::OpenAiCompat => "openai-compat",
-        }
-    }
-
-    /// The kind of a name; `None` for another name.
-    #[must_use]
-    pub fn from_name(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|kind| kind.name() == name)
-    }
-
-    /// The streaming endpoint's path under the base URL.
-    #[must_use]
-    pub fn path(self) -> &'static str {
-        match self {
-            Self::OpenAiApi => openai::PATH,
-            Self::AnthropicApi => anthropic::PATH,
-            Self::OpenAiCompat => compat::PATH,
-        }
-    }
-
-    /// Whether a call needs a key (`openai-compat` only when its config gives one).
-    #[must_use]
-    pub fn needs_key(self) -> bool {
-        !matches!(self, Self::OpenAiCompat)
-    }
-}
-
-impl std::fmt::Display for ProviderKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
 
 /// Where a provider's key comes from.
 #[derive(Clone)]
@@ -293,58 +236,6 @@ async fn attempt(
         }
         Err(error) => futures::stream::iter([Err(error)]).right_stream(),
     }
-}
-
-/// The error of an answer whose status is not a success, from its headers and (bounded) body.
-pub(crate) async fn error_answer(kind: ProviderKind, mut response: reqwest::Response) -> ModelError {
-    let status = response.status().as_u16();
-    let headers = response.headers().clone();
-    let mut body = Vec::new();
-    while body.len() < ERROR_BODY_LIMIT {
-        match response.chunk().await {
-            Ok(Some(chunk)) => body.extend_from_slice(&chunk),
-            Ok(None) | Err(_) => break,
-        }
-    }
-    body.truncate(ERROR_BODY_LIMIT);
-    status_error(kind.name(), status, &headers, &String::from_utf8_lossy(&body))
-}
-
-/// The headers that carry the key: `Authorization: Bearer` for OpenAI and compatible servers, `x-api-key` with
-/// `anthropic-version` for Anthropic (shared/provider-streams/README.md). The key's header is marked sensitive, so
-/// the HTTP stack never prints it.
-pub(crate) fn auth_headers(kind: ProviderKind, key: Option<&SecretString>) -> Result<HeaderMap, ModelError> {
-    let mut headers = HeaderMap::new();
-    let unusable = || ModelError::KeyRefused {
-        provider: kind.name().to_owned(),
-        message: "the key holds characters that an HTTP header cannot carry".to_owned(),
-    };
-    if kind == ProviderKind::AnthropicApi {
-        headers.insert(
-            HeaderName::from_static("anthropic-version"),
-            HeaderValue::from_static(anthropic::VERSION),
-        );
-    }
-    if let Some(key) = key {
-        let (name, text) = match kind {
-            ProviderKind::AnthropicApi => (HeaderName::from_static("x-api-key"), key.expose_secret().to_owned()),
-            ProviderKind::OpenAiApi | ProviderKind::OpenAiCompat => (
-                reqwest::header::AUTHORIZATION,
-                format!("Bearer {}", key.expose_secret()),
-            ),
-        };
-        let mut value = HeaderValue::from_str(&text).map_err(|_| unusable())?;
-        value.set_sensitive(true);
-        headers.insert(name, value);
-    }
-    Ok(headers)
-}
-
-/// `base_url` joined with `path` (which starts with `/v1/`): a trailing `/` or `/v1` of the base is dropped.
-pub(crate) fn endpoint(base_url: &str, path: &str) -> String {
-    let base = base_url.trim_end_matches('/');
-    let base = base.strip_suffix("/v1").unwrap_or(base);
-    format!("{base}{path}")
 }
 
 fn idle_message(idle: Duration) -> String {

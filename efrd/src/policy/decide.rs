@@ -8,8 +8,8 @@
 
 use std::path::PathBuf;
 
-use efr_protocol::wire::Launch;
 use efr_protocol::wire::common::{Mode, Origin};
+use efr_protocol::wire::{ApprovedBy, Launch};
 
 use super::analysis::{LineAnalysis, Scope, analyse};
 use super::floors::{self, EfrDirs};
@@ -182,6 +182,20 @@ pub fn effective_mode(mode: Mode, origin: Origin) -> Mode {
         (Mode::Full, Origin::Daemon) => Mode::Auto,
         (Mode::Unknown, _) => Mode::Manual,
         (mode, _) => mode,
+    }
+}
+
+/// Who let a shell call run outside the sandbox (shell_command_detached's and shell.status's `approved_by`):
+/// `you` when the user allowed it at an approval question, `full_mode` when full mode ran it without one; `None`
+/// for a contained call and for one that ran without a question in another mode (cautious runs read-only commands
+/// as they are). `your_rule` and `reviewer` wait for saved rules and the reviewer.
+#[must_use]
+pub fn approved_by(mode: Mode, contained: bool, allowed_by_user: bool) -> Option<ApprovedBy> {
+    match (contained, allowed_by_user, mode) {
+        (true, _, _) => None,
+        (false, true, _) => Some(ApprovedBy::You),
+        (false, false, Mode::Full) => Some(ApprovedBy::FullMode),
+        (false, false, _) => None,
     }
 }
 

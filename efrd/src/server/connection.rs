@@ -142,7 +142,7 @@ pub async fn serve(stream: UnixStream, session: Session, daemon: Arc<Daemon>, sh
     if let Err(error) = writer.await {
         warn!(%error, "connection writer failed");
     }
-    daemon.connection_closed(&session);
+    daemon.connection_closed();
     debug!(
         client = session.hello_info().client.as_deref().unwrap_or("-"),
         "connection closed"

@@ -1,7 +1,7 @@
 //! The turn loop: stream the model's answer, map it to events, and end the turn with exactly one terminal event.
 //!
 //! A turn runs as its own task, beside its conversation's actor, so that the actor stays free to take interrupts and
-//! subscriptions. Every event the turn makes goes through the actor ([`Recorder`]), which numbers, commits and
+//! subscriptions. Every event the turn makes goes through the actor ([`TurnSink`](sink::TurnSink)), which numbers, commits and
 //! broadcasts it; the turn never touches the store.
 //!
 //! What a text turn records, in order: `assistant_message_updated` (coalesced, see [`coalesce`]) and
@@ -19,11 +19,19 @@
 
 pub mod coalesce;
 pub mod contained;
+pub mod decide;
 pub mod git_check;
+pub mod patch_call;
 pub mod patch_paths;
+pub mod plan;
 pub mod shell_call;
+pub mod sink;
 pub mod snapshots;
+#[cfg(test)]
+mod testing;
 pub mod tools;
+#[cfg(test)]
+mod tools_tests;
 
 use std::time::Instant;
 
@@ -36,7 +44,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::debug;
 
 use self::coalesce::TextCoalescer;
-use crate::conversation::Recorder;
+use self::sink::Sink;
 use crate::model::{HistoryItem, ModelError, ModelEvent, ModelRequest, Provider, StopReason, Usage};
 
 /// Everything a turn needs to run, prepared by its conversation's actor.
@@ -77,7 +85,7 @@ enum Ending {
 }
 
 /// Runs one turn to its end. Records its events through `recorder`; returns what it adds to the history.
-pub async fn run(plan: TurnPlan, recorder: Recorder, cancel: CancellationToken) -> TurnOutcome {
+pub async fn run(plan: TurnPlan, recorder: Sink, cancel: CancellationToken) -> TurnOutcome {
     let TurnPlan {
         turn_id,
         mut request,
@@ -311,7 +319,7 @@ pub fn model_error(error: &ModelError) -> ErrorBody {
 /// The state of the turn's model call: open message, coalescer, summed usage, history items.
 struct CallState {
     turn_id: TurnId,
-    recorder: Recorder,
+    recorder: Sink,
     coalescer: TextCoalescer,
     /// The open message's index and text so far.
     message: Option<(u32, String)>,
@@ -337,7 +345,7 @@ struct PendingCall {
 struct Lost;
 
 impl CallState {
-    fn new(turn_id: TurnId, recorder: Recorder) -> Self {
+    fn new(turn_id: TurnId, recorder: Sink) -> Self {
         Self {
             turn_id,
             recorder,

@@ -13,6 +13,7 @@
 //! `shell_command_input_changed` and `shell_command_ended` (with `contained` set for a contained call).
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use efr_protocol::events::{
@@ -23,10 +24,10 @@ use efr_protocol::ids::{CallId, Timestamp, TurnId};
 use efr_protocol::wire::{ApprovedBy, Grant, InputWait as WireInputWait, SandboxSummary};
 
 use super::contained::{self, CallPlan, Outcome};
+use super::sink::Sink;
 use super::snapshots::CallRoots;
 use super::tools::{CallOutput, ToolEnv};
-use crate::conversation::Recorder;
-use crate::tools::shell::{HiddenShell, How, InputKind, OutputLimits};
+use crate::tools::shell::{Detached, EndCause, HiddenShell, InputKind, OutputLimits, Run, RunAnswer};
 
 /// How long the `env -0` run before a contained call may take.
 const PREPARE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -71,15 +72,15 @@ pub struct ShellRequest<'a> {
     pub timeout: Duration,
     /// `Some` (possibly empty) for a contained call.
     pub grants: Option<&'a [Grant]>,
-    /// Who let it run outside the sandbox ([`crate::conversation::shell::approved_by`]); `None` when contained.
+    /// Who let it run outside the sandbox ([`crate::policy::approved_by`]); `None` when contained.
     pub approved_by: Option<ApprovedBy>,
 }
 
-/// Runs a shell call and records its events; returns what the model gets, or `None` when the recorder is gone.
+/// Runs a shell call and records its events; returns what the model gets, or `None` when the sink is gone.
 /// `cancel` is the turn's interrupt: it stops the running command with SIGINT.
 pub async fn run_shell(
     env: &ToolEnv,
-    recorder: &Recorder,
+    sink: &Sink,
     turn_id: TurnId,
     call_id: &CallId,
     request: ShellRequest<'_>,
@@ -93,35 +94,13 @@ pub async fn run_shell(
     } = request;
     let failed = |output: String| async move {
         let body = failed_completion(call_id, output.clone(), grants.is_some().then(SandboxSummary::default));
-        recorder.record(turn_id, vec![body]).await.ok()?;
+        sink.record(turn_id, vec![body]).await.ok()?;
         Some(CallOutput { output, is_error: true })
     };
-    let shell = {
-        let mut slot = env.shell.lock().await;
-        // A contained call never runs in a shell that a direct call has used (see ShellSlot).
-        let shell = if grants.is_some() {
-            slot.shell_for_contained().await
-        } else {
-            slot.shell_for_direct().await
-        };
-        match shell {
-            Ok(shell) => shell.clone(),
-            Err(error) => {
-                drop(slot);
-                return failed(format!("the command did not run: {error}")).await;
-            }
-        }
+    let shell = match take_shell(env, grants.is_some()).await {
+        Ok(shell) => shell,
+        Err(why) => return failed(format!("the command did not run: {why}")).await,
     };
-    // $SCRATCH is made before the first snapshot, so what the call writes there is among its changes.
-    if grants.is_some()
-        && let Err(error) = crate::config::ensure_private_dir(&env.scratch)
-    {
-        return failed(format!(
-            "the command did not run: cannot make $SCRATCH {}: {error}",
-            env.scratch.display()
-        ))
-        .await;
-    }
     let before = env.call_snapshots.before(call_roots(env)).await;
     let prepared = match grants {
         None => None,
@@ -132,7 +111,7 @@ pub async fn run_shell(
                     reason: reason.clone(),
                     call_id: Some(call_id.clone()),
                 });
-                recorder.record(turn_id, vec![unavailable]).await.ok()?;
+                sink.record(turn_id, vec![unavailable]).await.ok()?;
                 return failed(format!("the sandbox cannot run, so the command did not run: {reason}")).await;
             }
             Err(NotPrepared::Failed(why)) => return failed(format!("the command did not run: {why}")).await,
@@ -148,65 +127,26 @@ pub async fn run_shell(
             return failed(format!("the command did not run: {error}")).await;
         }
     };
-    // While the command runs, each change of its wait for input is recorded (tool_call_input_changed).
-    let mut waits = run.input();
-    let answer = run.answer();
-    tokio::pin!(answer);
-    // An interrupt of the turn is a Ctrl+C for the command: SIGINT to its process group, once; its answer (and
-    // status) then comes as usual.
-    let mut interrupted = false;
-    let answer = loop {
-        tokio::select! {
-            answer = &mut answer => break answer,
-            () = cancel.cancelled(), if !interrupted => {
-                interrupted = true;
-                if let Err(error) = shell.interrupt().await {
-                    tracing::debug!(%error, "the interrupt of a turn found no command to stop");
-                }
-            }
-            changed = waits.changed() => {
-                if changed.is_err() {
-                    break answer.await;
-                }
-                let wait = waits.borrow_and_update().clone();
-                let body = EventBody::ToolCallInputChanged(ToolCallInputChanged {
-                    call_id: call_id.clone(),
-                    input: wire_wait(wait.kind),
-                    looks_secret: wait.looks_secret,
-                });
-                recorder.record(turn_id, vec![body]).await.ok()?;
-            }
-        }
-    };
+    let (answer, interrupted) = follow(&shell, run, sink, turn_id, call_id, cancel).await?;
     let changes = env.call_snapshots.changes(before).await;
     let left_running = answer.left_running();
     let mut exit_code = answer.exit_code;
     let mut sandbox = prepared.as_ref().map(|_| SandboxSummary::default());
-    let mut note = None;
+    let mut notes = Vec::new();
     if let Some(prepared) = prepared.as_ref().filter(|_| !left_running) {
         let _ = std::fs::remove_file(&prepared.plan_file);
-        match Outcome::take(&prepared.report) {
-            Outcome::Exited {
-                exit_code: code,
-                exec_error,
-            } => {
-                exit_code = Some(code);
-                note = exec_error.map(|e| format!("[the program could not start: {e}]"));
-            }
-            Outcome::SetupError { message } => {
-                // The command did not run: its status is the launcher's, not the command's.
-                exit_code = None;
-                note = Some(format!(
-                    "[efr's sandbox could not start, so the command did not run: {message}]"
-                ));
-                sandbox = Some(SandboxSummary {
-                    setup_error: Some(message),
-                    ..SandboxSummary::default()
-                });
-                // The sandbox may have changed under efrd: the next need probes again (spec, setup_error).
-                env.sandbox.invalidate().await;
-            }
-            Outcome::NoEnd => {}
+        let ended = ContainedEnd::take(&prepared.report);
+        if let Some(code) = ended.exit_code {
+            exit_code = code;
+        }
+        notes.extend(ended.note);
+        if let Some(message) = ended.setup_error {
+            sandbox = Some(SandboxSummary {
+                setup_error: Some(message),
+                ..SandboxSummary::default()
+            });
+            // The sandbox may have changed under efrd: the next need probes again (spec, setup_error).
+            env.sandbox.invalidate().await;
         }
     }
     let setup_failed = sandbox.as_ref().is_some_and(|s| s.setup_error.is_some());
@@ -221,7 +161,7 @@ pub async fn run_shell(
             ));
         }
     }
-    if let Some(note) = note {
+    for note in notes {
         model_text.push('\n');
         model_text.push_str(&note);
     }
@@ -254,80 +194,204 @@ pub async fn run_shell(
         sandbox,
     });
     // The completion belongs to the turn; the detached command belongs to the conversation (spec).
-    recorder.record(turn_id, vec![completed]).await.ok()?;
+    sink.record(turn_id, vec![completed]).await.ok()?;
     if let Some(detached) = answer.detached {
-        let contained = prepared.is_some();
-        let mut waits = detached.input();
-        let wait = waits.borrow_and_update().clone();
-        let body = EventBody::ShellCommandDetached(ShellCommandDetached {
+        let left = LeftRunning {
             call_id: call_id.clone(),
-            command: command.chars().take(200).collect(),
-            since: Timestamp::now(),
-            contained,
-            input: wire_wait(wait.kind),
-            looks_secret: wait.looks_secret,
-            prompt: wait.prompt,
+            command,
             approved_by,
-        });
-        // Recorded before its end can be: shell_command_ended always comes after shell_command_detached.
-        recorder.record_outside_turn(vec![body]).await.ok()?;
-        let recorder = recorder.clone();
-        let call_id = call_id.clone();
-        let roots = env.roots.clone();
-        tokio::spawn(async move {
-            let end = detached.ended();
-            tokio::pin!(end);
-            // Each change of the left-running command's wait for input is recorded until it ends.
-            let end = loop {
-                tokio::select! {
-                    end = &mut end => break end,
-                    changed = waits.changed() => {
-                        if changed.is_err() {
-                            break end.await;
-                        }
-                        let wait = waits.borrow_and_update().clone();
-                        let body = EventBody::ShellCommandInputChanged(ShellCommandInputChanged {
-                            call_id: call_id.clone(),
-                            input: wire_wait(wait.kind),
-                            contained,
-                            looks_secret: wait.looks_secret,
-                            prompt: wait.prompt,
-                        });
-                        let _ = recorder.record_outside_turn(vec![body]).await;
-                    }
-                }
-            };
-            let mut exit_code = end.exit_code;
-            if prepared.is_some() {
-                crate::sandbox::protect::remove_planted_commondirs(&roots);
-            }
-            if let Some(prepared) = prepared {
-                let _ = std::fs::remove_file(&prepared.plan_file);
-                match Outcome::take(&prepared.report) {
-                    Outcome::Exited { exit_code: code, .. } => exit_code = Some(code),
-                    Outcome::SetupError { .. } => exit_code = None,
-                    Outcome::NoEnd => {}
-                }
-            }
-            let how = match end.how {
-                How::Ended => efr_protocol::wire::How::Ended,
-                How::Stopped => efr_protocol::wire::How::Stopped,
-                How::Limit => efr_protocol::wire::How::Limit,
-                How::Closed => efr_protocol::wire::How::Closed,
-                How::ShellExited => efr_protocol::wire::How::ShellExited,
-            };
-            let ended = EventBody::ShellCommandEnded(ShellCommandEnded {
-                call_id,
-                how,
-                exit_code,
-            });
-            let _ = recorder.record_outside_turn(vec![ended]).await;
-        });
+            prepared,
+            roots: env.roots.clone(),
+        };
+        follow_left_running(left, detached, sink).await?;
     }
     Some(CallOutput {
         output: model_text,
         is_error: !ok,
     })
+}
+
+/// The conversation's hidden shell for a call: a contained call never runs in a shell that a direct call has used
+/// (see [`ShellSlot`](crate::tools::shell::ShellSlot)). `$SCRATCH` is made for a contained call before its first
+/// snapshot, so what the call writes there is among its changes.
+async fn take_shell(env: &ToolEnv, contained: bool) -> Result<HiddenShell, String> {
+    let shell = {
+        let mut slot = env.shell.lock().await;
+        let shell = if contained {
+            slot.shell_for_contained().await
+        } else {
+            slot.shell_for_direct().await
+        };
+        shell.map_err(|e| e.to_string())?.clone()
+    };
+    if contained {
+        crate::config::ensure_private_dir(&env.scratch)
+            .map_err(|e| format!("cannot make $SCRATCH {}: {e}", env.scratch.display()))?;
+    }
+    Ok(shell)
+}
+
+/// Follows a run to its answer: each change of its wait for input is recorded (tool_call_input_changed), and an
+/// interrupt of the turn is a Ctrl+C for the command (SIGINT to its process group, once; its answer and status
+/// then come as usual). Returns the answer and whether the turn interrupted it; `None` when the sink is gone.
+async fn follow(
+    shell: &HiddenShell,
+    run: Run,
+    sink: &Sink,
+    turn_id: TurnId,
+    call_id: &CallId,
+    cancel: &tokio_util::sync::CancellationToken,
+) -> Option<(RunAnswer, bool)> {
+    let mut waits = run.input();
+    let answer = run.answer();
+    tokio::pin!(answer);
+    let mut interrupted = false;
+    let answer = loop {
+        tokio::select! {
+            answer = &mut answer => break answer,
+            () = cancel.cancelled(), if !interrupted => {
+                interrupted = true;
+                if let Err(error) = shell.interrupt().await {
+                    tracing::debug!(%error, "the interrupt of a turn found no command to stop");
+                }
+            }
+            changed = waits.changed() => {
+                if changed.is_err() {
+                    break answer.await;
+                }
+                let wait = waits.borrow_and_update().clone();
+                let body = EventBody::ToolCallInputChanged(ToolCallInputChanged {
+                    call_id: call_id.clone(),
+                    input: wire_wait(wait.kind),
+                    looks_secret: wait.looks_secret,
+                });
+                sink.record(turn_id, vec![body]).await.ok()?;
+            }
+        }
+    };
+    Some((answer, interrupted))
+}
+
+/// How a contained call ended, from the launcher's report.
+#[derive(Debug, Default)]
+struct ContainedEnd {
+    /// The status to report instead of the shell's (`Some(None)`: none, the command did not run); `None` keeps the
+    /// shell's.
+    exit_code: Option<Option<i32>>,
+    /// A line for the model.
+    note: Option<String>,
+    /// The sandbox could not start: its message.
+    setup_error: Option<String>,
+}
+
+impl ContainedEnd {
+    /// Reads (and removes) the launcher's report.
+    fn take(report: &std::path::Path) -> Self {
+        match Outcome::take(report) {
+            Outcome::Exited { exit_code, exec_error } => Self {
+                exit_code: Some(Some(exit_code)),
+                note: exec_error.map(|e| format!("[the program could not start: {e}]")),
+                setup_error: None,
+            },
+            // The command did not run: its status is the launcher's, not the command's.
+            Outcome::SetupError { message } => Self {
+                exit_code: Some(None),
+                note: Some(format!(
+                    "[efr's sandbox could not start, so the command did not run: {message}]"
+                )),
+                setup_error: Some(message),
+            },
+            Outcome::NoEnd => Self::default(),
+        }
+    }
+}
+
+/// A command left running past its call's timeout: what its events name.
+struct LeftRunning<'a> {
+    call_id: CallId,
+    command: &'a str,
+    approved_by: Option<ApprovedBy>,
+    /// The contained call's launch files (`None` for a direct call).
+    prepared: Option<Prepared>,
+    roots: Vec<PathBuf>,
+}
+
+/// Records `shell_command_detached` for a command left running, then follows it in a task of its own until it
+/// ends: each change of its wait (`shell_command_input_changed`), then `shell_command_ended`. These events belong to
+/// the conversation, not the turn. `None` when the sink is gone.
+async fn follow_left_running(left: LeftRunning<'_>, detached: Detached, sink: &Sink) -> Option<()> {
+    let LeftRunning {
+        call_id,
+        command,
+        approved_by,
+        prepared,
+        roots,
+    } = left;
+    let contained = prepared.is_some();
+    let mut waits = detached.input();
+    let wait = waits.borrow_and_update().clone();
+    let body = EventBody::ShellCommandDetached(ShellCommandDetached {
+        call_id: call_id.clone(),
+        command: command.chars().take(200).collect(),
+        since: Timestamp::now(),
+        contained,
+        input: wire_wait(wait.kind),
+        looks_secret: wait.looks_secret,
+        prompt: wait.prompt,
+        approved_by,
+    });
+    // Recorded before its end can be: shell_command_ended always comes after shell_command_detached.
+    sink.record_outside_turn(vec![body]).await.ok()?;
+    let sink = Arc::clone(sink);
+    tokio::spawn(async move {
+        let end = detached.ended();
+        tokio::pin!(end);
+        let end = loop {
+            tokio::select! {
+                end = &mut end => break end,
+                changed = waits.changed() => {
+                    if changed.is_err() {
+                        break end.await;
+                    }
+                    let wait = waits.borrow_and_update().clone();
+                    let body = EventBody::ShellCommandInputChanged(ShellCommandInputChanged {
+                        call_id: call_id.clone(),
+                        input: wire_wait(wait.kind),
+                        contained,
+                        looks_secret: wait.looks_secret,
+                        prompt: wait.prompt,
+                    });
+                    let _ = sink.record_outside_turn(vec![body]).await;
+                }
+            }
+        };
+        let mut exit_code = end.exit_code;
+        if let Some(prepared) = prepared {
+            crate::sandbox::protect::remove_planted_commondirs(&roots);
+            let _ = std::fs::remove_file(&prepared.plan_file);
+            if let Some(code) = ContainedEnd::take(&prepared.report).exit_code {
+                exit_code = code;
+            }
+        }
+        let ended = EventBody::ShellCommandEnded(ShellCommandEnded {
+            call_id,
+            how: wire_how(end.how),
+            exit_code,
+        });
+        let _ = sink.record_outside_turn(vec![ended]).await;
+    });
+    Some(())
+}
+
+/// The wire form of how a command ended.
+fn wire_how(cause: EndCause) -> efr_protocol::wire::How {
+    match cause {
+        EndCause::Ended => efr_protocol::wire::How::Ended,
+        EndCause::Stopped => efr_protocol::wire::How::Stopped,
+        EndCause::Limit => efr_protocol::wire::How::Limit,
+        EndCause::Closed => efr_protocol::wire::How::Closed,
+        EndCause::ShellExited => efr_protocol::wire::How::ShellExited,
+    }
 }
 
 /// The roots whose changes a shell call reports: the project (when the conversation has one) and `$SCRATCH` (when
@@ -431,58 +495,15 @@ async fn prepare(env: &ToolEnv, shell: &HiddenShell, line: &str, grants: &[Grant
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
-    use efr_protocol::wire::{Mode, Origin};
+    use efr_protocol::wire::Mode;
 
     use super::*;
-    use crate::sandbox::plan::Layout;
-    use crate::sandbox::{ProbeOptions, SandboxState};
-    use crate::tools::shell::{ShellKind, ShellOptions, ShellSlot};
-
-    fn env(dir: &std::path::Path, bwrap: &str) -> ToolEnv {
-        let home = dir.join("home");
-        let run = dir.join("run");
-        std::fs::create_dir_all(&home).unwrap();
-        std::fs::create_dir_all(&run).unwrap();
-        let options = ProbeOptions {
-            launcher: "/nonexistent/efr-launcher".into(),
-            bwrap: Some(bwrap.into()),
-            home: home.clone(),
-            runtime_dir: dir.join("run-user"),
-            netview_off: false,
-        };
-        let layout = Layout {
-            home: home.clone(),
-            runtime_dir: dir.join("run-user"),
-            efr_roots: vec![dir.join("state")],
-            scratch_root: dir.join("state/scratch"),
-            config_masks: Vec::new(),
-        };
-        ToolEnv {
-            efr_dirs: crate::policy::EfrDirs::default(),
-            shell: Arc::new(tokio::sync::Mutex::new(ShellSlot::new(ShellOptions::new(
-                ShellKind::Bash,
-                home.clone(),
-                run,
-            )))),
-            cwd: home.clone(),
-            roots: vec![home],
-            mode: Mode::Auto,
-            origin: Origin::Terminal,
-            question_limit_secs: None,
-            snapshots: None,
-            call_snapshots: Arc::default(),
-            sandbox: Arc::new(SandboxState::new(options)),
-            scratch: layout.scratch_root.join("c1"),
-            layout,
-        }
-    }
+    use crate::turn::testing::tool_env;
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_sandbox_that_cannot_run_is_unavailable_and_the_shell_runs_nothing() {
         let dir = tempfile::tempdir().unwrap();
-        let env = env(dir.path(), "/nonexistent/bwrap");
+        let env = tool_env(dir.path(), "/nonexistent/bwrap", Mode::Auto);
         let shell = env.shell.lock().await.shell().await.unwrap().clone();
         let marker = dir.path().join("home/ran");
         let line = format!("touch {}", marker.display());

@@ -50,7 +50,7 @@ impl Actor {
 
     /// input.respond: the answer goes to the shell's terminal, with a newline.
     pub(super) async fn input_respond(&mut self, params: InputRespondParams) -> Result<InputRespondResult, ErrorBody> {
-        self.shell_call.check_answer(&params)?;
+        self.open_calls.check_answer(&params)?;
         let slot = self.shell.lock().await;
         let Some(shell) = slot.current() else {
             return Err(ErrorBody::new(ErrorCode::NotFound, "the hidden shell is gone"));
@@ -62,11 +62,11 @@ impl Actor {
         Ok(InputRespondResult {})
     }
 
-    /// shell.status: the call that holds the hidden shell, from the log ([`super::super::shell::ShellCall::busy`]),
+    /// shell.status: the call that holds the hidden shell, from the log ([`super::super::shell::OpenShellCalls::busy`]),
     /// with the program's prompt read from the live screen while the command waits for input (an input wait of a
     /// call inside its turn has no event that carries the prompt).
     pub(super) async fn shell_status(&self) -> ShellStatusResult {
-        let mut busy = self.shell_call.busy();
+        let mut busy = self.open_calls.busy();
         if let Some(busy) = busy.as_mut().filter(|b| b.input != efr_protocol::wire::InputWait::None) {
             let shell = self.shell.lock().await.current().cloned();
             if let Some(shell) = shell
@@ -88,7 +88,7 @@ impl Actor {
         if let Some(stored) = self.stored_outcome(params.command_id).await? {
             return Ok(stored);
         }
-        if !self.shell_call.holds(&params.call_id) {
+        if !self.open_calls.holds(&params.call_id) {
             return Err(ErrorBody::new(
                 ErrorCode::NotFound,
                 format!("call {} runs no command now", params.call_id),
@@ -108,8 +108,8 @@ impl Actor {
         let result = ShellInterruptResult {};
         let command = self.command_record(params.command_id, "shell.interrupt", &result)?;
         match self.commit(Vec::new(), Some(command)).await {
-            Ok(_) | Err(Committed::Duplicate(_)) => Ok(result),
-            Err(Committed::Failed(error)) => Err(error),
+            Ok(_) | Err(CommitRefused::Duplicate(_)) => Ok(result),
+            Err(CommitRefused::Failed(error)) => Err(error),
         }
     }
 

@@ -44,7 +44,7 @@ impl Actor {
             }
             // Commands left running that ended since the last turn: the model's copy of the prompt says so (never
             // an event: the log has their shell_command_ended).
-            let notices = self.shell_call.take_notices();
+            let notices = self.open_calls.take_notices();
             let text = if notices.is_empty() {
                 queued.text
             } else {
@@ -53,10 +53,7 @@ impl Actor {
             };
             self.history.push(HistoryItem::UserText { text });
             let tools = self.tool_env(&queued.settings, queued.origin).await;
-            let plan = match self
-                .deps
-                .models
-                .plan(turn_id, &queued.settings, &self.history, Some(tools))
+            let plan = match turn::plan::plan(&self.deps.models, turn_id, &queued.settings, &self.history, Some(tools))
             {
                 Ok(plan) => plan,
                 Err(error) => {
@@ -81,8 +78,8 @@ impl Actor {
                 cancel: cancel.clone(),
                 interrupt_requested: false,
             });
-            self.deps.models.turn_running(true);
-            let recorder = crate::conversation::Recorder { tx: tx.clone() };
+            self.deps.running_turns.fetch_add(1, Ordering::Relaxed);
+            let recorder: Sink = Arc::new(crate::conversation::Recorder { tx: tx.clone() });
             tokio::spawn(run_turn(plan, recorder, cancel, tx));
         }
     }
@@ -146,7 +143,7 @@ impl Actor {
     pub(super) async fn turn_ended(&mut self, turn_id: TurnId, outcome: TurnOutcome) {
         if self.running.as_ref().is_some_and(|r| r.turn_id == turn_id) {
             self.running = None;
-            self.deps.models.turn_running(false);
+            self.deps.running_turns.fetch_sub(1, Ordering::Relaxed);
         }
         self.history.extend(outcome.history);
         self.finish_turn_status();
@@ -154,12 +151,7 @@ impl Actor {
 }
 
 /// Runs a turn and tells the actor when it ended.
-async fn run_turn(
-    plan: TurnPlan,
-    recorder: crate::conversation::Recorder,
-    cancel: CancellationToken,
-    tx: mpsc::Sender<Command>,
-) {
+async fn run_turn(plan: TurnPlan, recorder: Sink, cancel: CancellationToken, tx: mpsc::Sender<Command>) {
     let turn_id = plan.turn_id;
     let outcome = turn::run(plan, recorder, cancel).await;
     let _ = tx.send(Command::TurnEnded { turn_id, outcome }).await;

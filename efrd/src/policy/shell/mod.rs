@@ -3,11 +3,11 @@
 //! heredocs).
 //!
 //! The parser is tree-sitter with the bash grammar ([`tree_sitter_bash`]); this module turns its concrete syntax tree
-//! into the small [`Script`] tree that the policy reads. Nothing here decides anything: [`super::analysis`] does.
+//! into the small [`ParsedLine`] tree that the policy reads. Nothing here decides anything: [`super::analysis`] does.
 //!
 //! # What is analysed and what is not
 //!
-//! A line is [`Script::error`] (and therefore never read-only) when tree-sitter reports an error or a missing token
+//! A line is [`ParsedLine::error`] (and therefore never read-only) when tree-sitter reports an error or a missing token
 //! (`echo "unterminated`, `ls &&`), when it is longer than [`MAX_LINE_BYTES`], or when it nests deeper than
 //! [`MAX_DEPTH`]. The constructs below are converted; every other construct becomes [`Stmt::Unknown`], which is never
 //! read-only, while the commands inside it are still listed so that the floors can see them:
@@ -63,7 +63,7 @@ pub const MAX_DEPTH: usize = 64;
 
 /// A parsed shell line.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Script {
+pub struct ParsedLine {
     /// The statements of the line, in order. With an [`error`](Self::error) these are what tree-sitter could recover.
     pub body: Vec<Stmt>,
     /// Why the line is not fully parsed; `None` when it is.

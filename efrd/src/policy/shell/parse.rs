@@ -1,4 +1,4 @@
-//! From tree-sitter-bash's concrete syntax tree to [`Script`].
+//! From tree-sitter-bash's concrete syntax tree to [`ParsedLine`].
 //!
 //! The node kinds are those of tree-sitter-bash 0.25 (`src/node-types.json` of the crate). Every kind that is not
 //! converted on purpose becomes [`Stmt::Unknown`]; the conversion never drops a statement silently.
@@ -8,31 +8,31 @@ use tree_sitter::{Node, Parser};
 use super::lexical::{misread, plain_name, unquoted};
 
 use super::{
-    AndOr, Assignment, Command, Heredoc, MAX_DEPTH, MAX_LINE_BYTES, ParseProblem, Redirect, RedirectOp, Script, Stmt,
-    Substitution, SubstitutionKind, Word,
+    AndOr, Assignment, Command, Heredoc, MAX_DEPTH, MAX_LINE_BYTES, ParseProblem, ParsedLine, Redirect, RedirectOp,
+    Stmt, Substitution, SubstitutionKind, Word,
 };
 
 /// Parses one shell line (which may hold several lines, heredocs included).
 ///
-/// Never fails: a line that does not parse has [`Script::error`] set and holds what tree-sitter recovered, which is
+/// Never fails: a line that does not parse has [`ParsedLine::error`] set and holds what tree-sitter recovered, which is
 /// never read-only but still shows the floors the commands it could read.
 #[must_use]
-pub fn parse(line: &str) -> Script {
+pub fn parse(line: &str) -> ParsedLine {
     if line.len() > MAX_LINE_BYTES {
-        return Script {
+        return ParsedLine {
             body: Vec::new(),
             error: Some(ParseProblem::TooLong),
         };
     }
     let mut parser = Parser::new();
     if parser.set_language(&tree_sitter_bash::LANGUAGE.into()).is_err() {
-        return Script {
+        return ParsedLine {
             body: Vec::new(),
             error: Some(ParseProblem::Parser),
         };
     }
     let Some(tree) = parser.parse(line, None) else {
-        return Script {
+        return ParsedLine {
             body: Vec::new(),
             error: Some(ParseProblem::Parser),
         };
@@ -50,7 +50,7 @@ pub fn parse(line: &str) -> Script {
     } else {
         misread(root, line.as_bytes()).map(|at| ParseProblem::Syntax { at })
     };
-    Script { body, error }
+    ParsedLine { body, error }
 }
 
 /// The byte offset of the first error or missing node, found without recursion (the tree may be deep).

@@ -1,4 +1,4 @@
-//! Parser tests: the shapes of [`Script`] for each construct, the quirks, and the error paths.
+//! Parser tests: the shapes of [`ParsedLine`] for each construct, the quirks, and the error paths.
 
 use std::path::{Path, PathBuf};
 

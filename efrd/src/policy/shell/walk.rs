@@ -1,4 +1,4 @@
-//! Visiting every command of a [`Script`](super::Script) in the order bash would run it, with the working directory
+//! Visiting every command of a [`ParsedLine`](super::ParsedLine) in the order bash would run it, with the working directory
 //! each one may run in.
 //!
 //! The directory is followed through `cd` so that the policy can place relative paths (`cd build && rm -rf out`).

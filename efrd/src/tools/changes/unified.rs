@@ -16,13 +16,13 @@ const CONTEXT: u32 = 3;
 const FUNCTION_LINE_BYTES: usize = 80;
 
 /// The edit script of two texts, line by line, as git would slide it.
-struct Script<'a> {
+struct EditScript<'a> {
     old: Vec<&'a str>,
     new: Vec<&'a str>,
     hunks: Vec<Hunk>,
 }
 
-impl<'a> Script<'a> {
+impl<'a> EditScript<'a> {
     fn new(old: &'a str, new: &'a str) -> Self {
         let input = InternedInput::new(old, new);
         let mut diff = Diff::compute(Algorithm::Myers, &input);
@@ -50,13 +50,13 @@ impl<'a> Script<'a> {
 
 /// Lines added and removed between two texts (the `+` and `-` lines of [`hunks`]).
 pub(super) fn counts(old: &str, new: &str) -> (u64, u64) {
-    Script::new(old, new).counts()
+    EditScript::new(old, new).counts()
 }
 
 /// The hunks between two texts (each line ends with `\n`; empty when the texts are equal), and the lines added and
 /// removed.
 pub(super) fn hunks(old: &str, new: &str) -> (String, u64, u64) {
-    let script = Script::new(old, new);
+    let script = EditScript::new(old, new);
     let (added, removed) = script.counts();
     let mut out = String::new();
     let hunks = &script.hunks;

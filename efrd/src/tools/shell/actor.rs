@@ -23,7 +23,7 @@ use tokio::time::Instant;
 
 use super::ShellError;
 use super::capture::{Capture, Marker, OscGuard};
-use super::handle::{Answer, Busy, How, Life, Request, Run, RunEnd, ShellStatus};
+use super::handle::{Answer, Busy, EndCause, Life, Request, Run, RunEnd, ShellStatus};
 use super::pty::{self, TtyId};
 use super::rc;
 use super::screen::Screen;
@@ -160,13 +160,13 @@ impl Actor {
                             // Before anything else: the shell gets no chance to run a trap.
                             let _ = signal::kill(Pid::from_raw(self.pid), Signal::SIGKILL);
                         }
-                        self.shut(How::Closed, None, Life::Closed).await;
+                        self.shut(EndCause::Closed, None, Life::Closed).await;
                         let _ = reply.send(());
                         return;
                     }
                     Some(request) => self.handle(request).await,
                     None => {
-                        self.shut(How::Closed, None, Life::Closed).await;
+                        self.shut(EndCause::Closed, None, Life::Closed).await;
                         return;
                     }
                 },
@@ -177,7 +177,7 @@ impl Actor {
                 status = &mut self.exit => {
                     let code = status.ok().flatten();
                     self.drain(&mut buf);
-                    self.shut(How::ShellExited, code, Life::Exited(code)).await;
+                    self.shut(EndCause::ShellExited, code, Life::Exited(code)).await;
                     return;
                 }
                 () = tokio::time::sleep_until(timer.unwrap_or_else(Instant::now)), if timer.is_some() => {
@@ -260,7 +260,7 @@ impl Actor {
     }
 
     /// Ends the active run. `how` overrides what the run's flags say (closed, shell exited).
-    fn finish(&mut self, how: Option<How>, exit_code: Option<i32>) {
+    fn finish(&mut self, how: Option<EndCause>, exit_code: Option<i32>) {
         let Some(mut active) = self.active.take() else {
             return;
         };
@@ -278,11 +278,11 @@ impl Actor {
                 .or(self.cwd.take());
         }
         let how = how.unwrap_or(if active.limit_close_at.is_some() {
-            How::Limit
+            EndCause::Limit
         } else if active.interrupted {
-            How::Stopped
+            EndCause::Stopped
         } else {
-            How::Ended
+            EndCause::Ended
         });
         let end = RunEnd {
             how,
@@ -301,7 +301,7 @@ impl Actor {
     }
 
     /// Ends the shell: the active run with `how`, the session's processes, the life state.
-    async fn shut(&mut self, how: How, exit_code: Option<i32>, life: Life) {
+    async fn shut(&mut self, how: EndCause, exit_code: Option<i32>, life: Life) {
         // The life first: a caller that gets the run's end must see the shell gone.
         self.life.send_replace(life);
         self.finish(Some(how), exit_code);
@@ -492,7 +492,7 @@ impl Actor {
             active.limit_at = self.detached_limit.map(|limit| later(now, limit));
         }
         if active.limit_close_at.is_some_and(|at| now >= at) {
-            self.shut(How::Limit, None, Life::Closed).await;
+            self.shut(EndCause::Limit, None, Life::Closed).await;
             return true;
         }
         if active.limit_at.is_some_and(|at| now >= at) {

@@ -15,7 +15,7 @@ use super::waits::InputWait;
 
 /// How a run's command ended (spec wire enum `how`, less `moved`, which the job module records).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum How {
+pub enum EndCause {
     /// The command ended by itself; `exit_code` is its status.
     Ended,
     /// The command ended after [`HiddenShell::interrupt`].
@@ -55,8 +55,8 @@ impl std::fmt::Display for Life {
 #[derive(Debug, Clone)]
 pub struct RunEnd {
     /// How it ended.
-    pub how: How,
-    /// The command's status (`$?`; 130 after SIGINT), or the shell's for [`How::ShellExited`]; `None` when not known
+    pub how: EndCause,
+    /// The command's status (`$?`; 130 after SIGINT), or the shell's for [`EndCause::ShellExited`]; `None` when not known
     /// (closed).
     pub exit_code: Option<i32>,
     /// Everything the run printed, ANSI removed, bounded as [`RunOutput`] says.
@@ -73,7 +73,7 @@ pub struct RunAnswer {
     /// The status, when the run ended.
     pub exit_code: Option<i32>,
     /// How it ended; `None` when it is still running (`left_running`).
-    pub how: Option<How>,
+    pub how: Option<EndCause>,
     /// The shell's working directory after the run; `None` while it runs or when the shell is gone.
     pub cwd: Option<PathBuf>,
     /// Set when the command still runs: await its end here. The shell takes no other run until then.
@@ -118,7 +118,7 @@ impl Run {
 
     /// Waits for the run to end or for its timeout, whichever comes first. With the command still running, the
     /// answer has `detached` set and the output printed so far. If the shell's task is gone, the answer says
-    /// [`How::Closed`].
+    /// [`EndCause::Closed`].
     pub async fn answer(self) -> RunAnswer {
         match self.answer.await {
             Ok(Answer::Ended(end)) => RunAnswer {
@@ -142,7 +142,7 @@ impl Run {
             Err(_) => RunAnswer {
                 output: RunOutput::default(),
                 exit_code: None,
-                how: Some(How::Closed),
+                how: Some(EndCause::Closed),
                 cwd: None,
                 detached: None,
             },
@@ -173,7 +173,7 @@ impl Detached {
     /// the timeout.
     pub async fn ended(self) -> RunEnd {
         self.end.await.unwrap_or(RunEnd {
-            how: How::Closed,
+            how: EndCause::Closed,
             exit_code: None,
             output: RunOutput::default(),
             cwd: None,
@@ -327,7 +327,7 @@ impl HiddenShell {
     }
 
     /// Sends SIGINT to the terminal's foreground process group (the running command's); its run then ends with
-    /// [`How::Stopped`].
+    /// [`EndCause::Stopped`].
     ///
     /// Errors: [`ShellError::NoRun`] when no command runs, [`ShellError::Gone`], [`ShellError::Io`] when the signal
     /// cannot be sent.
@@ -342,7 +342,7 @@ impl HiddenShell {
         self.ask(|reply| Request::Status { reply }).await
     }
 
-    /// Closes the shell: a running command's run ends with [`How::Closed`], and every process of the shell's
+    /// Closes the shell: a running command's run ends with [`EndCause::Closed`], and every process of the shell's
     /// session gets SIGHUP, then SIGKILL. Closing a shell that is gone does nothing.
     pub async fn close(&self) {
         // A shell that is gone is closed already.

@@ -79,7 +79,7 @@ use rand::RngCore;
 use tokio::io::unix::AsyncFd;
 use tokio::sync::{mpsc, oneshot, watch};
 
-pub use handle::{Busy, Detached, HiddenShell, How, Life, Run, RunAnswer, RunEnd, ShellStatus};
+pub use handle::{Busy, Detached, EndCause, HiddenShell, Life, Run, RunAnswer, RunEnd, ShellStatus};
 pub use nested::nested_shell;
 pub use output::{CLIENT_OUTPUT_CAP, MAX_LINE_BYTES, OutputLimits, RunOutput, bound_output};
 pub use rc::ShellKind;
@@ -152,7 +152,7 @@ pub struct ShellOptions {
     /// and its runs' command files, removed when the shell ends.
     pub work_root: PathBuf,
     /// The longest a command left running may hold the shell after its run answered; then it is interrupted, and
-    /// closed 5 s later if still running ([`How::Limit`]). `None`: no limit.
+    /// closed 5 s later if still running ([`EndCause::Limit`]). `None`: no limit.
     pub detached_limit: Option<Duration>,
     /// How long to wait for the shell to get ready ([`READY_TIMEOUT`] by default).
     pub ready_timeout: Duration,

@@ -120,7 +120,7 @@ async fn cd_and_export_carry_over(kind: ShellKind) {
         "cd 'sub dir' && export EFR_TEST_VAR=carried && alias hi='echo hello'",
     )
     .await;
-    assert_eq!((first.how, first.exit_code), (Some(How::Ended), Some(0)));
+    assert_eq!((first.how, first.exit_code), (Some(EndCause::Ended), Some(0)));
     assert_eq!(first.cwd, Some(fx.home().join("sub dir")));
     let second = run(&shell, "pwd; echo \"$EFR_TEST_VAR\"; sh -c 'echo $EFR_TEST_VAR'; hi").await;
     let expected = format!("{}\ncarried\ncarried\nhello\n", fx.home().join("sub dir").display());
@@ -226,7 +226,7 @@ async fn a_long_command_is_left_running_and_its_end_reported(kind: ShellKind) {
     assert!(refused.to_string().contains("echo begun; sleep 2"));
     let detached = answer.detached.unwrap();
     let end = tokio::time::timeout(LONG, detached.ended()).await.unwrap();
-    assert_eq!((end.how, end.exit_code), (How::Ended, Some(4)));
+    assert_eq!((end.how, end.exit_code), (EndCause::Ended, Some(4)));
     assert_eq!(end.output.for_client(), "begun\ndone\n");
     assert_eq!(run(&shell, "echo free").await.output.for_client(), "free\n");
     shell.close().await;
@@ -244,13 +244,13 @@ async fn interrupt_stops_the_command(kind: ShellKind) {
     let detached = answer.detached.unwrap();
     shell.interrupt().await.unwrap();
     let end = tokio::time::timeout(LONG, detached.ended()).await.unwrap();
-    assert_eq!((end.how, end.exit_code), (How::Stopped, Some(130)));
+    assert_eq!((end.how, end.exit_code), (EndCause::Stopped, Some(130)));
     // A loop that runs in the shell itself stops too.
     let run_ = shell.run("while true; do :; done", LONG).await.unwrap();
     tokio::time::sleep(Duration::from_millis(300)).await;
     shell.interrupt().await.unwrap();
     let answer = tokio::time::timeout(LONG, run_.answer()).await.unwrap();
-    assert_eq!(answer.how, Some(How::Stopped));
+    assert_eq!(answer.how, Some(EndCause::Stopped));
     assert_eq!(run(&shell, "echo after").await.output.for_client(), "after\n");
     shell.close().await;
 }
@@ -267,7 +267,7 @@ async fn interrupt_survives_a_removed_prompt_hook(kind: ShellKind) {
     tokio::time::sleep(Duration::from_millis(300)).await;
     shell.interrupt().await.unwrap();
     let answer = tokio::time::timeout(LONG, run_.answer()).await.unwrap();
-    assert_eq!((answer.how, answer.exit_code), (Some(How::Stopped), Some(130)));
+    assert_eq!((answer.how, answer.exit_code), (Some(EndCause::Stopped), Some(130)));
     assert_eq!(run(&shell, "echo ok").await.output.for_client(), "ok\n");
     shell.close().await;
 }
@@ -296,7 +296,7 @@ async fn close_then_a_new_shell(kind: ShellKind) {
     let detached = answer.detached.unwrap();
     slot.close().await;
     let end = tokio::time::timeout(LONG, detached.ended()).await.unwrap();
-    assert_eq!((end.how, end.exit_code), (How::Closed, None));
+    assert_eq!((end.how, end.exit_code), (EndCause::Closed, None));
     assert_eq!(first.life(), Life::Closed);
     assert!(matches!(
         first.run("true", LONG).await,
@@ -397,7 +397,7 @@ async fn exit_and_exec_end_the_shell(kind: ShellKind) {
     let mut slot = ShellSlot::new(fx.opts.clone());
     let first = slot.shell().await.unwrap().clone();
     let answer = run(&first, "echo bye; exit 3").await;
-    assert_eq!((answer.how, answer.exit_code), (Some(How::ShellExited), Some(3)));
+    assert_eq!((answer.how, answer.exit_code), (Some(EndCause::ShellExited), Some(3)));
     // Interactive bash says "exit" on its way out.
     assert!(
         answer.output.for_client().starts_with("bye\n"),
@@ -412,7 +412,7 @@ async fn exit_and_exec_end_the_shell(kind: ShellKind) {
     let second = slot.shell().await.unwrap().clone();
     assert_ne!(second.pid(), first.pid());
     let answer = run(&second, "exec sh -c 'echo from exec; exit 5'").await;
-    assert_eq!((answer.how, answer.exit_code), (Some(How::ShellExited), Some(5)));
+    assert_eq!((answer.how, answer.exit_code), (Some(EndCause::ShellExited), Some(5)));
     assert_eq!(answer.output.for_client(), "from exec\n");
     let third = slot.shell().await.unwrap();
     assert_eq!(run(third, "echo alive").await.output.for_client(), "alive\n");
@@ -517,7 +517,7 @@ async fn a_detached_command_past_its_limit_ends_with_limit() {
     let end = tokio::time::timeout(LONG, answer.detached.unwrap().ended())
         .await
         .unwrap();
-    assert_eq!((end.how, end.exit_code), (How::Limit, Some(130)));
+    assert_eq!((end.how, end.exit_code), (EndCause::Limit, Some(130)));
     assert_eq!(run(&shell, "echo next").await.output.for_client(), "next\n");
     shell.close().await;
 }

@@ -1,23 +1,16 @@
-//! The daemon's wiring of the model layer: which provider is active, its settings from the config, the key store,
-//! the catalog, and the plan of a turn's model call.
+//! The model layer as the config sets it up: which provider is active, its settings from the config, the key store,
+//! the catalog and the shared HTTP client.
 //!
-//! The rules of providers, keys and catalogs live in `model/`; this file only joins them to the config.
+//! The rules of providers, keys and catalogs live in the other files of `model/`; this file only joins them to the
+//! config. The plan of a turn's model call (instructions, tools) is the turn's ([`crate::turn::plan`]).
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
 
-use efr_protocol::ids::TurnId;
-use efr_protocol::wire::TurnSettings;
 use efr_protocol::{ErrorBody, ErrorCode};
 
 use crate::config::{Config, ConfigState, ProviderId};
 use crate::model::catalog::{CatalogCache, CatalogConfig, ConfigModel};
-use crate::model::{Auth, Catalog, KeyStore, ModelRequest, Provider, ProviderConfig, ProviderKind};
-use crate::turn::TurnPlan;
-
-/// The instructions every turn starts with.
-pub const INSTRUCTIONS: &str = "You are efr, a coding agent in the user's terminal on Linux. Answer briefly and \
-precisely. The user's working directory and recent commands come with their prompt when known.";
+use crate::model::{Auth, Catalog, KeyStore, Provider, ProviderConfig, ProviderKind};
 
 /// The default base URL of each provider (ARCHITECTURE.md §6: each is configurable).
 fn default_base_url(kind: ProviderKind) -> &'static str {
@@ -44,7 +37,6 @@ pub struct Models {
     cache: CatalogCache,
     catalog: RwLock<Catalog>,
     http: reqwest::Client,
-    running: AtomicUsize,
 }
 
 impl Models {
@@ -68,23 +60,7 @@ impl Models {
             cache,
             catalog: RwLock::new(catalog),
             http,
-            running: AtomicUsize::new(0),
         })
-    }
-
-    /// How many turns run now, in every conversation.
-    #[must_use]
-    pub fn running_turns(&self) -> usize {
-        self.running.load(Ordering::Relaxed)
-    }
-
-    /// Counts a turn that starts (`true`) or ends (`false`).
-    pub fn turn_running(&self, running: bool) {
-        if running {
-            self.running.fetch_add(1, Ordering::Relaxed);
-        } else {
-            self.running.fetch_sub(1, Ordering::Relaxed);
-        }
     }
 
     /// The config in force.
@@ -168,19 +144,12 @@ impl Models {
         load.catalog
     }
 
-    /// The model call of a turn: the active provider, the history, the settings.
+    /// The client of the active provider for a turn: the active provider with its key.
     ///
     /// # Errors
     /// `unauthorized` when the provider needs a key and none is stored or set in the environment.
-    pub fn plan(
-        &self,
-        turn_id: TurnId,
-        settings: &TurnSettings,
-        history: &[crate::model::HistoryItem],
-        tools: Option<crate::turn::tools::ToolEnv>,
-    ) -> Result<TurnPlan, ErrorBody> {
+    pub fn provider_for_turn(&self) -> Result<Provider, ErrorBody> {
         let kind = self.active();
-        let provider = self.provider(kind);
         let needs_key = match kind {
             ProviderKind::OpenAiCompat => self.config().providers.openai_compat.key_required,
             _ => true,
@@ -199,26 +168,17 @@ impl Models {
                 format!("no API key for {kind}: {how}"),
             ));
         }
-        let mut request = ModelRequest::new(settings.model.clone());
-        request.instructions = INSTRUCTIONS.to_owned();
-        request.history = history.to_vec();
-        request.effort = settings.effort.clone();
-        if tools.is_some() {
-            request.tools = crate::tools::spec::model_tools();
-        }
-        let context_window = self
-            .catalog()
+        Ok(self.provider(kind))
+    }
+
+    /// The context window of `model` in tokens, when the catalog knows it.
+    #[must_use]
+    pub fn context_window(&self, model: &str) -> Option<u64> {
+        self.catalog()
             .models
             .iter()
-            .find(|m| m.id == settings.model)
-            .and_then(|m| m.context_window);
-        Ok(TurnPlan {
-            turn_id,
-            request,
-            provider,
-            context_window,
-            tools,
-        })
+            .find(|m| m.id == model)
+            .and_then(|m| m.context_window)
     }
 }
 

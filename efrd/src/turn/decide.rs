@@ -1,0 +1,103 @@
+//! One place decides a tool call: it reads the call, builds the policy's context, plans a patch, runs cautious's git
+//! check, and asks the policy. What comes out is the [`DecidedCall`]: the policy's [`Decision`] together with what
+//! the call needs to run once allowed (the shell line, or the planned patch with the paths it really touches).
+//!
+//! Recording, the question and running are [`super::tools`]'s; the rules themselves are [`crate::policy`]'s.
+
+use std::path::Path;
+use std::time::Duration;
+
+use efr_protocol::wire::Mode;
+
+use super::git_check;
+use super::patch_paths::{resolved_change, resolved_dirs, resolved_roots};
+use super::tools::ToolEnv;
+use crate::policy::{self, Call, Decision, PatchCall, PatchChange, PolicyContext, ShellCall};
+use crate::tools::patch::{self, Plan};
+use crate::tools::spec::ToolCall;
+
+/// What a decided call runs once allowed.
+#[derive(Debug)]
+pub enum CallWork {
+    /// A shell line.
+    Shell {
+        /// The command line as the model wrote it.
+        command: String,
+        /// When the call answers the model and leaves the command running.
+        timeout: Duration,
+    },
+    /// A planned patch.
+    Patch {
+        /// The patch, planned against the files as they are (nothing written yet).
+        plan: Plan,
+        /// Its changes with resolved paths: what the policy judged.
+        changes: Vec<PatchChange>,
+    },
+}
+
+/// A call with the policy's decision and its work.
+#[derive(Debug)]
+pub struct DecidedCall {
+    /// Run, ask or refuse.
+    pub decision: Decision,
+    /// What runs once allowed.
+    pub work: CallWork,
+}
+
+/// Decides `call` in the turn's `env`.
+///
+/// # Errors
+/// The message for the model when the call cannot run at all: an unknown tool, an input that does not parse, or a
+/// patch that cannot apply to the files as they are (nothing was written).
+pub async fn decide_call(env: &ToolEnv, call: ToolCall) -> Result<DecidedCall, String> {
+    // The policy compares paths lexically: the roots and a patch's paths are resolved through links first.
+    let mut ctx = PolicyContext::new(resolved_roots(&env.roots), env.origin);
+    ctx.home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    ctx.efr_dirs = resolved_dirs(&env.efr_dirs);
+    match call {
+        ToolCall::Shell { command, timeout } => {
+            let shell = ShellCall {
+                command,
+                cwd: env.cwd.clone(),
+            };
+            let analysis = policy::analyse_call(&shell, &ctx);
+            // Cautious runs a read-only git command only in a repository checked to run nothing of its own.
+            if policy::effective_mode(env.mode, env.origin) == Mode::Cautious {
+                ctx.git = git_check::inspect_unless_sandboxed(&analysis.git).await;
+            }
+            let decision = policy::decide_shell(&shell, &analysis, env.mode, &ctx);
+            Ok(DecidedCall {
+                decision,
+                work: CallWork::Shell {
+                    command: shell.command,
+                    timeout,
+                },
+            })
+        }
+        // A patch is planned before the decision: the policy judges the paths it really touches.
+        ToolCall::Patch { text } => {
+            let (plan, changes) = plan_patch(&text, &env.cwd)?;
+            let call = Call::Patch(PatchCall {
+                changes: changes.clone(),
+            });
+            let decision = policy::decide(&call, env.mode, &ctx);
+            Ok(DecidedCall {
+                decision,
+                work: CallWork::Patch { plan, changes },
+            })
+        }
+        ToolCall::Invalid { message } => Err(message),
+    }
+}
+
+/// Parses and plans a patch against the files under `cwd`, with its changes' paths resolved through links.
+fn plan_patch(text: &str, cwd: &Path) -> Result<(Plan, Vec<PatchChange>), String> {
+    let parsed = patch::parse(text).map_err(|e| e.to_string())?;
+    let plan = Plan::new(&parsed, cwd).map_err(|e| format!("the patch cannot apply, and no file changed: {e}"))?;
+    let changes = plan
+        .files()
+        .iter()
+        .map(resolved_change)
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((plan, changes))
+}

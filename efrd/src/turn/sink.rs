@@ -1,0 +1,125 @@
+//! Where a turn writes its events and asks its questions: the [`TurnSink`].
+//!
+//! The turn owns this trait and its conversation implements it (as ripgrep's searcher owns its `Sink`), so the
+//! dependency runs one way: `conversation` → `turn`. The conversation's implementation numbers, commits and
+//! broadcasts each event in its actor; a test gives the turn a sink that keeps the events in memory.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use efr_protocol::ErrorBody;
+use efr_protocol::events::EventBody;
+use efr_protocol::ids::{CallId, TurnId};
+use efr_protocol::wire::ApprovalDecision;
+
+use crate::policy::Question;
+
+/// A future the sink returns: boxed, so that the trait can be used as `dyn TurnSink`.
+pub type SinkFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, ErrorBody>> + Send + 'a>>;
+
+/// The receiver of a turn's events and questions.
+pub trait TurnSink: Send + Sync + std::fmt::Debug {
+    /// Records `bodies` as events of `turn_id` (or of the conversation outside any turn, for `None`, such as
+    /// shell_command_ended), committed in one step; yields the seq of the last one.
+    ///
+    /// # Errors
+    /// `unavailable` when the events cannot be committed or the conversation stopped: the turn can record nothing
+    /// more.
+    fn record_as(&self, turn_id: Option<TurnId>, bodies: Vec<EventBody>) -> SinkFuture<'_, u64>;
+
+    /// Records approval_requested for `call_id` and waits for the answer (approval.respond from any connection with
+    /// the approve scope; an interrupt of the turn answers deny; an expiry answers deny).
+    ///
+    /// # Errors
+    /// `unavailable` when the conversation stopped.
+    fn ask(&self, turn_id: TurnId, call_id: CallId, question: Question) -> SinkFuture<'_, ApprovalDecision>;
+}
+
+/// The sink a turn holds: shared with the tasks that follow a command left running.
+pub type Sink = Arc<dyn TurnSink>;
+
+impl dyn TurnSink {
+    /// Records `bodies` as events of `turn_id`; see [`TurnSink::record_as`].
+    ///
+    /// # Errors
+    /// As [`TurnSink::record_as`].
+    pub async fn record(&self, turn_id: TurnId, bodies: Vec<EventBody>) -> Result<u64, ErrorBody> {
+        self.record_as(Some(turn_id), bodies).await
+    }
+
+    /// Records `bodies` as events of the conversation that belong to no turn; see [`TurnSink::record_as`].
+    ///
+    /// # Errors
+    /// As [`TurnSink::record_as`].
+    pub async fn record_outside_turn(&self, bodies: Vec<EventBody>) -> Result<u64, ErrorBody> {
+        self.record_as(None, bodies).await
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod memory {
+    //! A sink that keeps a turn's events in memory and answers its questions from a script: the turn's unit tests
+    //! use it in place of a conversation.
+
+    use std::collections::VecDeque;
+    use std::sync::Mutex;
+
+    use super::*;
+
+    /// The events in order, the questions asked, and the answers still to give.
+    #[derive(Debug, Default)]
+    pub struct MemorySink {
+        /// Every event recorded, in order.
+        pub events: Mutex<Vec<(Option<TurnId>, EventBody)>>,
+        /// Every question asked, in order.
+        pub questions: Mutex<Vec<(CallId, Question)>>,
+        /// The answers to the next questions; a question with none left is denied (as an expiry would).
+        pub answers: Mutex<VecDeque<ApprovalDecision>>,
+    }
+
+    impl MemorySink {
+        /// A sink whose questions get `answers`, in order.
+        pub fn answering(answers: impl IntoIterator<Item = ApprovalDecision>) -> Arc<Self> {
+            Arc::new(Self {
+                answers: Mutex::new(answers.into_iter().collect()),
+                ..Self::default()
+            })
+        }
+
+        /// The bodies recorded so far.
+        pub fn bodies(&self) -> Vec<EventBody> {
+            self.events
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .iter()
+                .map(|(_, body)| body.clone())
+                .collect()
+        }
+    }
+
+    impl TurnSink for MemorySink {
+        fn record_as(&self, turn_id: Option<TurnId>, bodies: Vec<EventBody>) -> SinkFuture<'_, u64> {
+            Box::pin(async move {
+                let mut events = self.events.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                events.extend(bodies.into_iter().map(|body| (turn_id, body)));
+                Ok(events.len() as u64)
+            })
+        }
+
+        fn ask(&self, _turn_id: TurnId, call_id: CallId, question: Question) -> SinkFuture<'_, ApprovalDecision> {
+            Box::pin(async move {
+                self.questions
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .push((call_id, question));
+                let answer = self
+                    .answers
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .pop_front();
+                Ok(answer.unwrap_or(ApprovalDecision::Deny))
+            })
+        }
+    }
+}
