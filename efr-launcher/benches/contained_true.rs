@@ -1,4 +1,4 @@
-//! Bench: a contained `true` against a bare `bwrap --ro-bind / / true` (ARCHITECTURE.md §12: at most 3×).
+//! Bench: a contained `true` against a bare `bwrap --ro-bind / / true` (docs/architecture.md, "Budgets": at most 3×).
 //!
 //! The contained run is the whole path of a real call: the launcher reads a one-time plan file (the default masks
 //! under `$HOME`, a project root, the report in a file), runs bubblewrap with every namespace, mount and mask, and
@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use efr_protocol::internal::{LaunchPlan, ReportTo, Writable, WritableSource, default_masks};
 
-/// The budget of ARCHITECTURE.md §12.
+/// The budget in docs/architecture.md, "Budgets".
 const BUDGET_RATIO: f64 = 3.0;
 /// Timed runs of each; the median is reported.
 const RUNS: usize = 40;

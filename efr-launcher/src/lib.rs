@@ -1,4 +1,4 @@
-//! `efr-launcher`: the sandbox of one contained call (ARCHITECTURE.md §7, issue 7).
+//! `efr-launcher`: the sandbox of one contained call (docs/architecture.md, "The sandbox").
 //!
 //! One binary, two stages:
 //!

@@ -133,8 +133,8 @@ mod tests {
 
     #[test]
     fn this_kernel_has_landlock() {
-        // The machines efr's tests run on have Landlock (ARCHITECTURE.md §11); a kernel without it would make every
-        // contained call refuse, which the battery would show too.
+        // The machines efr's tests run on have Landlock (docs/architecture.md, "Testing"); a kernel without it would
+        // make every contained call refuse, which the battery would show too.
         assert!(kernel_abi() >= 1, "this kernel has no Landlock");
     }
 }

@@ -2,7 +2,7 @@
 //! pipes bubblewrap and the inner stage write to, until all three end (which is when the sandbox has ended).
 //!
 //! One loop rather than a thread per pipe: on a busy machine every thread that must wake at the end of a call adds
-//! a scheduling delay to the launch, and a contained `true` has a budget (ARCHITECTURE.md §12).
+//! a scheduling delay to the launch, and a contained `true` has a budget (docs/architecture.md, "Budgets").
 
 use std::fs::File;
 use std::io::{self, Read};

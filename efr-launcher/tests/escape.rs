@@ -1,7 +1,7 @@
-//! The escape battery (issue 7, "Done when"): real commands run contained by the real launcher, as root and as an
-//! unprivileged user, and every escape is refused. Each item first checks that the sandbox came up (a setup error
-//! would refuse everything for the wrong reason) and, where it can, runs the same thing outside as a control, so the
-//! item fails when the sandbox stops refusing.
+//! The escape battery (docs/architecture.md, "The sandbox"): real commands run contained by the real launcher, as root
+//! and as an unprivileged user, and every escape is refused. Each item first checks that the sandbox came up (a setup
+//! error would refuse everything for the wrong reason) and, where it can, runs the same thing outside as a control, so
+//! the item fails when the sandbox stops refusing.
 
 // The battery's bodies are shared by the #[test] functions of each user and panic like them.
 #![allow(clippy::unwrap_used, clippy::expect_used)]

@@ -1,5 +1,5 @@
-//! Grants open what they name and nothing more (issue 7: "the same commands with the matching grant succeed where
-//! the grant allows it"), as root and as an unprivileged user, with the real launcher and bubblewrap.
+//! Grants open what they name and nothing more (the same commands with the matching grant succeed where the grant
+//! allows it), as root and as an unprivileged user, with the real launcher and bubblewrap.
 
 // The battery's bodies are shared by the #[test] functions of each user and panic like them.
 #![allow(clippy::unwrap_used, clippy::expect_used)]

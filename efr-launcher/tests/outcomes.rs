@@ -1,6 +1,7 @@
-//! Setup errors are told apart from exit codes (issue 7, "Done when"): a broken bubblewrap setup, a bad plan and an
-//! inner refusal each report `setup_error` with their own message and exit 125, while the command's own statuses
-//! (125 included) pass through as `exited`. Also the plan and report channels: an inherited fd and a one-time file.
+//! Setup errors are told apart from exit codes (docs/architecture.md, "The sandbox"): a broken bubblewrap setup, a bad
+//! plan and an inner refusal each report `setup_error` with their own message and exit 125, while the command's own
+//! statuses (125 included) pass through as `exited`. Also the plan and report channels: an inherited fd and a one-time
+//! file.
 
 // The battery's bodies are shared by the #[test] functions of each user and panic like them.
 #![allow(clippy::unwrap_used, clippy::expect_used)]

@@ -101,7 +101,7 @@ pub struct JsonArg {
     pub json: bool,
 }
 
-/// The permission modes a prompt may ask for (ARCHITECTURE.md §7).
+/// The permission modes a prompt may ask for (docs/architecture.md, "Policy and modes").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ModeArg {
     /// Ask before every call that runs a command or changes a file.

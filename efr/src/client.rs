@@ -3,7 +3,8 @@
 //! A reader task owns the read half and routes every server frame by its request id to that request's channel,
 //! so a turn can hold its subscription open while it sends approval.respond, input.respond or turn.interrupt on
 //! the same connection ([`Client`] is cheap to clone). Request ids count up from 1 and are never reused on a
-//! connection, which keeps them unique among the requests in flight (ARCHITECTURE.md §4).
+//! connection, which keeps them unique among the requests in flight (docs/protocol.md, "Frames and the request
+//! lifecycle").
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

@@ -3,8 +3,8 @@
 //! - `install [--efrd PATH]` writes `efrd.socket` and `efrd.service` (the repository's `systemd/` units, with
 //!   `ExecStart=` set to the installed efrd, see [`units`]) into the user unit folder (`$XDG_CONFIG_HOME/systemd/user`,
 //!   by default `~/.config/systemd/user`), then runs `systemctl --user daemon-reload` and
-//!   `systemctl --user enable --now efrd.socket`, printing each step (ARCHITECTURE.md §10). efrd then starts on the
-//!   first connection to its socket.
+//!   `systemctl --user enable --now efrd.socket`, printing each step (docs/architecture.md, "Start, stop and systemd").
+//!   efrd then starts on the first connection to its socket.
 //! - `uninstall` runs `systemctl --user disable --now efrd.socket efrd.service`, removes the two files and reloads.
 //! - `run [--efrd PATH] [-- ARGS...]` replaces this process with efrd in the foreground (logs on the terminal), for
 //!   debugging or where no systemd user manager runs.

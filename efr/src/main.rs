@@ -1,7 +1,8 @@
 //! `efr`: the command-line client of efrd.
 //!
-//! efr is a thin client (ARCHITECTURE.md §2, §9): it sends a prompt with the terminal's context, shows the turn as
-//! it streams, and asks the user what efrd asks; all state lives in efrd. Each other command maps to one method.
+//! efr is a thin client (docs/architecture.md, "Processes and trust boundaries"): it sends a prompt with the terminal's
+//! context, shows the turn as it streams, and asks the user what efrd asks; all state lives in efrd. Each other command
+//! maps to one method.
 //!
 //! - [`cli`]: the command line (clap); [`args`]: flags in front of a command word, and `efr login`'s errors.
 //! - [`out`]: stdout of the thin commands (a reader that left ends efr quietly, status 0).

@@ -9,7 +9,7 @@
 //!   `fail?`). A `,` or `,new` line never becomes the "last command" itself.
 //! - `,new` makes the next `,` pass `--new` (a new conversation); `,new some text` sends at once with `--new`.
 //!
-//! How each shell learns the last command (issue 8, item 3):
+//! How each shell learns the last command:
 //!
 //! | shell | line | status |
 //! |---|---|---|

@@ -1,6 +1,7 @@
 //! Where efrd's socket is: `daemon.sock` in efrd's runtime root.
 //!
-//! The rules mirror efrd's `config::roots` for the runtime root (ARCHITECTURE.md §5), first match wins:
+//! The rules mirror efrd's `config::roots` for the runtime root (docs/architecture.md, "Configuration and roots"),
+//! first match wins:
 //!
 //! | variable          | socket                              |
 //! |-------------------|-------------------------------------|

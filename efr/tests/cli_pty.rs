@@ -1,6 +1,6 @@
 //! The real `efr` in a real terminal (tmux): one turn in manual mode with streamed Markdown, an approval answered
 //! with the `y` key, and a hidden password wait answered with no echo; then a second turn whose `sleep 30` is
-//! interrupted with Ctrl+C, so the turn ends interrupted and efr exits 130 (issue 8, "done when").
+//! interrupted with Ctrl+C, so the turn ends interrupted and efr exits 130.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a failed unwrap is a failed test.
 

@@ -1,5 +1,5 @@
-//! `efr daemon install|uninstall` against a real `systemd --user` manager (ARCHITECTURE.md §10–§11), and the errors
-//! of `efr daemon` where systemd is missing or unreachable.
+//! `efr daemon install|uninstall` against a real `systemd --user` manager (docs/architecture.md, "Testing"), and the
+//! errors of `efr daemon` where systemd is missing or unreachable.
 //!
 //! The manager test needs root, as CI runs it: without root it fails and says so (it never skips). It installs the
 //! units with `efr daemon install --efrd <built efrd>`, checks that the first `efr status` starts efrd through the

@@ -1,4 +1,5 @@
-//! Bench: durable events per second through the event store (ARCHITECTURE.md §12: at least 20,000 in batches).
+//! Bench: durable events per second through the event store (docs/architecture.md, "Budgets": at least 20,000 in
+//! batches).
 //!
 //! A real SQLite file on the target's disk (`CARGO_TARGET_TMPDIR`, not a tmpfs), WAL with `synchronous=FULL`, so
 //! every acknowledged event is on disk. Three shapes, each run several times, the median printed next to the budget:
@@ -22,7 +23,7 @@ use anyhow::{Context, Result};
 use efr_protocol::ids::{ConversationId, Timestamp, TurnId};
 use efrd::store::{Commit, ConversationSummary, EventRow, Store};
 
-/// The budget of ARCHITECTURE.md §12.
+/// The budget in docs/architecture.md, "Budgets".
 const BUDGET_EVENTS_PER_SEC: f64 = 20_000.0;
 /// Runs per shape; the median is reported.
 const RUNS: usize = 3;

@@ -1,17 +1,22 @@
 //! efrd, the efr daemon, as a library so that integration tests can drive it in-process too.
 //!
-//! One module per concern (ARCHITECTURE.md §3):
+//! One module per concern; docs/architecture.md, "The modules of efrd", says what each owns and which way the
+//! dependencies go (lower layers never import higher ones; no cycle between these modules):
 //!
 //! | module | owns |
 //! |---|---|
+//! | [`config`] | the four roots, `config.toml` (typed sections, errors with line, column and key), reload |
+//! | [`store`] | the SQLite event log, conversation summary rows, command ids; the writer thread and its group commit |
 //! | [`listen`] | socket activation, self-bind, the single-instance lock, sd_notify |
-//! | [`config`] | the four roots, `config.toml`, reload |
-//! | [`server`] | connections, hello, scopes, dispatch, streams, cancel, backpressure |
-//! | [`store`] | the SQLite event log, conversations, command ids |
-//! | [`conversation`] | the per-conversation actor: queue, turns, interrupt, subscribers, restart recovery |
-//! | [`turn`] | the turn loop: model stream → events |
-//! | [`model`] | providers, retries, keys, catalog |
-//! | [`daemon`] | the shared state and the daemon's life from start to stop |
+//! | [`model`] | providers, stream parsers, retries, keys, catalog, and their wiring for the daemon (`Models`) |
+//! | [`policy`] | the permission decision: modes, floors, questions, the read-only list, shell line analysis |
+//! | [`tools`] | the tool specs, the hidden shell, `apply_patch`, changes and unified diffs |
+//! | [`sandbox`] | efrd's side of the sandbox: base plans, protected paths, the probe and its cache, explain |
+//! | [`snapshot`] | snapshots of a project tree, their comparison, the snapshot store on disk |
+//! | [`turn`] | the turn loop and the sink its events go to: model stream → events, tool calls decided and run |
+//! | [`conversation`] | the per-conversation actor: queue, turns, questions, subscribers, recorder, restart recovery |
+//! | [`daemon`] | the shared state, running turns and connections, and the daemon's life from start to stop |
+//! | [`server`] | connections, hello, scopes, dispatch, streams, cancel, backpressure; thin method handlers |
 
 pub mod config;
 pub mod conversation;

@@ -1,8 +1,7 @@
-//! Auto mode through the real efrd with the real `efr-launcher` and bubblewrap (issue 7 items 4–5, issue 5's
-//! changes of a shell call): contained calls in the hidden shell, what they can and cannot reach, input waits and
-//! detaching inside the sandbox, setup errors, the fallback to cautious without bubblewrap, and a shell call's own
-//! `changes`. What efrd itself must keep out of a contained call's reach (patches, the hidden shell's state, git) is
-//! in daemon_auto_reach.rs.
+//! Auto mode through the real efrd with the real `efr-launcher` and bubblewrap (docs/adr/0004-contained-calls.md):
+//! contained calls in the hidden shell, what they can and cannot reach, input waits and detaching inside the sandbox,
+//! setup errors, the fallback to cautious without bubblewrap, and a shell call's own `changes`. What efrd itself must
+//! keep out of a contained call's reach (patches, the hidden shell's state, git) is in daemon_auto_reach.rs.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a failed unwrap is a failed test.
 

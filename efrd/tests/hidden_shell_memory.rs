@@ -1,4 +1,4 @@
-//! The hidden shell's memory stays bounded under 50 MiB of output (issue 5, "efrd's memory stays bounded").
+//! The hidden shell's memory stays bounded under 50 MiB of output.
 //!
 //! A test binary of its own, so that no other test allocates in this process while it measures its RSS.
 

@@ -1,6 +1,6 @@
 //! admin.sandbox_check, the sandbox in admin.status and sandbox.explain through the real socket of a real efrd, with
-//! the real `efr-launcher` and bubblewrap (issue 7, item 6, and the done-when "with bubblewrap missing, the check says
-//! why").
+//! the real `efr-launcher` and bubblewrap (docs/protocol.md, "The sandbox check and explain";
+//! with bubblewrap missing, the check says why).
 //!
 //! Not here: a phone calling admin.sandbox_check. The harness has no tailnet listener yet; the method table lines
 //! that keep a remote peer away (scope admin, local only) are asserted in `server::methods::sandbox`'s unit tests.

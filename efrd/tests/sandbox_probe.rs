@@ -1,4 +1,4 @@
-//! The sandbox probe against the real `efr-launcher` and bubblewrap (issue 7, item 6): a working sandbox is
+//! The sandbox probe against the real `efr-launcher` and bubblewrap: a working sandbox is
 //! reported with its Landlock ABI and the net_view self-test; a missing bubblewrap, a missing launcher and a
 //! bubblewrap that cannot build the sandbox are each reported with why.
 //!

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 /// The code of a failed request (snake_case on the wire).
 ///
-/// Source: ARCHITECTURE.md §4 and the spec's summary. A code that a reader does not know reads as `Unknown`; efrd
+/// Source: docs/protocol.md, "Errors". A code that a reader does not know reads as `Unknown`; efrd
 /// never sends `Unknown`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]

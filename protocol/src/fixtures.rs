@@ -3,7 +3,7 @@
 //! Each [`Example`] knows its path relative to the fixture folder, its canonical text (the typed example value,
 //! pretty-printed by serde_json with two spaces, in the struct's key order, with a trailing newline), and how to
 //! parse a text back into its type and compare the result with the example value. Fixtures are compared byte for
-//! byte in both directions (ARCHITECTURE.md §4):
+//! byte in both directions (docs/protocol.md, "Summary"):
 //!
 //! - serialize → file: [`check`] reports a file whose bytes are not the canonical text;
 //! - file → value: [`check`] reports a file that does not parse into its type, or parses to another value.

@@ -3,7 +3,7 @@
 //! A client sends [`ClientFrame`]s, the daemon sends [`ServerFrame`]s; each travels as one JSON object (see
 //! [`crate::codec`] for the byte framing).
 //!
-//! # Lifecycle (ARCHITECTURE.md §4)
+//! # Lifecycle (docs/protocol.md, "Frames and the request lifecycle")
 //!
 //! - The client sends `{"id": N, "method": "m", "params": {...}}`. `N` is an unsigned integer chosen by the client,
 //!   unique among that connection's requests in flight. `params` may be absent when the method takes none. A stream

@@ -1,8 +1,8 @@
 //! Identifiers and times on the wire.
 //!
 //! Ids are UUIDs in lowercase hyphenated form; times are RFC 3339 UTC with milliseconds (`2026-11-30T14:33:11.042Z`).
-//! Source: ARCHITECTURE.md §4. Each id has its own type so that a turn id cannot be passed where a conversation id
-//! is meant.
+//! Source: docs/protocol.md, "Ids, times and text offsets". Each id has its own type so that a turn id cannot be passed
+//! where a conversation id is meant.
 
 use std::fmt;
 

@@ -2,8 +2,8 @@
 //!
 //! Every such enum derives the same traits, is snake_case (or the spelling its variant names) on the wire, knows the
 //! list of its values (`ALL`, which the enum fixtures freeze) and its wire name (`as_str`). With `unknown`, a value
-//! that a reader does not know reads as `Unknown` (ARCHITECTURE.md §4: "read as unknown"); `Unknown` is then the last
-//! entry of `ALL`, so the fixture proves that it round-trips too.
+//! that a reader does not know reads as `Unknown` (docs/protocol.md, "Optional members and unknown values"); `Unknown`
+//! is then the last entry of `ALL`, so the fixture proves that it round-trips too.
 
 /// Defines a wire enum of plain strings. See the module docs.
 macro_rules! wire_enum {

@@ -1,4 +1,5 @@
-//! A real `systemd --user` manager for tests and the demo, started as root with the recipe of ARCHITECTURE.md §11.
+//! A real `systemd --user` manager for tests and the demo, started as root with the recipe of docs/architecture.md,
+//! "Testing".
 //!
 //! The machines that run efr's tests have no systemd as pid 1, so a user manager is made to believe it runs under
 //! one:
@@ -71,8 +72,8 @@ pub fn require_root() -> Result<()> {
         return Ok(());
     }
     bail!(
-        "a systemd --user manager for tests needs root (ARCHITECTURE.md §11: unshare -m, a bind mount over \
-         /run/systemd and a cgroup of its own); run this test as root, as CI does"
+        "a systemd --user manager for tests needs root (unshare -m, a bind mount over /run/systemd and a cgroup of \
+         its own; docs/architecture.md, \"Testing\"); run this test as root, as CI does"
     )
 }
 

@@ -1,4 +1,4 @@
-//! `bench`: the benchmarks of ARCHITECTURE.md §12, each printing its numbers next to its budget.
+//! `bench`: the benchmarks of docs/architecture.md, "Budgets", each printing its numbers next to its budget.
 //!
 //! Each benchmark is a `harness = false` bench target that measures ratios over several runs (the machine is
 //! noisy), so the numbers mean the same on a developer's laptop and on CI. A bench exits non-zero when a budget

@@ -6,7 +6,7 @@
 //! 3. starts the scripted model server (`efr-scripted-model demo/script.json`) unless `OPENAI_API_KEY` or
 //!    `ANTHROPIC_API_KEY` is set, in which case that provider is used for real (it needs the network);
 //! 4. starts efrd through real socket activation: as root, a `systemd --user` manager (efr-test-support's
-//!    [`UserManager`], ARCHITECTURE.md §11) with the units installed by `efr daemon install`; otherwise
+//!    [`UserManager`], docs/architecture.md, "Testing") with the units installed by `efr daemon install`; otherwise
 //!    (and with `--no-systemd`) `systemd-socket-activate` in a temporary `EFR_HOME`. Either way efrd starts on the first connection;
 //! 5. logs in with `efr login --api-key` (the key on stdin), runs `efr --mode auto "The tests fail. Fix the bug."`
 //!    in the copy and prints its transcript (efr's plain format, as a pipe gets it);

@@ -8,7 +8,7 @@
 //! | `ci` | installs the Debian packages the tests need (as root, when missing), then `tidy`, every test and the demo |
 //! | `install` | `cargo install` of efr, efrd and efr-launcher (`--root DIR` to choose where) |
 //! | `demo` | the main job end to end: a sample project's failing test fixed through efrd (`--release`: optimised; `--no-systemd`: systemd-socket-activate instead of a user manager) |
-//! | `bench` | runs the benchmarks and prints each number next to its budget (ARCHITECTURE.md §12) |
+//! | `bench` | runs the benchmarks and prints each number next to its budget (docs/architecture.md, "Budgets") |
 //!
 //! Every command exits non-zero on the first failure and says which step failed.
 

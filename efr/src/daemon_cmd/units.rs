@@ -2,7 +2,7 @@
 //!
 //! The repository's `systemd/efrd.socket` and `systemd/efrd.service` are the templates (compiled in with
 //! `include_str!`, so an installed efr carries the units it was built with); only the service's `ExecStart=` line
-//! changes, to the installed efrd's absolute path (ARCHITECTURE.md §10).
+//! changes, to the installed efrd's absolute path (docs/architecture.md, "Start, stop and systemd").
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};

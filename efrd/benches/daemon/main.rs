@@ -1,5 +1,5 @@
-//! Bench: the real `efrd` binary against its budgets of ARCHITECTURE.md §12 (`cargo bench -p efrd --bench daemon`,
-//! also run by `cargo xtask bench`).
+//! Bench: the real `efrd` binary against its budgets (docs/architecture.md, "Budgets") (`cargo bench -p efrd --bench
+//! daemon`, also run by `cargo xtask bench`).
 //!
 //! efrd runs as its own process (the release build cargo made for this bench, `CARGO_BIN_EXE_efrd`) in a temporary
 //! `EFR_HOME` on the target's disk (not a tmpfs: its SQLite log really syncs), pointed at the scripted model server on
@@ -38,14 +38,14 @@ use echo::Echo;
 
 mod echo;
 
-/// The hello round trip budget (ARCHITECTURE.md §12), for p50 and p99.
+/// The hello round trip budget (docs/architecture.md, "Budgets"), for p50 and p99.
 const HELLO_BUDGET: Duration = Duration::from_millis(1);
 /// Hello round trips measured.
 const HELLO_ROUNDS: usize = 10_000;
 /// Hello round trips before the measured ones (connection setup paths warm).
 const HELLO_WARMUP: usize = 200;
 
-/// efrd's own time from prompt.send to the first streamed delta (ARCHITECTURE.md §12).
+/// efrd's own time from prompt.send to the first streamed delta (docs/architecture.md, "Budgets").
 const FIRST_DELTA_BUDGET: Duration = Duration::from_millis(20);
 /// Prompts measured per reply shape.
 const PROMPTS: usize = 50;
@@ -55,9 +55,9 @@ const PROMPT_WARMUP: usize = 5;
 /// delta that waits for the rest of the answer shows as a FAIL and not as noise.
 const PAUSE_MS: u64 = 200;
 
-/// efrd's idle RSS budget, in KiB (ARCHITECTURE.md §12: under 20 MiB).
+/// efrd's idle RSS budget, in KiB (docs/architecture.md, "Budgets": under 20 MiB).
 const IDLE_RSS_BUDGET_KIB: u64 = 20 * 1024;
-/// What 100 live subscribers may add to efrd's RSS, in KiB (ARCHITECTURE.md §12: under 10 MiB).
+/// What 100 live subscribers may add to efrd's RSS, in KiB (docs/architecture.md, "Budgets": under 10 MiB).
 const SUBSCRIBERS_RSS_BUDGET_KIB: u64 = 10 * 1024;
 /// Live subscribers of the RSS measure.
 const SUBSCRIBERS: usize = 100;

@@ -1,7 +1,7 @@
 //! From the text of `config.toml` to a checked [`Config`], or a [`ConfigError`] that says where.
 //!
 //! Three kinds of failure, all reported with a 1-based line and column (counted in characters, as editors do) and
-//! the dotted key when one is known (ARCHITECTURE.md §5: "an error reports line, column and dotted key"):
+//! the dotted key when one is known (docs/architecture.md, "Configuration and roots"):
 //!
 //! - TOML syntax: toml's error gives a byte span; the key is the table header in effect plus the key that starts
 //!   the line, found in the text (best effort: a line inside a multi-line string may yield no key).

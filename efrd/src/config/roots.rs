@@ -4,7 +4,8 @@
 //! the rules are table-tested without touching the process. Creating the folders is a separate step
 //! ([`Roots::create_all`]), done once at start.
 //!
-//! The rules (ARCHITECTURE.md §5); for each root the first column that applies wins, and names its source:
+//! The rules (docs/architecture.md, "Configuration and roots"); for each root the first column that applies wins, and
+//! names its source:
 //!
 //! | root    | `dir_variable`    | `efr_home` (`EFR_HOME=H`) | `xdg`                                        |
 //! |---------|-------------------|---------------------------|-----------------------------------------------|
@@ -73,7 +74,7 @@ pub struct Root {
     pub source: RootSource,
 }
 
-/// The four roots of efrd (ARCHITECTURE.md §5).
+/// The four roots of efrd (docs/architecture.md, "Configuration and roots").
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Roots {
     /// `config.toml` and, later, other files the user edits.
@@ -350,7 +351,8 @@ fn create_dir_0700(path: &Path) -> Result<(), DirError> {
 
 /// Makes `path` a folder of this user with mode 0700: creates it (and missing parents, 0700) when missing, and
 /// tightens the mode of an existing folder of ours that others could enter. Used for the runtime root, which holds
-/// the socket: only the user may reach it (ARCHITECTURE.md §10: `DirectoryMode=0700`).
+/// the socket: only the user may reach it (`DirectoryMode=0700`, docs/architecture.md, "Start, stop and
+/// systemd").
 ///
 /// # Errors
 /// [`DirError::NotOwned`] for a folder of another uid (never changed); [`DirError::NotADirectory`];

@@ -189,7 +189,7 @@ pub struct RetrySection {
 /// The largest `max_attempts` accepted: more would keep a turn waiting for minutes with backoff.
 pub const MAX_ATTEMPTS_LIMIT: u32 = 10;
 
-/// A permission mode (ARCHITECTURE.md §7), by its config name.
+/// A permission mode (docs/architecture.md, "Policy and modes"), by its config name.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Mode {
@@ -237,8 +237,8 @@ pub struct DaemonSection {
     /// Seconds with no connection and no running turn after which efrd exits (socket activation starts it again);
     /// absent: never. At least 1.
     pub idle_exit_secs: Option<u64>,
-    /// Events queued per subscriber before its stream ends with `busy` `{"overflow": true}` (ARCHITECTURE.md §4);
-    /// [`SUBSCRIBER_QUEUE_RANGE`], default 1024.
+    /// Events queued per subscriber before its stream ends with `busy` `{"overflow": true}`
+    /// (docs/architecture.md, "The request lifecycle"); [`SUBSCRIBER_QUEUE_RANGE`], default 1024.
     pub subscriber_queue: usize,
 }
 

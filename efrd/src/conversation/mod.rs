@@ -5,7 +5,8 @@
 //!
 //! Everything that changes a conversation — a prompt, an interrupt, an event of its running turn — goes through its
 //! actor, one message at a time. The actor numbers the events (`seq`), commits them to the store, and only then
-//! broadcasts them, so ordering is simple and no lock guards conversation state (ARCHITECTURE.md §5).
+//! broadcasts them, so ordering is simple and no lock guards conversation state (docs/architecture.md, "Conversations
+//! and turns").
 //!
 //! # Subscribers
 //!

@@ -7,9 +7,9 @@
 //! # Shape
 //!
 //! Conversation actors call [`RowChanges::committed`] after each commit that carried their summary row (an event is
-//! broadcast only after its commit, ARCHITECTURE.md §4; so is a row). The hub keeps the last facts it saw of each
-//! conversation and sends a [`RowChange`] only when one of the watched facts differs, so a commit that only adds
-//! events (a streamed message, a tool call) costs watchers nothing.
+//! broadcast only after its commit, docs/architecture.md, "The event log"; so is a row). The hub keeps the last facts
+//! it saw of each conversation and sends a [`RowChange`] only when one of the watched facts differs, so a commit that
+//! only adds events (a streamed message, a tool call) costs watchers nothing.
 //!
 //! A conversation the hub has not seen since efrd started (loaded from the store) is taken as unchanged at its first
 //! commit, unless that commit created it (it holds seq 1): its row is the one the watcher's snapshot read from the

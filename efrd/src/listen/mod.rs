@@ -1,6 +1,7 @@
 //! The listening socket of efrd, the single-instance lock, and notifications to systemd.
 //!
-//! [`Listener::acquire`] gives efrd its Unix socket in one of two ways (ARCHITECTURE.md §10):
+//! [`Listener::acquire`] gives efrd its Unix socket in one of two ways (docs/architecture.md, "Start, stop and
+//! systemd"):
 //!
 //! - **systemd** ([`activation`]): `efrd.socket` listens on `%t/efr/daemon.sock` and passes it as fd 3
 //!   (`LISTEN_FDS`, `LISTEN_PID`, `LISTEN_FDNAMES`); the fd is checked to be a listening `AF_UNIX` stream socket.

@@ -1,9 +1,9 @@
 //! Telling systemd how efrd is doing (`sd_notify(3)`): `READY=1`, `STATUS=...`, `WATCHDOG=1`, `STOPPING=1`.
 //!
-//! `efrd.service` is `Type=notify` with a watchdog (ARCHITECTURE.md §10). A [`Notifier`] is made once at start from
-//! `NOTIFY_SOCKET`, `WATCHDOG_USEC` and `WATCHDOG_PID`, which are then removed from the environment so no child
-//! inherits them. Without `NOTIFY_SOCKET` every call is a no-op, which is how efrd runs outside systemd and in most
-//! tests.
+//! `efrd.service` is `Type=notify` with a watchdog (docs/architecture.md, "Start, stop and systemd"). A [`Notifier`] is
+//! made once at start from `NOTIFY_SOCKET`, `WATCHDOG_USEC` and `WATCHDOG_PID`, which are then removed from the
+//! environment so no child inherits them. Without `NOTIFY_SOCKET` every call is a no-op, which is how efrd runs outside
+//! systemd and in most tests.
 //!
 //! Each message is one datagram of `KEY=VALUE` lines, formatted by `sd-notify`'s [`NotifyState`]. The datagram is
 //! sent from a fresh unbound non-blocking socket, so a manager that does not read never blocks efrd.
@@ -151,7 +151,7 @@ impl Notifier {
         }
     }
 
-    /// `READY=1` with a status line: the store is open and the socket accepts (issue 4).
+    /// `READY=1` with a status line: the store is open and the socket accepts.
     ///
     /// # Errors
     /// As [`Notifier::send`].

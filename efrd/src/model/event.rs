@@ -1,8 +1,9 @@
 //! What a model call yields: a stream of [`ModelEvent`]s, ended by one [`ModelEvent::Stop`] or one [`ModelError`].
 //!
 //! Every provider's wire stream (Responses, Messages, Chat Completions) is mapped to these few shapes, so the turn loop
-//! never sees a provider's own events. The shapes follow ARCHITECTURE.md §6 and the protocol's words: text offsets
-//! count UTF-8 bytes, a message index counts the messages of the call that have text, from 0 (spec, "Text offsets").
+//! never sees a provider's own events. The shapes follow docs/architecture.md, "Models", and the protocol's words: text
+//! offsets count UTF-8 bytes, a message index counts the messages of the call that have text, from 0 (docs/protocol.md,
+//! "Ids, times and text offsets").
 //!
 //! A stream is well formed when it ends with exactly one `Stop` (preceded by at most one `Usage`) or with one error;
 //! nothing follows either. A stream that closes before the provider's completion event ends with
@@ -20,7 +21,7 @@ pub enum ModelEvent {
     /// Text of an assistant message.
     TextDelta {
         /// The message's index among this call's messages that have text, from 0. A message gets its index with its
-        /// first non-empty delta, so a message without text has none (spec, "Text offsets").
+        /// first non-empty delta, so a message without text has none (docs/protocol.md, "Ids, times and text offsets").
         index: u32,
         /// UTF-8 byte offset of `delta` in the message's text: the bytes of the message before it.
         offset: u64,

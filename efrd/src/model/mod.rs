@@ -1,8 +1,8 @@
 //! Model providers: one provider-neutral request ([`ModelRequest`]) in, one [`ModelEvent`] stream out.
 //!
-//! efrd speaks three wire formats (ARCHITECTURE.md §6): the OpenAI Responses API (`openai-api`), the Anthropic
-//! Messages API (`anthropic-api`) and Chat Completions (`openai-compat`, for llama.cpp, Ollama, vLLM). Each has a
-//! module that builds its request body and parses its stream; [`Provider`] sends the request, retries what may be
+//! efrd speaks three wire formats (docs/architecture.md, "Models"): the OpenAI Responses API (`openai-api`), the
+//! Anthropic Messages API (`anthropic-api`) and Chat Completions (`openai-compat`, for llama.cpp, Ollama, vLLM). Each
+//! has a module that builds its request body and parses its stream; [`Provider`] sends the request, retries what may be
 //! retried, and yields the events. The rest of efrd never sees a provider's own shapes.
 //!
 //! - [`request`]: the neutral request and history.

@@ -12,7 +12,7 @@ use crate::config::{Config, ConfigState, ProviderId};
 use crate::model::catalog::{CatalogCache, CatalogConfig, ConfigModel};
 use crate::model::{Auth, Catalog, KeyStore, Provider, ProviderConfig, ProviderKind};
 
-/// The default base URL of each provider (ARCHITECTURE.md §6: each is configurable).
+/// The default base URL of each provider (docs/architecture.md, "Models": each is configurable).
 fn default_base_url(kind: ProviderKind) -> &'static str {
     match kind {
         ProviderKind::OpenAiApi => "https://api.openai.com",

@@ -171,8 +171,8 @@ pub enum Tool {
         parameters: serde_json::Value,
     },
     /// A tool whose input is plain text, such as `apply_patch`. Responses sends it as a `custom` tool; providers
-    /// without freeform tools get a function tool with one string member `input` (ARCHITECTURE.md §6, the JSON-string
-    /// fallback), and the parser gives back the string.
+    /// without freeform tools get a function tool with one string member `input` (docs/architecture.md, "Tools": the
+    /// JSON-string fallback), and the parser gives back the string.
     Freeform {
         /// The tool's name.
         name: String,

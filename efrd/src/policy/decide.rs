@@ -111,7 +111,7 @@ pub struct PolicyConfig {
     pub extra_read_only: Vec<String>,
 }
 
-/// How a call runs (ARCHITECTURE.md §7).
+/// How a call runs (docs/architecture.md, "Policy and modes").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LaunchKind {
     /// Typed into the hidden shell as the user (a patch: applied by efrd as the user).
@@ -201,7 +201,7 @@ pub fn approved_by(mode: Mode, contained: bool, allowed_by_user: bool) -> Option
 
 /// Decides one call.
 ///
-/// Rules (ARCHITECTURE.md §7; the floors and the guarded delete are in [`super::floors`]):
+/// Rules (docs/architecture.md, "Policy and modes"; the floors and the guarded delete are in [`super::floors`]):
 /// - a floor refuses in every mode;
 /// - manual asks before every shell call ("manual asks before every command") and every patch ("manual asks before
 ///   every file change");
@@ -293,10 +293,10 @@ pub fn decide_shell(call: &ShellCall, analysis: &LineAnalysis, mode: Mode, ctx: 
 
 /// Auto mode: every call runs contained with the mode's base plan.
 ///
-/// This is the extension point of the exits engine (ARCHITECTURE.md §7, issue 7 and the exits issue): it will read
-/// the line's analysis (network, privileged, writes outside the project) and the grants, and return
-/// `Ask`/`Run { launch: Unsandboxed }` for a call that must leave the sandbox. Until then a call that needs an exit
-/// fails inside the sandbox and the model sees why. `analysis` is `None` for a patch.
+/// This is the extension point of the exits engine (not built yet; docs/architecture.md, "Policy and modes"): it will
+/// read the line's analysis (network, privileged, writes outside the project) and the grants, and return `Ask`/`Run {
+/// launch: Unsandboxed }` for a call that must leave the sandbox. Until then a call that needs an exit fails inside the
+/// sandbox and the model sees why. `analysis` is `None` for a patch.
 #[must_use]
 pub fn decide_auto(analysis: Option<&LineAnalysis>) -> Decision {
     let _ = analysis;

@@ -47,7 +47,8 @@ pub const GUARDED_DELETE_SECS: u32 = 120;
 /// The folder of the state root that holds the conversations' `$SCRATCH` folders.
 pub const SCRATCH_FOLDER: &str = "scratch";
 
-/// efr's own roots (ARCHITECTURE.md §5), for the floors. A root that is `None` is not guarded.
+/// efr's own roots (docs/architecture.md, "Configuration and roots"), for the floors. A root that is `None` is not
+/// guarded.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct EfrDirs {
     /// The config root (`config.toml`).

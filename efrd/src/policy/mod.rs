@@ -1,4 +1,4 @@
-//! The permission policy: who decides whether a call runs (ARCHITECTURE.md §7, issue 6).
+//! The permission policy: who decides whether a call runs (docs/architecture.md, "Policy and modes").
 //!
 //! One pure function, [`decide()`], takes a [`Call`] (a shell line with its directory, or a patch with its absolute
 //! paths), the turn's [`Mode`](efr_protocol::wire::Mode) and a [`PolicyContext`] (project roots, origin, home, efr's

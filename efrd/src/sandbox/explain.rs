@@ -1,4 +1,5 @@
-//! `sandbox.explain`: what a contained call would see at one path, and which rule decides (issue 7, item 6).
+//! `sandbox.explain`: what a contained call would see at one path, and which rule decides (docs/protocol.md, "The
+//! sandbox check and explain").
 //!
 //! Pure: it reads the plan's mounts ([`LaunchPlan::mounts`], the same list the launcher turns into bubblewrap's
 //! options) and no file. The mount that decides is the last one in that order whose path holds the asked path, which

@@ -1,4 +1,4 @@
-//! The sandbox of contained calls, efrd's side (ARCHITECTURE.md §7, issue 7).
+//! The sandbox of contained calls, efrd's side (docs/architecture.md, "The sandbox").
 //!
 //! - [`probe`]: runs real contained commands through `efr-launcher` and reports what works (bubblewrap, user
 //!   namespaces, Landlock, seccomp, the net_view self-test), for `admin.sandbox_check` and `admin.status`.

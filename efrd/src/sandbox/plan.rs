@@ -1,5 +1,5 @@
-//! The base plan of a contained call: what every call of auto mode starts from before its grants (ARCHITECTURE.md
-//! §7, issue 7 item 3), and what `sandbox.explain` reads.
+//! The base plan of a contained call: what every call of auto mode starts from before its grants
+//! (docs/architecture.md, "The sandbox"), and what `sandbox.explain` reads.
 //!
 //! - writable: the call's project root ([`project_root`]: the nearest git root of its working directory, or the
 //!   directory itself) and `$SCRATCH` (one folder per conversation under [`Layout::scratch_root`], `$state/scratch`);

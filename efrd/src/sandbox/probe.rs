@@ -1,4 +1,5 @@
-//! The sandbox probe behind `admin.sandbox_check` and the sandbox status of `admin.status` (issue 7, item 6).
+//! The sandbox probe behind `admin.sandbox_check` and the sandbox status of `admin.status`
+//! (docs/protocol.md, "The sandbox check and explain").
 //!
 //! [`probe`] runs real contained commands through the real launcher, not a look at the system: a contained `true`
 //! with the default masks (bubblewrap, user namespaces, Landlock and seccomp all have to work for it to exit 0), then

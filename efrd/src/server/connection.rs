@@ -8,7 +8,7 @@
 //! unary handlers wait and a subscription's own bounded buffer overflows (its stream ends with `busy` and
 //! `{"overflow": true}`), so a client that does not read cannot grow efrd's memory.
 //!
-//! # Rules (ARCHITECTURE.md §4)
+//! # Rules (docs/architecture.md, "The request lifecycle")
 //!
 //! - `hello` is handled in the reader loop itself, before any later frame is read, so no request can overtake it.
 //!   A request before hello is `invalid`; after a version mismatch every request is `protocol_mismatch`.

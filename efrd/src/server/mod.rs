@@ -2,7 +2,7 @@
 //!
 //! `server/` knows the protocol's frames and the method table; it knows no business rule. A method handler
 //! (`methods/`, one file per method family) checks its params, calls the module that owns the rule, and maps the
-//! outcome to a result or an error (ARCHITECTURE.md §3).
+//! outcome to a result or an error (docs/architecture.md, "The modules of efrd").
 
 pub mod connection;
 pub mod methods;

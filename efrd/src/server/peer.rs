@@ -1,7 +1,8 @@
 //! Who is on the other end of a Unix-socket connection.
 //!
 //! efrd serves only its own user: a peer whose uid (from `SO_PEERCRED`, which the kernel fills in at connect time
-//! and the peer cannot forge) is not efrd's is closed before a byte is read (ARCHITECTURE.md §2).
+//! and the peer cannot forge) is not efrd's is closed before a byte is read (docs/architecture.md, "Processes and trust
+//! boundaries").
 
 use std::os::fd::AsFd;
 

@@ -77,7 +77,8 @@ impl Session {
         &self.scopes
     }
 
-    /// Checks the method table's transport and scope for `method` (ARCHITECTURE.md §4: before the handler runs).
+    /// Checks the method table's transport and scope for `method` (before the handler runs:
+    /// docs/architecture.md, "The request lifecycle").
     ///
     /// # Errors
     /// `forbidden` naming the method and the missing scope or the transport.

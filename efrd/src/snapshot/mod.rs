@@ -1,5 +1,5 @@
 //! Snapshots of a project tree: what a shell call changed in the project while it ran, and a turn's first snapshot
-//! against its last (issue 5, item 7; spec: tool_call_completed `changes`, turn_completed `changes`,
+//! against its last (docs/architecture.md, "Tools": tool_call_completed `changes`, turn_completed `changes`,
 //! `conversation.diff`).
 //!
 //! [`Snapshot::take`] walks a root and records every file; [`compare`] turns two snapshots of the same root into

@@ -68,7 +68,7 @@ pub enum StoreError {
     },
 
     /// An event's seq is not exactly the conversation's last seq + 1 (seqs count from 1 with no gap;
-    /// ARCHITECTURE.md §4). The commit was refused whole.
+    /// docs/architecture.md, "The event log"). The commit was refused whole.
     #[error("event seq {got} of conversation {conversation_id} is not the next one (expected {expected})")]
     SeqGap {
         /// The conversation of the event.
@@ -88,7 +88,8 @@ pub enum StoreError {
     },
 
     /// The commit's command_id already has a stored outcome. Nothing of the commit was written; answer the request
-    /// with `stored` (ARCHITECTURE.md §4: the same command_id again returns the stored result and changes nothing).
+    /// with `stored` (docs/architecture.md, "The event log": the same command_id again returns the stored result and
+    /// changes nothing).
     #[error("command {command_id} was already applied")]
     DuplicateCommand {
         /// The repeated command id.
@@ -115,7 +116,8 @@ pub enum StoreError {
 }
 
 impl StoreError {
-    /// The protocol error code for a request that failed with this error (ARCHITECTURE.md §4's closed set).
+    /// The protocol error code for a request that failed with this error (the closed set of docs/protocol.md,
+    /// "Errors").
     ///
     /// A duplicate command is not an error on the wire (the stored result is the answer), so it maps to `conflict`
     /// only for a caller that cannot answer with the stored outcome.

@@ -1,8 +1,8 @@
 //! The SQLite event log, conversations table and command ids.
 //!
 //! Every conversation's log is a sequence of events numbered by `seq` from 1 with no gap, and an event reaches a
-//! subscriber only after its commit (ARCHITECTURE.md §4–§5). This module is where that becomes true: the conversation
-//! actors hand it [`Commit`]s, and [`Store::commit`] returns only once the commit is durable.
+//! subscriber only after its commit (docs/architecture.md, "The event log"). This module is where that becomes true:
+//! the conversation actors hand it [`Commit`]s, and [`Store::commit`] returns only once the commit is durable.
 //!
 //! # Overview
 //!

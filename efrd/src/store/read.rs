@@ -336,11 +336,11 @@ pub(crate) fn command_outcome(conn: &Connection, command_id: CommandId) -> Resul
 /// The turns left open: every turn that has an event whose kind is in `opening_kinds` and no event whose kind is in
 /// `terminal_kinds`, ordered by conversation and then by the seq of their opening event.
 ///
-/// The store does not know the protocol's kinds; the caller names them (ARCHITECTURE.md §5, restart: for efr's
-/// protocol, opening is `prompt_queued`, and terminal is every kind that ends a turn, such as `turn_completed`,
-/// `turn_failed`, `turn_interrupted`, `turn_cancelled`, `prompt_withdrawn`). Both kind lists are index seeks on
-/// `events_by_kind`, so finding the turns costs O(turns), not O(events); the details of each open turn read the
-/// conversation's log from the turn's opening event on, which is the log's tail.
+/// The store does not know the protocol's kinds; the caller names them (restart recovery, docs/architecture.md,
+/// "Conversations and turns": for efr's protocol, opening is `prompt_queued`, and terminal is every kind that ends a
+/// turn, such as `turn_completed`, `turn_failed`, `turn_interrupted`, `turn_cancelled`, `prompt_withdrawn`). Both kind
+/// lists are index seeks on `events_by_kind`, so finding the turns costs O(turns), not O(events); the details of each
+/// open turn read the conversation's log from the turn's opening event on, which is the log's tail.
 ///
 /// # Errors
 /// [`StoreError::Invalid`] when `opening_kinds` is empty; SQLite errors; [`StoreError::Corrupt`].

@@ -18,8 +18,8 @@ use super::error::{Result, StoreError};
 pub struct EventRow {
     /// The conversation whose log holds the event.
     pub conversation_id: ConversationId,
-    /// Its number in that log: 1 for the first event, then exactly the previous + 1 (ARCHITECTURE.md §4).
-    /// At most `i64::MAX` (SQLite's integer).
+    /// Its number in that log: 1 for the first event, then exactly the previous + 1 (docs/architecture.md, "The event
+    /// log"). At most `i64::MAX` (SQLite's integer).
     pub seq: u64,
     /// The event kind as on the wire (`prompt_queued`, `turn_started`, ...). Not empty.
     pub kind: String,
@@ -54,8 +54,8 @@ pub struct ConversationSummary {
     pub extra: Map<String, Value>,
 }
 
-/// The stored outcome of a write, under its client-generated `command_id` (ARCHITECTURE.md §4: the same command_id
-/// again returns this outcome and changes nothing).
+/// The stored outcome of a write, under its client-generated `command_id` (docs/architecture.md, "The event log":
+/// the same command_id again returns this outcome and changes nothing).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommandRecord {
     /// The write's id.
@@ -214,8 +214,9 @@ pub struct ConversationPage {
 
 /// A turn that was not finished when the log was last written: it has an opening event and no terminal event.
 ///
-/// For restart recovery (ARCHITECTURE.md §5): a turn without `turn_started` among its kinds was waiting and is
-/// recorded as `turn_cancelled`; one with it was running and is recorded as `turn_interrupted`.
+/// For restart recovery (docs/architecture.md, "Conversations and turns"): a turn without `turn_started` among its
+/// kinds was waiting and is recorded as `turn_cancelled`; one with it was running and is recorded as
+/// `turn_interrupted`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OpenTurn {
     /// The conversation of the turn.

@@ -6,10 +6,10 @@
 //! version is above the newest migration was written by a newer efrd and is refused untouched
 //! ([`StoreError::NewerSchema`]), since this build cannot know what the newer columns mean.
 //!
-//! Connection settings (ARCHITECTURE.md §5): the writer runs in WAL mode (readers never block it nor it them) with
-//! `synchronous=FULL` (a commit that returned survives power loss: SQLite syncs the WAL at every commit) and
-//! `foreign_keys=ON`. Readers set `query_only` so that a bug cannot write around the writer thread. Every connection
-//! waits up to [`BUSY_TIMEOUT`] for a lock instead of failing at once.
+//! Connection settings (docs/architecture.md, "The event log"): the writer runs in WAL mode (readers never block it nor
+//! it them) with `synchronous=FULL` (a commit that returned survives power loss: SQLite syncs the WAL at every commit)
+//! and `foreign_keys=ON`. Readers set `query_only` so that a bug cannot write around the writer thread. Every
+//! connection waits up to [`BUSY_TIMEOUT`] for a lock instead of failing at once.
 
 use std::fs::OpenOptions;
 use std::os::unix::fs::OpenOptionsExt;

@@ -1,4 +1,4 @@
-//! The model's hands: what a tool call does to the machine (ARCHITECTURE.md §6–§7, issue 5).
+//! The model's hands: what a tool call does to the machine (docs/architecture.md, "Tools").
 //!
 //! - [`patch`]: `apply_patch`, the parser and the atomic applier of the `*** Begin Patch` format that current models
 //!   write.

@@ -1,6 +1,6 @@
 //! The tools given to the model, and the reading of a call the model made.
 //!
-//! Two tools (ARCHITECTURE.md §6):
+//! Two tools (docs/architecture.md, "Tools"):
 //! - `shell`: a function tool with `{"command": string, "timeout": integer?}`. The timeout is in seconds, 120 when
 //!   absent, at most [`MAX_TIMEOUT_SECS`]; past it the call answers with what it has and the command goes on
 //!   running (`left_running`).

@@ -7,9 +7,9 @@
 //!
 //! The limit is a rate, not a delay: a delta that comes when no update was recorded within the last interval (the
 //! first words of an answer, a slow stream) is recorded at once, and only the deltas that follow it closely wait. So
-//! the first words reach the user without the interval's wait (ARCHITECTURE.md §12: prompt.send to first delta under
-//! 20 ms of efrd's own time; holding them for the interval cost 50 ms, measured by `cargo bench -p efrd --bench
-//! daemon`).
+//! the first words reach the user without the interval's wait (docs/architecture.md, "Budgets": prompt.send to first
+//! delta under 20 ms of efrd's own time; holding them for the interval cost 50 ms, measured by `cargo bench -p efrd
+//! --bench daemon`).
 
 use std::time::{Duration, Instant};
 

@@ -1,5 +1,5 @@
-//! A contained call's launch plan, its one-time files and the launcher's report (ARCHITECTURE.md §7, issue 7 items
-//! 3–5; docs/adr/0004-contained-calls.md).
+//! A contained call's launch plan, its one-time files and the launcher's report (docs/architecture.md,
+//! "The sandbox"; docs/adr/0004-contained-calls.md).
 //!
 //! A contained call runs as `efr-launcher`'s command inside the conversation's hidden shell: efrd writes the plan to
 //! a one-time file in the shell's private folder and types `'<launcher>' --plan-file '<file>'` as the call's command
@@ -32,7 +32,7 @@ use crate::sandbox::plan::{Layout, base_plan, normalize};
 use crate::sandbox::protect::protect;
 
 /// The environment variables that hold keys efrd holds itself (model/keys.rs reads them). Neither the hidden shell
-/// nor a contained call gets them (ARCHITECTURE.md §2: "no child ever sees them").
+/// nor a contained call gets them (docs/architecture.md, "Processes and trust boundaries").
 pub const HELD_SECRETS: &[&str] = &["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_COMPAT_API_KEY"];
 
 /// `env` without the variables of [`HELD_SECRETS`].

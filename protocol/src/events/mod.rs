@@ -5,7 +5,7 @@
 //! Each event of a conversation's log is one JSON object `{"seq", "at", "conversation_id", "turn_id"?, "kind",
 //! ...members}` ([`Event`]): `seq` numbers the conversation's events from 1 with no gap, `at` is the commit time,
 //! `turn_id` is present for an event that belongs to a turn, and `kind` with the members is the [`EventBody`]. An
-//! event is broadcast only after it is committed (ARCHITECTURE.md §4).
+//! event is broadcast only after it is committed (docs/architecture.md, "The event log").
 //!
 //! # Kinds a reader does not know
 //!

@@ -1,4 +1,4 @@
-//! The launch plan: everything `efr-launcher` needs to run one contained call (ARCHITECTURE.md §7, issue 7).
+//! The launch plan: everything `efr-launcher` needs to run one contained call (docs/architecture.md, "The sandbox").
 //!
 //! efrd builds a plan from the call, the mode and the grants, and hands it to `efr-launcher` as one JSON object (on
 //! an inherited fd, or in a one-time file). The launcher checks it with [`LaunchPlan::validate`]

@@ -1,4 +1,4 @@
-//! The default masks: what a contained call never sees unless a grant unmasks it (ARCHITECTURE.md §7).
+//! The default masks: what a contained call never sees unless a grant unmasks it (docs/architecture.md, "The sandbox").
 //!
 //! Credential stores under the user's home ([`DEFAULT_HOME_MASKS`]), efr's own roots (keys, the event log, config),
 //! and the user's runtime folder `/run/user/$UID` (the session bus, ssh and gpg agents, the keyring daemon). The

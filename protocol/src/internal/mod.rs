@@ -1,7 +1,8 @@
 //! Internal messages between efrd and its helper programs. They are not part of the public protocol: no fixture
 //! freezes them, the JSON Schema leaves them out, and efrd and its helpers ship together, so they change freely.
 //!
-//! - [`launch`]: the launch plan of one contained call, what efrd hands `efr-launcher` (ARCHITECTURE.md §7).
+//! - [`launch`]: the launch plan of one contained call, what efrd hands `efr-launcher` (docs/architecture.md, "The
+//!   sandbox").
 //! - [`mounts`]: the plan's mounts in the order the launcher applies them, shared by the launcher (which turns them
 //!   into bubblewrap's arguments) and efrd's `sandbox.explain` (which reads them back for one path).
 //! - [`validate`]: the plan's rules and [`PlanError`].

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::macros::{is_false, is_zero, wire_enum};
 
 wire_enum! {
-    /// The permission mode of a turn (ARCHITECTURE.md §7).
+    /// The permission mode of a turn (docs/architecture.md, "Policy and modes").
     pub enum Mode {
         /// Ask before every call that runs a command or changes a file.
         Manual = "manual",

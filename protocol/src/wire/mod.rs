@@ -1,7 +1,7 @@
 //! The params and results of the public methods, and the pieces they share, one file per method family.
 //!
 //! Every type derives `Serialize`, `Deserialize`, `JsonSchema`, `Debug`, `Clone` and `PartialEq`, and is snake_case
-//! on the wire. Two rules from ARCHITECTURE.md §4 hold throughout:
+//! on the wire. Two rules of docs/protocol.md ("Optional members and unknown values") hold throughout:
 //! - an enum that the spec says "reads as unknown" has an `Unknown` variant that takes every value it does not know;
 //! - a member that is "absent when not set / false when absent / 0 when absent" is skipped on output when so, and
 //!   defaulted on input.

@@ -250,7 +250,7 @@ pub struct SandboxStatus {
 /// The paths of the sandbox (admin.status and admin.sandbox_check `sandbox_paths`): the programs it uses, each absent
 /// when not found, and the folders a contained call gets, each absent (or empty) when not reported.
 ///
-/// The spec's sandbox_paths carries scratch, masks and writable roots (issue 7, item 6); this type began with the
+/// The spec's sandbox_paths carries scratch, masks and writable roots; this type began with the
 /// programs, so the folders were added as optional members (docs/protocol.md, "The sandbox check and explain").
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct SandboxPaths {

@@ -1,6 +1,6 @@
 //! conversation.subscribe: its params and its items (snapshot, event, draft).
 //!
-//! Source: ARCHITECTURE.md §4 (snapshot, then every event after it, live and in order) and the spec's changelog
+//! Source: docs/protocol.md, "Events" (snapshot, then every event after it, live and in order) and the spec's changelog
 //! entries "drafts", "answers to a running command", "the context window and its compaction" and "streams for the
 //! phone" (the snapshot's `live`). Offsets count bytes of UTF-8 (spec, "Text offsets").
 

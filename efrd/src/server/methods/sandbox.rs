@@ -1,4 +1,5 @@
-//! admin.sandbox_check, sandbox.explain, and the sandbox members of admin.status (issue 7, item 6).
+//! admin.sandbox_check, sandbox.explain, and the sandbox members of admin.status
+//! (docs/protocol.md, "The sandbox check and explain").
 //!
 //! The probe and its cache are in [`crate::sandbox::state`], the base plan in [`crate::sandbox::plan`], the answer
 //! of explain in [`crate::sandbox::explain`]; this file maps them to the wire.

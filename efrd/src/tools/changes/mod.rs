@@ -1,4 +1,5 @@
-//! What a tool call or a turn changed in files: `file_change`, `file_changes` and unified diffs (issue 5, item 7).
+//! What a tool call or a turn changed in files: `file_change`, `file_changes` and unified diffs
+//! (docs/architecture.md, "Tools").
 //!
 //! The input is a list of [`Change`]s, one per file, with what is known of the file before and after ([`Body`]).
 //! They come from an `apply_patch` call ([`Change::from_patch`]) or from comparing two snapshots of a project

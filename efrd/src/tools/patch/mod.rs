@@ -1,4 +1,4 @@
-//! `apply_patch`: the parser and the atomic applier of the `*** Begin Patch` format (issue 5, item 6).
+//! `apply_patch`: the parser and the atomic applier of the `*** Begin Patch` format (docs/architecture.md, "Tools").
 //!
 //! Current OpenAI/Codex models write file edits in this format, as the freeform input of the `apply_patch` tool:
 //!

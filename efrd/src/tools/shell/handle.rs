@@ -234,7 +234,7 @@ pub(crate) enum Request {
     },
 }
 
-/// One hidden shell: a bash or zsh in a pty that efrd owns (ARCHITECTURE.md §7). Start it with
+/// One hidden shell: a bash or zsh in a pty that efrd owns (docs/architecture.md, "Tools"). Start it with
 /// [`HiddenShell::start`](super::HiddenShell::start); clone the handle freely. When the last handle is dropped the
 /// shell is closed.
 #[derive(Debug, Clone)]

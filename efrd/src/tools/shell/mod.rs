@@ -1,5 +1,5 @@
 //! The hidden shell: one bash or zsh per conversation, in a pty that efrd owns, that runs the model's shell calls
-//! (ARCHITECTURE.md §7, issue 5 items 2, 4 and 5).
+//! (docs/architecture.md, "Tools").
 //!
 //! A shell call types its command line into the shell as a user would, so the working directory, exported variables,
 //! functions and aliases carry from one call to the next, as in a terminal. The shell prints markers around each

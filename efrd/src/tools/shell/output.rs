@@ -3,18 +3,18 @@
 //! The hidden shell turns the bytes of a run into plain text (see `capture`) and pushes that text here, one character
 //! or line end at a time. [`OutputWindow`] keeps a *head* (the first lines, up to a byte cap) and a *tail* (the last
 //! bytes, as a ring cut at line starts); everything between them is only counted. Memory stays bounded by the two caps
-//! however much a command prints (issue 5: "50 MiB of output, efrd's memory stays bounded").
+//! however much a command prints (50 MiB of output included: `efrd/tests/hidden_shell_memory.rs`).
 //!
 //! [`RunOutput`] is the frozen result. Clients get [`RunOutput::for_client`], at most [`CLIENT_OUTPUT_CAP`] bytes of
 //! text plus one elision line; the model gets [`RunOutput::for_model`] with the limits the caller chooses
 //! ([`OutputLimits::MODEL`] by default), head and tail kept and the middle elided with a count of lines and bytes
-//! (ARCHITECTURE.md §6).
+//! (docs/architecture.md, "Tools").
 
 use std::collections::VecDeque;
 
 /// The most text, in bytes of UTF-8, that a run keeps for clients: half for the head, half for the tail, plus one
-/// elision line between them. This is the per-call cap of `tool_call_completed.output` that the docs state (issue 5,
-/// item 2); the event log and the 16 MiB frame limit stay far away.
+/// elision line between them. This is the per-call cap of `tool_call_completed.output` that docs/architecture.md
+/// states ("Tools"); the event log and the 16 MiB frame limit stay far away.
 pub const CLIENT_OUTPUT_CAP: usize = 1024 * 1024;
 
 /// The longest line kept, in bytes. Longer lines keep their first `MAX_LINE_BYTES` bytes and end with a note that
