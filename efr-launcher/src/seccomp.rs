@@ -7,7 +7,8 @@
 //!    the answer of a kernel without it, so programs fall back cleanly.
 //!    - none (own network namespace) and `open_network`: `AF_UNIX`, `AF_INET`, `AF_INET6`, `AF_NETLINK`. In its own
 //!      namespace the call reaches only its own loopback (tests that start a local server work).
-//!    - `net_view` (the host's namespace): `AF_UNIX` and `AF_NETLINK` only (spec, "the network view (phase D1)").
+//!    - `net_view` (the host's namespace): `AF_UNIX` and `AF_NETLINK` only (docs/protocol.md, "The contract": "the
+//!      network view (phase D1)").
 //!    - Never: `AF_PACKET`, `AF_VSOCK` (not bound to a network namespace: it reaches the host and VMs),
 //!      `AF_BLUETOOTH`, `AF_ALG`, `AF_KEY`, `AF_XDP` and the rest.
 //!

@@ -1,5 +1,6 @@
 //! `efr-launcher self-test net-view`: run as the command of a contained call with the `net_view` grant, it checks
-//! from inside what the view promises (spec, "the network view (phase D1)"), for efrd's sandbox probe:
+//! from inside what the view promises (docs/protocol.md, "The contract": "the network view (phase D1)"), for efrd's
+//! sandbox probe:
 //!
 //! - an `AF_INET` socket cannot be opened (the seccomp family filter);
 //! - an `AF_UNIX` and an `AF_NETLINK` (route) socket can;

@@ -21,10 +21,11 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use tokio_util::codec::{Decoder, Encoder};
 
-/// The default limit of one frame's body: 16 MiB (spec, "Summary").
+/// The default limit of one frame's body: 16 MiB (docs/protocol.md, "Summary").
 pub const DEFAULT_MAX_FRAME: usize = 16 * 1024 * 1024;
 
-/// The limit of one client message on the tailnet WebSocket: 1 MiB (spec, "Remote devices").
+/// The limit of one client message on the tailnet WebSocket: 1 MiB (docs/protocol.md, "The contract": "Remote
+/// devices").
 pub const REMOTE_CLIENT_MAX_FRAME: usize = 1024 * 1024;
 
 /// The length of the header in bytes.

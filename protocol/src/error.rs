@@ -13,8 +13,8 @@ use serde::{Deserialize, Serialize};
 
 /// The code of a failed request (snake_case on the wire).
 ///
-/// Source: docs/protocol.md, "Errors". A code that a reader does not know reads as `Unknown`; efrd
-/// never sends `Unknown`.
+/// Source: docs/protocol.md, "Errors". A code that a reader does not know reads as `Unknown`; efrd never sends
+/// `Unknown`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorCode {

@@ -1,11 +1,11 @@
 //! `hello`: the first request of every connection.
 //!
 //! Both sides send [`PROTOCOL_VERSION`](crate::PROTOCOL_VERSION); a mismatch fails with `protocol_mismatch` and no
-//! other method runs on that connection (spec, "Summary"). The result tells the client which daemon it reached
-//! (a phone stops when `daemon_id` or `protocol` is not the one it expects), what the daemon can do
-//! (`capabilities`, each false when absent), and where its folders are (`paths`, empty on the tailnet listener).
-//! For a remote connection it also carries the `challenge` and the `prove` facts that the device signs for
-//! device.prove (spec, "Remote devices"; see [`crate::device::prove_message`]).
+//! other method runs on that connection (docs/protocol.md, "Summary"). The result tells the client which daemon it
+//! reached (a phone stops when `daemon_id` or `protocol` is not the one it expects), what the daemon can do
+//! (`capabilities`, each false when absent), and where its folders are (`paths`, empty on the tailnet listener). For a
+//! remote connection it also carries the `challenge` and the `prove` facts that the device signs for device.prove
+//! (docs/protocol.md, "The contract": "Remote devices"; see [`crate::device::prove_message`]).
 
 use std::path::PathBuf;
 

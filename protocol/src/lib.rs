@@ -33,5 +33,5 @@ pub mod wire;
 pub use error::{ErrorBody, ErrorCode};
 
 /// The version of the protocol that this build speaks. Both sides send it in `hello`; a mismatch is
-/// `protocol_mismatch`. Additive changes do not bump it (spec, "Summary").
+/// `protocol_mismatch`. Additive changes do not bump it (docs/protocol.md, "Summary").
 pub const PROTOCOL_VERSION: u32 = 1;

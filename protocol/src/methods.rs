@@ -2,8 +2,8 @@
 //! transports that may call it.
 //!
 //! One table serves the dispatcher (scope and transport checks before a handler runs), the docs and the schema.
-//! Source: the spec's changelog, which names each method with its scope, whether it has a command id, and (for the
-//! phone) what the tailnet listener refuses.
+//! Source: the contract's changelog (docs/protocol.md, "The contract"), which names each method with its scope, whether
+//! it has a command id, and (for the phone) what the tailnet listener refuses.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -177,9 +177,9 @@ method_table! {
     PromptWithdraw = "prompt.withdraw", Operate, Unary, true, Both;
     TurnSteer = "turn.steer", Operate, Unary, true, Both;
     TurnInterrupt = "turn.interrupt", Operate, Unary, true, Both;
-    // A phone may not undo (spec, "What a phone may do").
+    // A phone may not undo (docs/protocol.md, "The contract": "What a phone may do").
     TurnUndo = "turn.undo", Operate, Unary, true, LocalOnly;
-    // A phone may not type into a command (spec, "What a phone may do").
+    // A phone may not type into a command (docs/protocol.md, "The contract": "What a phone may do").
     InputRespond = "input.respond", Terminal, Unary, false, LocalOnly;
     ApprovalRespond = "approval.respond", Approve, Unary, true, Both;
     ModelsList = "models.list", Read, Unary, false, Both;
@@ -212,7 +212,8 @@ method_table! {
     AdminLogout = "admin.logout", Admin, Unary, false, LocalOnly;
     DevicePairStart = "device.pair_start", Admin, Stream, false, LocalOnly;
     DevicePairConfirm = "device.pair_confirm", Admin, Unary, false, LocalOnly;
-    // The Unix socket refuses enroll and prove with forbidden (spec, "The answers of the tailnet listener").
+    // The Unix socket refuses enroll and prove with forbidden (docs/protocol.md, "The contract": "The answers of the
+    // tailnet listener").
     DeviceEnroll = "device.enroll", Read, Unary, false, RemoteOnly;
     DeviceProve = "device.prove", Read, Unary, false, RemoteOnly;
     DeviceList = "device.list", Admin, Unary, false, LocalOnly;

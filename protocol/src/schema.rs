@@ -7,7 +7,8 @@
 //! itself validates nothing beyond that. A reader that meets an event kind or an enum value that the schema does not
 //! list takes it as unknown (see [`crate::events`]), so the schema lists what a writer sends today.
 //!
-//! Source: the spec's summary ("docs/protocol.schema.json holds every type of the protocol ... a root and $defs").
+//! Source: the contract's summary (docs/protocol.md, "Summary": "docs/protocol.schema.json holds every type of the
+//! protocol ... a root and $defs").
 
 use schemars::generate::SchemaSettings;
 use schemars::{JsonSchema, SchemaGenerator};

@@ -21,7 +21,7 @@ use super::key_path::{KeyPath, Seg};
 use super::schema::Config;
 use super::validate;
 
-/// A config file that cannot be used, in the form of the `admin.config_reload` error (spec changelog: "an optional
+/// A config file that cannot be used, in the form of the `admin.config_reload` error (the contract: "an optional
 /// error (message, optional line, column and dotted key)").
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub struct ConfigError {

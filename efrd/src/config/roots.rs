@@ -32,7 +32,7 @@ use std::io;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-/// Where a root's path came from; reported by `admin.status` (spec changelog: "each a path and a source:
+/// Where a root's path came from; reported by `admin.status` (the contract: "each a path and a source:
 /// dir_variable, efr_home, xdg or run_user").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum RootSource {

@@ -7,7 +7,7 @@
 //! - a good file is applied at once, except the keys that need a restart ([`RESTART_SECTIONS`]): those keep the
 //!   value efrd started with, and each one whose value in the file now differs is listed in `restart_needed`;
 //! - `warnings` are those of the new config that the previous config did not have, so each comes once, from the
-//!   reload that brought it (spec changelog), plus one per unknown key.
+//!   reload that brought it (docs/protocol.md, "The contract": "warnings"), plus one per unknown key.
 //!
 //! At start a broken file is an error ([`ConfigState::load`]), not a silent fallback to the defaults: running with
 //! other permissions than the user wrote would be worse than not running. efrd prints the error and exits with
@@ -35,7 +35,7 @@ pub const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
 /// itself (the log subscriber, the idle timer, the queues of subscriptions already open).
 pub const RESTART_SECTIONS: &[&str] = &["daemon"];
 
-/// The outcome of one reload, in the form of the `admin.config_reload` result (spec changelog: "applied, error,
+/// The outcome of one reload, in the form of the `admin.config_reload` result (the contract: "applied, error,
 /// restart_needed, warnings").
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReloadOutcome {
@@ -49,7 +49,7 @@ pub struct ReloadOutcome {
     pub warnings: Vec<String>,
 }
 
-/// What `admin.status` reports about the config (spec changelog: "the path of config.toml, whether it exists, an
+/// What `admin.status` reports about the config (the contract: "the path of config.toml, whether it exists, an
 /// optional symlink_target, the optional reload_error of the last reload ..., and the restart_needed keys").
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConfigStatus {

@@ -183,7 +183,7 @@ fn model_company(id: &str) -> Option<ProviderId> {
     }
 }
 
-/// What a valid config should still tell the user, one sentence each (spec changelog: warnings of
+/// What a valid config should still tell the user, one sentence each (the contract: warnings of
 /// `admin.config_reload`). [`super::ConfigState`] reports only those that a reload newly brings.
 #[must_use]
 pub fn warnings(config: &Config) -> Vec<String> {

@@ -1,7 +1,7 @@
 //! The rows of conversations.recent and conversations.watch, made from the store's summary rows.
 //!
-//! Source: the spec's changelog entry "resuming a conversation": the conversations of the scope key of `pwd` come
-//! first, each part newest first; a row has its summary, route, project, turns, open_in and here; the result names
+//! Source: docs/protocol.md, "The contract": "resuming a conversation": the conversations of the scope key of `pwd`
+//! come first, each part newest first; a row has its summary, route, project, turns, open_in and here; the result names
 //! the terminal's current conversation.
 //!
 //! # What this efrd can say (until routing and the project registry land)

@@ -1,13 +1,13 @@
 //! The settings a turn runs with: the prompt's, else the config's, else the catalog's defaults.
 //!
-//! Source: the spec's changelog entries "turn settings" and "the daemon applies turn settings": a model that is not
-//! in models.list, or an effort (the prompt's own or the config's) that is not one of the model's efforts, is
-//! `invalid` with data `{setting, value, choices}` (plus `model` for an effort); a turn from a remote origin runs
-//! with a mode of at most cautious.
+//! Source: docs/protocol.md, "The contract": "turn settings" and "the daemon applies turn settings": a model that is
+//! not in models.list, or an effort (the prompt's own or the config's) that is not one of the model's efforts, is
+//! `invalid` with data `{setting, value, choices}` (plus `model` for an effort); a turn from a remote origin runs with
+//! a mode of at most cautious.
 //!
-//! Auto's fallback (spec, "the wire types of the auto sandbox (phase 1)": turn_started settings gain an optional
-//! fallback, and sandbox_unavailable is recorded): when the turn starts, [`sandbox_fallback`] reads the sandbox's
-//! cached probe; a sandbox that cannot run makes the turn run as cautious, with the probe's reason.
+//! Auto's fallback (docs/protocol.md, "The contract": "the wire types of the auto sandbox (phase 1)": turn_started
+//! settings gain an optional fallback, and sandbox_unavailable is recorded): when the turn starts, [`sandbox_fallback`]
+//! reads the sandbox's cached probe; a sandbox that cannot run makes the turn run as cautious, with the probe's reason.
 
 use efr_protocol::events::SandboxUnavailable;
 use efr_protocol::wire::{Mode, ModeFallback, Origin, Overridden, PromptSettings, SandboxStatus, TurnSettings};

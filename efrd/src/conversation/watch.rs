@@ -1,6 +1,6 @@
 //! The broadcast of row changes: what conversations.watch sends after its snapshot.
 //!
-//! Source: the spec's changelog entry "the lists of the phone": `changed` comes each time a commit changes the
+//! Source: docs/protocol.md, "The contract": "the lists of the phone": `changed` comes each time a commit changes the
 //! title, the status, the working directory, the scope, the project or the count of turns of a conversation;
 //! `removed` follows a delete; a watch that falls behind ends with overflow.
 //!

@@ -51,7 +51,8 @@ pub enum ModelEvent {
         call_id: String,
         /// The tool's name, as given in the request's tools.
         tool: String,
-        /// True for a freeform tool, whose input is plain text rather than JSON (spec changelog, freeform tools).
+        /// True for a freeform tool, whose input is plain text rather than JSON (docs/protocol.md, "The contract":
+        /// "freeform tools").
         freeform: bool,
     },
     /// More input of a started tool call.
@@ -87,7 +88,8 @@ pub enum ModelEvent {
 }
 
 /// Token counts of one model call. Every count is in tokens; `cached_input`, `cache_write` and `cache_write_1h` are
-/// parts of `input`, and `reasoning` is a part of `output`, for every provider (spec changelog, cache writes).
+/// parts of `input`, and `reasoning` is a part of `output`, for every provider (docs/protocol.md, "The contract":
+/// "cache writes").
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
     /// All input tokens, cached or not.

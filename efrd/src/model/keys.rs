@@ -4,9 +4,9 @@
 //! renamed into place, so no reader ever sees a partial or wider file). In memory it is a [`SecretString`]; it is never
 //! logged, and `Debug` prints of this module's types never show it. A key is shown only as its
 //! [`key_hint`]. An environment key (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`) counts as a login while nothing is stored
-//! (spec changelog, logins with an API key); a stored key wins over it. `openai-compat` has no login (the spec's
-//! admin.login_api_key names only the two hosted providers): a server that needs a key (`key_required = true`) gets
-//! it from `OPENAI_COMPAT_API_KEY` in efrd's environment.
+//! (docs/protocol.md, "The contract": "logins with an API key"); a stored key wins over it. `openai-compat` has no
+//! login (the spec's admin.login_api_key names only the two hosted providers): a server that needs a key
+//! (`key_required = true`) gets it from `OPENAI_COMPAT_API_KEY` in efrd's environment.
 //!
 //! `refused_at` (the provider last answered 401 to the key) and `checked_at` (the provider last answered a request
 //! with the key, refused or not) are kept in memory per provider: the spec reports them "since the daemon started".

@@ -171,10 +171,10 @@ pub enum Decision {
     },
 }
 
-/// The mode a call is decided in. A phone's turn runs with at most cautious (spec, "Remote devices": "A
-/// prompt.send from a phone runs with a mode of at most cautious"), and a turn the daemon starts for a job notice
-/// with at most auto (spec, changelog entry "full mode"); the caller already records those modes, and this repeats
-/// the rules so that no path around them exists. A mode this build does not know is decided as manual.
+/// The mode a call is decided in. A phone's turn runs with at most cautious (docs/protocol.md, "The contract": "Remote
+/// devices": "A prompt.send from a phone runs with a mode of at most cautious"), and a turn the daemon starts for a job
+/// notice with at most auto (docs/protocol.md, "The contract": "full mode"); the caller already records those modes,
+/// and this repeats the rules so that no path around them exists. A mode this build does not know is decided as manual.
 #[must_use]
 pub fn effective_mode(mode: Mode, origin: Origin) -> Mode {
     match (mode, origin) {

@@ -1,7 +1,7 @@
 //! The floors: what efr refuses in every mode, full mode included, and the deletes that full mode asks about.
 //!
 //! Full mode runs every call as the user with no question, "and efr still reads each line for a small set of floors"
-//! (spec, changelog entry "full mode"). The floors are deliberately few, so that each one is a clear rule:
+//! (docs/protocol.md, "The contract": "full mode"). The floors are deliberately few, so that each one is a clear rule:
 //!
 //! | floor | refusal |
 //! |---|---|

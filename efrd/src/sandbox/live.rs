@@ -13,7 +13,7 @@ use std::fs;
 /// The names (`comm`) of the processes that hold a sandbox.
 const SANDBOX_NAMES: &[&str] = &["bwrap", "efr-launcher"];
 
-/// Whether a process named as in [`SANDBOX_NAMES`] runs below process `ancestor` (efrd: `std::process::id()`).
+/// Whether a process named `bwrap` or `efr-launcher` runs below process `ancestor` (efrd: `std::process::id()`).
 /// A `/proc` that cannot be read counts as a sandbox that runs, so a caller asks rather than trusts.
 #[must_use]
 pub fn sandbox_runs_below(ancestor: u32) -> bool {

@@ -1,8 +1,8 @@
 //! The sandbox of contained calls, efrd's side (docs/architecture.md, "The sandbox").
 //!
-//! - [`probe`]: runs real contained commands through `efr-launcher` and reports what works (bubblewrap, user
+//! - [`probe`](mod@probe): runs real contained commands through `efr-launcher` and reports what works (bubblewrap, user
 //!   namespaces, Landlock, seccomp, the net_view self-test), for `admin.sandbox_check` and `admin.status`.
-//! - [`explain`]: what a contained call would see at a path and which rule decides, for `sandbox.explain`.
+//! - [`explain`](mod@explain): what a contained call would see at a path and which rule decides, for `sandbox.explain`.
 //! - [`plan`]: the base plan of a contained call (project root, `$SCRATCH`, the masks) and its [`Layout`].
 //! - [`protect`]: what a call may not change inside its writable roots (git's config and hooks, efr's roots).
 //! - [`state`]: the cached probe of the daemon.

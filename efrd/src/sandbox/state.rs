@@ -1,4 +1,4 @@
-//! The daemon's view of the sandbox: the cached result of the [probe](super::probe), shared by `admin.status`,
+//! The daemon's view of the sandbox: the cached result of the [probe](mod@super::probe), shared by `admin.status`,
 //! `admin.sandbox_check` and the turns of auto mode (which fall back to cautious when it says the sandbox cannot run).
 //!
 //! The probe runs once, on first need, on a blocking thread; [`SandboxState::invalidate`] (after a contained call's

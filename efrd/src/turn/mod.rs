@@ -269,7 +269,7 @@ async fn finish(
     state.outcome()
 }
 
-/// `stop` of turn_completed: absent for a normal answer (spec, "why a turn stopped").
+/// `stop` of turn_completed: absent for a normal answer (docs/protocol.md, "The contract": "why a turn stopped").
 fn stop_member(reason: StopReason, empty: bool) -> Option<Stop> {
     let reason = match reason {
         StopReason::EndTurn if !empty => return None,

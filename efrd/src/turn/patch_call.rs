@@ -74,7 +74,8 @@ pub async fn apply_patch(
     Some(output)
 }
 
-/// The changes and the unified diff of an applied patch, with paths as a client shows them (spec, file_change).
+/// The changes and the unified diff of an applied patch, with paths as a client shows them (docs/protocol.md, "The
+/// contract": "what the agent changed in files").
 fn changes_of(results: Vec<patch::FileResult>, env: &ToolEnv) -> (FileChanges, String) {
     let project = env.roots.first().map(PathBuf::as_path);
     let home = std::env::var_os("HOME").map(PathBuf::from);

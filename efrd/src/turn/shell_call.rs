@@ -145,7 +145,8 @@ pub async fn run_shell(
                 setup_error: Some(message),
                 ..SandboxSummary::default()
             });
-            // The sandbox may have changed under efrd: the next need probes again (spec, setup_error).
+            // The sandbox may have changed under efrd: the next need probes again (docs/protocol.md, "The
+            // contract": `setup_error`).
             env.sandbox.invalidate().await;
         }
     }

@@ -5,12 +5,12 @@
 //! (`<turn_id>-post`), both saved in the snapshot store so that conversation.diff can compare them later, also after a
 //! restart. A snapshot that fails (a vanished folder, a full disk) costs the turn its `changes`, never the turn.
 //!
-//! A shell call's own changes (spec, tool_call_completed `changes`: "what changed while a shell call ran in the
-//! turn's project, $SCRATCH ..., also a file that another conversation or the user changed then"): [`CallSnapshots`]
-//! takes a snapshot of each root just before the call and one when it answers, and compares them. They are kept in
-//! memory only. The cost is bounded: each walk reuses the hashes of the last one (unchanged files are not read
-//! again) and stops after [`CALL_LIMITS`]' time, so a call on a large tree costs at most two short walks, and a cut
-//! walk compares only what both walks reached.
+//! A shell call's own changes (docs/protocol.md, "The contract": "what the agent changed in files", tool_call_completed
+//! `changes`: "what changed while a shell call ran in the turn's project, $SCRATCH ..., also a file that another
+//! conversation or the user changed then"): [`CallSnapshots`] takes a snapshot of each root just before the call and
+//! one when it answers, and compares them. They are kept in memory only. The cost is bounded: each walk reuses the
+//! hashes of the last one (unchanged files are not read again) and stops after [`CALL_LIMITS`]' time, so a call on a
+//! large tree costs at most two short walks, and a cut walk compares only what both walks reached.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -168,7 +168,8 @@ pub async fn close_after_restart(store: &Arc<SnapshotStore>, turn_id: TurnId) {
 /// The bounds of the walks around one shell call: those of a turn's snapshot, with at most 2 s per walk.
 pub const CALL_LIMITS: Duration = Duration::from_secs(2);
 
-/// The roots a shell call's changes are shown against (spec, file_change `path`).
+/// The roots a shell call's changes are shown against (docs/protocol.md, "The contract": "what the agent changed in
+/// files", file_change `path`).
 #[derive(Debug, Clone, Default)]
 pub struct CallRoots {
     /// The turn's project root; `None` for a conversation without one (its calls get no `changes` there).

@@ -1,6 +1,6 @@
 //! Approval questions: approval_requested, approval_resolved and approval_expired.
 //!
-//! Source: the spec's changelog entries interactive, "streams for the phone" (local_only), the approval reason,
+//! Source: docs/protocol.md, "The contract": interactive, "streams for the phone" (local_only), the approval reason,
 //! "full mode" (expires_in_secs) and "phase A" (away). `summary` is named by the spec ("the target and the reason
 //! stay in summary"); the `exit` member comes with the exit types of the auto sandbox.
 

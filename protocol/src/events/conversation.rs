@@ -1,7 +1,7 @@
 //! Events of a conversation's life outside a turn's work: conversation_created and prompt_queued.
 //!
-//! Source: the spec's changelog entries "turn settings", "steer, queue and withdraw", "desktop grants" and "routing
-//! by scope". `cwd`, `tty` and `origin` are this project's members.
+//! Source: docs/protocol.md, "The contract": "turn settings", "steer, queue and withdraw", "desktop grants" and
+//! "routing by scope". `cwd`, `tty` and `origin` are this project's members.
 
 use std::path::PathBuf;
 

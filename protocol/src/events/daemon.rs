@@ -1,6 +1,6 @@
 //! Events that belong to no conversation: login_completed and logout_completed (see [`super::DaemonEvent`]).
 //!
-//! Source: the spec's changelog entry "refused keys and logouts" (logout_completed "with the provider only";
+//! Source: docs/protocol.md, "The contract": "refused keys and logouts" (logout_completed "with the provider only";
 //! "it belongs to no conversation, like login_completed"). The members of login_completed after `provider` are this
 //! project's.
 

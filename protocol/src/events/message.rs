@@ -1,7 +1,8 @@
 //! The assistant's text: assistant_message_updated and assistant_message_completed.
 //!
-//! Source: the spec's summary ("Text offsets": offsets count bytes of UTF-8; the index counts the turn's assistant
-//! messages that have text, from 0) and the changelog entry that made updates carry `offset` and `delta`.
+//! Source: docs/protocol.md ("Ids, times and text offsets": offsets count bytes of UTF-8; the index counts the turn's
+//! assistant messages that have text, from 0) and the contract's changelog entry that made updates carry `offset`
+//! and `delta`.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

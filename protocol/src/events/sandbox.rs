@@ -1,6 +1,6 @@
 //! sandbox_unavailable: the sandbox cannot run, so a contained call cannot either.
 //!
-//! Source: the spec's changelog entry "the wire types of the auto sandbox (phase 1)", which names the kind; its
+//! Source: docs/protocol.md, "The contract": "the wire types of the auto sandbox (phase 1)", which names the kind; its
 //! members are this project's.
 
 use schemars::JsonSchema;

@@ -2,7 +2,7 @@
 //! shell_command_ended. They belong to the conversation, not to a turn (no `turn_id`); a client links them to the
 //! call by `call_id`, and the detach and tool_call_completed come in either order.
 //!
-//! Source: the spec's changelog entry "a command left running in the hidden shell".
+//! Source: docs/protocol.md, "The contract": "a command left running in the hidden shell".
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

@@ -1,6 +1,6 @@
 //! A tool call's life: tool_call_started, tool_call_input_changed and tool_call_completed.
 //!
-//! Source: the spec's changelog entries "answers to a running command", "answers at the edges", manual_input,
+//! Source: docs/protocol.md, "The contract": "answers to a running command", "answers at the edges", manual_input,
 //! "the wire types of the auto sandbox", survivors, setup_error, refusal, "what the agent changed in files",
 //! "freeform tools" and "a command left running" (left_running). `status`, `output` and `exit_code` are this
 //! project's base members.

@@ -1,7 +1,7 @@
 //! The events of a turn's life: turn_started, turn_cancelled, turn_interrupt_requested, turn_interrupted,
 //! turn_completed and turn_failed.
 //!
-//! Source: the spec's changelog entries "turn settings", "the daemon applies turn settings", "a restart no longer
+//! Source: docs/protocol.md, "The contract": "turn settings", "the daemon applies turn settings", "a restart no longer
 //! holds queued prompts", "what the agent changed in files", "the context window and its compaction" and "why a turn
 //! stopped". The `undo` member of the end events comes with undo (turn.undo); `reason` and `origin` are this
 //! project's members.

@@ -31,7 +31,8 @@
 //! - `/` itself is never writable, and nothing under `/proc` or `/dev` is (a device comes with a `device` grant).
 //! - Grants: `write`, `device`, `unmask`, `socket`, `net_view` and `open_network` have a plan step. `host`, `bus`,
 //!   `bus_filter` and `desktop` come with their issues (the proxy, the bus proxy, the desktop sockets) and are refused
-//!   with a message that says so; an `unknown` grant is refused (spec, "the network view (phase D1)").
+//!   with a message that says so; an `unknown` grant is refused (docs/protocol.md, "The contract": "the network view
+//!   (phase D1)").
 //! - `net_view` and `open_network` exclude each other; an `unmask` names a path of `masks`.
 //! - A `protected` path is not `/`; a `git_dir` (the one source that stays writable) lies strictly inside a writable
 //!   root (a project root, `$SCRATCH` or a `write` grant), so a pin never makes a path writable.
@@ -195,7 +196,8 @@ pub enum Network {
     /// The sandbox's own network namespace: a loopback of its own and nothing else.
     #[default]
     None,
-    /// The host's namespace with only Unix and netlink sockets (spec, "the network view (phase D1)").
+    /// The host's namespace with only Unix and netlink sockets (docs/protocol.md, "The contract": "the network view
+    /// (phase D1)").
     NetView,
     /// The host's network, unfiltered.
     OpenNetwork,

@@ -1,8 +1,9 @@
 //! admin.status: the daemon's state for `efr status`.
 //!
-//! Source: the spec's changelog entries on admin.status (roots and config; sandbox status and paths; providers with
-//! active, login, key_hint, key_refused_at and key_checked_at; the catalog) and docs/architecture.md, "Configuration
-//! and roots" (roots and their sources). `version`, `pid` and `uptime_secs` are this project's base members.
+//! Source: docs/protocol.md, "The contract", the entries on admin.status (roots and config; sandbox status and paths;
+//! providers with active, login, key_hint, key_refused_at and key_checked_at; the catalog) and docs/architecture.md,
+//! "Configuration and roots" (roots and their sources). `version`, `pid` and `uptime_secs` are this project's base
+//! members.
 
 use std::path::PathBuf;
 

@@ -1,6 +1,6 @@
 //! approval.respond: the user's answer to an approval_requested question.
 //!
-//! Source: the spec's changelog entry "the bus filter and always-allow (phase E)" (allow_always) and the phone
+//! Source: docs/protocol.md, "The contract": "the bus filter and always-allow (phase E)" (allow_always) and the phone
 //! limits of "Remote devices" (a phone may not answer a local_only question, nor answer allow_always).
 
 use schemars::JsonSchema;

@@ -1,7 +1,8 @@
 //! What the agent changed in files: `file_change` and `file_changes`.
 //!
-//! Source: the spec's changelog entries "what the agent changed in files" and "a file tool's call can change several
-//! files". They appear in tool_call_completed, turn_completed, turn_failed, turn_interrupted and conversation.diff.
+//! Source: docs/protocol.md, "The contract": "what the agent changed in files" and "a file tool's call can change
+//! several files". They appear in tool_call_completed, turn_completed, turn_failed, turn_interrupted and
+//! conversation.diff.
 
 use std::path::PathBuf;
 

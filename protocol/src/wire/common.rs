@@ -1,8 +1,8 @@
 //! Pieces that many methods and events share: the permission mode, turn settings, usage, the context window, why a
 //! turn stopped, and where a request came from.
 //!
-//! Source: the spec's changelog entries "turn settings", "the daemon applies turn settings", "the context window and
-//! its compaction", "cache writes", "why a turn stopped" and "full mode".
+//! Source: docs/protocol.md, "The contract": "turn settings", "the daemon applies turn settings", "the context window
+//! and its compaction", "cache writes", "why a turn stopped" and "full mode".
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -145,7 +145,8 @@ pub struct Stop {
 
 wire_enum! {
     /// Where a request that changed a conversation came from. The tailnet listener treats every connection as the
-    /// phone origin (spec, "Remote devices"); the daemon itself acts at a restart or for a job notice.
+    /// phone origin (docs/protocol.md, "The contract": "Remote devices"); the daemon itself acts at a restart or for a
+    /// job notice.
     pub enum Origin {
         /// A client on the Unix socket (a terminal, a script).
         Terminal = "terminal",

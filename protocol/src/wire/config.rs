@@ -1,6 +1,6 @@
 //! admin.config_reload and the config error it reports (also in admin.status `config.reload_error`).
 //!
-//! Source: the spec's changelog entries "new method admin.config_reload" and "the result of admin.config_reload
+//! Source: docs/protocol.md, "The contract": "new method admin.config_reload" and "the result of admin.config_reload
 //! gains warnings".
 
 use schemars::JsonSchema;

@@ -1,6 +1,6 @@
 //! The conversation summary row, conversations.list and conversation.diff.
 //!
-//! Source: the spec's changelog entries "routing by scope" (the tty of conversations.list) and "what the agent
+//! Source: docs/protocol.md, "The contract": "routing by scope" (the tty of conversations.list) and "what the agent
 //! changed in files" (conversation.diff). The members of the summary row are this project's: the spec names the
 //! row's facts (title, status, working directory, scope, count of turns) without their wire form.
 

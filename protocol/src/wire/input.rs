@@ -1,6 +1,6 @@
 //! Waits for input of a running command and input.respond, the answer to one.
 //!
-//! Source: the spec's changelog entries "answers to a running command that waits for input" and "answers at the
+//! Source: docs/protocol.md, "The contract": "answers to a running command that waits for input" and "answers at the
 //! edges". The answer's text is a [`SecretText`]: a hidden wait is a password, and it must never reach a log.
 
 use schemars::JsonSchema;

@@ -1,6 +1,6 @@
 //! admin.login_api_key and admin.logout.
 //!
-//! Source: the spec's changelog entries "logins with an API key" and "refused keys and logouts". The key is a
+//! Source: docs/protocol.md, "The contract": "logins with an API key" and "refused keys and logouts". The key is a
 //! [`SecretText`]: it travels as a plain string and never shows in `Debug` output.
 
 use schemars::JsonSchema;

@@ -1,6 +1,6 @@
 //! models.list and the model catalog.
 //!
-//! Source: the spec's changelog entries "new method models.list", "the context window and its compaction", "the
+//! Source: docs/protocol.md, "The contract": "new method models.list", "the context window and its compaction", "the
 //! model catalog comes from the provider's backend" and "the catalog of each provider".
 
 use schemars::JsonSchema;

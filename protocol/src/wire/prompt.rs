@@ -1,6 +1,6 @@
 //! prompt.send, and the terminal context that a prompt carries.
 //!
-//! Source: the spec's changelog entries "turn settings", "the recent commands of a terminal", "desktop grants" and
+//! Source: docs/protocol.md, "The contract": "turn settings", "the recent commands of a terminal", "desktop grants" and
 //! "routing by scope"; the phone limits of "Remote devices" (a phone's context names no tty).
 
 use std::path::PathBuf;

@@ -1,7 +1,7 @@
 //! conversations.recent: the recent conversations, to resume one (`,resume`, `efr resume`) or to list them on a
 //! phone (the rows of conversations.watch).
 //!
-//! Source: the spec's changelog entry "resuming a conversation" (params tty, pwd and limit; a result with scope,
+//! Source: docs/protocol.md, "The contract": "resuming a conversation" (params tty, pwd and limit; a result with scope,
 //! current and conversations, each row with summary, route, project, turns, open_in and here) and the entry "the
 //! summary.title of each row of conversations.recent is now the title with its secrets replaced". The default and
 //! the largest `limit` (20 and 50) are this project's, the same as conversations.watch's.

@@ -1,7 +1,7 @@
 //! Routing by scope: which conversation a terminal's prompt goes to.
 //!
-//! Source: the spec's changelog entry "routing by scope". A terminal has one conversation slot per scope key: the
-//! project of the prompt's working directory, or outside every project.
+//! Source: docs/protocol.md, "The contract": "routing by scope". A terminal has one conversation slot per scope key:
+//! the project of the prompt's working directory, or outside every project.
 
 use std::path::PathBuf;
 

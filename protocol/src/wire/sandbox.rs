@@ -1,7 +1,7 @@
 //! How a call runs (`launch`, `grant`), what its sandbox reported (`sandbox_summary`), and the sandbox's state in
 //! admin.status (`sandbox_status`, `sandbox_paths`).
 //!
-//! Source: the spec's changelog entries "the wire types of the auto sandbox (phase 1)", "the network view (phase
+//! Source: docs/protocol.md, "The contract": "the wire types of the auto sandbox (phase 1)", "the network view (phase
 //! D1)", "the proxy's refusals and status (phase D2)", "the bus filter and always-allow (phase E)" and "desktop
 //! grants". Members that the spec does not spell out (the path of a write grant, the host of a host grant, the base
 //! members of the sandbox status) are this project's choice and documented on each item.
@@ -24,7 +24,7 @@ wire_enum! {
 }
 
 wire_enum! {
-    /// A desktop whose control socket a `desktop` grant binds (spec, "desktop grants").
+    /// A desktop whose control socket a `desktop` grant binds (docs/protocol.md, "The contract": "desktop grants").
     pub enum DesktopKind {
         /// `$WAYLAND_DISPLAY`.
         Wayland = "wayland",
@@ -250,8 +250,8 @@ pub struct SandboxStatus {
 /// The paths of the sandbox (admin.status and admin.sandbox_check `sandbox_paths`): the programs it uses, each absent
 /// when not found, and the folders a contained call gets, each absent (or empty) when not reported.
 ///
-/// The spec's sandbox_paths carries scratch, masks and writable roots; this type began with the
-/// programs, so the folders were added as optional members (docs/protocol.md, "The sandbox check and explain").
+/// The spec's sandbox_paths carries scratch, masks and writable roots; this type began with the programs, so the
+/// folders were added as optional members (docs/protocol.md, "The sandbox check and explain").
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct SandboxPaths {
     /// efr-launcher.

@@ -1,11 +1,11 @@
 //! The params and results of `admin.sandbox_check` (scope admin, local only) and `sandbox.explain` (scope read).
 //!
-//! Source: the spec's changelog entry "the wire types of the auto sandbox (phase 1)" (sandbox_check; sandbox.explain
-//! with path and an optional cwd), "the network view (phase D1)" (`admin_sandbox_check_result.json` sets netview)
-//! and docs/architecture.md, "The sandbox" (what the check reports: bubblewrap's version and path, user namespaces,
-//! Landlock ABI and enforcement, seccomp, the net_view self-test, sandbox_paths; what explain says: writable,
-//! read-only, masked or hidden, and which rule decides). The exact shapes are this project's choice, documented in
-//! docs/protocol.md ("The sandbox check and explain").
+//! Source: docs/protocol.md, "The contract": "the wire types of the auto sandbox (phase 1)" (sandbox_check;
+//! sandbox.explain with path and an optional cwd), "the network view (phase D1)" (`admin_sandbox_check_result.json`
+//! sets netview) and docs/architecture.md, "The sandbox" (what the check reports: bubblewrap's version and path, user
+//! namespaces, Landlock ABI and enforcement, seccomp, the net_view self-test, sandbox_paths; what explain says:
+//! writable, read-only, masked or hidden, and which rule decides). The exact shapes are this project's choice,
+//! documented in docs/protocol.md ("The sandbox check and explain").
 
 use std::path::PathBuf;
 

@@ -1,6 +1,6 @@
 //! The hidden shell: shell.status, shell.interrupt, and the enums of a command left running in it.
 //!
-//! Source: the spec's changelog entries "a command left running in the hidden shell" and "the hidden shell's state
+//! Source: docs/protocol.md, "The contract": "a command left running in the hidden shell" and "the hidden shell's state
 //! and a stop of a command left running".
 
 use schemars::JsonSchema;

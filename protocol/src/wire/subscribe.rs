@@ -1,8 +1,8 @@
 //! conversation.subscribe: its params and its items (snapshot, event, draft).
 //!
-//! Source: docs/protocol.md, "Events" (snapshot, then every event after it, live and in order) and the spec's changelog
-//! entries "drafts", "answers to a running command", "the context window and its compaction" and "streams for the
-//! phone" (the snapshot's `live`). Offsets count bytes of UTF-8 (spec, "Text offsets").
+//! Source: docs/protocol.md, "Events" (snapshot, then every event after it, live and in order) and docs/protocol.md,
+//! "The contract": "drafts", "answers to a running command", "the context window and its compaction" and "streams for
+//! the phone" (the snapshot's `live`). Offsets count bytes of UTF-8 (docs/protocol.md, "Ids, times and text offsets").
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

@@ -1,7 +1,7 @@
 //! turn.interrupt: stop the running turn, and in the same step resend or withdraw what waits.
 //!
-//! Source: the spec's changelog entry "steer, queue and withdraw from the input row of a turn": every member is done
-//! in the step that records turn_interrupt_requested.
+//! Source: docs/protocol.md, "The contract": "steer, queue and withdraw from the input row of a turn": every member is
+//! done in the step that records turn_interrupt_requested.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

@@ -1,7 +1,7 @@
 //! conversations.watch: the list of conversations, live, for a phone; and the daemon's own events.
 //!
-//! Source: the spec's changelog entry "the lists of the phone" (params limit, 20 by default and 50 at most; items
-//! snapshot with conversations, changed with conversation, removed with conversation_id; overflow as for
+//! Source: docs/protocol.md, "The contract": "the lists of the phone" (params limit, 20 by default and 50 at most;
+//! items snapshot with conversations, changed with conversation, removed with conversation_id; overflow as for
 //! conversation.subscribe). The item `daemon_event` is this project's (docs/adr/0005-daemon-events-on-the-watch.md):
 //! login_completed and logout_completed belong to no conversation, and reach clients on the watch.
 //!

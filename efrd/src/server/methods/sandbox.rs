@@ -2,7 +2,7 @@
 //! (docs/protocol.md, "The sandbox check and explain").
 //!
 //! The probe and its cache are in [`crate::sandbox::state`], the base plan in [`crate::sandbox::plan`], the answer
-//! of explain in [`crate::sandbox::explain`]; this file maps them to the wire.
+//! of explain in [`crate::sandbox::explain`](mod@crate::sandbox::explain); this file maps them to the wire.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};

@@ -2,8 +2,7 @@
 //!
 //! A manual answer (`input.respond` with `manual`) types into whatever holds the terminal; for a nested shell or a
 //! REPL that would let a client run arbitrary commands past the policy, so such a call gets no `manual_input` and a
-//! manual answer is refused with conflict (spec changelog, "the tool_call_started event gains an optional
-//! manual_input flag").
+//! manual answer is refused with conflict (docs/protocol.md, "The contract": "manual_input").
 //!
 //! The check reads the line as a shell would, roughly: it splits it into simple commands at `;`, `&`, `&&`, `||`,
 //! `|`, newlines and parentheses, removes quotes, skips assignments, redirections and wrappers (`sudo`, `env`,

@@ -1,9 +1,9 @@
 //! The hidden shell's screen, kept by a VT parser (`vt100`), and the row that holds the cursor.
 //!
 //! efrd keeps the screen so it can say what a command that waits for input shows next to the cursor (`prompt` in
-//! `tool_call_input_changed` and `shell_command_detached`, at most 200 characters; spec changelog, "a command left
-//! running in the hidden shell"). The screen has no scrollback, so it costs the same after 50 MiB of output as after
-//! none.
+//! `tool_call_input_changed` and `shell_command_detached`, at most 200 characters; docs/protocol.md, "The contract": "a
+//! command left running in the hidden shell"). The screen has no scrollback, so it costs the same after 50 MiB of
+//! output as after none.
 
 use std::num::NonZeroU16;
 

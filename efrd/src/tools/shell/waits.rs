@@ -24,9 +24,9 @@
 //! The kind comes from the flags: line mode without echo is [`InputKind::Hidden`] (`read -s`, `getpass`, ssh's and
 //! sudo's password prompts); line mode with echo is [`InputKind::Visible`]; without line mode the program echoes
 //! itself (readline, REPLs, relays), so the wait is visible, and it `looks_secret` when the cursor row looks like a
-//! password prompt (spec changelog, "answers at the edges"). One exception: when the reader is the hidden shell
-//! itself (its `read` builtin), echo off is hidden in either mode, since zsh's `read -s` leaves line mode and the
-//! shell has no line editor that would echo (bash's `read -e` would; not worth a guess).
+//! password prompt (docs/protocol.md, "The contract": "answers at the edges"). One exception: when the reader is the
+//! hidden shell itself (its `read` builtin), echo off is hidden in either mode, since zsh's `read -s` leaves line mode
+//! and the shell has no line editor that would echo (bash's `read -e` would; not worth a guess).
 //!
 //! Why not `/proc/<pid>/wchan`: its value (`n_tty_read`, `wait_woken`, ...) changes between kernels, and it cannot
 //! tell which descriptor a read is on. The syscall file needs ptrace-read access, which efrd has over its own
