@@ -15,8 +15,9 @@
 //! | [`snapshot`] | snapshots of a project tree, their comparison, the snapshot store on disk |
 //! | [`turn`] | the turn loop and the sink its events go to: model stream → events, tool calls decided and run |
 //! | [`conversation`] | the per-conversation actor: queue, turns, questions, subscribers, recorder, restart recovery |
-//! | [`daemon`] | the shared state, running turns and connections, and the daemon's life from start to stop |
+//! | [`daemon`] | the shared state: stores, model registry, live conversations, running turns and connections |
 //! | [`server`] | connections, hello, scopes, dispatch, streams, cancel, backpressure; thin method handlers |
+//! | [`lifecycle`] | the daemon's life from start to graceful stop: build, recover, ready, serve, stop |
 
 pub mod config;
 pub mod conversation;
