@@ -11,7 +11,7 @@
 //! ```text
 //! --new-session --die-with-parent --unshare-all --unshare-user --disable-userns [--share-net]
 //! --json-status-fd N --clearenv --setenv K V ...
-//! --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp
+//! --ro-bind / / --dev /dev --size BYTES --tmpfs /dev/shm --proc /proc --tmpfs /tmp
 //! (--bind P P | --tmpfs M | --ro-bind /dev/null M | --dev-bind D D     the plan's mounts, deepest last
 //!  | --ro-bind R R | --tmpfs R | --ro-bind /dev/null R)...               (R: protected paths and their placeholders)
 //! --remount-ro M ...                                                     every folder mask and placeholder, once all
@@ -28,7 +28,7 @@ use std::ffi::OsString;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use efr_protocol::internal::{IfMissing, LaunchPlan, MountKind, Network, PlanError};
+use efr_protocol::internal::{IfMissing, LaunchPlan, MountKind, Network, PlanError, SHM_SIZE};
 
 /// What a masked or protected path is on the host, after following links.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -144,6 +144,10 @@ pub fn bwrap_args(plan: &LaunchPlan, host: &HostFacts, status_fd: i32) -> Result
             MountKind::Dev => args.path("--dev", path),
             MountKind::Proc => args.path("--proc", path),
             MountKind::Tmp => args.path("--tmpfs", path),
+            MountKind::SharedMemory => {
+                args.push(["--size".to_owned(), SHM_SIZE.to_string()]);
+                args.path("--tmpfs", path);
+            }
             MountKind::Writable | MountKind::Socket => args.paths("--bind", path, path),
             MountKind::Device => args.paths("--dev-bind", path, path),
             MountKind::Mask => match host.masks.get(path).unwrap_or(&MaskTarget::Missing) {
@@ -292,6 +296,10 @@ mod tests {
                 "/",
                 "--dev",
                 "/dev",
+                "--size",
+                "268435456",
+                "--tmpfs",
+                "/dev/shm",
                 "--proc",
                 "/proc",
                 "--tmpfs",

@@ -3,8 +3,9 @@
 //! - **ABI pinned**: the launcher asks for what Landlock ABI [`PINNED_ABI`] (6, Linux 6.12) defines, or for the
 //!   kernel's own ABI when that is lower, and for nothing newer: rights it was never tested with are never asked.
 //! - **Handled**: every filesystem right of that ABI. Granted: read and execute everywhere (`/`); everything in the
-//!   writable roots and the private `/tmp`; on `/dev` (the fresh one) the file rights (read, write, truncate, device
-//!   ioctls) and listing, so `/dev/null` and the terminal work, and the same on granted devices.
+//!   writable roots, the private `/tmp` and the private `/dev/shm` (POSIX semaphores and shared memory); on `/dev`
+//!   (the fresh one) the file rights (read, write, truncate, device ioctls) and listing, so `/dev/null` and the
+//!   terminal work, and the same on granted devices.
 //!   Protected paths inside a writable root (`.git/config`, the folder of efr's roots) get no rule of their own:
 //!   Landlock only adds rights below a rule, it cannot take the writable root's away; their read-only mounts make a
 //!   write fail with `EROFS`, which is enough.

@@ -16,7 +16,7 @@ pub struct InnerSpec {
     pub command: LaunchCommand,
     /// The network the call sees (decides the socket families and whether the Landlock scope is required).
     pub network: Network,
-    /// The paths Landlock lets the command write: the writable mounts and the private `/tmp`.
+    /// The paths Landlock lets the command write: the writable mounts, the private `/tmp` and `/dev/shm`.
     pub writable: Vec<PathBuf>,
     /// Granted device nodes (read and write).
     pub devices: Vec<PathBuf>,
@@ -41,6 +41,7 @@ impl InnerSpec {
         };
         // Pins need no rule of their own: they lie inside a writable root (a plan rule), whose rule covers them.
         let mut writable = of_kind(MountKind::Tmp);
+        writable.extend(of_kind(MountKind::SharedMemory));
         writable.extend(of_kind(MountKind::Writable));
         Ok(Self {
             command: plan.command.clone(),
@@ -103,7 +104,12 @@ mod tests {
         let spec = InnerSpec::from_plan(&plan).unwrap();
         assert_eq!(
             spec.writable,
-            [PathBuf::from("/tmp"), "/p".into(), "/home/u/.cache".into()]
+            [
+                PathBuf::from("/tmp"),
+                "/dev/shm".into(),
+                "/p".into(),
+                "/home/u/.cache".into()
+            ]
         );
         assert_eq!(spec.devices, [PathBuf::from("/dev/kvm")]);
         assert_eq!(spec.network, Network::OpenNetwork);

@@ -6,12 +6,14 @@
 //! is what bubblewrap ends up with: the deepest rule wins.
 //!
 //! Views:
-//! - `writable`: a project root, `$SCRATCH`, a `write` grant, the private `/tmp` itself, the standard nodes of the
-//!   fresh `/dev`, a granted device or socket, a pinned git folder (writable, but it cannot be moved);
+//! - `writable`: a project root, `$SCRATCH`, a `write` grant, the private `/tmp` and `/dev/shm` themselves, the
+//!   standard nodes of the fresh `/dev`, a granted device or socket, a pinned git folder (writable, but it cannot be
+//!   moved);
 //! - `read_only`: everything else under `/`, the sandbox's own `/proc`, and the protected paths inside a writable
 //!   root (git's config and hooks, the folder that holds efr's roots), with the rule that protects them;
 //! - `masked`: a credential store, efr's own roots, `/run/user/$UID` (an empty folder or an empty file);
-//! - `hidden`: what the fresh `/dev` and the private `/tmp` replace (the host's files there are not seen).
+//! - `hidden`: what the fresh `/dev`, the private `/tmp` and the private `/dev/shm` replace (the host's files there are
+//!   not seen).
 
 use std::path::{Component, Path, PathBuf};
 
@@ -98,8 +100,8 @@ pub fn explain(path: &Path, cwd: Option<&Path>, plan: &LaunchPlan) -> Result<Exp
         MountKind::Writable | MountKind::Pinned | MountKind::Device | MountKind::Socket => View::Writable,
         MountKind::ReadOnly(_) => View::ReadOnly,
         MountKind::Mask => View::Masked,
-        MountKind::Tmp if below => View::Hidden,
-        MountKind::Tmp => View::Writable,
+        MountKind::Tmp | MountKind::SharedMemory if below => View::Hidden,
+        MountKind::Tmp | MountKind::SharedMemory => View::Writable,
         MountKind::Dev if !below => View::ReadOnly,
         MountKind::Dev => {
             let first = path
@@ -185,6 +187,11 @@ mod tests {
         assert_eq!(
             view("/tmp/host-file", None),
             (View::Hidden, "the sandbox has a private /tmp".into())
+        );
+        assert_eq!(view("/dev/shm", None).0, View::Writable);
+        assert_eq!(
+            view("/dev/shm/host-segment", None),
+            (View::Hidden, "the sandbox has a private /dev/shm".into())
         );
         assert_eq!(view("/dev/null", None).0, View::Writable);
         assert_eq!(view("/dev/sda", None).0, View::Hidden);

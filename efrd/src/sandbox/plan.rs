@@ -3,7 +3,7 @@
 //!
 //! - writable: the call's project root ([`project_root`]: the nearest git root of its working directory, or the
 //!   directory itself) and `$SCRATCH` (one folder per conversation under [`Layout::scratch_root`], `$state/scratch`);
-//!   the private `/tmp` comes with every plan ([`LaunchPlan::mounts`]);
+//!   the private `/tmp` and `/dev/shm` come with every plan ([`LaunchPlan::mounts`]);
 //! - masked: the default credential stores under the home, the runtime folder `/run/user/$UID`, efr's own four roots
 //!   (keys, the event log, config), then the paths the config adds ([`Layout::masks`]);
 //! - protected inside the writable roots: git's folder, config and hooks, and the folder that holds efr's roots when

@@ -20,6 +20,6 @@ pub use launch::{
     Writable, WritableSource,
 };
 pub use masks::{DEFAULT_HOME_MASKS, default_masks};
-pub use mounts::{IfMissing, Mount, MountKind, Rule};
+pub use mounts::{IfMissing, Mount, MountKind, Rule, SHM_SIZE};
 pub use report::{LaunchReport, SETUP_ERROR_EXIT, STDERR_PREFIX, SetupStage};
 pub use validate::{MAX_EXEC_STRING, PlanError};

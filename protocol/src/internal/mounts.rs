@@ -6,7 +6,8 @@
 //!
 //! # Order
 //!
-//! 1. `/` read-only, then a fresh `/dev`, a fresh `/proc` and a private `/tmp` (the host's are hidden).
+//! 1. `/` read-only, then a fresh `/dev`, a private `/dev/shm` of at most [`SHM_SIZE`] bytes, a fresh `/proc` and a
+//!    private `/tmp` (the host's are hidden).
 //! 2. Every other mount, shallowest path first. At equal depth: writable binds (project roots, `$SCRATCH`, `write`
 //!    grants), then pins (protected git folders), then read-only protected paths, then masks, then `device` and
 //!    `socket` grants.
@@ -24,6 +25,12 @@ use std::path::{Path, PathBuf};
 use crate::internal::launch::{LaunchPlan, MaskSource, PlanError, ProtectedSource, WritableSource};
 use crate::wire::Grant;
 
+/// The size bound of a contained call's private `/dev/shm`, in bytes (256 MiB): POSIX semaphores and shared memory
+/// (`sem_open`, `shm_open`, Python's `multiprocessing`, pytest-xdist) need a writable `/dev/shm`, and a tmpfs without
+/// a bound could take half the host's memory. 256 MiB is four times Docker's default (64 MiB, which Chromium finds
+/// too small) and far more than locks and worker queues use; a call that needs more gets `ENOSPC`.
+pub const SHM_SIZE: u64 = 256 * 1024 * 1024;
+
 /// What one mount does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum MountKind {
@@ -35,6 +42,9 @@ pub enum MountKind {
     Proc,
     /// A private, empty, writable `/tmp` (`--tmpfs`).
     Tmp,
+    /// A private, empty, writable `/dev/shm` of at most [`SHM_SIZE`] bytes (`--size` + `--tmpfs`): the host's
+    /// segments are hidden, and the call's own stay inside.
+    SharedMemory,
     /// The host path, writable (`--bind`).
     Writable,
     /// Hidden: an empty read-only folder, or an empty file (`--tmpfs` + `--remount-ro`, or `/dev/null`).
@@ -74,6 +84,8 @@ pub enum Rule {
     FreshProc,
     /// The private `/tmp`.
     PrivateTmp,
+    /// The private `/dev/shm`.
+    PrivateShm,
     /// A project root of the call.
     Project,
     /// `$SCRATCH`.
@@ -97,6 +109,7 @@ impl fmt::Display for Rule {
             Rule::FreshDev => "the sandbox has a fresh /dev",
             Rule::FreshProc => "the sandbox has a fresh /proc of its own processes",
             Rule::PrivateTmp => "the sandbox has a private /tmp",
+            Rule::PrivateShm => "the sandbox has a private /dev/shm",
             Rule::Project => "a project root of the call is writable",
             Rule::Scratch => "$SCRATCH is writable",
             Rule::WriteGrant => "a write grant",
@@ -161,6 +174,7 @@ impl LaunchPlan {
         let mut mounts = vec![
             Mount::new("/", MountKind::RootReadOnly, Rule::Root),
             Mount::new("/dev", MountKind::Dev, Rule::FreshDev),
+            Mount::new("/dev/shm", MountKind::SharedMemory, Rule::PrivateShm),
             Mount::new("/proc", MountKind::Proc, Rule::FreshProc),
             Mount::new("/tmp", MountKind::Tmp, Rule::PrivateTmp),
         ];
@@ -223,7 +237,7 @@ fn protected_kind(source: ProtectedSource) -> MountKind {
 /// a `write` grant of the same path), then masks (a mask wins over both), then the grants that show one node.
 fn class(kind: MountKind) -> u8 {
     match kind {
-        MountKind::RootReadOnly | MountKind::Dev | MountKind::Proc | MountKind::Tmp => 0,
+        MountKind::RootReadOnly | MountKind::Dev | MountKind::SharedMemory | MountKind::Proc | MountKind::Tmp => 0,
         MountKind::Writable => 1,
         MountKind::Pinned => 2,
         MountKind::ReadOnly(_) => 3,
@@ -277,6 +291,7 @@ mod tests {
             vec![
                 ("/", MountKind::RootReadOnly),
                 ("/dev", MountKind::Dev),
+                ("/dev/shm", MountKind::SharedMemory),
                 ("/proc", MountKind::Proc),
                 ("/tmp", MountKind::Tmp),
                 ("/home/u", MountKind::Writable),
@@ -289,7 +304,8 @@ mod tests {
             ]
         );
         // The project root's rule stays the first one that named it.
-        assert_eq!(mounts[4].rule, Rule::Project);
+        assert_eq!(mounts[5].rule, Rule::Project);
+        assert_eq!(mounts[2].rule.to_string(), "the sandbox has a private /dev/shm");
     }
 
     #[test]
@@ -344,7 +360,7 @@ mod tests {
         });
         let mounts = plan.mounts().unwrap();
         assert_eq!(
-            paths(&mounts[4..]),
+            paths(&mounts[5..]),
             vec![
                 ("/var/tmp", MountKind::Writable),
                 ("/var/tmp/.git", MountKind::Pinned),
@@ -356,8 +372,8 @@ mod tests {
                 ("/var/tmp/efr/state/scratch/c1", MountKind::Writable),
             ]
         );
-        assert_eq!(mounts[6].rule, Rule::Protected(ProtectedSource::EfrRoots));
-        assert!(mounts[6].rule.to_string().starts_with("read-only: "));
+        assert_eq!(mounts[7].rule, Rule::Protected(ProtectedSource::EfrRoots));
+        assert!(mounts[7].rule.to_string().starts_with("read-only: "));
     }
 
     #[test]
