@@ -48,8 +48,10 @@ impl<'a> EditScript<'a> {
     }
 }
 
-/// Lines added and removed between two texts (the `+` and `-` lines of [`hunks`]).
-pub(super) fn counts(old: &str, new: &str) -> (u64, u64) {
+/// Lines added and removed between two texts (the `+` and `-` lines of [`hunks`]; a line that only gains or loses
+/// its final newline counts as removed and added, as in `git diff`). Every line count of efrd comes from here, so a
+/// patch's results, `file_changes` and the unified diff never disagree.
+pub(crate) fn counts(old: &str, new: &str) -> (u64, u64) {
     EditScript::new(old, new).counts()
 }
 

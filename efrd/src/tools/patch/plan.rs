@@ -11,7 +11,6 @@ use std::fs;
 use std::io;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Component, Path, PathBuf};
-use std::time::Duration;
 
 use efr_protocol::wire::FileChangeKind;
 
@@ -20,6 +19,7 @@ use super::error::ApplyError;
 use super::parse::{FileOp, Patch};
 use super::text::as_text;
 use super::update::apply_chunks;
+use crate::tools::changes::line_counts;
 
 /// What a patch did (or will do) to one file, in patch order; a path that two operations name has two entries.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -384,27 +384,4 @@ fn existing_file(state: &State, path: &Path, op: &'static str) -> Result<(Vec<u8
 
 fn count(lines: usize) -> u64 {
     u64::try_from(lines).unwrap_or(u64::MAX)
-}
-
-/// Lines added and removed by a line diff of `old` and `new` (a line that only gains or loses its final newline
-/// counts as removed and added, as in `git diff`). The diff gives up on optimality after a second on huge files,
-/// which can only make the counts larger, never wrong in kind.
-fn line_counts(old: &str, new: &str) -> (u64, u64) {
-    let diff = similar::TextDiff::configure()
-        .timeout(Duration::from_secs(1))
-        .diff_lines(old, new);
-    let (mut added, mut removed) = (0, 0);
-    for op in diff.ops() {
-        let (tag, old_range, new_range) = op.as_tag_tuple();
-        match tag {
-            similar::DiffTag::Equal => {}
-            similar::DiffTag::Delete => removed += old_range.len(),
-            similar::DiffTag::Insert => added += new_range.len(),
-            similar::DiffTag::Replace => {
-                removed += old_range.len();
-                added += new_range.len();
-            }
-        }
-    }
-    (count(added), count(removed))
 }
