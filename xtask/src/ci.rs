@@ -34,6 +34,10 @@ pub fn run(name: &str, command: &mut Command) -> Result<()> {
     Ok(())
 }
 
+/// The cargo-shear that `tidy` runs, pinned: a newer one may add checks (a red CI on unchanged code), and 1.14
+/// needs a newer rustc than the workspace's.
+const SHEAR_VERSION: &str = "1.13.0";
+
 fn cargo() -> Command {
     Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
 }
@@ -69,6 +73,51 @@ pub fn install_packages() -> Result<()> {
     )
 }
 
+/// Whether `cargo install` has cargo-shear at [`SHEAR_VERSION`] (its `--version` says only `dev`).
+fn shear_installed() -> bool {
+    let want = format!("cargo-shear v{SHEAR_VERSION}:");
+    cargo()
+        .args(["install", "--list"])
+        .output()
+        .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).lines().any(|line| line == want))
+}
+
+/// Installs cargo-shear at [`SHEAR_VERSION`] when it is missing (from source: about 4 minutes on 2 cores).
+pub fn install_tools() -> Result<()> {
+    if shear_installed() {
+        println!("==> cargo-shear {SHEAR_VERSION}: present");
+        return Ok(());
+    }
+    run(
+        &format!("cargo install --locked cargo-shear@{SHEAR_VERSION}"),
+        cargo().args(["install", "--locked", &format!("cargo-shear@{SHEAR_VERSION}")]),
+    )
+}
+
+/// Unused and misplaced dependencies, with cargo-shear: a dependency no code of its package names, one only tests or
+/// benches use that is not a dev-dependency, a workspace dependency no member uses.
+fn unused_dependencies() -> Result<()> {
+    println!("==> cargo shear (unused dependencies)");
+    if !shear_installed() {
+        bail!(
+            "cargo-shear {SHEAR_VERSION} is missing: `cargo install --locked cargo-shear@{SHEAR_VERSION}` \
+             (`cargo xtask ci` installs it)"
+        );
+    }
+    let status = cargo()
+        .args(["shear", "--locked", "--deny-warnings"])
+        .status()
+        .context("cannot start cargo shear")?;
+    if !status.success() {
+        bail!(
+            "cargo shear found unused or misplaced dependencies (listed above): remove them, move one that only \
+             tests or benches use to [dev-dependencies], or, for a false positive (a crate used only through a \
+             macro), add it to `ignored` under [package.metadata.cargo-shear] with a comment saying why"
+        );
+    }
+    Ok(())
+}
+
 fn nix_is_root() -> bool {
     // The effective uid, read from /proc so xtask needs no libc binding.
     std::fs::read_to_string("/proc/self/status")
@@ -83,9 +132,10 @@ fn nix_is_root() -> bool {
         .unwrap_or(false)
 }
 
-/// Format, lints, efrd's module layers, schema and fixtures.
+/// Format, unused dependencies, lints, efrd's module layers, schema and fixtures.
 pub fn tidy(root: &Path) -> Result<()> {
     run("cargo fmt --check", cargo().args(["fmt", "--all", "--check"]))?;
+    unused_dependencies()?;
     run(
         "cargo clippy",
         cargo().args([
@@ -121,7 +171,7 @@ pub(crate) fn target_outside_tmp(root: &Path) -> Option<std::path::PathBuf> {
     Some(Path::new("/var/tmp/efr-target").join(name))
 }
 
-/// Everything CI checks: packages, tidy, every test of the workspace, then the demo (the main job end to end).
+/// Everything CI checks: packages and tools, tidy, every test of the workspace, then the demo (the main job end to end).
 pub fn ci(root: &Path) -> Result<()> {
     if let Some(target) = target_outside_tmp(root) {
         println!("==> the workspace is under /tmp: building in {}", target.display());
@@ -129,6 +179,7 @@ pub fn ci(root: &Path) -> Result<()> {
         unsafe { std::env::set_var("CARGO_TARGET_DIR", &target) };
     }
     install_packages()?;
+    install_tools()?;
     tidy(root)?;
     run(
         "cargo test",

@@ -4,8 +4,8 @@
 //! |---|---|
 //! | `bless` | rewrites `protocol/fixtures/v1/` from the typed examples in efr-protocol |
 //! | `protocol-schema` | rewrites `docs/protocol.schema.json` from the wire types (`--check`: fail when stale) |
-//! | `tidy` | `cargo fmt --check`, clippy with `-D warnings`, no cycle between efrd's modules, schema and fixtures current |
-//! | `ci` | installs the Debian packages the tests need (as root, when missing), then `tidy`, every test and the demo |
+//! | `tidy` | `cargo fmt --check`, no unused dependency (cargo-shear), clippy with `-D warnings`, no cycle between efrd's modules, schema and fixtures current |
+//! | `ci` | installs the Debian packages the tests need (as root, when missing) and cargo-shear, then `tidy`, every test and the demo |
 //! | `install` | `cargo install` of efr, efrd and efr-launcher (`--root DIR` to choose where) |
 //! | `demo` | the main job end to end: a sample project's failing test fixed through efrd (`--release`: optimised; `--no-systemd`: systemd-socket-activate instead of a user manager) |
 //! | `bench` | runs the benchmarks and prints each number next to its budget (docs/architecture.md, "Budgets") |
