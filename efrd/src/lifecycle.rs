@@ -94,7 +94,7 @@ async fn start_and_serve(roots: Roots, config: ConfigState) -> Result<(), StartE
     let keys = Arc::new(KeyStore::open(&roots.state.path, EnvKeys::from_process()));
     let models = Models::new(Arc::new(config), keys, &roots.state.path).map_err(|e| fail(EXIT_FAILURE)(e.message))?;
     let daemon_id = daemon_id(&roots).map_err(fail(EXIT_FAILURE))?;
-    let sandbox = SandboxState::new(SandboxState::default_options());
+    let sandbox = SandboxState::new(SandboxState::default_options(roots.home.as_deref()));
     let daemon = Arc::new(Daemon::new(daemon_id, roots, store, models, snapshots, sandbox));
 
     let (interrupted, recovered) = recovery::close_open_turns(&daemon.store)

@@ -85,6 +85,10 @@ pub struct Roots {
     pub state: Root,
     /// The socket (`daemon.sock`), the single-instance lock (`efrd.lock`) and other per-boot files.
     pub runtime: Root,
+    /// The user's home folder: `$HOME` when it is set and absolute, else `None` (an empty or relative `HOME` is
+    /// ignored, as for the XDG defaults). The one place efrd reads `HOME`; the policy (`~`, `$HOME`, the floors),
+    /// the sandbox's home and the paths shown to clients take it from here.
+    pub home: Option<PathBuf>,
 }
 
 /// Why the roots cannot be resolved from the environment.
@@ -214,6 +218,7 @@ impl Roots {
             data: resolve(data)?,
             state: resolve(state)?,
             runtime: resolve(runtime)?,
+            home,
         })
     }
 
@@ -226,7 +231,7 @@ impl Roots {
         Self::from_env_map(&env, nix::unistd::getuid().as_raw())
     }
 
-    /// All four roots below one folder, as `EFR_HOME` would give them; for tests and tools.
+    /// All four roots below one folder, as `EFR_HOME` would give them, and no home folder; for tests and tools.
     #[must_use]
     pub fn under(home: &Path) -> Self {
         let root = |sub: &str| Root {
@@ -238,6 +243,7 @@ impl Roots {
             data: root("data"),
             state: root("state"),
             runtime: root("run"),
+            home: None,
         }
     }
 

@@ -165,6 +165,17 @@ fn no_home_is_an_error_naming_the_root() {
 }
 
 #[test]
+fn home_is_an_absolute_home_variable_or_none() {
+    let home = |vars: &[(&str, &str)]| Roots::from_env_map(&env(vars), 1).map(|roots| roots.home);
+    assert_eq!(home(&[("HOME", "/home/u")]), Ok(Some(PathBuf::from("/home/u"))));
+    // With EFR_HOME no root needs HOME, so a relative or empty one is no error: it is just not a home.
+    assert_eq!(home(&[("EFR_HOME", "/e"), ("HOME", "relative")]), Ok(None));
+    assert_eq!(home(&[("EFR_HOME", "/e"), ("HOME", "")]), Ok(None));
+    assert_eq!(home(&[("EFR_HOME", "/e")]), Ok(None));
+    assert_eq!(Roots::under(Path::new("/e")).home, None);
+}
+
+#[test]
 fn file_paths() {
     let roots = Roots::under(Path::new("/e"));
     assert_eq!(roots.config_file(), PathBuf::from("/e/config/config.toml"));

@@ -53,9 +53,10 @@ fn shell_options(kind: ShellKind, cwd: PathBuf, work_root: PathBuf) -> ShellOpti
     options
 }
 
-/// The user's home folder, where a conversation without a working directory starts its shell.
-fn home_dir() -> PathBuf {
-    std::env::var_os("HOME").map_or_else(|| PathBuf::from("/"), PathBuf::from)
+/// The user's home folder ([`crate::config::Roots::home`]; `/` without one), where a conversation without a working
+/// directory starts its shell.
+fn home_dir(roots: &crate::config::Roots) -> PathBuf {
+    roots.home.clone().unwrap_or_else(|| PathBuf::from("/"))
 }
 
 mod questions;
@@ -134,6 +135,7 @@ impl Actor {
         let capacity = deps.models.config().daemon.subscriber_queue.max(1);
         let shell_root = deps.shell_root.clone();
         let kind = shell_kind(deps.models.config().shell.program);
+        let home = home_dir(&deps.roots);
         Self {
             deps,
             id,
@@ -147,9 +149,7 @@ impl Actor {
             answered: HashSet::new(),
             open_calls: super::shell::OpenShellCalls::default(),
             shell: Arc::new(tokio::sync::Mutex::new(ShellSlot::new(shell_options(
-                kind,
-                home_dir(),
-                shell_root,
+                kind, home, shell_root,
             )))),
         }
     }

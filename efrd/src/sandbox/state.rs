@@ -8,7 +8,7 @@
 //! probe (admin.status: [`SandboxState::peek`]) never does; a second lock makes probes run one at a time, so
 //! callers that arrive while one runs share its result instead of starting their own.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use tokio::sync::Mutex as AsyncMutex;
@@ -37,15 +37,16 @@ impl SandboxState {
     }
 
     /// The options of the default setup: `efr-launcher` next to the running efrd (or `$EFR_LAUNCHER`), bubblewrap
-    /// from `$EFR_BWRAP` or `PATH`, the user's home and runtime folder from the environment.
+    /// from `$EFR_BWRAP` or `PATH`, the user's home as given ([`crate::config::Roots::home`]; `/` without one) and
+    /// the runtime folder from the environment.
     #[must_use]
-    pub fn default_options() -> ProbeOptions {
+    pub fn default_options(home: Option<&Path>) -> ProbeOptions {
         let launcher = std::env::var_os("EFR_LAUNCHER").map(PathBuf::from).unwrap_or_else(|| {
             std::env::current_exe()
                 .map(|exe| exe.with_file_name("efr-launcher"))
                 .unwrap_or_else(|_| PathBuf::from("efr-launcher"))
         });
-        let home = std::env::var_os("HOME").map_or_else(|| PathBuf::from("/"), PathBuf::from);
+        let home = home.map_or_else(|| PathBuf::from("/"), Path::to_path_buf);
         let runtime_dir = std::env::var_os("XDG_RUNTIME_DIR").map_or_else(
             || PathBuf::from(format!("/run/user/{}", nix::unistd::getuid())),
             PathBuf::from,

@@ -52,7 +52,7 @@ pub struct DecidedCall {
 pub async fn decide_call(env: &ToolEnv, call: ToolCall) -> Result<DecidedCall, String> {
     // The policy compares paths lexically: the roots and a patch's paths are resolved through links first.
     let mut ctx = PolicyContext::new(resolved_roots(&env.roots), env.origin);
-    ctx.home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    ctx.home.clone_from(&env.home);
     ctx.efr_dirs = resolved_dirs(&env.efr_dirs);
     match call {
         ToolCall::Shell { command, timeout } => {

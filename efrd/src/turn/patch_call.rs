@@ -78,11 +78,10 @@ pub async fn apply_patch(
 /// contract": "what the agent changed in files").
 fn changes_of(results: Vec<patch::FileResult>, env: &ToolEnv) -> (FileChanges, String) {
     let project = env.roots.first().map(PathBuf::as_path);
-    let home = std::env::var_os("HOME").map(PathBuf::from);
     let roots = DisplayRoots {
         project,
         scratch: None,
-        home: home.as_deref(),
+        home: env.home.as_deref(),
     };
     let mut ignore = project.map(IgnoreRules::new);
     let changes: Vec<Change> = results

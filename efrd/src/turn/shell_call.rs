@@ -401,7 +401,7 @@ fn call_roots(env: &ToolEnv) -> CallRoots {
     CallRoots {
         project: env.snapshots.as_ref().and_then(|_| env.roots.first().cloned()),
         scratch: Some(env.scratch.clone()).filter(|s| s.is_dir()),
-        home: std::env::var_os("HOME").map(PathBuf::from),
+        home: env.home.clone(),
     }
 }
 

@@ -34,6 +34,7 @@ pub fn tool_env(dir: &Path, bwrap: &str, mode: Mode) -> ToolEnv {
     };
     ToolEnv {
         efr_dirs: crate::policy::EfrDirs::default(),
+        home: Some(home.clone()),
         shell: Arc::new(tokio::sync::Mutex::new(ShellSlot::new(ShellOptions::new(
             ShellKind::Bash,
             home.clone(),

@@ -101,7 +101,7 @@ impl Actor {
             .map(|cwd| crate::policy::paths::resolve(cwd).unwrap_or_else(|_| cwd.clone()))
             .and_then(|cwd| crate::sandbox::project_root(&cwd, Some(&home)));
         let snapshots = project.as_ref().map(|_| Arc::clone(&self.deps.snapshots));
-        let cwd = start.unwrap_or_else(home_dir);
+        let cwd = start.unwrap_or_else(|| home_dir(&self.deps.roots));
         // The config's masks as they are at the turn's start (a reload applies to the next turn).
         let layout = Layout::new(
             self.deps.sandbox.options(),
@@ -120,6 +120,7 @@ impl Actor {
         }
         ToolEnv {
             efr_dirs: crate::policy::EfrDirs::from_roots(&self.deps.roots),
+            home: self.deps.roots.home.clone(),
             shell: Arc::clone(&self.shell),
             cwd: cwd.clone(),
             roots: project.into_iter().collect(),
