@@ -11,6 +11,7 @@
 //! | [`model`] | providers, stream parsers, retries, keys, catalog, and their wiring for the daemon (`Models`) |
 //! | [`policy`] | the permission decision: modes, floors, questions, the read-only list, shell line analysis |
 //! | [`tools`] | the tool specs, the hidden shell, `apply_patch`, changes and unified diffs |
+//! | [`git`] | the git efrd runs itself, outside the sandbox, with what a repository could make it start switched off |
 //! | [`sandbox`] | efrd's side of the sandbox: base plans, protected paths, the probe and its cache, explain |
 //! | [`snapshot`] | snapshots of a project tree, their comparison, the snapshot store on disk |
 //! | [`turn`] | the turn loop and the sink its events go to: model stream → events, tool calls decided and run |
@@ -22,6 +23,7 @@
 pub mod config;
 pub mod conversation;
 pub mod daemon;
+pub mod git;
 pub mod lifecycle;
 pub mod listen;
 pub mod model;

@@ -10,18 +10,16 @@
 //!    puts them;
 //! 3. the git folders under `<common dir>/modules` (submodules' repositories, populated or not), each judged by 1
 //!    and 2;
-//! 4. `git rev-parse --show-toplevel`, then `git -c core.fsmonitor=false ls-files --stage -z --full-name -- :/`:
-//!    the gitlinks of the index, each populated one checked from 1 as a repository of its own.
+//! 4. `git rev-parse --show-toplevel`, then `git ls-files --stage -z --full-name -- :/`: the gitlinks of the index,
+//!    each populated one checked from 1 as a repository of its own.
 //!
-//! None of these runs a program from the repository (`ls-files` could run an fsmonitor, so it is switched off on
-//! its command line). At most [`MAX_REPOSITORIES`] repositories and [`MAX_DEPTH`] levels of submodules are checked,
+//! None of these runs a program from the repository, and each runs as [`crate::git::command`] makes it, with what
+//! could start one (an fsmonitor for `ls-files`, say) switched off all the same. At most [`MAX_REPOSITORIES`] repositories and [`MAX_DEPTH`] levels of submodules are checked,
 //! each git process gets [`GIT_TIMEOUT`]; past any of them the place is [`GitTrust::Unchecked`] and cautious asks.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
-
-use tokio::process::Command;
 
 use crate::policy::git_config::{self, GitPlace, GitTrust};
 
@@ -83,16 +81,7 @@ async fn check_one(dir: &Path, location: &[String], depth: usize, budget: &mut u
         Ran::Failed(stderr) if stderr.contains("must be run in a work tree") => return Ok(GitTrust::Plain),
         Ran::Failed(stderr) => return Err(failed(&stderr)),
     };
-    let args = [
-        "-c",
-        "core.fsmonitor=false",
-        "ls-files",
-        "--stage",
-        "-z",
-        "--full-name",
-        "--",
-        ":/",
-    ];
+    let args = ["ls-files", "--stage", "-z", "--full-name", "--", ":/"];
     let index = git(dir, location, &args).await?;
     for link in git_config::gitlinks(&index) {
         let sub = top.join(&link);
@@ -212,17 +201,20 @@ enum Ran {
     Failed(String),
 }
 
-/// Runs `git <location> <args>` in `dir`, with no input, no prompt and English messages. `Err` when it did not run
-/// or ran too long.
+/// Runs `git <location> <args>` in `dir` as efrd runs git ([`crate::git::command`]: nothing of the repository's
+/// starts), with no input and English messages. `Err` when it did not run or ran too long.
 async fn run_git(dir: &Path, location: &[String], args: &[&str]) -> Result<Ran, GitTrust> {
-    let mut command = Command::new("git");
+    // Where the repository's hooks are must be asked without efrd's own `core.hooksPath`.
+    let mut command = if args.contains(&"--git-path") {
+        crate::git::command_for_hook_paths()
+    } else {
+        crate::git::tokio_command()
+    };
     command
         .args(location)
         .args(args)
         .current_dir(dir)
         .env("LC_ALL", "C")
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .env("GIT_OPTIONAL_LOCKS", "0")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -262,3 +262,52 @@ async fn a_config_that_is_not_a_regular_file_is_unchecked() {
     std::fs::write(&config, kept).unwrap();
     assert_eq!(trust(&p, &[]).await, GitTrust::Plain);
 }
+
+#[tokio::test]
+async fn the_check_starts_none_of_the_programs_a_repository_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("ran");
+    let program = dir.path().join("evil");
+    std::fs::write(
+        &program,
+        format!("#!/bin/sh\necho ran >> '{}'\ncat\n", marker.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&program, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let program = program.display().to_string();
+    let keys = [
+        "core.fsmonitor",
+        "diff.evil.textconv",
+        "diff.external",
+        "filter.evil.clean",
+        "core.pager",
+        "core.sshCommand",
+        "gpg.program",
+    ];
+    for (n, key) in keys.iter().enumerate() {
+        let p = dir.path().join(format!("P{n}"));
+        repo(&p, None);
+        std::fs::write(p.join(".gitattributes"), "* diff=evil filter=evil\n").unwrap();
+        std::fs::write(p.join("file"), "x\n").unwrap();
+        git(&p, &["add", "file"]);
+        std::fs::write(p.join("file"), "y\n").unwrap();
+        git(&p, &["config", key, &program]);
+        let found = trust(&p, &[]).await;
+        assert!(
+            matches!(&found, GitTrust::Runs { what, .. } if *what == format!("config key `{}`", key.to_lowercase())),
+            "{key}: {found:?}"
+        );
+    }
+    // A hook in `core.hooksPath` that a read starts.
+    let p = dir.path().join("hooked");
+    repo(&p, None);
+    std::fs::create_dir(p.join("hooks")).unwrap();
+    std::fs::copy(&program, p.join("hooks/post-index-change")).unwrap();
+    git(&p, &["config", "core.hooksPath", "hooks"]);
+    assert!(runs(&trust(&p, &[]).await));
+    assert!(
+        !marker.exists(),
+        "the check started {}",
+        std::fs::read_to_string(&marker).unwrap_or_default()
+    );
+}
