@@ -10,8 +10,8 @@
 //! override; the command line and the environment win over every config file:
 //!
 //! - `-c` overrides ([`OVERRIDES`]): no fsmonitor, hooks looked for in `/dev/null`, the pager `cat` (git starts no
-//!   pager for `cat`), the editor `:` (git starts none), an empty external diff (git fails to start it instead of
-//!   starting the repository's: a caller that forgot [`DIFF_OPTIONS`] gets an error, never a program), no askpass,
+//!   pager for `cat`), the editor `:` (git starts none), an empty `diff.external` (git fails to start it instead of
+//!   starting the repository's; a driver that `.gitattributes` names still needs [`DIFF_OPTIONS`]), no askpass,
 //!   `/bin/false` for ssh and every signing program, no credential helper (an empty value clears the list), no
 //!   signature shown or made;
 //! - `--no-pager` and `--no-optional-locks` (a read never writes the index, so no `post-index-change` hook either);
@@ -119,10 +119,10 @@ pub fn tokio_command() -> tokio::process::Command {
     tokio::process::Command::from(command())
 }
 
-/// Adds to a [`command`], before its subcommand, the overrides that switch off each filter driver named in `listing`, the output of
-/// `git config -z --get-regexp '^filter\.'` (records of `key LF value NUL`): the driver's `clean`, `smudge` and
-/// `process` set empty (git runs no filter for an empty command) and `required` false (so a file passes through
-/// unfiltered instead of failing).
+/// Adds to a [`command`], before its subcommand, the overrides that switch off each filter driver named in
+/// `listing`, the output of `git config -z --get-regexp '^filter\.'` (records of `key LF value NUL`): the driver's
+/// `clean`, `smudge` and `process` set empty (git runs no filter for an empty command) and `required` false (so a
+/// file passes through unfiltered instead of failing).
 ///
 /// # Errors
 /// A listing that is not UTF-8, or a driver whose name holds `=` (`-c` cannot name it): the driver, so the caller

@@ -171,7 +171,8 @@ pub(crate) fn target_outside_tmp(root: &Path) -> Option<std::path::PathBuf> {
     Some(Path::new("/var/tmp/efr-target").join(name))
 }
 
-/// Everything CI checks: packages and tools, tidy, every test of the workspace, then the demo (the main job end to end).
+/// Everything CI checks: packages and cargo-shear, tidy, every test of the workspace, then the demo (the main job end
+/// to end).
 pub fn ci(root: &Path) -> Result<()> {
     if let Some(target) = target_outside_tmp(root) {
         println!("==> the workspace is under /tmp: building in {}", target.display());

@@ -14,8 +14,9 @@
 //!    each populated one checked from 1 as a repository of its own.
 //!
 //! None of these runs a program from the repository, and each runs as [`crate::git::command`] makes it, with what
-//! could start one (an fsmonitor for `ls-files`, say) switched off all the same. At most [`MAX_REPOSITORIES`] repositories and [`MAX_DEPTH`] levels of submodules are checked,
-//! each git process gets [`GIT_TIMEOUT`]; past any of them the place is [`GitTrust::Unchecked`] and cautious asks.
+//! could start one (an fsmonitor for `ls-files`, say) switched off all the same. At most [`MAX_REPOSITORIES`]
+//! repositories and [`MAX_DEPTH`] levels of submodules are checked, each git process gets [`GIT_TIMEOUT`]; past
+//! any of them the place is [`GitTrust::Unchecked`] and cautious asks.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
