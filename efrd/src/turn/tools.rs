@@ -33,6 +33,8 @@ use crate::tools::spec;
 pub struct ToolEnv {
     /// efr's own roots, for the floors (a call that touches them is refused in every mode).
     pub efr_dirs: crate::policy::EfrDirs,
+    /// The user's home folder ([`crate::config::Roots::home`]): the policy's floors, and how paths are shown.
+    pub home: Option<PathBuf>,
     /// The conversation's hidden shell (started on the first shell call).
     pub shell: Arc<Mutex<ShellSlot>>,
     /// The working directory of a patch call (the shell's start directory).
