@@ -199,12 +199,12 @@ impl HiddenShell {
             .iter()
             .find(|(k, _)| k == "ZDOTDIR")
             .map(|(_, v)| v.to_string_lossy().into_owned());
-        for (name, text) in rc::startup_files(opts.kind, &nonce, user_zdotdir.as_deref()) {
+        let pair =
+            pty::open(SCREEN_ROWS, SCREEN_COLS).map_err(|e| ShellError::Start(format!("cannot open a pty: {e}")))?;
+        for (name, text) in rc::startup_files(opts.kind, &nonce, user_zdotdir.as_deref(), &pair.path) {
             std::fs::write(dir.path().join(name), text)
                 .map_err(|e| ShellError::Start(format!("cannot write the shell's rc file: {e}")))?;
         }
-        let pair =
-            pty::open(SCREEN_ROWS, SCREEN_COLS).map_err(|e| ShellError::Start(format!("cannot open a pty: {e}")))?;
         let program = opts.program.clone().unwrap_or_else(|| opts.kind.program().into());
         let mut command = tokio::process::Command::new(&program);
         command

@@ -41,6 +41,10 @@ pub(crate) struct PtyPair {
     pub(crate) master: PtyMaster,
     pub(crate) slave: OwnedFd,
     pub(crate) tty: TtyId,
+    /// The slave's path (`/dev/pts/N`): where the shell reopens a standard descriptor a command closed. Not
+    /// `/dev/tty`, whose descriptors stat as `/dev/tty` and so would not count as the terminal for the input-wait
+    /// looks (see `waits`).
+    pub(crate) path: std::path::PathBuf,
 }
 
 /// Opens a pty of `rows` × `cols` with UTF-8 input editing, and makes the master non-blocking.
@@ -76,7 +80,12 @@ pub(crate) fn open(rows: u16, cols: u16) -> io::Result<PtyPair> {
     };
     let flags = OFlag::from_bits_truncate(nix::fcntl::fcntl(&master, FcntlArg::F_GETFL)?);
     nix::fcntl::fcntl(&master, FcntlArg::F_SETFL(flags | OFlag::O_NONBLOCK))?;
-    Ok(PtyPair { master, slave, tty })
+    Ok(PtyPair {
+        master,
+        slave,
+        tty,
+        path: name.into(),
+    })
 }
 
 /// Starts `command` with the pty slave as stdin, stdout, stderr and controlling terminal, in a session of its own.

@@ -21,7 +21,7 @@
 //! The command line is written to a file (mode 0600) in the shell's own folder, and the shell is given one line:
 //!
 //! ```text
-//!  __efr_id=7; \builtin printf '<S marker>' >/dev/tty; \builtin . '<dir>/run-7'; \builtin printf '<E marker with $?>' >/dev/tty
+//!  __efr_id=7; \builtin printf '<S marker>' >/dev/tty; __efr_fds; \builtin . '<dir>/run-7'; __efr_fds "$?"; \builtin printf '<E marker with $?>' >/dev/tty
 //! ```
 //!
 //! Sourcing keeps everything a terminal would (cd, exports, functions, aliases carry over; `exit` and `exec` act on
@@ -30,6 +30,21 @@
 //! are printed by the typed line itself, not by a prompt hook, so a command that changes `PS1`, `PROMPT_COMMAND` or
 //! `precmd` cannot remove them; they go to `/dev/tty`, so `exec >/dev/null` cannot hide them. The leading space
 //! keeps the line out of history, and `\builtin` stays clear of aliases and functions named `printf` or `.`.
+//!
+//! # Standard descriptors
+//!
+//! A command can take the shell's own standard descriptors away (`exec 1>&-`, `exec 2>&-`, `exec 0<&-`): in a
+//! terminal every later command would then fail with "write error: Bad file descriptor" or, with standard input gone,
+//! bash would end. The rc's `__efr_fds`, called by the typed line before and after the command, reopens them on the
+//! terminal (the pty's slave by its `/dev/pts/N` path) and prints a line saying so, which lands in the run's output
+//! for the model to read; the shell, its variables and functions stay. What counts as taken away:
+//!
+//! - standard output and error: closed. A redirect to a file (`exec >log`, `exec 2>/dev/null`) is the command's
+//!   choice and stays, as in a terminal;
+//! - standard input: closed *or* not a terminal. bash reads its next command line from it, so `exec </dev/null`
+//!   would end the shell and `exec <file` would run the file's lines as commands; zsh reads from a copy of its own,
+//!   but its commands would lose the terminal. The line typed for the run has already been read when `__efr_fds`
+//!   runs, so the reopened terminal is where the next line comes from.
 //!
 //! One case skips the end of the typed line: an interrupt (SIGINT) makes an interactive shell drop the rest of the
 //! line. For that, the rc also installs a prompt hook (`PROMPT_COMMAND` in bash, `precmd_functions` in zsh) that
@@ -74,15 +89,48 @@ fn marker_format(nonce: &str, kind: &str) -> String {
     }
 }
 
-/// The files to write into the shell's folder, as (file name, content).
-pub(crate) fn startup_files(kind: ShellKind, nonce: &str, user_zdotdir: Option<&str>) -> Vec<(&'static str, String)> {
+/// The shell function that reopens the standard descriptors on the terminal (`tty`, the pty's slave) when a command
+/// took them away, and says so on the terminal (so in the run's output); it returns its argument, the status to keep.
+/// See "Standard descriptors" in the module's doc for what counts as taken away.
+///
+/// `\exec`, not `\builtin exec`: in bash, redirections on `builtin exec` are undone when it returns.
+fn reopen_function(tty: &Path) -> String {
+    let tty = quote(&tty.to_string_lossy());
+    let reopen = |fd: u8, name: &str, how: &str| {
+        let note = quote(&format!(
+            "efr: the shell's {name} (fd {fd}) {how}; reopened on the terminal for this and later calls"
+        ));
+        format!("{{ \\exec {fd}<>{tty}; \\builtin printf '%s\\n' {note} >/dev/tty; }}")
+    };
+    format!(
+        "__efr_fds() {{\n\
+         \x20 \\builtin test -t 0 || {}\n\
+         \x20 \\builtin test -e /dev/fd/1 || {}\n\
+         \x20 \\builtin test -e /dev/fd/2 || {}\n\
+         \x20 \\builtin return \"${{1:-0}}\"\n\
+         }}\n",
+        reopen(0, "standard input", "was closed or is not the terminal"),
+        reopen(1, "standard output", "was closed"),
+        reopen(2, "standard error", "was closed"),
+    )
+}
+
+/// The files to write into the shell's folder, as (file name, content); `tty` is the path of the pty's slave.
+pub(crate) fn startup_files(
+    kind: ShellKind,
+    nonce: &str,
+    user_zdotdir: Option<&str>,
+    tty: &Path,
+) -> Vec<(&'static str, String)> {
     let ready = quote(&marker_format(nonce, "R"));
     let end = quote(&marker_format(nonce, "E"));
+    let reopen = reopen_function(tty);
     let common = format!(
         "unset HISTFILE TMOUT\n\
          export PAGER=cat GIT_PAGER=cat\n\
          __efr_id=\n\
-         __efr_end() {{ \\builtin printf {end} \"$__efr_id\" \"$1\" >/dev/tty 2>/dev/null; }}\n"
+         __efr_end() {{ \\builtin printf {end} \"$__efr_id\" \"$1\" >/dev/tty 2>/dev/null; }}\n\
+         {reopen}"
     );
     match kind {
         ShellKind::Bash => vec![(
@@ -151,7 +199,7 @@ pub(crate) fn run_line(nonce: &str, id: u64, file: &Path) -> String {
     let end = quote(&marker_format(nonce, "E"));
     let file = quote(&file.to_string_lossy());
     format!(
-        " __efr_id={id}; \\builtin printf {start} {id} >/dev/tty; \\builtin . {file}; \\builtin printf {end} {id} \"$?\" >/dev/tty\n"
+        " __efr_id={id}; \\builtin printf {start} {id} >/dev/tty; __efr_fds; \\builtin . {file}; __efr_fds \"$?\"; \\builtin printf {end} {id} \"$?\" >/dev/tty\n"
     )
 }
 

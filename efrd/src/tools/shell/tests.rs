@@ -81,6 +81,7 @@ both_shells!(
     bad_requests_get_clear_errors,
     a_syntax_error_names_the_command_not_efrs_run_file,
     terminal_settings_a_command_changed_are_put_back_before_the_next_line,
+    closed_standard_descriptors_are_reopened_for_the_next_calls,
 );
 
 async fn terminal_settings_a_command_changed_are_put_back_before_the_next_line(kind: ShellKind) {
@@ -572,4 +573,50 @@ async fn a_run_shows_its_given_name_and_its_work_dir_is_the_private_folder() {
     shell.close().await;
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert!(!dir.exists());
+}
+
+async fn closed_standard_descriptors_are_reopened_for_the_next_calls(kind: ShellKind) {
+    let fx = Fixture::new(kind);
+    let shell = fx.start().await;
+    for (close, name) in [
+        ("exec 1>&-", "standard output (fd 1)"),
+        ("exec 2>&-", "standard error (fd 2)"),
+        ("exec 0<&-", "standard input (fd 0)"),
+        ("exec 0</dev/null", "standard input (fd 0)"),
+    ] {
+        let answer = run(&shell, close).await;
+        assert_eq!(
+            answer.how,
+            Some(EndCause::Ended),
+            "{close}: {:?}",
+            answer.output.for_client()
+        );
+        // The model reads what efr did about it in the call's own output.
+        let output = answer.output.for_client();
+        assert!(
+            output.contains(&format!("efr: the shell's {name}")) && output.contains("reopened on the terminal"),
+            "{close}: {output:?}"
+        );
+        let next = run(&shell, "echo ok; echo err >&2").await;
+        assert_eq!(next.output.for_client(), "ok\nerr\n", "after {close}");
+        assert_eq!(next.exit_code, Some(0), "after {close}");
+        // The same shell: cd, variables and functions carried.
+        assert_eq!(shell.status().await.unwrap().pid, shell.pid(), "after {close}");
+        assert!(shell.is_alive(), "after {close}");
+    }
+    // Input waits are still seen on the reopened terminal.
+    let running = shell.run("read -r answer; echo \"got $answer\"", LONG).await.unwrap();
+    let mut input = running.input();
+    let wait = wait_for(&mut input, |w| w.kind != InputKind::None).await;
+    assert_eq!(wait.kind, InputKind::Visible, "{wait:?}");
+    shell.write_input("yes", true).await.unwrap();
+    let answer = running.answer().await;
+    assert_eq!(answer.output.for_client(), "yes\ngot yes\n");
+    // A redirect to a file is the command's choice, kept as in a terminal; only a closed descriptor is reopened.
+    run(&shell, "exec 2>/dev/null").await;
+    assert_eq!(
+        run(&shell, "echo out; echo hidden >&2").await.output.for_client(),
+        "out\n"
+    );
+    shell.close().await;
 }
