@@ -31,6 +31,27 @@ use clap::Parser;
 
 use cli::{Cli, Command, ConfigCommand, SandboxCommand, ShellCommand};
 
+/// Prints clap's usage error with the arguments it quotes [`printable`](turn::clean::printable): clap quotes a
+/// refused argument as it came, and a control sequence in it would act on the terminal. The same command line with
+/// each argument made printable gives the same error with clean quotes; when it does not (a mark made an argument
+/// valid), the error's kind is said without quotes.
+fn usage_error(error: &clap::Error, args: &[std::ffi::OsString]) {
+    let shown = args::printable(args);
+    if shown == args {
+        let _ = error.print();
+        return;
+    }
+    match Cli::try_parse_from(shown) {
+        Err(clean) if clean.kind() == error.kind() => {
+            let _ = clean.print();
+        }
+        _ => report::error(&format!(
+            "{} (the argument is not shown: it holds control characters)",
+            error.kind()
+        )),
+    }
+}
+
 fn main() -> ExitCode {
     let reordered = match args::reorder(std::env::args_os().collect()) {
         Ok(reordered) => reordered,
@@ -39,21 +60,22 @@ fn main() -> ExitCode {
             return ExitCode::from(report::FAILED);
         }
     };
-    let cli = match Cli::try_parse_from(reordered.args) {
+    let cli = match Cli::try_parse_from(&reordered.args) {
         Ok(cli) => cli,
+        Err(error) if !error.use_stderr() => {
+            // Help and version are not failures.
+            let _ = error.print();
+            return ExitCode::SUCCESS;
+        }
         Err(error) => {
-            if reordered.command.as_deref() == Some("login") && error.use_stderr() {
+            if reordered.command.as_deref() == Some("login") {
                 // clap would quote the refused argument, which may be a key.
                 eprintln!("{}", args::login_error(error.kind()));
-                return ExitCode::from(report::FAILED);
-            }
-            let _ = error.print();
-            // Help and version are not failures; a usage error is bad input (1), never "efrd not running" (2).
-            return if error.use_stderr() {
-                ExitCode::from(report::FAILED)
             } else {
-                ExitCode::SUCCESS
-            };
+                usage_error(&error, &reordered.args);
+            }
+            // A usage error is bad input (1), never "efrd not running" (2).
+            return ExitCode::from(report::FAILED);
         }
     };
     match cli.command {

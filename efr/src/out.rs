@@ -17,15 +17,16 @@
 //! `--json`. efr's own words hold no control characters, so cleaning all the text costs them nothing; styled output
 //! must not go through them.
 //!
-//! [`print_exact`] and [`println_exact`] write byte for byte: `--json` (efrd's result as it came; JSON escapes the
-//! C0 controls), the shell-init script, and `efr diff` when stdout is not a terminal (a patch must stay a patch;
-//! see [`crate::commands::diff`]).
+//! [`println_json`] writes `--json` output: efrd's result as it came, with the control characters that JSON leaves
+//! raw written as `\u` escapes ([`json_text`]), so the same value and nothing a terminal would act on.
+//! [`print_exact`] writes byte for byte: the shell-init script, and `efr diff` when stdout is
+//! not a terminal (a patch must stay a patch; see [`crate::commands::diff`]).
 //!
 //! The turn's views write their own way (a turn must end its subscription, not exit mid-way).
 
 use std::io::Write;
 
-use crate::turn::clean::printable;
+use crate::turn::clean::{json_text, printable};
 
 /// The exit status when the reader of stdout left (`EPIPE`): 0, see the module doc.
 pub const READER_LEFT: i32 = 0;
@@ -40,6 +41,12 @@ pub fn println(text: &str) {
     print(&format!("{text}\n"));
 }
 
+/// Writes one line of `--json` output: `json` (compact JSON text, as serde_json writes it) [`json_text`] (see the
+/// module doc), then a newline. Exits as [`print_exact`] does.
+pub fn println_json(json: &str) {
+    print_exact(&format!("{}\n", json_text(json)));
+}
+
 /// Writes `text` to stdout byte for byte and flushes it.
 ///
 /// Exits the process with [`READER_LEFT`] when the reader of stdout left, or with 1 (after a message on stderr)
@@ -50,11 +57,6 @@ pub fn print_exact(text: &str) {
         drop(out);
         exit_after(&error);
     }
-}
-
-/// [`print_exact`] with a newline after `text`.
-pub fn println_exact(text: &str) {
-    print_exact(&format!("{text}\n"));
 }
 
 /// What efr does after a failed write to stdout: the exit status, and the message for stderr (none when the reader

@@ -8,7 +8,7 @@
 mod common;
 
 use common::{daemon, efr_run, model, run_efr, shell, text, texts};
-use efr_protocol::events::Event;
+use efr_protocol::events::{Event, EventBody};
 use efr_protocol::wire::{AdminStatusResult, ModelsListResult};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -85,6 +85,59 @@ async fn terminal_escapes_from_the_model_never_reach_the_transcript() {
     assert!(
         stdout.contains("assistant: Hi ␛]2;PWNED␇␛[41mthere␛[0m, ␛]52;c;cm0gLXJmIH4K␛\\clip<U+009B>2J␍end.\n"),
         "{stdout:?}"
+    );
+}
+
+/// Whether `c` would act on a terminal that shows it: a C0 control but `\n` (serde_json escapes those), DEL, a C1
+/// control, or a bidi embedding, override or isolate.
+fn acts_on_a_terminal(c: char) -> bool {
+    (c.is_control() && c != '\n') || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_escapes_every_control_character_and_parses_back_to_the_same_text() {
+    let home = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let nasty = "Hi \u{1b}[41mred\u{1b}[0m \u{9b}2J \u{1b}]52;c;cm0gLXJmIH4K\u{7} \u{202e}txt.exe\u{202c} \u{2066}isolated\u{2069}\u{7f}";
+    // The command's line holds them raw (in a comment); its output holds U+202E and U+009B (printf makes the bytes).
+    let command = format!("printf 'out \\342\\200\\256 \\302\\233 end\\n' # {nasty}");
+    let server = model(vec![shell("call_1", &command), text(nasty)]).await;
+    let _efrd = daemon(home.path(), &server, true);
+    let out = efr_run(
+        home.path(),
+        project.path(),
+        &["--new", "--mode", "full", "--json", "show me"],
+        None,
+    )
+    .await;
+    let (stdout, stderr) = texts(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let raw: Vec<char> = stdout.chars().filter(|c| acts_on_a_terminal(*c)).collect();
+    assert!(
+        raw.is_empty(),
+        "raw control characters on stdout: {raw:?} in {stdout:?}"
+    );
+    // Each line is still JSON, and it gives back the very text efrd sent.
+    let events: Vec<Event> = stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let said = events.iter().find_map(|e| match &e.body {
+        EventBody::AssistantMessageCompleted(m) => Some(m.text.clone()),
+        _ => None,
+    });
+    assert_eq!(said.as_deref(), Some(nasty), "{stdout}");
+    let typed = events.iter().find_map(|e| match &e.body {
+        EventBody::ToolCallStarted(call) => call.input["command"].as_str().map(str::to_owned),
+        _ => None,
+    });
+    assert_eq!(typed.as_deref(), Some(command.as_str()), "{stdout}");
+    let output = events.iter().find_map(|e| match &e.body {
+        EventBody::ToolCallCompleted(call) => Some(call.output.clone()),
+        _ => None,
+    });
+    // (efrd's ANSI removal takes the CSI out of a command's output; the override stays, as text.)
+    assert!(output.is_some_and(|o| o.contains("out \u{202e} ")), "{stdout}");
+    assert!(
+        stdout.contains(r"\u202e") && stdout.contains(r"\u009b") && stdout.contains(r"\u2066"),
+        "{stdout}"
     );
 }
 
@@ -216,6 +269,17 @@ fn bad_input_is_refused_before_anything_is_sent() {
         );
         assert!(stderr.contains(message), "{args:?}: {stderr}");
     }
+    // clap quotes the flag it refuses: shown with visible marks, never raw.
+    let flag = "--\u{1b}]0;TITLE\u{7}\u{9b}31m\u{202e}x";
+    let out = run_efr(home.path(), home.path(), &[flag, "hi"], None);
+    let (_, stderr) = texts(&out);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("--␛]0;TITLE␇<U+009B>31m<U+202E>x"), "{stderr:?}");
+    let raw: Vec<char> = stderr.chars().filter(|c| acts_on_a_terminal(*c)).collect();
+    assert!(
+        raw.is_empty(),
+        "raw control characters on stderr: {raw:?} in {stderr:?}"
+    );
     let relative = std::process::Command::new(common::efr())
         .args(["status"])
         .env("EFR_HOME", "relative/home")

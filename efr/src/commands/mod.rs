@@ -13,7 +13,8 @@
 //! What the readable forms print, and the messages on stderr, hold text from efrd (its messages quote
 //! config.toml), from the project's files (paths) and from the model (commands): they are printed through
 //! [`crate::out::print`] and [`report::error`], which remove terminal control sequences and bidi overrides from it.
-//! `--json` is printed as efrd sent it ([`crate::out::println_exact`]); `efr diff` has its own rule (see [`diff`]).
+//! `--json` is printed as efrd sent it, control characters escaped ([`crate::out::println_json`]); `efr diff` has
+//! its own rule (see [`diff`]).
 
 pub mod config;
 pub mod diff;
@@ -56,7 +57,7 @@ pub async fn unary_on(
 ) -> ExitCode {
     match client.call_value(method, params).await {
         Ok(result) if json => {
-            crate::out::println_exact(&result.to_string());
+            crate::out::println_json(&result.to_string());
             ExitCode::SUCCESS
         }
         Ok(result) => match show(&result) {

@@ -41,7 +41,7 @@ pub async fn check(json: bool) -> ExitCode {
         Ok(result) => match read::<AdminSandboxCheckResult>("admin.sandbox_check", &result) {
             Ok(check) => {
                 if json {
-                    crate::out::println_exact(&result.to_string());
+                    crate::out::println_json(&result.to_string());
                 } else {
                     crate::out::print(&render(&check));
                 }

@@ -122,7 +122,7 @@ pub async fn run_status(args: &ShellArgs) -> ExitCode {
     };
     if args.json {
         match serde_json::to_string(&status) {
-            Ok(line) => out::println_exact(&line),
+            Ok(line) => out::println_json(&line),
             Err(error) => return failed(&format!("cannot encode the result of shell.status: {error}")),
         }
     } else {
@@ -168,7 +168,7 @@ pub async fn run_stop(args: &ShellStopArgs) -> ExitCode {
             "close": args.close,
             "ended": ended,
         });
-        out::println_exact(&line.to_string());
+        out::println_json(&line.to_string());
     } else if ended {
         let how = if args.close {
             "closed the hidden shell"

@@ -1,8 +1,8 @@
 //! Text that others control (the model's words, a command's name and output, efrd's messages), made safe to print
 //! on a terminal: a control sequence in it could retitle the terminal, colour it, write the clipboard (OSC 52),
 //! overwrite a line shown earlier, or hide part of a command that a question asks the user to allow. Both views
-//! clean such text before they add efr's own styling, so that styling still works; `--json` needs nothing (JSON
-//! escapes control characters).
+//! clean such text before they add efr's own styling, so that styling still works; `--json` escapes it instead
+//! (see below).
 //!
 //! The rule ([`printable`]): every control character is shown as a visible mark and nothing else changes, so no
 //! text can be hidden and none is dropped (an earlier rule removed whole escape sequences, and with them the text
@@ -12,6 +12,10 @@
 //! isolate controls (U+202A–U+202E, U+2066–U+2069: they reorder what follows them, "Trojan Source") as `<U+202E>`.
 //! The other invisible format characters stay: the zero-width joiner and non-joiner (U+200C, U+200D) build emoji and
 //! the words of some scripts, and the marks U+200E/U+200F only set the direction of the characters next to them.
+//!
+//! `--json` keeps the text as it came but must not carry these characters raw either: a terminal that shows the JSON
+//! would act on them. serde_json escapes the C0 controls only; [`json_text`] writes the others (DEL, C1, bidi) as
+//! `\u` escapes, which a JSON parser reads back as the same characters.
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
@@ -48,6 +52,29 @@ pub fn printable(text: &str) -> Cow<'_, str> {
                 let _ = write!(out, "<U+{:04X}>", u32::from(c));
             }
             c => out.push(c),
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// JSON text (as serde_json writes it) with every character [`printable`] would mark and JSON leaves raw (DEL, the C1
+/// controls, the bidi embeddings, overrides and isolates) written as a `\uXXXX` escape; borrowed when there is none.
+///
+/// Such a character can only stand inside a JSON string (outside one, JSON allows only ASCII), where `\uXXXX` means
+/// the same character (RFC 8259, section 7), so the value parses back unchanged. All of them are in the Basic
+/// Multilingual Plane: one escape each, no surrogate pair.
+#[must_use]
+pub fn json_text(json: &str) -> Cow<'_, str> {
+    let escaped = |c: char| u32::from(c) >= 0x7f && marked(c);
+    if !json.chars().any(escaped) {
+        return Cow::Borrowed(json);
+    }
+    let mut out = String::with_capacity(json.len() + 16);
+    for c in json.chars() {
+        if escaped(c) {
+            let _ = write!(out, "\\u{:04x}", u32::from(c));
+        } else {
+            out.push(c);
         }
     }
     Cow::Owned(out)
@@ -105,5 +132,21 @@ mod tests {
         let family = "👨\u{200d}👩\u{200d}👧 \u{200c}\u{200e}\u{200f}\u{feff}\u{200b}";
         assert!(matches!(printable(family), Cow::Borrowed(t) if t == family));
         assert_eq!(printable("\u{2028}\u{2029}"), "\u{2028}\u{2029}");
+    }
+
+    #[test]
+    fn json_text_escapes_what_json_leaves_raw_and_parses_back() {
+        let text = "a\u{1b}]52;c;eA==\u{7} \u{9b}2J \u{85} \u{7f} \u{202e}exe \u{2066}i\u{2069} ok ש 🙂 \u{200d}";
+        let json = serde_json::to_string(&serde_json::json!({ "text": text })).unwrap();
+        let escaped = json_text(&json);
+        assert!(!escaped.chars().any(marked), "{escaped}");
+        assert!(
+            escaped.contains(r"\u009b") && escaped.contains(r"\u202e") && escaped.contains(r"\u007f"),
+            "{escaped}"
+        );
+        let back: serde_json::Value = serde_json::from_str(&escaped).unwrap();
+        assert_eq!(back["text"], text);
+        let plain = r#"{"text":"größe 🙂 \u001b"}"#;
+        assert!(matches!(json_text(plain), Cow::Borrowed(t) if t == plain));
     }
 }

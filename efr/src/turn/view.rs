@@ -9,7 +9,7 @@ use efr_protocol::events::Event;
 use efr_protocol::ids::ConversationId;
 use serde_json::Value;
 
-use super::clean::printable;
+use super::clean::{json_text, printable};
 use super::plain::{self, PlainView};
 use super::term::TermView;
 
@@ -28,7 +28,8 @@ enum Form {
     Term(Box<TermView>),
     /// stdout is a pipe or a file: the plain transcript.
     Plain(PlainView),
-    /// `--json`: each event as it came, one a line.
+    /// `--json`: each event as it came, one a line, with the control characters JSON leaves raw escaped
+    /// ([`json_text`]).
     Json,
 }
 
@@ -67,7 +68,7 @@ impl View {
             Form::Plain(view) => view.event(event),
             Form::Json => {
                 let mut out = std::io::stdout().lock();
-                let _ = writeln!(out, "{raw}");
+                let _ = writeln!(out, "{}", json_text(&raw.to_string()));
                 let _ = out.flush();
             }
         }
