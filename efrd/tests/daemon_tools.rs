@@ -571,3 +571,45 @@ async fn an_openai_compat_server_that_needs_a_key_gets_it_from_the_environment_a
     assert!(last.contains(r#""content":"compat=unset\n""#), "{last}");
     assert!(!efrd.log().contains(key));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cache_folders_of_tools_are_not_changes_even_without_a_gitignore() {
+    let home = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let root = project.path();
+    std::fs::create_dir(root.join("pkg")).unwrap();
+    std::fs::write(root.join("app.py"), "import pkg\nprint(1)\n").unwrap();
+    std::fs::write(root.join("pkg/__init__.py"), "VALUE = 1\n").unwrap();
+    // No .gitignore and no git: only the built-in list of cache folders can tell these apart. Python writes real
+    // bytecode caches; pytest's cache (with the `*` .gitignore pytest puts in it) and a build tool's cache in
+    // node_modules/.cache are written as those tools write them.
+    let command = "python3 -c 'import compileall, sys; sys.exit(not compileall.compile_dir(\".\", quiet=1))' \
+         && python3 app.py \
+         && printf 'import pkg\\nprint(2)\\n' > app.py \
+         && mkdir -p .pytest_cache/v/cache node_modules/.cache/babel-loader \
+         && printf '*\\n' > .pytest_cache/.gitignore && echo '{}' > .pytest_cache/v/cache/lastfailed \
+         && echo '{}' > node_modules/.cache/babel-loader/x.json && echo 'module.exports = 1' > node_modules/dep.js \
+         && ls pkg/__pycache__";
+    let server = model(vec![shell_call("call_py", command), text("done")]).await;
+    let efrd = daemon(home.path(), &server);
+    let mut client = efrd.client().await.unwrap();
+    let (_, _, id) = start(&mut client, root, "full", "run it").await;
+    let events = events_until(&mut client, id, "turn_completed").await;
+    let completed = events.iter().find(|e| e["kind"] == "tool_call_completed").unwrap();
+    assert_eq!(completed["exit_code"], 0, "{completed}");
+    assert!(completed["output"].as_str().unwrap().contains(".pyc"), "{completed}");
+    let paths = |changes: &Value| -> Vec<String> {
+        changes["files"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no changes: {changes}"))
+            .iter()
+            .map(|f| f["path"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    // node_modules itself is not a cache (it holds installed packages): its files stay changes.
+    let real = ["app.py", "node_modules/dep.js"];
+    assert_eq!(paths(&completed["changes"]), real, "{completed}");
+    let done = events.last().unwrap();
+    assert_eq!(paths(&done["changes"]), real, "{done}");
+    assert!(!done.to_string().contains("pycache"), "{done}");
+}

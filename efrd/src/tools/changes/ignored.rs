@@ -7,10 +7,50 @@
 //! ignores everything), since a project without git still says in `.gitignore` what is not its own. ripgrep's own
 //! `.ignore` files are not read, and hidden files are not skipped: a change to `.github/` or to `.env` is a change
 //! like any other (`.env` is shown as ignored only when a rule ignores it).
+//!
+//! Above those rules, the folders in [`CACHE_FOLDERS`] are always ignored, with or without a `.gitignore`: a tool
+//! writes them as a cache of its own (Python's bytecode, pytest's last failures), so they are never a change the
+//! model or the user made, and a project without git would otherwise list every cached file as one. Being ignored
+//! folders, nothing in them is walked or shown, not even as an ignored file. A `.gitignore` cannot take them back
+//! (`!__pycache__/`): they are `ignore`'s overrides, which come before the `.gitignore` files.
 
 use std::path::Path;
 
+use ignore::overrides::{Override, OverrideBuilder};
 use ignore::{IncrementalIgnore, WalkBuilder};
+
+/// Folders that are caches by definition: each is written by one tool as its own cache, rebuilt from the sources
+/// when it is gone, and never holds source. As `.gitignore` patterns (a trailing `/`: folders only; no `/` before
+/// the last part: at any depth). Kept to caches: `node_modules` (installed packages), `.tox` and `.venv`
+/// (environments), `build/`, `dist/` and `target/` (build outputs a project may keep) are the project's own call,
+/// made in its `.gitignore`.
+pub const CACHE_FOLDERS: &[&str] = &[
+    // CPython's bytecode cache (PEP 3147: `__pycache__/<module>.<tag>.pyc`), rewritten when a module is imported
+    // or compiled.
+    "__pycache__/",
+    // pytest's cache plugin (last failures, step-wise state; `pytest --cache-clear` empties it).
+    ".pytest_cache/",
+    // mypy's incremental type-check cache.
+    ".mypy_cache/",
+    // Ruff's lint cache.
+    ".ruff_cache/",
+    // The shared cache folder of JavaScript build tools (babel-loader, ESLint, webpack, terser; the `find-cache-dir`
+    // convention): a cache inside node_modules, whose other files stay as the project's rules say.
+    "**/node_modules/.cache/",
+];
+
+/// The override matcher that ignores [`CACHE_FOLDERS`] below `root`; empty if the globs cannot be built (they are
+/// constant and tested, so only a broken `ignore` crate would fail).
+fn cache_overrides(root: &Path) -> Override {
+    let mut builder = OverrideBuilder::new(root);
+    for folder in CACHE_FOLDERS {
+        // In an override, `!` ignores what matches; other paths are left to the `.gitignore` rules.
+        if builder.add(&format!("!{folder}")).is_err() {
+            return Override::empty();
+        }
+    }
+    builder.build().unwrap_or_else(|_| Override::empty())
+}
 
 /// A walk of `root` configured with the rules above; the snapshot walk and [`IgnoreRules`] share it so they agree.
 pub(crate) fn walk_builder(root: &Path) -> WalkBuilder {
@@ -26,6 +66,7 @@ pub(crate) fn walk_builder(root: &Path) -> WalkBuilder {
         // In a repository, `ignore` stops at its top (the `.git` it finds) only when it requires git.
         .require_git(in_repository)
         .parents(in_repository)
+        .overrides(cache_overrides(root))
         .follow_links(false);
     builder
 }
@@ -99,6 +140,38 @@ mod tests {
         assert!(!rules.is_ignored(&root.join("src/main.rs"), false));
         assert!(!rules.is_ignored(Path::new("/etc/.env"), false));
         assert!(!rules.is_ignored(root, true));
+    }
+
+    #[test]
+    fn cache_folders_are_ignored_at_any_depth_without_a_gitignore() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut rules = IgnoreRules::new(dir.path());
+        for cached in [
+            "__pycache__/app.cpython-311.pyc",
+            "pkg/sub/__pycache__/m.cpython-311.pyc",
+            ".pytest_cache/v/cache/lastfailed",
+            ".mypy_cache/3.11/app.meta.json",
+            "src/.ruff_cache/0.4.0/123",
+            "node_modules/.cache/babel-loader/x.json",
+            "web/node_modules/.cache/eslint/y",
+        ] {
+            assert!(rules.is_ignored(Path::new(cached), false), "{cached}");
+        }
+        for kept in [
+            "app.py",
+            "__pycache__.py",
+            "node_modules/dep/index.js",
+            ".cache/notes.txt",
+            "docs/__pycache__",
+        ] {
+            assert!(!rules.is_ignored(Path::new(kept), false), "{kept}");
+        }
+        // The project's rules still apply next to them.
+        std::fs::write(dir.path().join(".gitignore"), "*.log\n").expect("write");
+        let mut rules = IgnoreRules::new(dir.path());
+        assert!(rules.is_ignored(Path::new("a.log"), false));
+        assert!(rules.is_ignored(Path::new("__pycache__/x.pyc"), false));
+        assert!(!rules.is_ignored(Path::new("app.py"), false));
     }
 
     #[test]
