@@ -1,7 +1,7 @@
 //! What efrd itself keeps out of a contained call's reach in auto mode, with the real launcher and bubblewrap:
 //! dotfiles when the prompt has no project, patches through links (writes and reads), what a direct call left in
 //! the hidden shell, the project's git configuration and hooks, a planted `commondir`, efr's own roots inside a
-//! project, and repositories a contained call makes, which a later cautious git read must not run.
+//! project, and repositories that could run a program, which a cautious git read without a sandbox asks about.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a failed unwrap is a failed test.
 
@@ -357,47 +357,55 @@ async fn a_commondir_planted_in_the_projects_git_folder_is_taken_away() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_repository_a_contained_call_makes_runs_nothing_in_a_later_cautious_git_read() {
+async fn without_a_sandbox_cautious_asks_before_git_in_a_repository_that_could_run_a_program() {
     let home = tempdir();
     let project = tempdir();
     let outside = tempdir();
     host_git(project.path(), &["init", "-q"]);
     host_git(project.path(), &["commit", "--allow-empty", "-qm", "one"]);
     let (in_sub, in_lib) = (outside.path().join("sub-ran"), outside.path().join("lib-ran"));
-    // A repository of its own in `sub`, and one in `lib` that the project's index links as a submodule, so that a
-    // plain `git status` of the project enters it: each with an fsmonitor that would leave a mark outside.
-    let plant = format!(
-        "git init -q sub && git -C sub config core.fsmonitor 'touch {}; false' && \
-         git init -q lib && git -C lib -c user.name=M -c user.email=m@example.invalid commit --allow-empty -qm x && \
-         git update-index --add --cacheinfo \"160000,$(git -C lib rev-parse HEAD),lib\" && \
-         git -C lib config core.fsmonitor 'touch {}; false' && echo planted",
-        in_sub.display(),
-        in_lib.display()
-    );
     let server = model(vec![
         shell_call("call_log", "git log --format=%s"),
         text("one commit"),
-        shell_call("call_plant", &plant),
-        text("planted"),
         shell_call("call_sub", "git -C sub status --short"),
         shell_call("call_top", "git status --short"),
         text("asked twice"),
     ])
     .await;
-    let efrd = daemon_with(home.path(), &server, &[]);
+    // Without bubblewrap cautious's reads run direct, as the user: git's repositories are checked first.
+    let efrd = daemon_with(home.path(), &server, &[("EFR_BWRAP", "/nonexistent/bwrap")]);
     let mut client = efrd.client().await.unwrap();
 
     // cautious, before: the project's repository is plain, so a read-only git command runs at once.
     let (_, conversation, id) = start(&mut client, project.path(), "cautious", "log").await;
     let events = bounded("first cautious turn", events_until(&mut client, id, "turn_completed")).await;
     assert!(events.iter().all(|e| e["kind"] != "approval_requested"), "{events:?}");
+    assert_eq!(
+        event_of(&events, "tool_call_started", "call_log")["launch"]["kind"],
+        "direct"
+    );
     assert!(tool_output(&server, "call_log").contains("one"));
 
-    // auto: the contained call makes both repositories.
-    prompt_to(&mut client, Some(&conversation), project.path(), "auto", "plant").await;
-    bounded("auto turn", events_until(&mut client, id, "turn_completed")).await;
-    let planted = tool_output(&server, "call_plant");
-    assert!(planted.contains("planted"), "{planted}");
+    // Two repositories that could run a program, as a contained call of auto would make them (a turn of auto runs
+    // as cautious here, so the test makes them itself): one of its own in `sub`, and one in `lib` that the
+    // project's index links as a submodule, so that a plain `git status` of the project enters it.
+    let sh = |line: String| {
+        let status = Command::new("sh")
+            .arg("-c")
+            .arg(line)
+            .current_dir(project.path())
+            .status()
+            .unwrap();
+        assert!(status.success());
+    };
+    sh(format!(
+        "git init -q sub && git -C sub config core.fsmonitor 'touch {}; false' && \
+         git init -q lib && git -C lib -c user.name=M -c user.email=m@example.invalid commit --allow-empty -qm x && \
+         git update-index --add --cacheinfo \"160000,$(git -C lib rev-parse HEAD),lib\" && \
+         git -C lib config core.fsmonitor 'touch {}; false'",
+        in_sub.display(),
+        in_lib.display()
+    ));
 
     // cautious, after: each git read asks, naming what would run, and nothing ran.
     prompt_to(&mut client, Some(&conversation), project.path(), "cautious", "status").await;
@@ -429,7 +437,7 @@ async fn a_repository_a_contained_call_makes_runs_nothing_in_a_later_cautious_gi
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn while_a_command_runs_in_the_sandbox_a_cautious_git_read_asks() {
+async fn while_a_command_runs_in_the_sandbox_a_cautious_git_read_runs_contained_without_a_question() {
     let home = tempdir();
     let project = tempdir();
     host_git(project.path(), &["init", "-q"]);
@@ -437,7 +445,7 @@ async fn while_a_command_runs_in_the_sandbox_a_cautious_git_read_asks() {
         left_running_call("call_watch", "sleep 30"),
         text("left running"),
         shell_call("call_status", "git status --short"),
-        text("asked"),
+        text("read"),
     ])
     .await;
     let efrd = daemon_with(home.path(), &server, &[]);
@@ -452,18 +460,12 @@ async fn while_a_command_runs_in_the_sandbox_a_cautious_git_read_asks() {
         true
     );
 
-    // cautious, in another conversation of the same project: the check cannot be trusted, so git asks.
-    let (_, conversation, id) = start(&mut client, project.path(), "cautious", "status").await;
-    let events = bounded(
-        "cautious question",
-        common::events_through(&mut client, id, "approval_requested"),
-    )
-    .await;
-    let asked = events.last().unwrap();
-    assert_eq!(asked["call_id"], "call_status", "{asked}");
-    let reason = asked["reason"].as_str().unwrap();
-    assert!(reason.contains("a command in efr's sandbox still runs"), "{reason}");
-    let deny = json!({"command_id": command_id(), "conversation_id": conversation, "call_id": "call_status", "decision": "deny"});
-    client.ok("approval.respond", deny).await.unwrap();
-    bounded("cautious end", events_until(&mut client, id, "turn_completed")).await;
+    // cautious, in another conversation of the same project: git reads in the read-only sandbox, where the
+    // repository's config runs nothing, so nothing needs a question (docs/adr/0008-cautious-reads-contained.md).
+    let (_, _, id) = start(&mut client, project.path(), "cautious", "status").await;
+    let events = bounded("cautious turn", events_until(&mut client, id, "turn_completed")).await;
+    assert!(events.iter().all(|e| e["kind"] != "approval_requested"), "{events:?}");
+    let started = event_of(&events, "tool_call_started", "call_status");
+    assert_eq!(started["launch"], json!({"kind": "contained"}), "{started}");
+    assert_eq!(event_of(&events, "tool_call_completed", "call_status")["status"], "ok");
 }

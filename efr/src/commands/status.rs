@@ -103,12 +103,15 @@ pub fn catalog_words(catalog: &Catalog) -> String {
     }
 }
 
-/// One line for a sandbox status: available with its layers, or unavailable with why.
+/// What an unavailable sandbox means for the modes (docs/modes.md).
+pub const UNAVAILABLE_MEANS: &str = "auto runs as cautious, and cautious runs read-only commands uncontained and asks before reading a credential store";
+
+/// One line for a sandbox status: available with its layers, or unavailable with why and what that means.
 #[must_use]
 pub fn sandbox_line(sandbox: &SandboxStatus) -> String {
     if !sandbox.available {
         let reason = sandbox.reason.as_deref().unwrap_or("no reason given");
-        return format!("unavailable: {reason}");
+        return format!("unavailable: {reason} ({UNAVAILABLE_MEANS})");
     }
     let mut parts = vec!["available".to_owned()];
     if let Some(abi) = sandbox.landlock_abi {
@@ -184,6 +187,9 @@ mod tests {
     fn an_unavailable_sandbox_says_why() {
         let sandbox: SandboxStatus =
             serde_json::from_value(json!({"available": false, "reason": "bwrap is missing"})).unwrap();
-        assert_eq!(sandbox_line(&sandbox), "unavailable: bwrap is missing");
+        assert_eq!(
+            sandbox_line(&sandbox),
+            format!("unavailable: bwrap is missing ({UNAVAILABLE_MEANS})")
+        );
     }
 }

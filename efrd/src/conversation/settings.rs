@@ -8,6 +8,8 @@
 //! Auto's fallback (docs/protocol.md, "The contract": "the wire types of the auto sandbox (phase 1)": turn_started
 //! settings gain an optional fallback, and sandbox_unavailable is recorded): when the turn starts, [`sandbox_fallback`]
 //! reads the sandbox's cached probe; a sandbox that cannot run makes the turn run as cautious, with the probe's reason.
+//! A cautious turn then records `sandbox_unavailable` too ([`cautious_uncontained`]): its read-only commands run
+//! uncontained.
 
 use efr_protocol::events::SandboxUnavailable;
 use efr_protocol::wire::{Mode, ModeFallback, Origin, Overridden, PromptSettings, SandboxStatus, TurnSettings};
@@ -102,6 +104,29 @@ pub fn sandbox_fallback(settings: &mut TurnSettings, status: &SandboxStatus) -> 
     Some(SandboxUnavailable { reason, call_id: None })
 }
 
+/// What a cautious turn's `sandbox_unavailable` says after the probe's reason.
+pub const CAUTIOUS_UNCONTAINED: &str =
+    "cautious runs read-only commands uncontained, as you, and asks before reading a credential store";
+
+/// Cautious's notice at a turn's start: when `settings.mode` is cautious and `status` says the sandbox cannot run,
+/// the turn's read-only commands run direct instead of in the read-only sandbox
+/// (docs/adr/0008-cautious-reads-contained.md); the returned `sandbox_unavailable` (no call_id) says so, with the
+/// probe's reason. The mode stays cautious, so `settings` gets no fallback.
+#[must_use]
+pub fn cautious_uncontained(settings: &TurnSettings, status: &SandboxStatus) -> Option<SandboxUnavailable> {
+    if settings.mode != Mode::Cautious || status.available {
+        return None;
+    }
+    let reason = status
+        .reason
+        .as_deref()
+        .unwrap_or("the sandbox cannot run, and the probe said no more");
+    Some(SandboxUnavailable {
+        reason: format!("{reason}; {CAUTIOUS_UNCONTAINED}"),
+        call_id: None,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -138,6 +163,29 @@ mod tests {
         let mut turn = settings(Mode::Auto);
         let event = sandbox_fallback(&mut turn, &SandboxStatus::default()).unwrap();
         assert!(!event.reason.is_empty());
+    }
+
+    #[test]
+    fn cautious_without_a_sandbox_says_its_reads_run_uncontained() {
+        let down = SandboxStatus {
+            available: false,
+            reason: Some("bubblewrap is not installed at /nonexistent/bwrap".into()),
+            ..SandboxStatus::default()
+        };
+        let event = cautious_uncontained(&settings(Mode::Cautious), &down).unwrap();
+        assert_eq!(
+            event.reason,
+            format!("bubblewrap is not installed at /nonexistent/bwrap; {CAUTIOUS_UNCONTAINED}")
+        );
+        assert_eq!(event.call_id, None);
+        let up = SandboxStatus {
+            available: true,
+            ..SandboxStatus::default()
+        };
+        assert_eq!(cautious_uncontained(&settings(Mode::Cautious), &up), None);
+        for mode in [Mode::Manual, Mode::Auto, Mode::Full] {
+            assert_eq!(cautious_uncontained(&settings(mode), &down), None);
+        }
     }
 
     #[test]

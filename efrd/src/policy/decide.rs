@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use efr_protocol::wire::common::{Mode, Origin};
 use efr_protocol::wire::{ApprovedBy, Launch};
 
-use super::analysis::{LineAnalysis, Scope, analyse};
+use super::analysis::{Concern, LineAnalysis, Scope, analyse};
 use super::floors::{self, EfrDirs};
 use super::git_config::{self, GitPlace, GitTrust};
 use super::paths::{display, is_within, normalize, root_of};
@@ -87,6 +87,10 @@ pub struct PolicyContext {
     /// What the caller found at the repositories of a shell line's git commands ([`analyse_call`]'s
     /// [`LineAnalysis::git`]), for cautious. A place missing here counts as unchecked: cautious asks.
     pub git: Vec<(GitPlace, GitTrust)>,
+    /// efr's sandbox can run (the probe says so): cautious runs its read-only lines in the read-only sandbox
+    /// ([`LaunchKind::ContainedReadOnly`]) and needs neither [`Self::git`] nor a question about a credential store
+    /// (docs/adr/0008-cautious-reads-contained.md). `false`: they run direct, as the user.
+    pub sandbox: bool,
 }
 
 impl PolicyContext {
@@ -100,6 +104,7 @@ impl PolicyContext {
             efr_dirs: EfrDirs::default(),
             config: PolicyConfig::default(),
             git: Vec::new(),
+            sandbox: false,
         }
     }
 }
@@ -121,6 +126,10 @@ pub enum LaunchKind {
     Contained,
     /// An approved exit from auto mode: as the user, outside the sandbox.
     Unsandboxed,
+    /// Cautious's read-only line, in the read-only sandbox: the same masks and no network as
+    /// [`Self::Contained`], but nothing writable except a private `/tmp`, and git's config that can start a
+    /// program neutralised (docs/adr/0008-cautious-reads-contained.md). On the wire it is `contained` with no grants.
+    ContainedReadOnly,
 }
 
 impl LaunchKind {
@@ -129,7 +138,7 @@ impl LaunchKind {
     pub fn to_wire(self) -> Launch {
         match self {
             Self::Direct => Launch::Direct,
-            Self::Contained => Launch::Contained { grants: Vec::new() },
+            Self::Contained | Self::ContainedReadOnly => Launch::Contained { grants: Vec::new() },
             Self::Unsandboxed => Launch::Unsandboxed,
         }
     }
@@ -205,10 +214,11 @@ pub fn approved_by(mode: Mode, contained: bool, allowed_by_user: bool) -> Option
 /// - a floor refuses in every mode;
 /// - manual asks before every shell call ("manual asks before every command") and every patch ("manual asks before
 ///   every file change");
-/// - cautious runs a read-only line (wherever it runs) and a patch whose every path is inside a project root and
-///   not inside a `.git` folder, both [`LaunchKind::Direct`]; anything else asks, naming the first concern
-///   (network first); a read-only line with git in it also needs every repository it uses found plain in
-///   [`PolicyContext::git`];
+/// - cautious runs a read-only line (wherever it runs) [`LaunchKind::ContainedReadOnly`] when the sandbox can run
+///   ([`PolicyContext::sandbox`]), else [`LaunchKind::Direct`] unless it reads a credential store
+///   ([`LineAnalysis::store_reads`]) or uses a repository not found plain in [`PolicyContext::git`]; and it runs a
+///   patch whose every path is inside a project root and not inside a `.git` folder direct; anything else asks,
+///   naming the first concern (network first);
 /// - auto runs every call [`LaunchKind::Contained`] (see [`decide_auto`] for the exits to come);
 /// - full runs every call [`LaunchKind::Direct`], except a guarded delete, which asks for
 ///   [`floors::GUARDED_DELETE_SECS`] seconds.
@@ -258,6 +268,17 @@ pub fn decide_shell(call: &ShellCall, analysis: &LineAnalysis, mode: Mode, ctx: 
     };
     match mode {
         Mode::Cautious => match analysis.first_concern() {
+            None if ctx.sandbox => Decision::Run {
+                launch: LaunchKind::ContainedReadOnly,
+            },
+            None if !analysis.store_reads.is_empty() => ask(
+                format!(
+                    "cautious asks before reading a credential store when efr's sandbox is not available ({})",
+                    analysis.store_reads[0]
+                ),
+                None,
+                false,
+            ),
             None => {
                 let show = |path: &std::path::Path| display(path, &ctx.project_roots, ctx.home.as_deref());
                 match git_config::cautious_reason(&analysis.git, &ctx.git, show) {
@@ -267,7 +288,18 @@ pub fn decide_shell(call: &ShellCall, analysis: &LineAnalysis, mode: Mode, ctx: 
                     Some(reason) => ask(reason, None, false),
                 }
             }
-            Some(concern) => ask(concern.cautious_reason(), None, false),
+            Some(concern) => {
+                let mut decision = ask(concern.cautious_reason(), None, false);
+                // A line efr cannot analyse but that shows no need of more than reading runs, once allowed, in the
+                // read-only sandbox: the user's yes to `eval "$x"` is not a yes to reading `~/.ssh`.
+                if let Decision::Ask(question) = &mut decision
+                    && ctx.sandbox
+                    && analysis.concerns.iter().all(Concern::needs_only_reading)
+                {
+                    question.launch = LaunchKind::ContainedReadOnly;
+                }
+                decision
+            }
         },
         Mode::Auto => decide_auto(Some(analysis)),
         Mode::Full => match analysis.guarded_deletes.first() {

@@ -24,7 +24,7 @@
 //! | mode | shell call | patch |
 //! |---|---|---|
 //! | manual | ask: "manual asks before every command" | ask: "manual asks before every file change" |
-//! | cautious | run direct when read-only (in any directory), else ask naming the first concern | run direct when every path is inside a project root and outside `.git`, else ask |
+//! | cautious | run read-only lines (in any directory) in the read-only sandbox when it can run ([`PolicyContext::sandbox`]), else direct unless they read a credential store; ask before anything else, naming the first concern | run direct when every path is inside a project root and outside `.git`, else ask |
 //! | auto | run contained ([`decide_auto`], where the exits engine will plug in) | run contained |
 //! | full | run direct; a recursive delete outside the project asks, expiring in 120 s | run direct |
 //!

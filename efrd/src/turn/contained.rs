@@ -78,7 +78,33 @@ pub struct CallPlan<'a> {
     pub grants: &'a [Grant],
     /// Where the launcher writes its report.
     pub report: &'a Path,
+    /// The read-only sandbox of cautious's reads (docs/adr/0008-cautious-reads-contained.md): no project root and no
+    /// `$SCRATCH` writable (nothing but the private `/tmp`), no `SCRATCH` variable, and git's config that can start
+    /// a program neutralised ([`GIT_NEUTRAL`]). The masks and the network are as for any contained call.
+    pub read_only: bool,
 }
+
+/// The git config that a read-only call runs with, on top of every config file git reads: each key a repository's
+/// own config could set to make a read (`git status`, `git diff`, `git log`) start a program. Passed as
+/// `GIT_CONFIG_COUNT`/`GIT_CONFIG_KEY_<n>`/`GIT_CONFIG_VALUE_<n>` (git 2.31 and later), which git reads as
+/// command-line config: it wins over the system, global, local and worktree files and their includes. `GIT_PAGER`
+/// (set too) wins over `pager.<command>`. Some cannot be switched off this way: `diff.external` (an empty value
+/// makes `git diff` fail, and git has no config that turns it off) and the drivers that `.gitattributes` names (a
+/// filter's `clean`, a diff driver's `textconv`), whose names git does not fix. Those run only inside the read-only
+/// sandbox, where they can read no more than the call itself.
+pub const GIT_NEUTRAL: &[(&str, &str)] = &[
+    ("core.fsmonitor", "false"),
+    ("core.hooksPath", "/dev/null"),
+    ("core.pager", "cat"),
+    ("core.sshCommand", "false"),
+    ("core.gitProxy", ""),
+    ("core.askPass", ""),
+    ("gpg.program", "gpg"),
+    ("gpg.ssh.program", "ssh-keygen"),
+    ("gpg.x509.program", "gpgsm"),
+    ("credential.helper", ""),
+    ("protocol.allow", "never"),
+];
 
 /// The launch plan of a contained call; see the module docs for what goes in. Environment entries that a plan may
 /// not hold (a name with `=`, a string longer than an exec takes, a NUL byte) are left out, so the plan is refused
@@ -90,13 +116,19 @@ pub fn call_plan(call: &CallPlan<'_>) -> LaunchPlan {
         shell: call.shell.to_path_buf(),
         line: call.line.to_owned(),
     };
-    for root in call.project_roots.iter().skip(1) {
-        plan.writable.push(Writable {
-            path: root.clone(),
-            source: WritableSource::Project,
-        });
+    if call.read_only {
+        plan.writable.clear();
+        plan.env = sandbox_env(call.env, call.cwd, None, &plan.env);
+        neutralise_git(&mut plan.env);
+    } else {
+        for root in call.project_roots.iter().skip(1) {
+            plan.writable.push(Writable {
+                path: root.clone(),
+                source: WritableSource::Project,
+            });
+        }
+        plan.env = sandbox_env(call.env, call.cwd, Some(call.scratch), &plan.env);
     }
-    plan.env = sandbox_env(call.env, call.cwd, call.scratch, &plan.env);
     plan.grants = call.grants.to_vec();
     protect(&mut plan, &call.layout.efr_roots);
     plan.report = ReportTo::File {
@@ -106,11 +138,11 @@ pub fn call_plan(call: &CallPlan<'_>) -> LaunchPlan {
 }
 
 /// The environment of a contained call: the shell's, without [`HELD_SECRETS`] and entries a plan may not hold, with
-/// `PWD` the call's directory and `SCRATCH` set; the base's `PATH` when the shell has none.
+/// `PWD` the call's directory and `SCRATCH` set when there is one; the base's `PATH` when the shell has none.
 fn sandbox_env(
     shell_env: &[(String, String)],
     cwd: &Path,
-    scratch: &Path,
+    scratch: Option<&Path>,
     base: &BTreeMap<String, String>,
 ) -> BTreeMap<String, String> {
     let fits = |name: &str, value: &str| {
@@ -127,9 +159,28 @@ fn sandbox_env(
         env.entry(name.clone()).or_insert_with(|| value.clone());
     }
     env.insert("PWD".into(), cwd.display().to_string());
-    env.insert("SCRATCH".into(), scratch.display().to_string());
+    match scratch {
+        Some(scratch) => env.insert("SCRATCH".into(), scratch.display().to_string()),
+        None => env.remove("SCRATCH"),
+    };
     env.remove("OLDPWD");
     env
+}
+
+/// Adds [`GIT_NEUTRAL`] to `env` after the command-line config entries it already has (an export of the user's
+/// `GIT_CONFIG_COUNT` keeps its entries; a count that does not parse is replaced), and sets `GIT_PAGER` to `cat`.
+fn neutralise_git(env: &mut BTreeMap<String, String>) {
+    let first = env
+        .get("GIT_CONFIG_COUNT")
+        .and_then(|count| count.trim().parse::<usize>().ok())
+        .filter(|count| *count < 1000)
+        .unwrap_or(0);
+    for (offset, (key, value)) in GIT_NEUTRAL.iter().enumerate() {
+        env.insert(format!("GIT_CONFIG_KEY_{}", first + offset), (*key).to_owned());
+        env.insert(format!("GIT_CONFIG_VALUE_{}", first + offset), (*value).to_owned());
+    }
+    env.insert("GIT_CONFIG_COUNT".into(), (first + GIT_NEUTRAL.len()).to_string());
+    env.insert("GIT_PAGER".into(), "cat".into());
 }
 
 /// Quotes `text` as one word for bash and zsh.
@@ -289,6 +340,7 @@ mod tests {
             scratch: Path::new("/home/u/.local/state/efr/scratch/c1"),
             grants,
             report: Path::new("/run/user/1000/efr/shells/shell-x/report-1"),
+            read_only: false,
         })
     }
 
@@ -338,6 +390,7 @@ mod tests {
                 scratch: Path::new("/s"),
                 grants: &[],
                 report: Path::new("/r"),
+                read_only: false,
             }
         });
         assert_eq!(plan.env["PATH"], "/usr/local/bin:/usr/bin:/bin");
@@ -397,6 +450,69 @@ mod tests {
             !writable_in(&plan, Path::new("/home/u/src/app/x")),
             "no project: not writable"
         );
+    }
+
+    #[test]
+    fn the_read_only_plan_writes_nothing_masks_as_auto_and_neutralises_git() {
+        let layout = layout();
+        let mut env = env();
+        env.push(("GIT_CONFIG_COUNT".into(), "1".into()));
+        env.push(("GIT_CONFIG_KEY_0".into(), "color.ui".into()));
+        env.push(("GIT_CONFIG_VALUE_0".into(), "never".into()));
+        env.push(("SCRATCH".into(), "/elsewhere".into()));
+        let roots = vec![PathBuf::from("/home/u/src/app")];
+        let plan = call_plan(&CallPlan {
+            layout: &layout,
+            bwrap: Path::new("/usr/bin/bwrap"),
+            shell: Path::new("/usr/bin/bash"),
+            line: "git status",
+            cwd: Path::new("/home/u/src/app"),
+            env: &env,
+            project_roots: &roots,
+            scratch: Path::new("/home/u/.local/state/efr/scratch/c1"),
+            grants: &[],
+            report: Path::new("/r"),
+            read_only: true,
+        });
+        plan.validate().unwrap();
+        assert!(plan.writable.is_empty(), "{:?}", plan.writable);
+        assert!(plan.protected.is_empty(), "{:?}", plan.protected);
+        assert_eq!(
+            plan.masks,
+            base_plan(
+                &layout,
+                Path::new("/b"),
+                Vec::new(),
+                Path::new("/"),
+                None,
+                Path::new("/s")
+            )
+            .masks
+        );
+        for path in ["/home/u/src/app/x", "/home/u/.local/state/efr/scratch/c1/x", "/tmp/x"] {
+            assert!(!writable_in(&plan, Path::new(path)), "{path}");
+        }
+        assert!(readable_in(&plan, Path::new("/home/u/src/app/README")));
+        assert!(!readable_in(&plan, Path::new("/home/u/.ssh/id_ed25519")));
+        assert!(
+            !plan.env.contains_key("SCRATCH"),
+            "no $SCRATCH in the read-only sandbox"
+        );
+        assert!(!plan.env.contains_key("OPENAI_API_KEY"));
+        // The user's own command-line config stays first; efr's comes after it and wins.
+        assert_eq!(plan.env["GIT_CONFIG_KEY_0"], "color.ui");
+        assert_eq!(plan.env["GIT_CONFIG_COUNT"], (1 + GIT_NEUTRAL.len()).to_string());
+        let keys: Vec<(&str, &str)> = (1..=GIT_NEUTRAL.len())
+            .map(|n| {
+                (
+                    plan.env[&format!("GIT_CONFIG_KEY_{n}")].as_str(),
+                    plan.env[&format!("GIT_CONFIG_VALUE_{n}")].as_str(),
+                )
+            })
+            .collect();
+        assert_eq!(keys, GIT_NEUTRAL);
+        assert!(keys.contains(&("core.fsmonitor", "false")) && keys.contains(&("core.hooksPath", "/dev/null")));
+        assert_eq!(plan.env["GIT_PAGER"], "cat");
     }
 
     #[test]

@@ -61,9 +61,14 @@ pub async fn decide_call(env: &ToolEnv, call: ToolCall) -> Result<DecidedCall, S
                 cwd: env.cwd.clone(),
             };
             let analysis = policy::analyse_call(&shell, &ctx);
-            // Cautious runs a read-only git command only in a repository checked to run nothing of its own.
             if policy::effective_mode(env.mode, env.origin) == Mode::Cautious {
-                ctx.git = git_check::inspect_unless_sandboxed(&analysis.git).await;
+                // Cautious's reads run in the read-only sandbox whenever it can run (docs/adr/0008-cautious-reads-contained.md): git's own
+                // config is neutralised there, so the repositories need no check.
+                ctx.sandbox = env.sandbox.current().await.status.available && visible_read_only(env);
+                if !ctx.sandbox {
+                    // Without it, a read-only git command runs only in a repository checked to run nothing of its own.
+                    ctx.git = git_check::inspect_unless_sandboxed(&analysis.git).await;
+                }
             }
             let decision = policy::decide_shell(&shell, &analysis, env.mode, &ctx);
             Ok(DecidedCall {
@@ -88,6 +93,14 @@ pub async fn decide_call(env: &ToolEnv, call: ToolCall) -> Result<DecidedCall, S
         }
         ToolCall::Invalid { message } => Err(message),
     }
+}
+
+/// Whether the read-only sandbox shows the call's folders: its private `/tmp` hides a project or a start folder
+/// under `/tmp` (auto binds its project over it, writable; the read-only sandbox binds nothing), so there cautious's
+/// reads run direct, with the check of credential stores (docs/adr/0008-cautious-reads-contained.md).
+fn visible_read_only(env: &ToolEnv) -> bool {
+    let under_tmp = |path: &Path| crate::policy::paths::is_within(path, Path::new("/tmp"));
+    !under_tmp(&env.cwd) && !env.roots.iter().any(|root| under_tmp(root))
 }
 
 /// Parses and plans a patch against the files under `cwd`, with its changes' paths resolved through links.

@@ -123,6 +123,7 @@ fn sandbox_refusal(env: &ToolEnv, plan: &Plan, changes: &[PatchChange], grants: 
         scratch: &scratch,
         grants,
         report: Path::new("/dev/null"),
+        read_only: false,
     });
     let unwritable = touched(changes).find(|path| !contained::writable_in(&sandbox, path));
     if let Some(path) = unwritable {

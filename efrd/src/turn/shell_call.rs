@@ -1,6 +1,7 @@
 //! Running one shell call in the conversation's hidden shell, direct or contained, and recording what it did.
 //!
-//! A direct call types the model's line into the hidden shell. A contained call (auto mode) first asks the shell for
+//! A direct call types the model's line into the hidden shell. A contained call (auto mode, and cautious's
+//! read-only lines in the read-only sandbox) first asks the shell for
 //! its working directory and exported environment (a short `env -0` run), writes the launch plan to a one-time file
 //! in the shell's private folder ([`super::contained`]) and types `'<launcher>' --plan-file '<file>'` instead: the
 //! launcher runs in the pty like any command, so its output, its input waits, the timeout, detaching and
@@ -63,6 +64,23 @@ const SANDBOX_NOTE: &str = "\n[this call ran in efr's sandbox: only the project,
      fresh shell from the hidden shell's directory, so cd and export do not carry to the next call. A failure may \
      come from these limits]";
 
+/// Told to the model after a call of cautious's read-only sandbox that failed (docs/adr/0008-cautious-reads-contained.md).
+const READ_ONLY_NOTE: &str = "\n[this read-only command ran in efr's read-only sandbox: nothing is writable but a \
+     private /tmp, credential stores and efr's files read as empty, there is no network, and git runs none of a \
+     repository's hooks, fsmonitor, pager or external diff. A failure may come from these limits; a command that \
+     needs more runs after the user allows it]";
+
+/// Where a shell call runs, for [`take_shell`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ShellLaunch {
+    /// Typed into the hidden shell.
+    Direct,
+    /// Auto's sandbox.
+    Contained,
+    /// Cautious's read-only sandbox.
+    ReadOnly,
+}
+
 /// What a shell call runs: its line, its timeout, and its grants (`Some` for a contained call).
 #[derive(Debug, Clone, Copy)]
 pub struct ShellRequest<'a> {
@@ -72,6 +90,8 @@ pub struct ShellRequest<'a> {
     pub timeout: Duration,
     /// `Some` (possibly empty) for a contained call.
     pub grants: Option<&'a [Grant]>,
+    /// A contained call in the read-only sandbox (cautious's reads): nothing writable but a private `/tmp`.
+    pub read_only: bool,
     /// Who let it run outside the sandbox ([`crate::policy::approved_by`]); `None` when contained.
     pub approved_by: Option<ApprovedBy>,
 }
@@ -90,6 +110,7 @@ pub async fn run_shell(
         command,
         timeout,
         grants,
+        read_only,
         approved_by,
     } = request;
     let failed = |output: String| async move {
@@ -97,14 +118,19 @@ pub async fn run_shell(
         sink.record(turn_id, vec![body]).await.ok()?;
         Some(CallOutput { output, is_error: true })
     };
-    let shell = match take_shell(env, grants.is_some()).await {
+    let launch = match (grants.is_some(), read_only) {
+        (false, _) => ShellLaunch::Direct,
+        (true, false) => ShellLaunch::Contained,
+        (true, true) => ShellLaunch::ReadOnly,
+    };
+    let shell = match take_shell(env, launch).await {
         Ok(shell) => shell,
         Err(why) => return failed(format!("the command did not run: {why}")).await,
     };
     let before = env.call_snapshots.before(call_roots(env)).await;
     let prepared = match grants {
         None => None,
-        Some(grants) => match prepare(env, &shell, command, grants).await {
+        Some(grants) => match prepare(env, &shell, command, grants, read_only).await {
             Ok(prepared) => Some(prepared),
             Err(NotPrepared::Unavailable(reason)) => {
                 let unavailable = EventBody::SandboxUnavailable(SandboxUnavailable {
@@ -174,7 +200,7 @@ pub async fn run_shell(
         model_text.push_str(&format!("\n[exit status {code}]"));
         if prepared.is_some() && !interrupted {
             // The model should know a failure may be the sandbox's, not the command's own.
-            model_text.push_str(SANDBOX_NOTE);
+            model_text.push_str(if read_only { READ_ONLY_NOTE } else { SANDBOX_NOTE });
         }
     }
     if left_running {
@@ -212,20 +238,24 @@ pub async fn run_shell(
     })
 }
 
-/// The conversation's hidden shell for a call: a contained call never runs in a shell that a direct call has used
-/// (see [`ShellSlot`](crate::tools::shell::ShellSlot)). `$SCRATCH` is made for a contained call before its first
+/// The conversation's hidden shell for a call: an auto contained call never runs in a shell that a direct call has
+/// used (see [`ShellSlot`](crate::tools::shell::ShellSlot)). `$SCRATCH` is made for such a call before its first
 /// snapshot, so what the call writes there is among its changes.
-async fn take_shell(env: &ToolEnv, contained: bool) -> Result<HiddenShell, String> {
+///
+/// A read-only call of cautious keeps the shell as it is: in cautious every direct call was the user's yes, and
+/// before the read-only sandbox these reads ran in that same shell, so its state (an export the user allowed) carries
+/// over as it did (docs/adr/0008-cautious-reads-contained.md). It has no `$SCRATCH`.
+async fn take_shell(env: &ToolEnv, launch: ShellLaunch) -> Result<HiddenShell, String> {
     let shell = {
         let mut slot = env.shell.lock().await;
-        let shell = if contained {
-            slot.shell_for_contained().await
-        } else {
-            slot.shell_for_direct().await
+        let shell = match launch {
+            ShellLaunch::Direct => slot.shell_for_direct().await,
+            ShellLaunch::Contained => slot.shell_for_contained().await,
+            ShellLaunch::ReadOnly => slot.shell().await,
         };
         shell.map_err(|e| e.to_string())?.clone()
     };
-    if contained {
+    if launch == ShellLaunch::Contained {
         crate::config::ensure_private_dir(&env.scratch)
             .map_err(|e| format!("cannot make $SCRATCH {}: {e}", env.scratch.display()))?;
     }
@@ -419,8 +449,15 @@ fn failed_completion(call_id: &CallId, output: String, sandbox: Option<SandboxSu
     })
 }
 
-/// Makes a contained call ready: the sandbox's probe, the shell's cwd and environment, the plan file.
-async fn prepare(env: &ToolEnv, shell: &HiddenShell, line: &str, grants: &[Grant]) -> Result<Prepared, NotPrepared> {
+/// Makes a contained call ready: the sandbox's probe, the shell's cwd and environment, the plan file; `read_only`
+/// for cautious's read-only sandbox.
+async fn prepare(
+    env: &ToolEnv,
+    shell: &HiddenShell,
+    line: &str,
+    grants: &[Grant],
+    read_only: bool,
+) -> Result<Prepared, NotPrepared> {
     let probe = env.sandbox.current().await;
     let bwrap = match (&probe.paths.bwrap, probe.status.available) {
         (Some(bwrap), true) => bwrap.clone(),
@@ -483,6 +520,7 @@ async fn prepare(env: &ToolEnv, shell: &HiddenShell, line: &str, grants: &[Grant
         scratch: &env.scratch,
         grants,
         report: &report,
+        read_only,
     });
     let bytes = serde_json::to_vec(&plan).map_err(|e| failed(format!("cannot encode the launch plan: {e}")))?;
     contained::write_private(&plan_file, &bytes)
@@ -508,7 +546,7 @@ mod tests {
         let shell = env.shell.lock().await.shell().await.unwrap().clone();
         let marker = dir.path().join("home/ran");
         let line = format!("touch {}", marker.display());
-        match prepare(&env, &shell, &line, &[]).await {
+        match prepare(&env, &shell, &line, &[], false).await {
             Err(NotPrepared::Unavailable(reason)) => {
                 assert_eq!(reason, "bubblewrap is not installed at /nonexistent/bwrap");
             }

@@ -4,7 +4,8 @@
 //! The order of events of a call: `tool_call_started` (with `launch` and `manual_input`), then, when the policy asks,
 //! `approval_requested` and `approval_resolved`, then `tool_call_completed` (with `refusal` for a call the policy
 //! refused, `status: denied` for one the user denied, `left_running` for a command that outlived its timeout, and
-//! `changes` for a patch). A shell call runs in [`super::shell_call`] (direct, or contained in auto mode), a patch in
+//! `changes` for a patch). A shell call runs in [`super::shell_call`] (direct, or contained: auto mode's calls, and
+//! cautious's read-only ones in the read-only sandbox), a patch in
 //! [`super::patch_call`].
 
 use std::path::PathBuf;
@@ -21,7 +22,7 @@ use super::patch_call::apply_patch;
 use super::shell_call::{ShellRequest, run_shell};
 use super::sink::Sink;
 use super::snapshots::CallSnapshots;
-use crate::policy::Decision;
+use crate::policy::{Decision, LaunchKind};
 use crate::sandbox::SandboxState;
 use crate::sandbox::plan::Layout;
 use crate::snapshot::SnapshotStore;
@@ -112,11 +113,12 @@ pub async fn run_call(
         Ok(decided) => decided,
         Err(message) => return finish_invalid(sink, turn_id, &call_id, model_call, message).await,
     };
-    let launch = match &decision {
-        Decision::Run { launch } => Some(launch.to_wire()),
-        Decision::Ask(question) => Some(question.launch.to_wire()),
+    let kind = match &decision {
+        Decision::Run { launch } => Some(*launch),
+        Decision::Ask(question) => Some(question.launch),
         Decision::Refuse { .. } => None,
     };
+    let launch = kind.map(LaunchKind::to_wire);
     let manual_input = matches!(&work, CallWork::Shell { command, .. } if !nested_shell(command));
     let started = EventBody::ToolCallStarted(ToolCallStarted {
         call_id: call_id.clone(),
@@ -163,6 +165,7 @@ pub async fn run_call(
                 command: &command,
                 timeout,
                 grants,
+                read_only: kind == Some(LaunchKind::ContainedReadOnly),
                 approved_by: crate::policy::approved_by(env.mode, grants.is_some(), asked),
             };
             run_shell(env, sink, turn_id, &call_id, request, cancel).await

@@ -18,11 +18,17 @@ impl Actor {
             let mut queued = queued;
             // Auto's sandbox is checked here, at the turn's start (the probe is cached; the first one takes tens of
             // milliseconds): prompt.send stays fast, and a queued prompt is judged by the sandbox of its own start.
-            let unavailable = if queued.settings.mode == efr_protocol::wire::Mode::Auto {
-                let probe = self.deps.sandbox.current().await;
-                settings::sandbox_fallback(&mut queued.settings, &probe.status)
-            } else {
-                None
+            // Cautious's reads run in the read-only sandbox, so a cautious turn is told when it cannot run either.
+            let unavailable = match queued.settings.mode {
+                efr_protocol::wire::Mode::Auto => {
+                    let probe = self.deps.sandbox.current().await;
+                    settings::sandbox_fallback(&mut queued.settings, &probe.status)
+                }
+                efr_protocol::wire::Mode::Cautious => {
+                    let probe = self.deps.sandbox.current().await;
+                    settings::cautious_uncontained(&queued.settings, &probe.status)
+                }
+                _ => None,
             };
             let started = EventBody::TurnStarted(TurnStarted {
                 settings: Some(queued.settings.clone()),

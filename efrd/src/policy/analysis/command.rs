@@ -464,7 +464,11 @@ impl Analyser<'_> {
         }
         // Any mention of a path in efr's state root, even by a read-only command.
         for word in args {
-            let Some(value) = word.value.as_deref() else { continue };
+            let Some(value) = word.value.as_deref() else {
+                // `"$HOME/.ssh/id"`, `"$PWD/../x"`: placed when efr can, else a path it cannot resolve.
+                self.read_target(word, cwd);
+                continue;
+            };
             let rhs = value.split_once('=').map(|(_, r)| Word::literal(r));
             for w in std::iter::once(word).chain(rhs.as_ref()) {
                 self.read_target(w, cwd);

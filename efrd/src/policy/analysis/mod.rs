@@ -133,6 +133,22 @@ impl Concern {
         }
     }
 
+    /// Whether the concern shows no need of more than cautious's read-only sandbox gives: only a construct efr does
+    /// not analyse or cannot parse (`eval "$x"`, `source x`), not a write, the network, another user or a wait at
+    /// the terminal, and not `source`, `.` or `exec`, whose point is the hidden shell's own state (a contained call
+    /// runs in a child of it). Cautious still asks about such a line, and runs it in the read-only sandbox once
+    /// allowed (docs/adr/0008-cautious-reads-contained.md).
+    #[must_use]
+    pub fn needs_only_reading(&self) -> bool {
+        match self {
+            Self::Unparsed { .. } => true,
+            Self::Unknown { construct } => !["`source`", "`.`", "`exec`"]
+                .iter()
+                .any(|shell_state| construct.starts_with(shell_state)),
+            _ => false,
+        }
+    }
+
     /// The question's reason line in cautious mode.
     #[must_use]
     pub fn cautious_reason(&self) -> String {
@@ -173,6 +189,11 @@ pub struct LineAnalysis {
     /// Where each git command of the line looks for its repository, one entry per directory it may start in
     /// (cautious checks these before it runs the line; [`crate::policy::git_config`]).
     pub git: Vec<GitPlace>,
+    /// What the line reads in a credential store or efr's state root (a path under one of the default masks, a glob
+    /// or a recursive read from a folder above one, a path that expands to what efr cannot resolve), each completing
+    /// "cautious asks before …". Not a concern: inside efr's read-only sandbox these read as empty, so cautious asks
+    /// about them only when the sandbox is not available (docs/adr/0008-cautious-reads-contained.md).
+    pub store_reads: Vec<String>,
 }
 
 impl LineAnalysis {

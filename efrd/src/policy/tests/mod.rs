@@ -27,6 +27,7 @@ fn ctx() -> PolicyContext {
         },
         config: PolicyConfig::default(),
         git: Vec::new(),
+        sandbox: false,
     }
 }
 
@@ -406,4 +407,91 @@ fn common_read_only_commands_run_without_a_question() {
             "{line}"
         );
     }
+}
+
+/// With the sandbox, every line cautious runs without a question runs in the read-only sandbox, and so do the reads
+/// of credential stores and efr's state root that ask without it; the rest asks as before
+/// (docs/adr/0008-cautious-reads-contained.md).
+#[test]
+fn with_the_sandbox_cautious_runs_its_reads_contained_read_only() {
+    let contained = Decision::Run {
+        launch: LaunchKind::ContainedReadOnly,
+    };
+    let mut with = ctx();
+    with.sandbox = true;
+    for (line, expected) in table::TABLE {
+        let call = shell(line);
+        let without = decide(&call, Mode::Cautious, &plain_git(&ctx(), &call));
+        // No git check: the sandbox neutralises the repository's config.
+        let got = decide(&call, Mode::Cautious, &with);
+        match without {
+            Decision::Run { .. } => assert_eq!(got, contained, "{line}"),
+            Decision::Refuse { .. } => assert_eq!(got, without, "{line}"),
+            // Without the sandbox these ask about a store or a repository efr could not find plain.
+            Decision::Ask(ref q)
+                if q.reason.contains("when efr's sandbox is not available")
+                    || q.reason.starts_with("cautious asks before git") =>
+            {
+                assert_eq!(got, contained, "{line}");
+            }
+            Decision::Ask(ref q) => {
+                let Decision::Ask(g) = &got else {
+                    panic!("{line}: {got:?}")
+                };
+                assert_eq!(g.reason, q.reason, "{line}");
+            }
+        }
+        let _ = expected;
+    }
+    for line in [
+        "cat ~/.ssh/id_ed25519",
+        "cat \"$HOME/.ssh/id_ed25519\"",
+        "cat $HOME/.ssh/*",
+        "head -c 100 ~/.ssh/id_ed25519",
+        "base64 ~/.ssh/id_ed25519",
+        "cat \"$PWD/../.local/state/efr/keys/openai\"",
+        "grep -r PRIVATE ~",
+        "cat ~/.ss*/id_*",
+        "git status",
+    ] {
+        assert_eq!(decide(&shell(line), Mode::Cautious, &with), contained, "{line}");
+        let Decision::Ask(q) = decide(&shell(line), Mode::Cautious, &plain_git(&ctx(), &shell(line))) else {
+            if line == "git status" {
+                continue;
+            }
+            panic!("{line} runs without the sandbox");
+        };
+        assert!(
+            q.reason
+                .starts_with("cautious asks before reading a credential store when efr's sandbox is not available"),
+            "{line}: {}",
+            q.reason
+        );
+        assert_eq!(q.launch, LaunchKind::Direct);
+    }
+    // A line efr cannot analyse still asks; once allowed it runs in the read-only sandbox, unless its point is the
+    // hidden shell's own state.
+    let Decision::Ask(q) = decide(&shell("eval \"$x\""), Mode::Cautious, &with) else {
+        panic!()
+    };
+    assert_eq!(q.launch, LaunchKind::ContainedReadOnly);
+    for line in [
+        "source .venv/bin/activate",
+        "curl https://example.com",
+        "rm -rf build",
+        "export X=1",
+    ] {
+        let Decision::Ask(q) = decide(&shell(line), Mode::Cautious, &with) else {
+            panic!("{line}")
+        };
+        assert_eq!(q.launch, LaunchKind::Direct, "{line}");
+    }
+    // Other modes do not change.
+    assert_eq!(
+        decide(&shell("ls"), Mode::Auto, &with),
+        Decision::Run {
+            launch: LaunchKind::Contained
+        }
+    );
+    assert_eq!(LaunchKind::ContainedReadOnly.to_wire(), LaunchKind::Contained.to_wire());
 }

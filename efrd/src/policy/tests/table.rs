@@ -26,7 +26,7 @@ const fn floor(text: &'static str) -> [E; 4] {
 }
 
 #[rustfmt::skip]
-const TABLE: &[(&str, [E; 4])] = &[
+pub(super) const TABLE: &[(&str, [E; 4])] = &[
     //  line                                                   manual  cautious                              auto  full
     // Read-only lines: cautious runs them.
     ("ls -la",                                                 [M, R, C, R]),

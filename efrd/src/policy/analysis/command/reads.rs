@@ -1,9 +1,14 @@
 //! What a line reads: where its git commands look for their repository, and the reads that reach efr's state root
-//! (a path inside it is a floor; a glob or a recursive read from above it asks).
+//! or a credential store (a path inside the state root is a floor; the rest are [`LineAnalysis::store_reads`], which
+//! cautious asks about only when efr's read-only sandbox, which masks them, is not available).
+//!
+//! [`LineAnalysis::store_reads`]: crate::policy::LineAnalysis::store_reads
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use super::{Analyser, Concern};
+use efr_protocol::internal::DEFAULT_HOME_MASKS;
+
+use super::Analyser;
 use crate::policy::floors::{Place, place};
 use crate::policy::git_config::GitPlace;
 use crate::policy::readonly;
@@ -48,12 +53,52 @@ impl Analyser<'_> {
                 pattern.contains('/') || text.rsplit('/').next().is_some_and(|last| last.starts_with('.'))
             };
             if deeper && paths.iter().any(|p| self.scope.efr.above_state(p)) {
-                self.concern(Concern::NotReadOnly(format!(
-                    "`{}`, a glob that may reach efr's keys and state",
-                    word.source
-                )));
+                self.store_read(format!("`{}`, a glob that may reach efr's keys and state", word.source));
             }
+            for path in &paths {
+                if let Some(store) = self.store_of(path) {
+                    self.store_read(format!("`{}`, in the credential store {store}", word.source));
+                } else if deeper && self.above_store(path) {
+                    self.store_read(format!("`{}`, a glob that may reach a credential store", word.source));
+                }
+            }
+        } else if word.value.is_none() && word.home_relative.is_none() && word.source.contains('/') {
+            // A path built from a variable efr cannot resolve (`"$PWD/../.ssh/id_ed25519"`) may name any file.
+            self.store_read(format!(
+                "`{}`, a path that expands to what efr cannot resolve",
+                word.source
+            ));
         }
+    }
+
+    /// Records a read that efr's read-only sandbox would mask.
+    fn store_read(&mut self, what: String) {
+        if !self.out.store_reads.contains(&what) {
+            self.out.store_reads.push(what);
+        }
+    }
+
+    /// The default credential stores under the home folder ([`DEFAULT_HOME_MASKS`]).
+    fn stores(&self) -> Vec<PathBuf> {
+        self.scope
+            .home
+            .map(|home| DEFAULT_HOME_MASKS.iter().map(|store| home.join(store)).collect())
+            .unwrap_or_default()
+    }
+
+    /// The store (as a question shows it) that holds `path`, if one does.
+    fn store_of(&self, path: &Path) -> Option<String> {
+        self.stores()
+            .into_iter()
+            .find(|store| crate::policy::paths::is_within(path, store))
+            .map(|store| self.show(&store))
+    }
+
+    /// Whether `path` is a folder above a credential store (a recursive read or a deep glob there reaches it).
+    fn above_store(&self, path: &Path) -> bool {
+        self.stores()
+            .iter()
+            .any(|store| crate::policy::paths::is_within(store, path) && store != path)
     }
 
     /// A recursive read (`grep -r`, `rg`, `diff -r`) of efr's state root or a folder above it reads efr's keys.
@@ -93,9 +138,9 @@ impl Analyser<'_> {
             places.extend(dirs.iter().cloned());
         }
         if places.iter().any(|p| self.scope.efr.above_state(p)) {
-            self.concern(Concern::NotReadOnly(format!(
-                "`{name}` reading a folder that holds efr's keys and state"
-            )));
+            self.store_read(format!("`{name}` reading a folder that holds efr's keys and state"));
+        } else if places.iter().any(|p| self.above_store(p)) {
+            self.store_read(format!("`{name}` reading a folder that holds a credential store"));
         }
     }
 }
