@@ -26,6 +26,9 @@ fn git(dir: &Path, args: &[&str]) -> std::process::Output {
         .arg(dir)
         .args(["-c", "user.name=Host", "-c", "user.email=host@example.invalid"])
         .args(args)
+        // Fixed dates, so that two projects made alike have the same commits.
+        .env("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z")
+        .env("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z")
         .output()
         .expect("git runs (apt-get install git)");
     assert!(
@@ -54,16 +57,19 @@ fn home_with_a_key() -> tempfile::TempDir {
     home
 }
 
-/// Answers the next question of the subscription `id`, which must be about `call`.
+/// Answers the next question of the subscription `id`, which must be about `call`; the events through it go to
+/// `seen`.
 async fn answer(
     client: &mut efr_test_support::client::Client,
     id: efr_protocol::frame::RequestId,
     conversation: &str,
     call: &str,
+    seen: &mut Vec<Value>,
 ) -> Value {
     let events = bounded("a question", common::events_through(client, id, "approval_requested")).await;
     let asked = events.last().unwrap().clone();
     assert_eq!(asked["call_id"], call, "{asked}");
+    seen.extend(events);
     let allow =
         json!({"command_id": command_id(), "conversation_id": conversation, "call_id": call, "decision": "allow"});
     client.ok("approval.respond", allow).await.unwrap();
@@ -103,15 +109,21 @@ async fn cautious_reads_of_credential_stores_ask_nothing_and_see_empty_masks() {
 
     // The export asks (it changes the hidden shell) and runs direct; the eval asks (efr cannot see what it runs)
     // and, once allowed, runs contained.
-    let asked = answer(&mut client, id, &conversation, "call_export").await;
+    let mut events = Vec::new();
+    let asked = answer(&mut client, id, &conversation, "call_export", &mut events).await;
     assert!(asked["reason"].as_str().unwrap().contains("cautious asks"), "{asked}");
-    let asked = answer(&mut client, id, &conversation, "call_eval").await;
+    let asked = answer(&mut client, id, &conversation, "call_eval", &mut events).await;
     assert!(asked["reason"].as_str().unwrap().contains("`eval`"), "{asked}");
-    let events = bounded("cautious turn", events_until(&mut client, id, "turn_completed")).await;
-    let questions: Vec<&Value> = events.iter().filter(|e| e["kind"] == "approval_requested").collect();
-    assert!(
-        questions.is_empty(),
-        "only the export and the eval asked: {questions:?}"
+    events.extend(bounded("cautious turn", events_until(&mut client, id, "turn_completed")).await);
+    let questions: Vec<&str> = events
+        .iter()
+        .filter(|e| e["kind"] == "approval_requested")
+        .map(|e| e["call_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        questions,
+        ["call_export", "call_eval"],
+        "only the export and the eval asked"
     );
 
     for (call, line) in reads.iter().chain([&("call_eval", "eval \"$x\"")]) {
@@ -226,13 +238,14 @@ async fn common_reads_print_the_same_contained_as_direct() {
         "git diff",
         "git show --stat HEAD | tail -n 2",
         "cat README | tr a-z A-Z",
-        "cd src && ls",
         "awk '{print $1}' src/lib.rs",
         "sort README | uniq -c",
         "git rev-parse --show-toplevel",
         "pwd",
         "du -s src | cut -f2",
         "stat -c %s README",
+        // Last: a contained call's `cd` does not carry to the next call, a direct one's does.
+        "cd src && ls",
     ];
     let mut outputs: Vec<Vec<String>> = Vec::new();
     for (launch, envs) in [
