@@ -461,7 +461,7 @@ async fn while_a_command_runs_in_the_sandbox_a_cautious_git_read_runs_contained_
     );
 
     // cautious, in another conversation of the same project: git reads in the read-only sandbox, where the
-    // repository's config runs nothing, so nothing needs a question (docs/adr/0008-cautious-reads-contained.md).
+    // repository's config runs nothing, so nothing needs a question (docs/adr/0009-cautious-reads-contained.md).
     let (_, _, id) = start(&mut client, project.path(), "cautious", "status").await;
     let events = bounded("cautious turn", events_until(&mut client, id, "turn_completed")).await;
     assert!(events.iter().all(|e| e["kind"] != "approval_requested"), "{events:?}");

@@ -1,5 +1,5 @@
 //! Cautious's read-only commands in efr's read-only sandbox, with the real launcher and bubblewrap
-//! (docs/adr/0008-cautious-reads-contained.md): reads of credential stores and efr's state root see empty masks and
+//! (docs/adr/0009-cautious-reads-contained.md): reads of credential stores and efr's state root see empty masks and
 //! ask nothing, a repository's planted git config runs nothing, common reads give the same output as direct, and
 //! without bubblewrap cautious asks before reading a credential store.
 

@@ -110,7 +110,7 @@ pub const CAUTIOUS_UNCONTAINED: &str =
 
 /// Cautious's notice at a turn's start: when `settings.mode` is cautious and `status` says the sandbox cannot run,
 /// the turn's read-only commands run direct instead of in the read-only sandbox
-/// (docs/adr/0008-cautious-reads-contained.md); the returned `sandbox_unavailable` (no call_id) says so, with the
+/// (docs/adr/0009-cautious-reads-contained.md); the returned `sandbox_unavailable` (no call_id) says so, with the
 /// probe's reason. The mode stays cautious, so `settings` gets no fallback.
 #[must_use]
 pub fn cautious_uncontained(settings: &TurnSettings, status: &SandboxStatus) -> Option<SandboxUnavailable> {

@@ -89,7 +89,7 @@ pub struct PolicyContext {
     pub git: Vec<(GitPlace, GitTrust)>,
     /// efr's sandbox can run (the probe says so): cautious runs its read-only lines in the read-only sandbox
     /// ([`LaunchKind::ContainedReadOnly`]) and needs neither [`Self::git`] nor a question about a credential store
-    /// (docs/adr/0008-cautious-reads-contained.md). `false`: they run direct, as the user.
+    /// (docs/adr/0009-cautious-reads-contained.md). `false`: they run direct, as the user.
     pub sandbox: bool,
 }
 
@@ -128,7 +128,7 @@ pub enum LaunchKind {
     Unsandboxed,
     /// Cautious's read-only line, in the read-only sandbox: the same masks and no network as
     /// [`Self::Contained`], but nothing writable except a private `/tmp`, and git's config that can start a
-    /// program neutralised (docs/adr/0008-cautious-reads-contained.md). On the wire it is `contained` with no grants.
+    /// program neutralised (docs/adr/0009-cautious-reads-contained.md). On the wire it is `contained` with no grants.
     ContainedReadOnly,
 }
 

@@ -78,7 +78,7 @@ pub struct CallPlan<'a> {
     pub grants: &'a [Grant],
     /// Where the launcher writes its report.
     pub report: &'a Path,
-    /// The read-only sandbox of cautious's reads (docs/adr/0008-cautious-reads-contained.md): no project root and no
+    /// The read-only sandbox of cautious's reads (docs/adr/0009-cautious-reads-contained.md): no project root and no
     /// `$SCRATCH` writable (nothing but the private `/tmp`), no `SCRATCH` variable, and git's config that can start
     /// a program neutralised ([`GIT_NEUTRAL`]). The masks and the network are as for any contained call.
     pub read_only: bool,

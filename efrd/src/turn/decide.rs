@@ -62,7 +62,7 @@ pub async fn decide_call(env: &ToolEnv, call: ToolCall) -> Result<DecidedCall, S
             };
             let analysis = policy::analyse_call(&shell, &ctx);
             if policy::effective_mode(env.mode, env.origin) == Mode::Cautious {
-                // Cautious's reads run in the read-only sandbox whenever it can run (docs/adr/0008-cautious-reads-contained.md): git's own
+                // Cautious's reads run in the read-only sandbox whenever it can run (docs/adr/0009-cautious-reads-contained.md): git's own
                 // config is neutralised there, so the repositories need no check.
                 ctx.sandbox = env.sandbox.current().await.status.available && visible_read_only(env);
                 if !ctx.sandbox {
@@ -97,7 +97,7 @@ pub async fn decide_call(env: &ToolEnv, call: ToolCall) -> Result<DecidedCall, S
 
 /// Whether the read-only sandbox shows the call's folders: its private `/tmp` hides a project or a start folder
 /// under `/tmp` (auto binds its project over it, writable; the read-only sandbox binds nothing), so there cautious's
-/// reads run direct, with the check of credential stores (docs/adr/0008-cautious-reads-contained.md).
+/// reads run direct, with the check of credential stores (docs/adr/0009-cautious-reads-contained.md).
 fn visible_read_only(env: &ToolEnv) -> bool {
     let under_tmp = |path: &Path| crate::policy::paths::is_within(path, Path::new("/tmp"));
     !under_tmp(&env.cwd) && !env.roots.iter().any(|root| under_tmp(root))

@@ -64,7 +64,7 @@ const SANDBOX_NOTE: &str = "\n[this call ran in efr's sandbox: only the project,
      fresh shell from the hidden shell's directory, so cd and export do not carry to the next call. A failure may \
      come from these limits]";
 
-/// Told to the model after a call of cautious's read-only sandbox that failed (docs/adr/0008-cautious-reads-contained.md).
+/// Told to the model after a call of cautious's read-only sandbox that failed (docs/adr/0009-cautious-reads-contained.md).
 const READ_ONLY_NOTE: &str = "\n[this read-only command ran in efr's read-only sandbox: nothing is writable but a \
      private /tmp, credential stores and efr's files read as empty, there is no network, and git runs none of a \
      repository's hooks, fsmonitor, pager or external diff. A failure may come from these limits; a command that \
@@ -244,7 +244,7 @@ pub async fn run_shell(
 ///
 /// A read-only call of cautious keeps the shell as it is: in cautious every direct call was the user's yes, and
 /// before the read-only sandbox these reads ran in that same shell, so its state (an export the user allowed) carries
-/// over as it did (docs/adr/0008-cautious-reads-contained.md). It has no `$SCRATCH`.
+/// over as it did (docs/adr/0009-cautious-reads-contained.md). It has no `$SCRATCH`.
 async fn take_shell(env: &ToolEnv, launch: ShellLaunch) -> Result<HiddenShell, String> {
     let shell = {
         let mut slot = env.shell.lock().await;

@@ -137,7 +137,7 @@ impl Concern {
     /// not analyse or cannot parse (`eval "$x"`, `source x`), not a write, the network, another user or a wait at
     /// the terminal, and not `source`, `.` or `exec`, whose point is the hidden shell's own state (a contained call
     /// runs in a child of it). Cautious still asks about such a line, and runs it in the read-only sandbox once
-    /// allowed (docs/adr/0008-cautious-reads-contained.md).
+    /// allowed (docs/adr/0009-cautious-reads-contained.md).
     #[must_use]
     pub fn needs_only_reading(&self) -> bool {
         match self {
@@ -192,7 +192,7 @@ pub struct LineAnalysis {
     /// What the line reads in a credential store or efr's state root (a path under one of the default masks, a glob
     /// or a recursive read from a folder above one, a path that expands to what efr cannot resolve), each completing
     /// "cautious asks before …". Not a concern: inside efr's read-only sandbox these read as empty, so cautious asks
-    /// about them only when the sandbox is not available (docs/adr/0008-cautious-reads-contained.md).
+    /// about them only when the sandbox is not available (docs/adr/0009-cautious-reads-contained.md).
     pub store_reads: Vec<String>,
 }
 

@@ -411,7 +411,7 @@ fn common_read_only_commands_run_without_a_question() {
 
 /// With the sandbox, every line cautious runs without a question runs in the read-only sandbox, and so do the reads
 /// of credential stores and efr's state root that ask without it; the rest asks as before
-/// (docs/adr/0008-cautious-reads-contained.md).
+/// (docs/adr/0009-cautious-reads-contained.md).
 #[test]
 fn with_the_sandbox_cautious_runs_its_reads_contained_read_only() {
     let contained = Decision::Run {
