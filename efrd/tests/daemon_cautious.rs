@@ -217,11 +217,6 @@ async fn a_git_config_planted_by_a_contained_call_runs_nothing_in_a_cautious_git
     assert!(!marker.exists(), "a planted program ran");
 }
 
-/// What a line printed, without the notes efr adds for the model.
-fn printed(server: &efr_test_support::scripted::ScriptedModel, call: &str) -> String {
-    tool_output(server, call)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn common_reads_print_the_same_contained_as_direct() {
     let lines = [
@@ -275,12 +270,12 @@ async fn common_reads_print_the_same_contained_as_direct() {
             "{launch}: {events:?}"
         );
         let mut seen = Vec::new();
-        for n in 0..lines.len() {
+        for (n, line) in lines.iter().enumerate() {
             let call = format!("call_{n}");
             let started = event_of(&events, "tool_call_started", &call);
-            assert_eq!(started["launch"]["kind"], launch, "{}: {started}", lines[n]);
+            assert_eq!(started["launch"]["kind"], launch, "{line}: {started}");
             // Each run has its own home folder: its name is the only difference allowed.
-            seen.push(printed(&server, &call).replace(&home.path().display().to_string(), "$HOME"));
+            seen.push(tool_output(&server, &call).replace(&home.path().display().to_string(), "$HOME"));
         }
         outputs.push(seen);
         drop(efrd);

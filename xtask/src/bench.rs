@@ -15,6 +15,7 @@ const BENCHES: &[(&str, &str)] = &[
     ("efrd", "store"),
     ("efrd", "daemon"),
     ("efr-launcher", "contained_true"),
+    ("efr-launcher", "contained_read"),
 ];
 
 /// Runs every benchmark in release mode.
