@@ -141,6 +141,8 @@ async fn cautious_reads_of_credential_stores_ask_nothing_and_see_empty_masks() {
     for call in ["call_tilde", "call_home", "call_pwd", "call_link"] {
         let seen = tool_output(&server, call);
         assert!(seen.contains("No such file or directory"), "{call}: {seen}");
+        // The model is told where the failure may come from.
+        assert!(seen.contains("ran in efr's read-only sandbox"), "{call}: {seen}");
     }
     // The export carried over from the hidden shell into the contained eval, which ran its line.
     assert!(tool_output(&server, "call_eval").contains("evaluated"));

@@ -67,7 +67,7 @@ const SANDBOX_NOTE: &str = "\n[this call ran in efr's sandbox: only the project,
 /// Told to the model after a call of cautious's read-only sandbox that failed (docs/adr/0009-cautious-reads-contained.md).
 const READ_ONLY_NOTE: &str = "\n[this read-only command ran in efr's read-only sandbox: nothing is writable but a \
      private /tmp, credential stores and efr's files read as empty, there is no network, and git runs none of a \
-     repository's hooks, fsmonitor, pager or external diff. A failure may come from these limits; a command that \
+     repository's hooks, fsmonitor or pager. A failure may come from these limits; a command that \
      needs more runs after the user allows it]";
 
 /// Where a shell call runs, for [`take_shell`].
