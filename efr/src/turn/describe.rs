@@ -167,6 +167,15 @@ pub fn fallback_words(settings: &TurnSettings) -> Option<String> {
     })
 }
 
+/// `sandbox unavailable: <reason>` for a turn's `sandbox_unavailable` (no call_id: the probe found it at the
+/// turn's start), such as a cautious turn's "…; cautious runs read-only commands uncontained, …"; `None` for a
+/// call's own (its completion says why) and for the reason the turn's fallback already showed (`shown`).
+#[must_use]
+pub fn sandbox_notice(unavailable: &efr_protocol::events::SandboxUnavailable, shown: Option<&str>) -> Option<String> {
+    (unavailable.call_id.is_none() && shown != Some(unavailable.reason.as_str()))
+        .then(|| format!("sandbox unavailable: {}", printable(&unavailable.reason)))
+}
+
 /// The program's prompt from a pty row (shell.status `busy.prompt`): control sequences, control characters and
 /// trailing blanks dropped; `None` when nothing is left (a blank row tells the user nothing).
 #[must_use]

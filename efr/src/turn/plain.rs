@@ -44,7 +44,9 @@ use efr_protocol::ids::ConversationId;
 use efr_protocol::wire::{ApprovalDecision, InputWait};
 
 use super::clean::printable;
-use super::describe::{call_end, call_title, change_lines, fallback_words, output_tail, settings_words, usage_words};
+use super::describe::{
+    call_end, call_title, change_lines, fallback_words, output_tail, sandbox_notice, settings_words, usage_words,
+};
 
 /// Writes the plain transcript to stdout.
 #[derive(Debug, Default)]
@@ -55,6 +57,8 @@ pub struct PlainView {
     patches: BTreeMap<String, bool>,
     /// The program's prompt of each call's input wait, by call id (set by [`Self::prompt`] before the event).
     prompts: BTreeMap<String, String>,
+    /// The reason of the turn's mode fallback, once shown (its `sandbox_unavailable` says the same).
+    fallback: Option<String>,
 }
 
 /// The lines of `text` after a first-line prefix, further lines indented by two spaces (blank lines stay empty);
@@ -101,11 +105,17 @@ impl PlainView {
     pub fn lines(&mut self, event: &Event) -> Vec<String> {
         match &event.body {
             EventBody::TurnStarted(started) => match &started.settings {
-                Some(settings) => std::iter::once(format!("turn started · {}", settings_words(settings)))
-                    .chain(fallback_words(settings))
-                    .collect(),
+                Some(settings) => {
+                    self.fallback = settings.fallback.as_ref().map(|f| f.reason.clone());
+                    std::iter::once(format!("turn started · {}", settings_words(settings)))
+                        .chain(fallback_words(settings))
+                        .collect()
+                }
                 None => vec!["turn started".to_owned()],
             },
+            EventBody::SandboxUnavailable(unavailable) => sandbox_notice(unavailable, self.fallback.as_deref())
+                .into_iter()
+                .collect(),
             EventBody::AssistantMessageUpdated(update) => {
                 self.partial.entry(update.index).or_default().push_str(&update.delta);
                 Vec::new()
@@ -270,11 +280,32 @@ mod tests {
                 "auto is unavailable here, running as cautious: bubblewrap is not installed"
             ]
         );
+        // The fallback's sandbox_unavailable says the same: not shown twice.
+        let same = event(&json!({"kind": "sandbox_unavailable", "reason": "bubblewrap is not installed"}));
+        assert!(view.lines(&same).is_empty());
         view.prompt("c1", Some("Continue? [y/N]".to_owned()));
         let wait = event(&json!({"kind": "tool_call_input_changed", "call_id": "c1", "input": "visible"}));
         assert_eq!(view.lines(&wait), ["input: waiting for input: Continue? [y/N]"]);
         view.prompt("c1", None);
         assert_eq!(view.lines(&wait), ["input: waiting for input"]);
+    }
+
+    #[test]
+    fn a_cautious_turn_without_a_sandbox_says_its_reads_run_uncontained() {
+        let lines = transcript(&[
+            json!({"kind": "turn_started", "settings": {"mode": "cautious", "model": "gpt-5"}}),
+            json!({"kind": "sandbox_unavailable", "reason": "bubblewrap is not installed; cautious runs read-only \
+                commands uncontained, as you, and asks before reading a credential store"}),
+            json!({"kind": "sandbox_unavailable", "call_id": "c1", "reason": "a call's own"}),
+        ]);
+        assert_eq!(
+            lines,
+            [
+                "turn started · cautious · gpt-5",
+                "sandbox unavailable: bubblewrap is not installed; cautious runs read-only commands uncontained, as \
+                 you, and asks before reading a credential store"
+            ]
+        );
     }
 
     #[test]

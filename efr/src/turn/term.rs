@@ -19,7 +19,8 @@ use termimad::MadSkin;
 
 use super::clean::printable;
 use super::describe::{
-    call_end, call_ok, call_title, change_lines, fallback_words, output_tail, settings_words, usage_words,
+    call_end, call_ok, call_title, change_lines, fallback_words, output_tail, sandbox_notice, settings_words,
+    usage_words,
 };
 use super::markdown::{self, Blocks};
 
@@ -58,6 +59,8 @@ pub struct TermView<W: Write = Stdout> {
     paused: bool,
     /// A question's line waits for its answer (no newline yet).
     asking: bool,
+    /// The reason of the turn's mode fallback, once shown (its `sandbox_unavailable` says the same).
+    fallback: Option<String>,
 }
 
 impl Default for TermView {
@@ -92,6 +95,7 @@ impl<W: Write> TermView<W> {
             drawn: false,
             paused: false,
             asking: false,
+            fallback: None,
         }
     }
 
@@ -158,9 +162,15 @@ impl<W: Write> TermView<W> {
             EventBody::TurnStarted(started) => {
                 if let Some(settings) = &started.settings {
                     self.print(&format!("{DIM}{}{RESET}", settings_words(settings)));
+                    self.fallback = settings.fallback.as_ref().map(|f| f.reason.clone());
                     if let Some(fallback) = fallback_words(settings) {
                         self.print(&format!("{YELLOW}{fallback}{RESET}"));
                     }
+                }
+            }
+            EventBody::SandboxUnavailable(unavailable) => {
+                if let Some(notice) = sandbox_notice(unavailable, self.fallback.as_deref()) {
+                    self.print(&format!("{YELLOW}{notice}{RESET}"));
                 }
             }
             EventBody::AssistantMessageUpdated(update) => {
