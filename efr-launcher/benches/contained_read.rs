@@ -1,4 +1,4 @@
-//! Bench: what cautious's read-only sandbox costs a read-only command (docs/adr/0008-cautious-reads-contained.md):
+//! Bench: what cautious's read-only sandbox costs a read-only command (docs/adr/0009-cautious-reads-contained.md):
 //! `cat` of a small file and `git status` in a small repository, each run through the launcher with a read-only
 //! plan (no writable root, the default masks, git's program-starting config neutralised) against the same command
 //! run direct.

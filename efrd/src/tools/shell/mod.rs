@@ -297,7 +297,7 @@ pub fn remove_leftovers(work_root: &std::path::Path) -> usize {
 /// direct call (full or cautious mode, or an approved exit) can set such state; so an auto contained call never runs
 /// in a shell that a direct call has used: [`ShellSlot::shell_for_contained`] starts a new one first, in the old one's
 /// working directory. Cautious's read-only contained calls take [`ShellSlot::shell`] as it is: there every direct
-/// call was the user's yes (docs/adr/0008-cautious-reads-contained.md).
+/// call was the user's yes (docs/adr/0009-cautious-reads-contained.md).
 #[derive(Debug)]
 pub struct ShellSlot {
     opts: ShellOptions,
