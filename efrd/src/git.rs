@@ -9,7 +9,7 @@
 //! `log.showSignature`). [`command`] overrides each of those that a fixed key or an environment variable can
 //! override; the command line and the environment win over every config file:
 //!
-//! - `-c` overrides ([`OVERRIDES`]): no fsmonitor, hooks looked for in `/dev/null`, the pager `cat` (git starts no
+//! - `-c` overrides ([`NO_PROGRAMS`], [`OUTSIDE_ONLY`]): no fsmonitor, hooks looked for in `/dev/null`, the pager `cat` (git starts no
 //!   pager for `cat`), the editor `:` (git starts none), an empty `diff.external` (git fails to start it instead of
 //!   starting the repository's; a driver that `.gitattributes` names still needs [`DIFF_OPTIONS`]), no askpass,
 //!   `/bin/false` for ssh and every signing program, no credential helper (an empty value clears the list), no
@@ -36,28 +36,36 @@
 
 use std::ffi::OsStr;
 
-/// The `-c` overrides of [`command`], as `key=value` (an empty value resets the key).
-pub const OVERRIDES: &[&str] = &[
-    "core.fsmonitor=false",
-    "core.hooksPath=/dev/null",
-    "core.pager=cat",
-    "core.editor=:",
-    "sequence.editor=:",
-    "core.askPass=",
-    "core.sshCommand=/bin/false",
-    "credential.helper=",
-    "diff.external=",
-    "log.showSignature=false",
-    "commit.gpgSign=false",
-    "tag.gpgSign=false",
-    "tag.forceSignAnnotated=false",
-    "push.gpgSign=false",
-    "gpg.program=/bin/false",
-    "gpg.openpgp.program=/bin/false",
-    "gpg.x509.program=/bin/false",
-    "gpg.ssh.program=/bin/false",
-    "gpg.ssh.defaultKeyCommand=/bin/false",
+/// Each config key that can make git start a program, with a value that starts none (an empty value resets the
+/// key). Both kinds of git that efr runs on a repository it does not trust use it: [`command`] outside the sandbox
+/// (as `-c key=value`) and cautious's read-only sandbox (as `GIT_CONFIG_KEY_<n>`/`GIT_CONFIG_VALUE_<n>`,
+/// [`crate::turn::contained`]). `core.gitProxy` is not here: its first match wins, so it cannot be overridden; the
+/// transports are limited instead.
+pub const NO_PROGRAMS: &[(&str, &str)] = &[
+    ("core.fsmonitor", "false"),
+    ("core.hooksPath", "/dev/null"),
+    ("core.pager", "cat"),
+    ("core.editor", ":"),
+    ("sequence.editor", ":"),
+    ("core.askPass", ""),
+    ("core.sshCommand", "/bin/false"),
+    ("credential.helper", ""),
+    ("log.showSignature", "false"),
+    ("commit.gpgSign", "false"),
+    ("tag.gpgSign", "false"),
+    ("tag.forceSignAnnotated", "false"),
+    ("push.gpgSign", "false"),
+    ("gpg.program", "/bin/false"),
+    ("gpg.openpgp.program", "/bin/false"),
+    ("gpg.x509.program", "/bin/false"),
+    ("gpg.ssh.program", "/bin/false"),
+    ("gpg.ssh.defaultKeyCommand", "/bin/false"),
 ];
+
+/// What [`command`] overrides besides [`NO_PROGRAMS`]: an empty `diff.external`, so that git fails to start an
+/// external diff instead of starting the repository's. Not in the read-only sandbox, where the user's own
+/// `git diff` must work (and a driver there runs contained).
+pub const OUTSIDE_ONLY: &[(&str, &str)] = &[("diff.external", "")];
 
 /// What a caller that diffs (`diff`, `log -p`, `show`, `blame`) passes after the subcommand: no external diff and
 /// no textconv, whatever driver `.gitattributes` names.
@@ -97,11 +105,11 @@ pub fn command_for_hook_paths() -> tokio::process::Command {
 
 fn build(hooks_path: bool) -> std::process::Command {
     let mut command = std::process::Command::new("git");
-    for over in OVERRIDES {
-        if !hooks_path && over.starts_with("core.hooksPath=") {
+    for (key, value) in NO_PROGRAMS.iter().chain(OUTSIDE_ONLY) {
+        if !hooks_path && *key == "core.hooksPath" {
             continue;
         }
-        command.args([OsStr::new("-c"), OsStr::new(over)]);
+        command.args([OsStr::new("-c"), OsStr::new(&format!("{key}={value}"))]);
     }
     command.args(["--no-pager", "--no-optional-locks"]);
     for (name, value) in ENVIRONMENT {

@@ -80,31 +80,24 @@ pub struct CallPlan<'a> {
     pub report: &'a Path,
     /// The read-only sandbox of cautious's reads (docs/adr/0009-cautious-reads-contained.md): no project root and no
     /// `$SCRATCH` writable (nothing but the private `/tmp`), no `SCRATCH` variable, and git's config that can start
-    /// a program neutralised ([`GIT_NEUTRAL`]). The masks and the network are as for any contained call.
+    /// a program neutralised ([`git_neutral`]). The masks and the network are as for any contained call.
     pub read_only: bool,
 }
 
-/// The git config that a read-only call runs with, on top of every config file git reads: each key a repository's
-/// own config could set to make a read (`git status`, `git diff`, `git log`) start a program. Passed as
-/// `GIT_CONFIG_COUNT`/`GIT_CONFIG_KEY_<n>`/`GIT_CONFIG_VALUE_<n>` (git 2.31 and later), which git reads as
+/// The git config that a read-only call runs with, on top of every config file git reads: [`crate::git::NO_PROGRAMS`]
+/// (each key a repository's own config could set to make a read start a program) and no transport at all. Passed
+/// as `GIT_CONFIG_COUNT`/`GIT_CONFIG_KEY_<n>`/`GIT_CONFIG_VALUE_<n>` (git 2.31 and later), which git reads as
 /// command-line config: it wins over the system, global, local and worktree files and their includes. `GIT_PAGER`
 /// (set too) wins over `pager.<command>`. Some cannot be switched off this way: `diff.external` (an empty value
 /// makes `git diff` fail, and git has no config that turns it off) and the drivers that `.gitattributes` names (a
 /// filter's `clean`, a diff driver's `textconv`), whose names git does not fix. Those run only inside the read-only
 /// sandbox, where they can read no more than the call itself.
-pub const GIT_NEUTRAL: &[(&str, &str)] = &[
-    ("core.fsmonitor", "false"),
-    ("core.hooksPath", "/dev/null"),
-    ("core.pager", "cat"),
-    ("core.sshCommand", "false"),
-    ("core.gitProxy", ""),
-    ("core.askPass", ""),
-    ("gpg.program", "gpg"),
-    ("gpg.ssh.program", "ssh-keygen"),
-    ("gpg.x509.program", "gpgsm"),
-    ("credential.helper", ""),
-    ("protocol.allow", "never"),
-];
+fn git_neutral() -> impl Iterator<Item = (&'static str, &'static str)> {
+    crate::git::NO_PROGRAMS
+        .iter()
+        .copied()
+        .chain([("protocol.allow", "never")])
+}
 
 /// The launch plan of a contained call; see the module docs for what goes in. Environment entries that a plan may
 /// not hold (a name with `=`, a string longer than an exec takes, a NUL byte) are left out, so the plan is refused
@@ -167,7 +160,7 @@ fn sandbox_env(
     env
 }
 
-/// Adds [`GIT_NEUTRAL`] to `env` after the command-line config entries it already has (an export of the user's
+/// Adds [`git_neutral`] to `env` after the command-line config entries it already has (an export of the user's
 /// `GIT_CONFIG_COUNT` keeps its entries; a count that does not parse is replaced), and sets `GIT_PAGER` to `cat`.
 fn neutralise_git(env: &mut BTreeMap<String, String>) {
     let first = env
@@ -175,11 +168,13 @@ fn neutralise_git(env: &mut BTreeMap<String, String>) {
         .and_then(|count| count.trim().parse::<usize>().ok())
         .filter(|count| *count < 1000)
         .unwrap_or(0);
-    for (offset, (key, value)) in GIT_NEUTRAL.iter().enumerate() {
-        env.insert(format!("GIT_CONFIG_KEY_{}", first + offset), (*key).to_owned());
-        env.insert(format!("GIT_CONFIG_VALUE_{}", first + offset), (*value).to_owned());
+    let mut count = first;
+    for (key, value) in git_neutral() {
+        env.insert(format!("GIT_CONFIG_KEY_{count}"), key.to_owned());
+        env.insert(format!("GIT_CONFIG_VALUE_{count}"), value.to_owned());
+        count += 1;
     }
-    env.insert("GIT_CONFIG_COUNT".into(), (first + GIT_NEUTRAL.len()).to_string());
+    env.insert("GIT_CONFIG_COUNT".into(), count.to_string());
     env.insert("GIT_PAGER".into(), "cat".into());
 }
 
@@ -501,8 +496,9 @@ mod tests {
         assert!(!plan.env.contains_key("OPENAI_API_KEY"));
         // The user's own command-line config stays first; efr's comes after it and wins.
         assert_eq!(plan.env["GIT_CONFIG_KEY_0"], "color.ui");
-        assert_eq!(plan.env["GIT_CONFIG_COUNT"], (1 + GIT_NEUTRAL.len()).to_string());
-        let keys: Vec<(&str, &str)> = (1..=GIT_NEUTRAL.len())
+        let neutral: Vec<(&str, &str)> = git_neutral().collect();
+        assert_eq!(plan.env["GIT_CONFIG_COUNT"], (1 + neutral.len()).to_string());
+        let keys: Vec<(&str, &str)> = (1..=neutral.len())
             .map(|n| {
                 (
                     plan.env[&format!("GIT_CONFIG_KEY_{n}")].as_str(),
@@ -510,8 +506,9 @@ mod tests {
                 )
             })
             .collect();
-        assert_eq!(keys, GIT_NEUTRAL);
+        assert_eq!(keys, neutral);
         assert!(keys.contains(&("core.fsmonitor", "false")) && keys.contains(&("core.hooksPath", "/dev/null")));
+        assert!(keys.contains(&("protocol.allow", "never")));
         assert_eq!(plan.env["GIT_PAGER"], "cat");
     }
 
