@@ -55,6 +55,53 @@ pub fn daemon(home: &Path, model: &ScriptedModel) -> TestDaemon {
     .expect("efrd starts")
 }
 
+/// Set in the environment of a process that runs one test alone (see [`alone`]): the test's name.
+const ALONE: &str = "EFR_TEST_ALONE";
+
+/// Runs the test `name` (as `module_path!()` and the function's name give it) in a process of its own: this test
+/// binary again, with only that test selected. For the few tests that need the process to themselves, which one
+/// binary for every test no longer gives them (a measure of the process's memory, a thread-default tracing
+/// subscriber that other tests' callsites would race with). `body` runs in that process; here, the test waits for
+/// it and fails with its output when it fails.
+pub fn alone(module: &str, function: &str, body: impl FnOnce()) {
+    // `module_path!()` starts with the crate (`all::suite::...`); the harness names tests without it.
+    let name = format!(
+        "{}::{function}",
+        module.split_once("::").map_or(module, |(_, path)| path)
+    );
+    if std::env::var(ALONE).is_ok_and(|alone| alone == name) {
+        body();
+        return;
+    }
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([name.as_str(), "--exact", "--nocapture", "--test-threads=1"])
+        .env(ALONE, &name)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    eprint!("{stderr}");
+    assert!(
+        out.status.success(),
+        "{name} failed in its own process:\n{stdout}\n{stderr}"
+    );
+    assert!(
+        stdout.contains("1 passed"),
+        "{name} did not run in its own process:\n{stdout}"
+    );
+}
+
+/// A tokio runtime like `#[tokio::test(flavor = "multi_thread", worker_threads = 2)]` makes.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
 /// A new command id.
 pub fn command_id() -> String {
     uuid::Uuid::new_v4().to_string()

@@ -1,8 +1,10 @@
 //! The hidden shell's memory stays bounded under 50 MiB of output.
 //!
-//! A test binary of its own, so that no other test allocates in this process while it measures its RSS.
+//! It measures its RSS alone in a process (`common::alone`), so no other test allocates in the process meanwhile.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a failed unwrap is a failed test.
+
+use crate::common;
 
 use std::time::Duration;
 
@@ -15,8 +17,14 @@ fn rss_kib() -> u64 {
     line.split_whitespace().nth(1).unwrap().parse().unwrap()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn fifty_mib_of_output_keep_memory_bounded() {
+#[test]
+fn fifty_mib_of_output_keep_memory_bounded() {
+    common::alone(module_path!(), "fifty_mib_of_output_keep_memory_bounded", || {
+        common::runtime().block_on(measure());
+    });
+}
+
+async fn measure() {
     let dir = tempfile::tempdir().unwrap();
     let mut opts = ShellOptions::new(ShellKind::Bash, dir.path().to_owned(), dir.path().to_owned());
     opts.env = vec![

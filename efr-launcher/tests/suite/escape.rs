@@ -6,7 +6,7 @@
 // The battery's bodies are shared by the #[test] functions of each user and panic like them.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use std::net::{TcpListener, UdpSocket};
 use std::os::linux::net::SocketAddrExt;

@@ -5,7 +5,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a failed unwrap is a failed test.
 
-mod common;
+use crate::common;
 
 use common::{daemon, efr_run, model, run_efr, shell, text, texts};
 use efr_protocol::events::{Event, EventBody};

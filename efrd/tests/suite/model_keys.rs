@@ -5,6 +5,8 @@
 // Test helpers outside #[test] functions may panic too (team rule: tests may unwrap).
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
+use crate::common;
+
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::sync::{Arc, Mutex};
@@ -290,8 +292,20 @@ impl Write for Captured {
     }
 }
 
-#[tokio::test]
-async fn no_log_line_and_no_debug_print_holds_a_key() {
+#[test]
+fn no_log_line_and_no_debug_print_holds_a_key() {
+    // Alone in its process: the subscriber is this thread's default, and a callsite that another test's thread
+    // registered first keeps the interest it got then, so its line would not reach the capture.
+    common::alone(module_path!(), "no_log_line_and_no_debug_print_holds_a_key", || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(no_key_in_logs_or_debug_prints());
+    });
+}
+
+async fn no_key_in_logs_or_debug_prints() {
     let captured = Captured::default();
     let writer = captured.clone();
     let subscriber = tracing_subscriber::fmt()

@@ -4,7 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a failed unwrap is a failed test.
 
-mod common;
+use crate::common;
 
 use common::{KEY, daemon, efr_run, model, patch, run_efr, text, texts};
 use efr_protocol::events::Event;

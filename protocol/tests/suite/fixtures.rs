@@ -1,7 +1,8 @@
 //! The frozen fixtures of `protocol/fixtures/v1/`: every file matches its example byte for byte (serialize → file),
 //! parses back to the same value (file → value), and no file in the folder is unregistered.
 //!
-//! `EFR_BLESS=1 cargo test -p efr-protocol --test fixtures` rewrites the files first (what `cargo xtask bless` does).
+//! `EFR_BLESS=1 cargo test -p efr-protocol --test all suite::fixtures` rewrites the files first (what
+//! `cargo xtask bless` does).
 
 // Tests may unwrap (team rule); clippy.toml allows it only inside #[test] functions, not their helpers.
 #![allow(clippy::unwrap_used)]

@@ -1,6 +1,7 @@
 //! `docs/protocol.schema.json` must be byte-equal to what the types generate.
 //!
-//! `EFR_BLESS=1 cargo test -p efr-protocol --test schema` rewrites it first (what `cargo xtask protocol-schema` does).
+//! `EFR_BLESS=1 cargo test -p efr-protocol --test all suite::schema` rewrites it first (what
+//! `cargo xtask protocol-schema` does).
 
 // Tests may unwrap (team rule); clippy.toml allows it only inside #[test] functions, not their helpers.
 #![allow(clippy::unwrap_used)]

@@ -1,0 +1,7 @@
+//! One module per file of this folder; `tests/all.rs` is the binary that holds them.
+
+mod cli_commands;
+mod cli_pipe;
+mod cli_pty;
+mod shell_init;
+mod systemd_user;

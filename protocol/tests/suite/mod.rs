@@ -1,0 +1,5 @@
+//! One module per file of this folder; `tests/all.rs` is the binary that holds them.
+
+mod codec_props;
+mod fixtures;
+mod schema;

@@ -1,0 +1,3 @@
+//! One module per file of this folder; `tests/all.rs` is the binary that holds them.
+
+mod scripted_model;
