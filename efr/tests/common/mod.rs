@@ -116,6 +116,12 @@ pub fn daemon(home: &Path, model: &ScriptedModel, logged_in: bool) -> TestDaemon
 /// `efr` with `args`, in `cwd`, talking to the efrd of `home`, stdin from `input` (null when `None`), stdout and
 /// stderr piped. Fails the test when efr runs longer than 60 s (it is killed then).
 pub fn run_efr(home: &Path, cwd: &Path, args: &[&str], input: Option<&str>) -> Output {
+    run_efr_bytes(home, cwd, args, input.map(str::as_bytes))
+}
+
+/// [`run_efr`] with stdin from any bytes, written from a thread of their own: efr may stop reading early (a prompt
+/// over its limit), which must not block nor fail the test's side.
+pub fn run_efr_bytes(home: &Path, cwd: &Path, args: &[&str], input: Option<&[u8]>) -> Output {
     let mut command = Command::new(efr());
     command
         .args(args)
@@ -127,12 +133,19 @@ pub fn run_efr(home: &Path, cwd: &Path, args: &[&str], input: Option<&str>) -> O
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let mut child = command.spawn().expect("start efr");
-    if let Some(input) = input {
-        child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
-    }
+    let writer = input.map(|input| {
+        let mut stdin = child.stdin.take().unwrap();
+        let input = input.to_vec();
+        std::thread::spawn(move || {
+            let _ = stdin.write_all(&input);
+        })
+    });
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         if child.try_wait().unwrap().is_some() {
+            if let Some(writer) = writer {
+                writer.join().unwrap();
+            }
             return child.wait_with_output().unwrap();
         }
         if Instant::now() > deadline {

@@ -340,3 +340,69 @@ async fn efr_shell_shows_a_command_left_running_and_stops_it() {
     assert_eq!(out.status.code(), Some(1));
     assert!(texts(&out).1.contains("no such conversation"), "{}", texts(&out).1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn efr_shell_stop_exits_1_when_the_command_survives_sigint() {
+    use efr_test_support::scripted::{Reply, ReplyEvent, ScriptToolCall};
+    let home = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    // SIGINT is ignored by the shell that sources the command and so by its sleep: only closing the shell ends it.
+    let stubborn = Reply {
+        events: vec![ReplyEvent::ToolCall(ScriptToolCall {
+            id: "call_stubborn".into(),
+            name: "shell".into(),
+            freeform: false,
+            input: vec![serde_json::json!({"command": "trap '' INT; sleep 600", "timeout": 1}).to_string()],
+        })],
+        stop: Some("tool_use".into()),
+        ..Reply::default()
+    };
+    let server = model(vec![stubborn, text("it still runs")]).await;
+    let _efrd = daemon(home.path(), &server, true);
+    let out = efr_run(
+        home.path(),
+        project.path(),
+        &["--new", "--mode", "full", "--json", "start it"],
+        None,
+    )
+    .await;
+    let (stdout, stderr) = texts(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let first: Event = serde_json::from_str(stdout.lines().next().unwrap()).unwrap();
+    let id = first.conversation_id.to_string();
+
+    let out = efr_run(
+        home.path(),
+        project.path(),
+        &["shell", "stop", "--conversation", &id],
+        None,
+    )
+    .await;
+    let (stdout, stderr) = texts(&out);
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert_eq!(stdout, "", "nothing claims it stopped");
+    // efr looks for 5 s after the stop (STOP_WAIT in efr/src/commands/shell.rs).
+    assert_eq!(
+        stderr,
+        "efr: $ trap '' INT; sleep 600 still runs 5s after the stop; `efr shell stop --close` closes the hidden \
+         shell\n"
+    );
+    let out = efr_run(home.path(), project.path(), &["shell", "--conversation", &id], None).await;
+    assert!(
+        texts(&out).0.starts_with("$ trap '' INT; sleep 600\n"),
+        "still running: {:?}",
+        texts(&out)
+    );
+
+    // --close ends it.
+    let out = efr_run(
+        home.path(),
+        project.path(),
+        &["shell", "stop", "--close", "--conversation", &id],
+        None,
+    )
+    .await;
+    let (stdout, stderr) = texts(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert_eq!(stdout, "$ trap '' INT; sleep 600: closed the hidden shell\n");
+}

@@ -7,7 +7,7 @@
 
 use crate::common;
 
-use common::{daemon, efr_run, model, run_efr, shell, text, texts};
+use common::{daemon, efr_run, model, run_efr, run_efr_bytes, shell, text, texts};
 use efr_protocol::events::{Event, EventBody};
 use efr_protocol::wire::{AdminStatusResult, ModelsListResult};
 
@@ -261,11 +261,11 @@ fn bad_input_is_refused_before_anything_is_sent() {
     for (args, message) in cases {
         let out = run_efr(home.path(), home.path(), args, None);
         let (_, stderr) = texts(&out);
-        assert_ne!(out.status.code(), Some(0), "{args:?}");
-        assert_ne!(
+        // 1 is bad input (README, "Exit codes"); 2 would be efrd not reached, a panic 101.
+        assert_eq!(
             out.status.code(),
-            Some(2),
-            "{args:?} must fail before it connects: {stderr}"
+            Some(1),
+            "{args:?} must fail as bad input before it connects: {stderr}"
         );
         assert!(stderr.contains(message), "{args:?}: {stderr}");
     }
@@ -444,12 +444,14 @@ async fn a_prompt_behind_a_running_turn_says_it_is_queued() {
     use std::io::BufRead;
     let home = tempfile::tempdir().unwrap();
     let project = tempfile::tempdir().unwrap();
-    let server = model(vec![
-        shell("call_1", "sleep 3"),
-        text("first done"),
-        text("second done"),
-    ])
-    .await;
+    // The first turn's command runs until the test lets it go (bounded to 60 s), so the second prompt surely
+    // arrives while it runs, however slow the machine.
+    let release = project.path().join("release");
+    let wait = format!(
+        "for i in $(seq 600); do [ -e {} ] && break; sleep 0.1; done; echo released",
+        release.display()
+    );
+    let server = model(vec![shell("call_1", &wait), text("first done"), text("second done")]).await;
     let _efrd = daemon(home.path(), &server, true);
 
     let mut first = std::process::Command::new(common::efr())
@@ -481,20 +483,38 @@ async fn a_prompt_behind_a_running_turn_says_it_is_queued() {
     .await
     .unwrap();
 
-    let out = efr_run(
-        home.path(),
-        project.path(),
-        &["--conversation", &conversation, "second"],
-        None,
-    )
-    .await;
-    let (stdout, stderr) = texts(&out);
-    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
-    assert!(
-        stdout.starts_with("queued behind the running turn\n"),
-        "{stdout}\n{stderr}"
+    let mut second = std::process::Command::new(common::efr())
+        .args(["--conversation", &conversation, "second"])
+        .current_dir(project.path())
+        .env("EFR_HOME", home.path())
+        .env_remove("EFR_RUNTIME_DIR")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let second_stdout = second.stdout.take().unwrap();
+    // The second efr says it is queued while the first command still runs; only then is that command let go.
+    let (first_line, rest) = tokio::task::spawn_blocking(move || {
+        let mut lines = std::io::BufReader::new(second_stdout).lines();
+        let first_line = lines.next().map(Result::unwrap);
+        std::fs::write(release, "").unwrap();
+        let rest: Vec<String> = lines.map(Result::unwrap).collect();
+        (first_line, rest.join("\n"))
+    })
+    .await
+    .unwrap();
+    let out = tokio::task::spawn_blocking(move || second.wait_with_output().unwrap())
+        .await
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        first_line.as_deref(),
+        Some("queued behind the running turn"),
+        "{rest}\n{stderr}"
     );
-    assert!(stdout.contains("assistant: second done"), "{stdout}");
+    assert_eq!(out.status.code(), Some(0), "{rest}\n{stderr}");
+    assert!(rest.contains("assistant: second done"), "{rest}");
     let first = tokio::task::spawn_blocking(move || first.wait().unwrap())
         .await
         .unwrap();
@@ -556,4 +576,43 @@ async fn a_dash_reads_the_prompt_from_stdin_and_a_gone_working_directory_is_said
     let (stdout, stderr) = texts(&out);
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
     assert!(stderr.contains("the working directory is gone"), "{stderr}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dash_refuses_stdin_over_8_mib_or_not_utf8_and_sends_nothing() {
+    let home = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let server = model(vec![text("never")]).await;
+    let _efrd = daemon(home.path(), &server, true);
+    let over = vec![b'a'; 8 * 1024 * 1024 + 1];
+    let latin1 = b"explain gr\xf6\xdfe\n".to_vec();
+    for (input, message) in [
+        (over, "efr: the prompt on stdin is over 8 MiB\n"),
+        (latin1, "efr: the prompt on stdin is not UTF-8 text\n"),
+    ] {
+        let (home, cwd) = (home.path().to_owned(), project.path().to_owned());
+        let out =
+            tokio::task::spawn_blocking(move || run_efr_bytes(&home, &cwd, &["--new", "-"], Some(input.as_slice())))
+                .await
+                .unwrap();
+        let (stdout, stderr) = texts(&out);
+        assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+        assert_eq!(stderr, message);
+        assert_eq!(stdout, "");
+    }
+    assert!(
+        server.requests().iter().all(|r| r.path != "/v1/responses"),
+        "no refused prompt reached the model"
+    );
+    // Exactly 8 MiB is still a prompt's size: efr sends it and the turn starts (the scripted server then refuses so
+    // large a body, which is not efr's limit).
+    let exact = "a".repeat(8 * 1024 * 1024);
+    let (home_path, cwd) = (home.path().to_owned(), project.path().to_owned());
+    let out =
+        tokio::task::spawn_blocking(move || run_efr_bytes(&home_path, &cwd, &["--new", "-"], Some(exact.as_bytes())))
+            .await
+            .unwrap();
+    let (stdout, stderr) = texts(&out);
+    assert!(!stderr.contains("over 8 MiB"), "{stderr}");
+    assert!(stdout.starts_with("turn started"), "{stdout}\n{stderr}");
 }
