@@ -140,6 +140,42 @@ impl TestDaemon {
         Ok(())
     }
 
+    /// The exit status when efrd has exited by itself, without waiting; `None` while it runs.
+    ///
+    /// # Errors
+    /// When efrd was not started or was already reaped, or the status cannot be read.
+    pub fn try_wait(&mut self) -> Result<Option<ExitStatus>> {
+        let Some(child) = self.child.as_mut() else {
+            bail!("efrd is not running")
+        };
+        Ok(child.try_wait()?)
+    }
+
+    /// Waits at most `timeout` for efrd to exit by itself (no signal sent), and reaps it.
+    ///
+    /// # Errors
+    /// When efrd does not exit in time (it is then killed) or was not running.
+    pub fn wait_exit(&mut self, timeout: Duration) -> Result<ExitStatus> {
+        let Some(mut child) = self.child.take() else {
+            bail!("efrd is not running")
+        };
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(status) = child.try_wait()? {
+                return Ok(status);
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                bail!(
+                    "efrd did not exit by itself within {timeout:?}; its log:\n{}",
+                    self.log()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
     /// SIGTERM, then wait at most `timeout` for the exit.
     ///
     /// # Errors

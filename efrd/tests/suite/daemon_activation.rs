@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use efr_test_support::client::Client;
-use efr_test_support::daemon::config_for;
+use efr_test_support::daemon::{TestDaemon, config_for};
 use serde_json::json;
 
 use common::{efrd_binary, model, prompt};
@@ -144,32 +144,164 @@ fn which(program: &str) -> Option<std::path::PathBuf> {
     })
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_idle_efrd_exits_after_idle_exit_secs_but_not_while_a_client_is_connected() {
-    let home = tempfile::tempdir().unwrap();
-    let server = model(vec![]).await;
+/// efrd with `[daemon] idle_exit_secs = 1` (and debug logs) in `home`, logged in, pointed at `server`.
+fn idle_daemon(home: &std::path::Path, server: &efr_test_support::scripted::ScriptedModel) -> TestDaemon {
     let config = config_for(&server.base_url()) + "\n[daemon]\nidle_exit_secs = 1\nlog_level = \"debug\"\n";
-    let mut efrd = efr_test_support::daemon::TestDaemon::start(efrd_binary(), home.path(), Some(&config), &[]).unwrap();
-    let mut client = efrd.client().await.unwrap();
-    tokio::time::sleep(Duration::from_millis(2500)).await;
-    assert!(
-        client.ok("models.list", json!(null)).await.is_ok(),
-        "an open connection keeps efrd running"
-    );
-    drop(client);
+    TestDaemon::start(
+        efrd_binary(),
+        home,
+        Some(&config),
+        &[("OPENAI_API_KEY", "sk-proj-testkey0000000000000000a1b2")],
+    )
+    .unwrap()
+}
+
+/// Asserts that efrd keeps running through `span` (more than its idle time): it is not idle.
+async fn runs_through(efrd: &mut TestDaemon, span: Duration, why: &str) {
+    let until = Instant::now() + span;
+    while Instant::now() < until {
+        assert!(efrd.try_wait().unwrap().is_none(), "efrd exited {why}:\n{}", efrd.log());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Waits for efrd's own idle exit (no signal) and asserts it was clean: status 0, the reason logged.
+async fn idle_exit(mut efrd: TestDaemon) -> String {
     let started = Instant::now();
-    let status = tokio::task::spawn_blocking(move || {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while efrd.socket().exists() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        efrd.stop(Duration::from_secs(5)).ok().map(|_| efrd.log())
-    });
-    let log = status.await.unwrap().unwrap_or_default();
+    let (status, log) = tokio::task::spawn_blocking(move || {
+        let status = efrd.wait_exit(Duration::from_secs(10));
+        (status, efrd.log())
+    })
+    .await
+    .unwrap();
+    let status = status.unwrap();
+    assert_eq!(
+        status.code(),
+        Some(0),
+        "an idle exit is a clean exit ({status}):\n{log}"
+    );
     assert!(
         started.elapsed() < Duration::from_secs(8),
         "efrd did not exit when idle"
     );
     assert!(log.contains("idle: stopping"), "{log}");
+    log
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_efrd_exits_0_after_idle_exit_secs_but_not_while_a_client_is_connected() {
+    let home = tempfile::tempdir().unwrap();
+    let server = model(vec![]).await;
+    let mut efrd = idle_daemon(home.path(), &server);
+    let mut client = efrd.client().await.unwrap();
+    runs_through(&mut efrd, Duration::from_millis(2500), "while a client was connected").await;
+    assert!(
+        client.ok("models.list", json!(null)).await.is_ok(),
+        "an open connection keeps efrd running"
+    );
+    drop(client);
+    let log = idle_exit(efrd).await;
     assert!(log.contains("DEBUG"), "[daemon] log_level applies: {log}");
+    assert!(
+        !home.path().join("run/daemon.sock").exists(),
+        "the idle exit removed its socket"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_efrd_does_not_exit_while_a_turn_runs_without_a_client() {
+    let home = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    // The turn's command runs until the test lets it go (bounded to 60 s).
+    let release = project.path().join("release");
+    let wait = format!(
+        "for i in $(seq 600); do [ -e {} ] && break; sleep 0.1; done; echo released",
+        release.display()
+    );
+    let server = model(vec![
+        common::tools::shell_call("call_wait", &wait),
+        common::tools::text("done"),
+    ])
+    .await;
+    let mut efrd = idle_daemon(home.path(), &server);
+    let mut client = efrd.client().await.unwrap();
+    let (_, _, id) = common::tools::start(&mut client, project.path(), "full", "wait").await;
+    common::tools::next_event(&mut client, id, "tool_call_started").await;
+    drop(client);
+
+    // No client, but a turn runs: more than the idle time passes and efrd stays.
+    runs_through(&mut efrd, Duration::from_millis(3000), "while a turn ran").await;
+    std::fs::write(&release, "").unwrap();
+    // The turn ends; with no client left, efrd exits once idle, cleanly, with the turn in its log.
+    idle_exit(efrd).await;
+    let calls = server.requests().iter().filter(|r| r.method == "POST").count();
+    assert_eq!(calls, 2, "the turn went on to its last model call before efrd exited");
+    assert!(common::tools::tool_output(&server, "call_wait").contains("released"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn under_a_watchdog_efrd_pings_at_least_every_half_period() {
+    use std::os::unix::net::UnixDatagram;
+    let home = tempfile::tempdir().unwrap();
+    let server = model(vec![]).await;
+    // The service manager's side: a datagram socket that efrd's sd_notify messages reach.
+    let notify = home.path().join("notify");
+    let manager = UnixDatagram::bind(&notify).unwrap();
+    manager.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let period = Duration::from_millis(1000);
+    let notify_env = notify.to_str().unwrap().to_owned();
+    let usec = period.as_micros().to_string();
+    let mut efrd = TestDaemon::start(
+        efrd_binary(),
+        home.path(),
+        Some(&config_for(&server.base_url())),
+        &[("NOTIFY_SOCKET", notify_env.as_str()), ("WATCHDOG_USEC", usec.as_str())],
+    )
+    .unwrap();
+
+    // Six periods of messages, each with the time it arrived.
+    let watched = period * 6;
+    let manager = tokio::task::spawn_blocking(move || {
+        let mut got = Vec::new();
+        let mut buf = [0u8; 4096];
+        let start = Instant::now();
+        while start.elapsed() < watched {
+            let n = manager.recv(&mut buf).expect("a notification within 10 s");
+            got.push((Instant::now(), String::from_utf8_lossy(&buf[..n]).into_owned()));
+        }
+        (manager, got)
+    });
+    let (manager, got) = manager.await.unwrap();
+    let ready = got
+        .iter()
+        .position(|(_, m)| m.starts_with("READY=1"))
+        .unwrap_or_else(|| panic!("{got:?}"));
+    let pings: Vec<Instant> = got
+        .iter()
+        .filter(|(_, m)| m == "WATCHDOG=1\n")
+        .map(|(at, _)| *at)
+        .collect();
+    assert!(pings.len() >= 10, "{} pings in {watched:?}: {got:?}", pings.len());
+    // systemd kills a service whose pings are a period apart; efrd pings every half period. A margin of a quarter
+    // period absorbs a busy machine's scheduling, and still fails an efrd that pings once a period or never.
+    let limit = period / 2 + period / 4;
+    let first_gap = pings[0].saturating_duration_since(got[ready].0);
+    assert!(first_gap < limit, "the first ping came {first_gap:?} after READY=1");
+    for pair in pings.windows(2) {
+        let gap = pair[1] - pair[0];
+        assert!(gap < limit, "{gap:?} between two pings (limit {limit:?}): {got:?}");
+    }
+
+    // A stop says STOPPING=1 and exits 0.
+    let status = tokio::task::spawn_blocking(move || efrd.stop(Duration::from_secs(10)))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(status.code(), Some(0), "{status}");
+    let mut buf = [0u8; 4096];
+    let mut rest = Vec::new();
+    while !rest.iter().any(|m: &String| m.starts_with("STOPPING=1")) {
+        let n = manager.recv(&mut buf).expect("STOPPING=1 before the exit");
+        rest.push(String::from_utf8_lossy(&buf[..n]).into_owned());
+    }
 }

@@ -177,9 +177,12 @@ async fn what_a_direct_call_set_in_the_hidden_shell_never_runs_around_a_containe
     let outside = tempdir();
     std::fs::create_dir(project.path().join("sub")).unwrap();
     let out = outside.path().display();
+    // The hooks, then a listing of what is set, so the test knows they are in place before it asserts they never
+    // run around the contained call.
     let setup = format!(
         "trap 'touch {out}/trap' DEBUG; trap 'touch {out}/exit' EXIT; trap 'touch {out}/hup' HUP; \
-         PROMPT_COMMAND='touch {out}/prompt'; printf() {{ touch {out}/function; builtin printf \"$@\"; }}; cd sub"
+         PROMPT_COMMAND='touch {out}/prompt'; printf() {{ touch {out}/function; builtin printf \"$@\"; }}; cd sub; \
+         trap -p DEBUG EXIT HUP; declare -p PROMPT_COMMAND; declare -F printf"
     );
     let server = model(vec![
         shell_call("call_setup", &setup),
@@ -191,10 +194,26 @@ async fn what_a_direct_call_set_in_the_hidden_shell_never_runs_around_a_containe
     let efrd = daemon_with(home.path(), &server, &[]);
     let mut client = efrd.client().await.unwrap();
     let (_, conversation, id) = start(&mut client, project.path(), "full", "set up").await;
-    bounded("full turn", events_until(&mut client, id, "turn_completed")).await;
-    // The hooks ran as the full turn went on; from here on, nothing may touch these files.
+    let events = bounded("full turn", events_until(&mut client, id, "turn_completed")).await;
+    // The hooks are set in the hidden shell, and the DEBUG trap already ran there (before each command of the line).
+    let set = event_of(&events, "tool_call_completed", "call_setup");
+    let listing = set["output"].as_str().unwrap();
+    for hook in [
+        format!("trap -- 'touch {out}/trap' DEBUG"),
+        format!("trap -- 'touch {out}/exit' EXIT"),
+        format!("trap -- 'touch {out}/hup' SIGHUP"),
+        format!("declare -- PROMPT_COMMAND=\"touch {out}/prompt\""),
+        "\nprintf\n".to_owned(),
+    ] {
+        assert!(listing.contains(&hook), "{hook:?} is not set: {set}");
+    }
+    assert!(outside.path().join("trap").exists(), "the DEBUG trap never ran: {set}");
+    // From here on, nothing may touch these files.
     for name in ["trap", "prompt", "function", "exit", "hup"] {
-        let _ = std::fs::remove_file(outside.path().join(name));
+        let path = outside.path().join(name);
+        if path.exists() {
+            std::fs::remove_file(path).unwrap();
+        }
     }
 
     prompt_to(

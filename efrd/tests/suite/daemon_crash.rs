@@ -1,6 +1,7 @@
 //! Crash test: efrd is killed with SIGKILL at random moments during streaming turns, 20 rounds. After each restart
 //! every conversation's seqs are contiguous, every event a subscriber saw is in the log as it was seen, and every
-//! prompt that waited ends with turn_cancelled (none ever started).
+//! prompt that waited ends with turn_cancelled (none ever started). The moments come from a seed that the test prints
+//! and takes from `EFR_CRASH_SEED` when set, so a failing run can be replayed.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a failed unwrap is a failed test.
 
@@ -18,6 +19,9 @@ use serde_json::{Value, json};
 use common::{daemon, model, prompt};
 
 const ROUNDS: usize = 20;
+
+/// The variable that sets the seed of the random kill moments and targets (printed by every run).
+const SEED_VAR: &str = "EFR_CRASH_SEED";
 
 /// A reply that streams for about a second, in many small pieces.
 fn slow_reply(round: usize) -> Reply {
@@ -67,8 +71,14 @@ async fn sigkill_at_random_moments_loses_nothing_and_leaves_no_gap() {
     let home = tempfile::tempdir().unwrap();
     let server = model((0..ROUNDS * 2).map(slow_reply).collect()).await;
     let mut efrd = daemon(home.path(), &server);
-    let seed: u64 = rand::rng().random();
-    eprintln!("seed {seed}");
+    // A failure is replayed with the seed it printed: `EFR_CRASH_SEED=<seed> cargo test -p efrd --test all daemon_crash`.
+    let seed: u64 = match std::env::var(SEED_VAR) {
+        Ok(text) => text
+            .parse()
+            .unwrap_or_else(|_| panic!("{SEED_VAR}={text:?} is not a seed (an unsigned 64-bit number)")),
+        Err(_) => rand::rng().random(),
+    };
+    eprintln!("crash test seed {seed} (replay with {SEED_VAR}={seed})");
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let mut conversations: Vec<String> = Vec::new();
     let mut waiting_turns: HashSet<String> = HashSet::new();
@@ -120,14 +130,14 @@ async fn sigkill_at_random_moments_loses_nothing_and_leaves_no_gap() {
         assert_eq!(
             seqs,
             (1..=log.len() as u64).collect::<Vec<_>>(),
-            "round {round}: the log has a gap"
+            "round {round} (seed {seed}): the log has a gap"
         );
         for event in &seen {
             let seq = event["seq"].as_u64().unwrap();
             assert_eq!(
                 &log[usize::try_from(seq).unwrap() - 1],
                 event,
-                "round {round}: a seen event is not in the log as seen"
+                "round {round} (seed {seed}): a seen event is not in the log as seen"
             );
         }
         // Every turn of the log ended, exactly once; a turn that never started ended with turn_cancelled.
@@ -149,11 +159,15 @@ async fn sigkill_at_random_moments_loses_nothing_and_leaves_no_gap() {
             }
         }
         for (turn, kinds) in &ends {
-            assert_eq!(kinds.len(), 1, "round {round}: turn {turn} has ends {kinds:?}");
+            assert_eq!(
+                kinds.len(),
+                1,
+                "round {round} (seed {seed}): turn {turn} has ends {kinds:?}"
+            );
             if !started.contains(turn) {
                 assert_eq!(
                     kinds[0], "turn_cancelled",
-                    "round {round}: a waiting prompt must end cancelled"
+                    "round {round} (seed {seed}): a waiting prompt must end cancelled"
                 );
             }
         }
@@ -164,6 +178,6 @@ async fn sigkill_at_random_moments_loses_nothing_and_leaves_no_gap() {
     }
     assert!(
         !waiting_turns.is_empty(),
-        "no round killed efrd while a prompt waited; the test proved nothing"
+        "no round killed efrd while a prompt waited; the test proved nothing (seed {seed})"
     );
 }

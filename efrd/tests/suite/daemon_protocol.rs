@@ -10,6 +10,7 @@ use efr_test_support::client::{Client, StreamFrame};
 use serde_json::json;
 
 use common::{daemon, model};
+use efr_test_support::daemon::{TestDaemon, config_for};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hello_reports_the_daemon_and_a_wrong_version_stops_the_connection() {
@@ -114,9 +115,91 @@ async fn unknown_methods_and_bad_params_name_what_is_wrong() {
     assert!(error.message.contains("params"));
     assert!(client.ok("models.list", json!(null)).await.is_ok());
 
-    // A request id already in flight is refused; a cancel of an unknown id is ignored.
+    // A cancel of an unknown id is ignored.
     client.cancel(999).await.unwrap();
     assert!(client.ok("models.list", json!(null)).await.is_ok());
+}
+
+/// efrd whose provider never answers: a TCP listener that takes connections and reads nothing, so a request that
+/// calls the provider (admin.login_api_key with its check) stays in flight until it is cancelled. The listener is
+/// returned to be kept alive.
+fn daemon_with_a_silent_provider(home: &std::path::Path) -> (TestDaemon, std::net::TcpListener) {
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", silent.local_addr().unwrap());
+    let efrd = TestDaemon::start(common::efrd_binary(), home, Some(&config_for(&url)), &[]).unwrap();
+    (efrd, silent)
+}
+
+/// A login whose key check waits on the silent provider, under request id `id`.
+fn hanging_login(id: u64) -> serde_json::Value {
+    json!({"id": id, "method": "admin.login_api_key",
+        "params": {"provider": "openai-api", "key": "sk-proj-testkey0000000000000000a1b2", "check": true}})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_id_already_in_flight_is_refused_and_the_first_request_goes_on() {
+    let home = tempfile::tempdir().unwrap();
+    let (efrd, _silent) = daemon_with_a_silent_provider(home.path());
+    let mut client = efrd.client().await.unwrap();
+    client.send_value(&hanging_login(500)).await.unwrap();
+    // Same id while the login waits: an error for that id (docs/protocol.md: ids are unique among a connection's
+    // requests in flight; a bad request gets an error for its id and the connection stays open).
+    client
+        .send_value(&json!({"id": 500, "method": "models.list"}))
+        .await
+        .unwrap();
+    let frame = client.next_frame_for(Some(500)).await.unwrap();
+    let ServerFrame::Error { error, .. } = frame else {
+        panic!("expected the refusal, got {frame:?}")
+    };
+    assert_eq!(error.code, ErrorCode::Invalid, "{error:?}");
+    assert_eq!(error.message, "request id 500 is already in flight on this connection");
+    // The first request was not touched: it is still in flight, and its cancel ends it.
+    client.cancel(500).await.unwrap();
+    let frame = client.next_frame_for(Some(500)).await.unwrap();
+    assert!(
+        matches!(&frame, ServerFrame::Error { error, .. } if error.code == ErrorCode::Cancelled),
+        "{frame:?}"
+    );
+    // The id is free again, and the connection serves.
+    client
+        .send_value(&json!({"id": 500, "method": "models.list"}))
+        .await
+        .unwrap();
+    assert!(matches!(
+        client.next_frame_for(Some(500)).await.unwrap(),
+        ServerFrame::Item { .. }
+    ));
+    assert!(matches!(
+        client.next_frame_for(Some(500)).await.unwrap(),
+        ServerFrame::End { .. }
+    ));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_a_unary_request_answers_cancelled_and_stores_nothing() {
+    let home = tempfile::tempdir().unwrap();
+    let (efrd, _silent) = daemon_with_a_silent_provider(home.path());
+    let mut client = efrd.client().await.unwrap();
+    client.send_value(&hanging_login(7)).await.unwrap();
+    client.cancel(7).await.unwrap();
+    let frame = client.next_frame_for(Some(7)).await.unwrap();
+    let ServerFrame::Error { error, .. } = frame else {
+        panic!("expected cancelled, got {frame:?}")
+    };
+    assert_eq!(error.code, ErrorCode::Cancelled, "{error:?}");
+    // Cancelled before the check answered: no key was stored, and the connection serves.
+    let status = client.ok("admin.status", json!(null)).await.unwrap();
+    let openai = status["providers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["provider"] == "openai-api")
+        .unwrap();
+    assert!(
+        openai.get("login").is_none() && openai.get("key_hint").is_none(),
+        "{openai}"
+    );
 }
 
 /// Sends `bytes` raw on a fresh connection after hello and returns the frames until the daemon closes it.

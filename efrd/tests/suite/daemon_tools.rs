@@ -302,8 +302,9 @@ async fn a_visible_wait_is_answered_and_a_manual_answer_to_a_nested_shell_is_ref
 async fn an_interrupt_of_the_turn_stops_its_running_command() {
     let home = tempfile::tempdir().unwrap();
     let project = tempfile::tempdir().unwrap();
+    // The command says it runs (a file in the project) from the process that then becomes the sleep.
     let server = model(vec![
-        shell_call("call_sleep", "sleep 60; echo never"),
+        shell_call("call_sleep", "sh -c 'touch running; exec sleep 60'; echo never"),
         text("not reached"),
     ])
     .await;
@@ -311,8 +312,15 @@ async fn an_interrupt_of_the_turn_stops_its_running_command() {
     let mut client = efrd.client().await.unwrap();
     let (_, conversation, id) = start(&mut client, project.path(), "full", "go").await;
     next_event(&mut client, id, "tool_call_started").await;
-    // Give the command a moment to start in the shell.
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    // Interrupt only once the command runs in the shell.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !project.path().join("running").exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the command did not start within 20 s"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
     let started = std::time::Instant::now();
     client
         .ok(
@@ -329,7 +337,9 @@ async fn an_interrupt_of_the_turn_stops_its_running_command() {
     );
     let done = events.iter().find(|e| e["kind"] == "tool_call_completed").unwrap();
     assert_eq!(done["call_id"], "call_sleep");
-    assert_ne!(done["exit_code"], 0, "{done}");
+    // SIGINT ends the sleep: the shell's status 130 (128 + SIGINT), a failed call.
+    assert_eq!(done["exit_code"], 130, "{done}");
+    assert_eq!(done["status"], "failed", "{done}");
     assert!(!done["output"].as_str().unwrap_or("").contains("never"), "{done}");
     let model_calls = server.requests().iter().filter(|r| r.method == "POST").count();
     assert_eq!(model_calls, 1, "no model call after the interrupt");
