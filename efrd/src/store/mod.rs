@@ -171,7 +171,7 @@ impl Store {
     }
 
     /// Sends one request to the writer and waits for its reply.
-    async fn request(&self, make: impl FnOnce(oneshot::Sender<Result<()>>) -> Request) -> Result<()> {
+    async fn request<T>(&self, make: impl FnOnce(oneshot::Sender<Result<T>>) -> Request) -> Result<T> {
         if self.inner.closed.load(Ordering::Acquire) {
             return Err(StoreError::Closed);
         }
@@ -288,5 +288,19 @@ impl Store {
     pub(crate) async fn exec_on_writer(&self, sql: &str) -> Result<()> {
         let sql = sql.to_owned();
         self.request(|reply| Request::Exec { sql, reply }).await
+    }
+
+    /// Test hook: a pragma's value on the write connection, as text.
+    #[cfg(test)]
+    pub(crate) async fn writer_pragma(&self, name: &str) -> Result<String> {
+        let name = name.to_owned();
+        self.request(|reply| Request::Pragma { name, reply }).await
+    }
+
+    /// Test hook: a pragma's value on a connection of the read pool, as text.
+    #[cfg(test)]
+    pub(crate) async fn reader_pragma(&self, name: &str) -> Result<String> {
+        let name = name.to_owned();
+        self.inner.reads.run(move |conn| writer::pragma_text(conn, &name)).await
     }
 }

@@ -60,6 +60,12 @@ pub(crate) enum Request {
         sql: String,
         reply: oneshot::Sender<Result<()>>,
     },
+    /// Test hook: read a pragma's value on the write connection (`synchronous` is per connection).
+    #[cfg(test)]
+    Pragma {
+        name: String,
+        reply: oneshot::Sender<Result<String>>,
+    },
 }
 
 /// A queued commit with its reply channel and queue permit.
@@ -132,6 +138,10 @@ fn run(conn: Connection, rx: &Receiver<Request>) {
             #[cfg(test)]
             Request::Exec { sql, reply } => {
                 let _ = reply.send(conn.execute_batch(&sql).map_err(StoreError::from));
+            }
+            #[cfg(test)]
+            Request::Pragma { name, reply } => {
+                let _ = reply.send(pragma_text(&conn, &name));
             }
         }
     }
@@ -365,6 +375,18 @@ fn insert_event(conn: &Connection, event: &EventRow) -> Result<()> {
         event.body,
     ])?;
     Ok(())
+}
+
+/// Test hook: a pragma's value on `conn`, as text (`2` for `synchronous = FULL`, `wal` for `journal_mode`).
+#[cfg(test)]
+pub(crate) fn pragma_text(conn: &Connection, name: &str) -> Result<String> {
+    use rusqlite::types::Value;
+    let value: Value = conn.pragma_query_value(None, name, |row| row.get(0))?;
+    Ok(match value {
+        Value::Integer(i) => i.to_string(),
+        Value::Text(text) => text,
+        other => format!("{other:?}"),
+    })
 }
 
 #[cfg(test)]

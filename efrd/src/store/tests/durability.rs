@@ -306,3 +306,23 @@ async fn a_damaged_page_is_corrupt() {
     assert!(matches!(err, StoreError::Corrupt { .. }), "{err:?}");
     assert_eq!(err.code(), efr_protocol::ErrorCode::Internal);
 }
+
+#[tokio::test]
+async fn the_stores_own_connections_use_wal_and_full_sync() {
+    let (dir, store) = temp_store().await;
+    // synchronous = FULL (2): a commit that returned survives a power loss; in WAL mode NORMAL (1) could lose the
+    // last commits. It is per connection, so it is read on the writer's own.
+    assert_eq!(store.writer_pragma("synchronous").await.unwrap(), "2");
+    assert_eq!(store.writer_pragma("journal_mode").await.unwrap(), "wal");
+    assert_eq!(store.reader_pragma("journal_mode").await.unwrap(), "wal");
+    assert_eq!(
+        store.reader_pragma("query_only").await.unwrap(),
+        "1",
+        "readers never write"
+    );
+    store.close().await.unwrap();
+    // A reopened store sets them again (they are not all kept in the file).
+    let store = Store::open(dir.path().join("efr.db")).await.unwrap();
+    assert_eq!(store.writer_pragma("synchronous").await.unwrap(), "2");
+    assert_eq!(store.writer_pragma("journal_mode").await.unwrap(), "wal");
+}

@@ -219,12 +219,31 @@ mod tests {
     }
 
     #[test]
-    fn run_line_is_one_line_with_both_markers() {
-        let line = run_line("abc", 7, Path::new("/tmp/x y/run-7"));
-        assert_eq!(line.matches('\n').count(), 1);
+    fn the_run_line_brackets_the_commands_output_with_markers_that_capture_reads() {
+        use crate::tools::shell::capture::{Capture, Marker};
+        let dir = tempfile::tempdir().unwrap();
+        // A space in the path: the line quotes it.
+        let file = dir.path().join("x y").join("run-7");
+        std::fs::create_dir(file.parent().unwrap()).unwrap();
+        std::fs::write(&file, "echo hello; (exit 3)\n").unwrap();
+        let line = run_line("abc", 7, &file);
+        assert_eq!(line.matches('\n').count(), 1, "one line: the shell reads it whole");
         assert!(line.starts_with(' '), "a leading space keeps the line out of history");
-        assert!(line.contains(r"\033]6973;abc;S;%s\007' 7"));
-        assert!(line.contains(r#"\033]6973;abc;E;%s;%s\007' 7 "$?""#));
-        assert!(line.contains("'/tmp/x y/run-7'"));
+        // bash runs the line on a real terminal (`script` gives it a pty and copies the pty's output to stdout).
+        let typed = dir.path().join("line.sh");
+        std::fs::write(&typed, &line).unwrap();
+        let out = std::process::Command::new("script")
+            .arg("-qec")
+            .arg(format!("bash --norc --noprofile {}", quote(&typed.to_string_lossy())))
+            .arg("/dev/null")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("script (util-linux) runs");
+        let shown = String::from_utf8_lossy(&out.stdout);
+        let mut capture = Capture::new("abc".into());
+        capture.begin(7);
+        vte::Parser::new().advance(&mut capture, &out.stdout);
+        assert_eq!(capture.markers, vec![Marker::Start(7), Marker::End(7, 3)], "{shown:?}");
+        assert_eq!(capture.window.snapshot().for_client(), "hello\n", "{shown:?}");
     }
 }

@@ -13,6 +13,15 @@ struct Fixture {
     opts: ShellOptions,
 }
 
+/// Waits until `done` holds, polling; fails the test after 10 s, naming `what`.
+async fn eventually(what: &str, done: impl Fn() -> bool) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !done() {
+        assert!(std::time::Instant::now() < deadline, "not within 10 s: {what}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
 impl Fixture {
     fn new(kind: ShellKind) -> Self {
         let dir = tempfile::tempdir().unwrap();
@@ -246,9 +255,9 @@ async fn interrupt_stops_the_command(kind: ShellKind) {
     shell.interrupt().await.unwrap();
     let end = tokio::time::timeout(LONG, detached.ended()).await.unwrap();
     assert_eq!((end.how, end.exit_code), (EndCause::Stopped, Some(130)));
-    // A loop that runs in the shell itself stops too.
-    let run_ = shell.run("while true; do :; done", LONG).await.unwrap();
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // A loop that runs in the shell itself stops too (interrupted once it runs).
+    let run_ = shell.run("touch looping; while true; do :; done", LONG).await.unwrap();
+    eventually("the loop runs", || fx.home().join("looping").exists()).await;
     shell.interrupt().await.unwrap();
     let answer = tokio::time::timeout(LONG, run_.answer()).await.unwrap();
     assert_eq!(answer.how, Some(EndCause::Stopped));
@@ -264,8 +273,9 @@ async fn interrupt_survives_a_removed_prompt_hook(kind: ShellKind) {
         ShellKind::Zsh => "precmd_functions=(); PS1='changed> '",
     };
     run(&shell, remove).await;
-    let run_ = shell.run("sleep 30", LONG).await.unwrap();
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The file appears in the process that then becomes the sleep: an interrupt from then on stops the command.
+    let run_ = shell.run("sh -c 'touch sleeping; exec sleep 30'", LONG).await.unwrap();
+    eventually("the command runs", || fx.home().join("sleeping").exists()).await;
     shell.interrupt().await.unwrap();
     let answer = tokio::time::timeout(LONG, run_.answer()).await.unwrap();
     assert_eq!((answer.how, answer.exit_code), (Some(EndCause::Stopped), Some(130)));
@@ -304,13 +314,12 @@ async fn close_then_a_new_shell(kind: ShellKind) {
         Err(ShellError::Gone(Life::Closed))
     ));
     // Nothing of the old session survives.
-    tokio::time::sleep(Duration::from_millis(200)).await;
     for pid in [i32::try_from(first.pid()).unwrap(), background] {
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        assert!(
-            stat.is_empty() || stat.contains(") Z "),
-            "process {pid} survived the close: {stat}"
-        );
+        let gone = || {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            stat.is_empty() || stat.contains(") Z ")
+        };
+        eventually(&format!("process {pid} ends with the close"), gone).await;
     }
     let second = slot.shell().await.unwrap();
     assert_ne!(second.pid(), first.pid());
@@ -542,8 +551,7 @@ async fn command_files_are_private_and_removed() {
             .all(|e| !e.unwrap().file_name().to_string_lossy().starts_with("run-"))
     );
     shell.close().await;
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    assert!(!folder.exists(), "the shell's folder is removed when it ends");
+    eventually("the shell's folder is removed when it ends", || !folder.exists()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -571,8 +579,7 @@ async fn a_run_shows_its_given_name_and_its_work_dir_is_the_private_folder() {
     assert!(end.output.for_client().contains("slept"));
     let dir = shell.work_dir().to_path_buf();
     shell.close().await;
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    assert!(!dir.exists());
+    eventually("the work dir is removed with the shell", || !dir.exists()).await;
 }
 
 async fn closed_standard_descriptors_are_reopened_for_the_next_calls(kind: ShellKind) {
