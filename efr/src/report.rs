@@ -41,7 +41,7 @@ pub const LOGIN_HINT: &str = "log in with: efr login --api-key --provider openai
 /// Whether an error message of efrd is its "log in" message (no key, or a refused key).
 #[must_use]
 pub fn wants_login(message: &str) -> bool {
-    message.contains("log in")
+    efr_protocol::error::login::asks_to_log_in(message)
 }
 
 /// Prints `efr: <message>` on stderr, [`printable`] (see the module doc).
@@ -99,12 +99,11 @@ mod tests {
 
     #[test]
     fn the_daemons_login_messages_are_recognised() {
-        assert!(wants_login(
-            "no API key for openai-api: log in with `efr login --api-key --provider openai-api`"
-        ));
-        assert!(wants_login(
-            "openai-api refused the API key (bad key): log in again with `efr login --api-key`"
-        ));
+        use efr_protocol::error::login;
+        // The messages as efrd builds them.
+        assert!(wants_login(&login::no_api_key("openai-api")));
+        assert!(wants_login(&login::key_refused("anthropic-api", "invalid x-api-key")));
         assert!(!wants_login("the model is busy"));
+        assert!(!wants_login("rate limited: slow down"));
     }
 }

@@ -119,6 +119,31 @@ impl ErrorBody {
     }
 }
 
+/// The messages of efrd's errors that a login fixes (no API key, a refused key). efrd builds them here and efr
+/// recognises them here ([`login::asks_to_log_in`]), so what efr looks for cannot drift from what efrd says.
+pub mod login {
+    /// The words that every such message holds, and that efr looks for to show how to log in.
+    pub const LOG_IN: &str = "log in";
+
+    /// No key is stored or set for `provider` (such as `openai-api`).
+    #[must_use]
+    pub fn no_api_key(provider: &str) -> String {
+        format!("no API key for {provider}: {LOG_IN} with `efr login --api-key --provider {provider}`")
+    }
+
+    /// `provider` refused the key (an HTTP 401) and said `message`, which never holds the key.
+    #[must_use]
+    pub fn key_refused(provider: &str, message: &str) -> String {
+        format!("{provider} refused the API key ({message}): {LOG_IN} again with `efr login --api-key`")
+    }
+
+    /// Whether an error message of efrd asks the user to log in.
+    #[must_use]
+    pub fn asks_to_log_in(message: &str) -> bool {
+        message.contains(LOG_IN)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

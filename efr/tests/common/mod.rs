@@ -4,13 +4,13 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a failed unwrap is a failed test.
 #![allow(dead_code)]
 
-use std::ffi::OsStr;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+use efr_test_support::binaries::sibling;
 use efr_test_support::daemon::{TestDaemon, config_for};
 use efr_test_support::scripted::{Reply, ReplyEvent, Script, ScriptToolCall, ScriptUsage, ScriptedModel, Step};
 use serde_json::json;
@@ -23,29 +23,12 @@ pub fn efr() -> &'static Path {
     Path::new(env!("CARGO_BIN_EXE_efr"))
 }
 
-/// A workspace binary next to efr (`target/<profile>/<name>`), built with cargo when it is not there yet: the efr
-/// crate cannot name efrd's binary with CARGO_BIN_EXE.
-fn sibling(name: &str, package: &str) -> PathBuf {
-    let path = efr().with_file_name(name);
-    if !path.is_file() {
-        let mut build = Command::new(env!("CARGO"));
-        build.args(["build", "-p", package, "--bin", name]);
-        if efr().parent().and_then(Path::file_name) == Some(OsStr::new("release")) {
-            build.arg("--release");
-        }
-        let status = build.status().expect("run cargo to build a sibling binary");
-        assert!(status.success(), "cannot build {name}");
-    }
-    assert!(path.is_file(), "{name} is not at {}", path.display());
-    path
-}
-
 /// The efrd binary (and efr-launcher beside it, which efrd uses for contained calls and its sandbox probe).
 pub fn efrd() -> &'static Path {
     static EFRD: OnceLock<PathBuf> = OnceLock::new();
     EFRD.get_or_init(|| {
-        sibling("efr-launcher", "efr-launcher");
-        sibling("efrd", "efrd")
+        let _launcher = sibling(efr(), "efr-launcher", "efr-launcher");
+        sibling(efr(), "efrd", "efrd")
     })
 }
 

@@ -13,9 +13,9 @@ use std::ffi::OsStr;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::OnceLock;
 use std::time::Duration;
 
+use crate::common::efrd;
 use efr_test_support::client::{Client, StreamFrame};
 use efr_test_support::daemon::config_for;
 use efr_test_support::scripted::{Reply, ReplyEvent, Script, ScriptedModel, Step};
@@ -24,25 +24,6 @@ use serde_json::{Value, json};
 
 const EFR: &str = env!("CARGO_BIN_EXE_efr");
 const STATE_TIMEOUT: Duration = Duration::from_secs(20);
-
-/// The efrd next to the efr under test, built first when missing (`cargo test -p efr` builds only efr's binaries).
-fn efrd() -> &'static Path {
-    static EFRD: OnceLock<PathBuf> = OnceLock::new();
-    EFRD.get_or_init(|| {
-        let efrd = Path::new(EFR).with_file_name("efrd");
-        if !efrd.is_file() {
-            let mut build = Command::new(env!("CARGO"));
-            build.args(["build", "-p", "efrd", "--bin", "efrd"]);
-            if Path::new(EFR).parent().and_then(Path::file_name) == Some(OsStr::new("release")) {
-                build.arg("--release");
-            }
-            let status = build.status().expect("run cargo to build efrd");
-            assert!(status.success(), "cannot build efrd for the systemd test");
-        }
-        assert!(efrd.is_file(), "efrd is not at {}", efrd.display());
-        efrd
-    })
-}
 
 /// Runs efr with the manager's environment (and nothing else but PATH and LANG).
 fn efr(manager: &UserManager, args: &[&OsStr]) -> Output {

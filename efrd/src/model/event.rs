@@ -130,13 +130,13 @@ pub enum StopReason {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ModelError {
     /// No key is available for a provider that needs one (nothing stored, no environment key).
-    #[error("no API key for {provider}: log in with `efr login --api-key`")]
+    #[error("{}", efr_protocol::error::login::no_api_key(provider))]
     MissingKey {
         /// The provider's name, such as `anthropic-api`.
         provider: String,
     },
     /// The provider refused the key (HTTP 401). Never retried; the key is marked refused.
-    #[error("{provider} refused the API key ({message}): log in again with `efr login --api-key`")]
+    #[error("{}", efr_protocol::error::login::key_refused(provider, message))]
     KeyRefused {
         /// The provider's name.
         provider: String,

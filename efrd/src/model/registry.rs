@@ -155,18 +155,15 @@ impl Models {
             _ => true,
         };
         if needs_key && self.keys.key(kind).is_none() {
-            let how = match kind {
+            let message = match kind {
                 ProviderKind::OpenAiCompat => format!(
-                    "set {} in efrd's environment (key_required = true; efr login covers openai-api and \
-                     anthropic-api only)",
+                    "no API key for {kind}: set {} in efrd's environment (key_required = true; efr login covers \
+                     openai-api and anthropic-api only)",
                     crate::model::keys::COMPAT_KEY_VAR
                 ),
-                _ => format!("log in with `efr login --api-key --provider {kind}`"),
+                _ => efr_protocol::error::login::no_api_key(kind.name()),
             };
-            return Err(ErrorBody::new(
-                ErrorCode::Unauthorized,
-                format!("no API key for {kind}: {how}"),
-            ));
+            return Err(ErrorBody::new(ErrorCode::Unauthorized, message));
         }
         Ok(self.provider(kind))
     }

@@ -2,12 +2,11 @@
 //! call has a private `/tmp`, so a home there would be hidden by it and prove nothing about the masks), efrd started
 //! with it, and a bound on every wait.
 
-use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::OnceLock;
 use std::time::Duration;
 
+use efr_test_support::binaries::sibling;
 use efr_test_support::daemon::{TestDaemon, config_for};
 use efr_test_support::scripted::ScriptedModel;
 use serde_json::Value;
@@ -15,21 +14,7 @@ use serde_json::Value;
 /// The launcher next to efrd, where efrd looks for it; built when it is not there yet.
 pub fn launcher() -> &'static Path {
     static LAUNCHER: OnceLock<PathBuf> = OnceLock::new();
-    LAUNCHER.get_or_init(|| {
-        let efrd = super::efrd_binary();
-        let launcher = efrd.with_file_name("efr-launcher");
-        if !launcher.is_file() {
-            let mut build = Command::new(env!("CARGO"));
-            build.args(["build", "-p", "efr-launcher", "--bin", "efr-launcher"]);
-            if efrd.parent().and_then(Path::file_name) == Some(OsStr::new("release")) {
-                build.arg("--release");
-            }
-            let status = build.status().expect("run cargo to build efr-launcher");
-            assert!(status.success(), "cannot build efr-launcher for the sandbox tests");
-        }
-        assert!(launcher.is_file(), "efr-launcher is not at {}", launcher.display());
-        launcher
-    })
+    LAUNCHER.get_or_init(|| sibling(super::efrd_binary(), "efr-launcher", "efr-launcher"))
 }
 
 /// A temporary folder outside `/tmp` (see the module docs).

@@ -27,6 +27,9 @@ fn the_schema_file_is_current() {
             path.display()
         )
     });
+    // The file was written by another process (`cargo xtask protocol-schema`), so this also proves that rendering
+    // is deterministic across processes (no map in a random order).
+    assert!(rendered.ends_with("}\n"), "one JSON document with a final newline");
     assert!(
         on_disk == rendered,
         "{} is not current: a wire type changed. Run `cargo xtask protocol-schema` and add a changelog line to \
