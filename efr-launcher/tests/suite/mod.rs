@@ -1,5 +1,7 @@
 //! One module per file of this folder; `tests/all.rs` is the binary that holds them.
 
+mod denied_calls;
 mod escape;
 mod grants;
 mod outcomes;
+mod shared_memory;

@@ -5,7 +5,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a failed unwrap is a failed test.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;
