@@ -79,9 +79,13 @@ pub async fn serve(stream: UnixStream, session: Session, daemon: Arc<Daemon>, sh
     let mut reader = FramedRead::new(read_half, codec.clone());
     let (tx, rx) = mpsc::channel(OUTBOUND_FRAMES);
     let outbound = Outbound { tx };
-    let writer = tokio::spawn(write_frames(FramedWrite::new(write_half, codec), rx));
-    let session = Arc::new(session);
     let in_flight: InFlight = Arc::default();
+    let writer = tokio::spawn(write_frames(
+        FramedWrite::new(write_half, codec),
+        rx,
+        Arc::clone(&in_flight),
+    ));
+    let session = Arc::new(session);
     daemon.connection_opened();
 
     loop {
@@ -290,10 +294,13 @@ async fn run_request(
 }
 
 /// The writer task: encodes frames until every sender is gone. An item too large to send becomes a `too_large`
-/// error for its request, so the client learns what happened and the connection stays usable.
+/// error for its request, so the client learns what happened and the connection stays usable; the request is
+/// cancelled (a stream would go on sending what the client can no longer take as part of it), and its later frames,
+/// up to its own terminal frame, are dropped.
 async fn write_frames(
     mut sink: FramedWrite<tokio::net::unix::OwnedWriteHalf, FrameCodec>,
     mut rx: mpsc::Receiver<ServerFrame>,
+    in_flight: InFlight,
 ) {
     // Requests already ended by a `too_large` error: their later frames are dropped, so each request still gets
     // exactly one terminal frame.
@@ -304,28 +311,37 @@ async fn write_frames(
             if matches!(frame, ServerFrame::End { .. } | ServerFrame::Error { .. }) {
                 failed.remove(&id);
             }
-            continue;
-        }
-        match sink.feed(&frame).await {
-            Ok(()) => {}
-            Err(FrameError::TooLarge { len, max }) => {
-                let error = ErrorBody::new(
-                    ErrorCode::TooLarge,
-                    format!("the answer of {len} bytes is over the limit of {max}"),
-                );
-                if sink.feed(&ServerFrame::Error { id, error }).await.is_err() {
+        } else {
+            match sink.feed(&frame).await {
+                Ok(()) => {}
+                Err(FrameError::TooLarge { len, max }) => {
+                    let error = ErrorBody::new(
+                        ErrorCode::TooLarge,
+                        format!("the answer of {len} bytes is over the limit of {max}"),
+                    );
+                    if sink.feed(&ServerFrame::Error { id, error }).await.is_err() {
+                        return;
+                    }
+                    if let (Some(id), ServerFrame::Item { .. }) = (id, &frame) {
+                        failed.insert(id);
+                        let token = in_flight
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .get(&id)
+                            .cloned();
+                        if let Some(token) = token {
+                            token.cancel();
+                        }
+                    }
+                }
+                Err(error) => {
+                    debug!(%error, "connection writer stopped");
                     return;
                 }
-                if let (Some(id), ServerFrame::Item { .. }) = (id, &frame) {
-                    failed.insert(id);
-                }
-            }
-            Err(error) => {
-                debug!(%error, "connection writer stopped");
-                return;
             }
         }
-        // Flush when nothing else waits, so bursts go out in one write.
+        // Flush when nothing else waits, so bursts go out in one write; also after a dropped frame, so that a
+        // too_large error is not left in the buffer behind frames that were never sent.
         if rx.is_empty() && SinkExt::<&ServerFrame>::flush(&mut sink).await.is_err() {
             return;
         }

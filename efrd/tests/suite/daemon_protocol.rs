@@ -273,3 +273,57 @@ async fn many_requests_in_flight_are_answered_interleaved() {
         assert_eq!(client.next_of(id).await.unwrap(), StreamFrame::End);
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_over_the_frame_limit_is_too_large_for_its_request_and_the_connection_goes_on() {
+    let home = tempfile::tempdir().unwrap();
+    // A message of 17 MiB: assistant_message_completed holds it whole, one item over the 16 MiB frame limit.
+    let big = "abcdefghijklmno\n".repeat(17 * 1024 * 1024 / 16);
+    let server = model(vec![common::text_reply(&big, 256 * 1024, 0)]).await;
+    let efrd = daemon(home.path(), &server);
+    let mut client = efrd.client().await.unwrap();
+    let sent = common::prompt(&mut client, None, "say a lot").await;
+    let conversation = sent["conversation_id"].as_str().unwrap();
+    let (id, _) = common::subscribe(&mut client, conversation, Some(0)).await;
+    let mut text = 0;
+    // The last update comes quickly; the whole message takes efrd tens of seconds more in a debug build (the
+    // provider's final event repeats the 17 MiB), so the wait for it is longer than one frame's timeout.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(180);
+    let error = loop {
+        let next = match client.next_of(id).await {
+            Err(e) if e.to_string().starts_with("no frame") && std::time::Instant::now() < deadline => continue,
+            next => next.unwrap(),
+        };
+        match next {
+            StreamFrame::Item(item) => {
+                let event = &item["event"];
+                assert_ne!(
+                    event["kind"], "assistant_message_completed",
+                    "an item over the limit was sent"
+                );
+                if event["kind"] == "assistant_message_updated" {
+                    text += event["delta"].as_str().unwrap().len();
+                }
+            }
+            StreamFrame::Error(error) => break error,
+            other => panic!("expected items, then too_large: {other:?}"),
+        }
+    };
+    assert_eq!(error.code, ErrorCode::TooLarge, "{error:?}");
+    assert!(
+        error.message.contains("over the limit of 16777216"),
+        "{}",
+        error.message
+    );
+    assert_eq!(text, big.len(), "every event before the big one arrived");
+    // The same connection goes on: a unary call, and a new subscription after the big event.
+    let models = client.ok("models.list", json!(null)).await.unwrap();
+    assert!(models["models"].is_array());
+    let list = client.ok("conversations.list", json!({})).await.unwrap();
+    let last = list["conversations"][0]["last_seq"].as_u64().unwrap();
+    let (id, _) = common::subscribe(&mut client, conversation, Some(last - 1)).await;
+    let StreamFrame::Item(item) = client.next_of(id).await.unwrap() else {
+        panic!("the last event")
+    };
+    assert_eq!(item["event"]["kind"], "turn_completed", "{item}");
+}

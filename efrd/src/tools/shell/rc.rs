@@ -229,9 +229,10 @@ mod tests {
         let line = run_line("abc", 7, &file);
         assert_eq!(line.matches('\n').count(), 1, "one line: the shell reads it whole");
         assert!(line.starts_with(' '), "a leading space keeps the line out of history");
-        // bash runs the line on a real terminal (`script` gives it a pty and copies the pty's output to stdout).
+        // bash runs the line on a real terminal (`script` gives it a pty and copies the pty's output to stdout),
+        // after the rc's function that the line calls.
         let typed = dir.path().join("line.sh");
-        std::fs::write(&typed, &line).unwrap();
+        std::fs::write(&typed, format!("{}{line}", reopen_function(Path::new("/dev/tty")))).unwrap();
         let out = std::process::Command::new("script")
             .arg("-qec")
             .arg(format!("bash --norc --noprofile {}", quote(&typed.to_string_lossy())))
