@@ -5,6 +5,7 @@
 //! - [`explain`](mod@explain): what a contained call would see at a path and which rule decides, for `sandbox.explain`.
 //! - [`plan`]: the base plan of a contained call (project root, `$SCRATCH`, the masks) and its [`Layout`].
 //! - [`protect`]: what a call may not change inside its writable roots (git's config and hooks, efr's roots).
+//! - [`git_link`]: a project's `.git` link, read before a contained call and put back after it if the call changed it.
 //! - [`state`]: the cached probe of the daemon.
 //! - [`live`]: whether a sandbox efrd started still runs (a command left running in one).
 //!
@@ -12,6 +13,7 @@
 //! `efr-launcher`.
 
 pub mod explain;
+pub mod git_link;
 pub mod live;
 pub mod plan;
 pub mod probe;

@@ -12,7 +12,8 @@
 //!
 //! Reads the `.git` entries, `gitdir:` and `commondir` files and resolves links (efr's roots are compared both as
 //! given and as resolved); a missing or unreadable file protects less but never fails the plan. The launcher refuses
-//! a protected path that is a link (the call could replace the link).
+//! a protected path that is a link (the call could replace the link), so a `.git` link is resolved here and its
+//! target protected instead; the link itself is checked after the call (`git_link.rs`).
 
 use std::fs;
 use std::path::{Component, Path, PathBuf};
@@ -65,23 +66,47 @@ pub fn protect(plan: &mut LaunchPlan, efr_roots: &[PathBuf]) {
     plan.protected = protected;
 }
 
-/// The git paths of `root`'s `.git`, if it has one.
+/// The git paths of `root`'s `.git`, if it has one. A `.git` link is resolved here, once: its target is protected
+/// as a `.git` there would be (when it lies in a writable root; else it is read-only already), and the link itself,
+/// which no mount can hold, is checked after the call (`git_link.rs`).
 fn git_paths(root: &Path, roots: &[PathBuf], out: &mut Vec<(PathBuf, ProtectedSource)>) {
     let dot = root.join(".git");
     let Ok(meta) = fs::symlink_metadata(&dot) else {
         return;
     };
+    let (dot, base, meta) = if meta.file_type().is_symlink() {
+        let Some(real) = fs::canonicalize(&dot).ok().and_then(|real| within(&real, roots)) else {
+            return;
+        };
+        let Ok(meta) = fs::metadata(&real) else {
+            return;
+        };
+        let base = real.parent().map_or_else(|| root.to_path_buf(), Path::to_path_buf);
+        (real, base, meta)
+    } else {
+        (dot, root.to_path_buf(), meta)
+    };
     if meta.is_file() {
         out.push((dot.clone(), ProtectedSource::GitFile));
-        if let Some(dir) = gitdir_of(&dot, root)
+        if let Some(dir) = gitdir_of(&dot, &base)
             && inside(&dir, roots)
         {
             git_dir(&dir, roots, out);
         }
     } else {
-        // A folder, or a link (pinned too, so the launcher refuses it: the call could replace the link).
         git_dir(&dot, roots, out);
     }
+}
+
+/// `real` (links resolved) as a path under one of `roots` as given, if it lies strictly inside one of them or of
+/// their resolved forms: the launcher checks a pin against the roots as the plan names them.
+fn within(real: &Path, roots: &[PathBuf]) -> Option<PathBuf> {
+    roots.iter().find_map(|root| {
+        forms(root).into_iter().find_map(|form| {
+            let rest = real.strip_prefix(&form).ok()?;
+            (!rest.as_os_str().is_empty()).then(|| root.join(rest))
+        })
+    })
 }
 
 /// A git folder inside a writable root: pinned, with its `commondir` file, and the config and hooks of the folder
@@ -262,6 +287,44 @@ mod tests {
         let mut plan = plan_with(&[&plain]);
         protect(&mut plan, &[]);
         assert!(plan.protected.is_empty());
+    }
+
+    #[test]
+    fn a_git_link_protects_its_target_inside_a_writable_root_and_nothing_outside() {
+        let (_dir, base) = tempdir();
+        let repo = base.join("repo");
+        fs::create_dir_all(repo.join("store.git/hooks")).unwrap();
+        fs::write(repo.join("store.git/config"), "").unwrap();
+        std::os::unix::fs::symlink("store.git", repo.join(".git")).unwrap();
+        let mut plan = plan_with(&[&repo]);
+        protect(&mut plan, &[]);
+        plan.validate().unwrap();
+        use ProtectedSource::*;
+        // The target, not the link (which the launcher would refuse).
+        assert_eq!(
+            listed(&plan, &base),
+            [
+                ("repo/store.git".into(), GitDir),
+                ("repo/store.git/config".into(), GitConfig),
+                ("repo/store.git/hooks".into(), GitHooks),
+            ]
+        );
+        // A link to a `.git` file: the file and the folder it names, when they lie in a writable root.
+        fs::write(repo.join("dot-git"), "gitdir: store.git\n").unwrap();
+        fs::remove_file(repo.join(".git")).unwrap();
+        std::os::unix::fs::symlink("dot-git", repo.join(".git")).unwrap();
+        protect(&mut plan, &[]);
+        assert_eq!(
+            listed(&plan, &base)[..2],
+            [("repo/dot-git".into(), GitFile), ("repo/store.git".into(), GitDir)]
+        );
+        // A target outside every writable root is read-only already: nothing to add.
+        let outside = base.join("outside.git");
+        fs::create_dir(&outside).unwrap();
+        fs::remove_file(repo.join(".git")).unwrap();
+        std::os::unix::fs::symlink(&outside, repo.join(".git")).unwrap();
+        protect(&mut plan, &[]);
+        assert!(plan.protected.is_empty(), "{:?}", plan.protected);
     }
 
     #[test]

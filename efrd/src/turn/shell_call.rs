@@ -28,6 +28,7 @@ use super::contained::{self, CallPlan, Outcome};
 use super::sink::Sink;
 use super::snapshots::CallRoots;
 use super::tools::{CallOutput, ToolEnv};
+use crate::sandbox::git_link::{self, GitLink};
 use crate::tools::shell::{Detached, EndCause, HiddenShell, InputKind, OutputLimits, Run, RunAnswer};
 
 /// How long the `env -0` run before a contained call may take.
@@ -47,6 +48,8 @@ struct Prepared {
     line: String,
     report: PathBuf,
     plan_file: PathBuf,
+    /// The project roots' `.git` links when the plan was made: put back after the call if it changed them.
+    git_links: Vec<GitLink>,
 }
 
 /// Why a contained call could not be made ready; the command did not run.
@@ -179,7 +182,11 @@ pub async fn run_shell(
     let setup_failed = sandbox.as_ref().is_some_and(|s| s.setup_error.is_some());
     let ok = !setup_failed && (exit_code == Some(0) || left_running);
     let mut model_text = answer.output.for_model(OutputLimits::MODEL);
-    if prepared.is_some() {
+    if let Some(prepared) = &prepared {
+        for note in git_link::put_back(&prepared.git_links) {
+            model_text.push('\n');
+            model_text.push_str(&note);
+        }
         for removed in crate::sandbox::protect::remove_planted_commondirs(&env.roots) {
             model_text.push_str(&format!(
                 "\n[efr removed {}: in a main .git folder it would point git outside the sandbox at other \
@@ -399,6 +406,7 @@ async fn follow_left_running(left: LeftRunning<'_>, detached: Detached, sink: &S
         let mut exit_code = end.exit_code;
         if let Some(prepared) = prepared {
             crate::sandbox::protect::remove_planted_commondirs(&roots);
+            git_link::put_back(&prepared.git_links);
             let _ = std::fs::remove_file(&prepared.plan_file);
             if let Some(code) = ContainedEnd::take(&prepared.report).exit_code {
                 exit_code = code;
@@ -509,6 +517,8 @@ async fn prepare(
     } else {
         Vec::new()
     };
+    // Read with the plan, which protects the links' targets as they are now.
+    let git_links = git_link::git_links(&project_roots);
     let plan = contained::call_plan(&CallPlan {
         layout: &env.layout,
         bwrap: &bwrap,
@@ -529,6 +539,7 @@ async fn prepare(
         line: contained::launcher_line(&env.sandbox.options().launcher, &plan_file),
         report,
         plan_file,
+        git_links,
     })
 }
 

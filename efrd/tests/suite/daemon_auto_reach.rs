@@ -1,7 +1,8 @@
 //! What efrd itself keeps out of a contained call's reach in auto mode, with the real launcher and bubblewrap:
 //! dotfiles when the prompt has no project, patches through links (writes and reads), what a direct call left in
-//! the hidden shell, the project's git configuration and hooks, a planted `commondir`, efr's own roots inside a
-//! project, and repositories that could run a program, which a cautious git read without a sandbox asks about.
+//! the hidden shell, the project's git configuration and hooks (also through a `.git` link or file), a planted
+//! `commondir`, efr's own roots inside a project, and repositories that could run a program, which a cautious git
+//! read without a sandbox asks about.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a failed unwrap is a failed test.
 
@@ -487,4 +488,87 @@ async fn while_a_command_runs_in_the_sandbox_a_cautious_git_read_runs_contained_
     let started = event_of(&events, "tool_call_started", "call_status");
     assert_eq!(started["launch"], json!({"kind": "contained"}), "{started}");
     assert_eq!(event_of(&events, "tool_call_completed", "call_status")["status"], "ok");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_project_whose_git_is_a_link_or_a_file_runs_contained_and_a_swapped_link_is_put_back() {
+    // `linked/.git -> ../elsewhere/repo.git` (a link), and `separate/.git` a `gitdir:` file, as `git init
+    // --separate-git-dir` makes both repositories.
+    let base = tempdir();
+    let home = base.path().join("home");
+    let linked = base.path().join("linked");
+    let separate = base.path().join("separate");
+    let elsewhere = base.path().join("elsewhere");
+    for dir in [&home, &linked, &separate, &elsewhere] {
+        std::fs::create_dir(dir).unwrap();
+    }
+    host_git(&linked, &["init", "-q", "--separate-git-dir", "../elsewhere/repo.git"]);
+    std::fs::remove_file(linked.join(".git")).unwrap();
+    std::os::unix::fs::symlink("../elsewhere/repo.git", linked.join(".git")).unwrap();
+    host_git(&linked, &["status", "--short"]);
+    host_git(
+        &separate,
+        &["init", "-q", "--separate-git-dir", "../elsewhere/separate.git"],
+    );
+    assert!(std::fs::symlink_metadata(separate.join(".git")).unwrap().is_file());
+    let marker = base.path().join("fsmonitor-ran");
+    let work = "git status --short && echo new > made.txt && echo wrote";
+    let set_config = format!("git config core.fsmonitor 'touch {}; false'", marker.display());
+    let server = model(vec![
+        shell_call("call_link_work", work),
+        shell_call(
+            "call_link_config",
+            &format!("echo '[core]' >> .git/config || {set_config}"),
+        ),
+        shell_call("call_link_swap", "mkdir evil && ln -sfn evil .git && echo swapped"),
+        text("linked done"),
+        shell_call("call_file_work", work),
+        shell_call("call_file_config", &set_config),
+        text("separate done"),
+    ])
+    .await;
+    let efrd = daemon_with(&home, &server, &[]);
+    let mut client = efrd.client().await.unwrap();
+    for (project, calls) in [
+        (&linked, &["call_link_work", "call_link_config", "call_link_swap"][..]),
+        (&separate, &["call_file_work", "call_file_config"][..]),
+    ] {
+        let (_, _, id) = start(&mut client, project, "auto", "work in the repository").await;
+        let events = bounded("the auto turn", events_until(&mut client, id, "turn_completed")).await;
+        for call in calls {
+            let started = event_of(&events, "tool_call_started", call);
+            assert_eq!(started["launch"], json!({"kind": "contained"}), "{started}");
+            let done = event_of(&events, "tool_call_completed", call);
+            assert!(done["sandbox"].get("setup_error").is_none(), "{call}: {done}");
+            let expected = if call.ends_with("config") { "failed" } else { "ok" };
+            assert_eq!(done["status"], expected, "{call}: {done}");
+        }
+        // git ran in the sandbox and the project was writable.
+        for call in calls.iter().filter(|c| c.ends_with("work")) {
+            assert!(
+                tool_output(&server, call).contains("wrote"),
+                "{}",
+                tool_output(&server, call)
+            );
+        }
+        assert!(project.join("made.txt").exists());
+    }
+    // The git folder's config stayed read-only: nothing was added, and host git runs nothing of the calls'.
+    for repo in ["repo.git", "separate.git"] {
+        let config = std::fs::read_to_string(elsewhere.join(repo).join("config")).unwrap();
+        assert!(
+            !config.contains("fsmonitor") && !config.ends_with("[core]\n"),
+            "{config}"
+        );
+    }
+    // The link the call swapped is put back, and the model is told.
+    let swap = tool_output(&server, "call_link_swap");
+    assert!(swap.contains("swapped") && swap.contains("efr put back"), "{swap}");
+    assert_eq!(
+        std::fs::read_link(linked.join(".git")).unwrap(),
+        Path::new("../elsewhere/repo.git")
+    );
+    host_git(&linked, &["status", "--short"]);
+    host_git(&separate, &["status", "--short"]);
+    assert!(!marker.exists(), "git ran a call's fsmonitor outside the sandbox");
 }
