@@ -117,6 +117,9 @@ pub(super) struct Actor {
     id: ConversationId,
     /// `None` until the conversation's first commit.
     summary: Option<ConversationSummary>,
+    /// The watched facts of the summary row as last committed (the stored row's for a loaded conversation), against
+    /// which conversations.watch hears of a change (`watch.rs`).
+    row_facts: Option<super::watch::RowFacts>,
     last_seq: u64,
     history: Vec<HistoryItem>,
     queue: VecDeque<Queued>,
@@ -140,6 +143,7 @@ impl Actor {
             deps,
             id,
             summary: None,
+            row_facts: None,
             last_seq: 0,
             history: Vec::new(),
             queue: VecDeque::new(),
@@ -166,6 +170,7 @@ impl Actor {
             .ok_or_else(|| ErrorBody::new(ErrorCode::NotFound, format!("no conversation {id}")))?;
         let rebuilt = history::rebuild(&deps.store, id).await?;
         let mut actor = Self::new(deps, id);
+        actor.row_facts = Some(super::watch::RowFacts::of(&summary));
         actor.summary = Some(summary);
         actor.history = rebuilt.history;
         actor.last_seq = rebuilt.last_seq;
@@ -529,7 +534,7 @@ impl Actor {
             let _ = self.events.send(Arc::clone(event));
         }
         if let Some(summary) = &self.summary {
-            self.deps.rows.committed(summary, &events);
+            self.deps.rows.committed(&mut self.row_facts, summary);
         }
         Ok(events)
     }

@@ -7,21 +7,20 @@
 //! # Shape
 //!
 //! Conversation actors call [`RowChanges::committed`] after each commit that carried their summary row (an event is
-//! broadcast only after its commit, docs/architecture.md, "The event log"; so is a row). The hub keeps the last facts
-//! it saw of each conversation and sends a [`RowChange`] only when one of the watched facts differs, so a commit that
-//! only adds events (a streamed message, a tool call) costs watchers nothing.
+//! broadcast only after its commit, docs/architecture.md, "The event log"; so is a row), with the [`RowFacts`] of
+//! their last commit. The hub sends a [`RowChange`] only when one of the watched facts differs, so a commit that only
+//! adds events (a streamed message, a tool call) costs watchers nothing.
 //!
-//! A conversation the hub has not seen since efrd started (loaded from the store) is taken as unchanged at its first
-//! commit, unless that commit created it (it holds seq 1): its row is the one the watcher's snapshot read from the
-//! store.
+//! The last facts live in each conversation's actor, not here: an actor loaded from the store starts from its stored
+//! row (the one a watcher's snapshot read), and a new conversation has none, so its first commit is sent. So the hub
+//! holds nothing per conversation, and what it holds is bounded by its queue (a change sent with no watcher is not
+//! queued at all): a daemon that runs for months with many conversations and no watcher keeps nothing here.
 //!
 //! Each watcher holds a broadcast receiver of `[daemon] subscriber_queue` changes; one that falls further behind
 //! gets `Lagged` and its stream ends with overflow, as for conversation.subscribe. Nothing is dropped silently.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
-use efr_protocol::events::Event;
 use efr_protocol::ids::ConversationId;
 use serde_json::Value;
 use tokio::sync::broadcast;
@@ -38,9 +37,9 @@ pub enum RowChange {
 }
 
 /// The facts of a row whose change a watcher hears of (the spec's list). `updated_at` and `last_seq` are not
-/// among them: every commit moves those.
+/// among them: every commit moves those. Each actor keeps those of its last commit.
 #[derive(Debug, Clone, PartialEq)]
-struct Facts {
+pub struct RowFacts {
     title: Option<String>,
     status: String,
     cwd: Option<String>,
@@ -49,8 +48,10 @@ struct Facts {
     turns: u64,
 }
 
-impl Facts {
-    fn of(summary: &ConversationSummary) -> Self {
+impl RowFacts {
+    /// The watched facts of `summary`.
+    #[must_use]
+    pub fn of(summary: &ConversationSummary) -> Self {
         Self {
             title: summary.title.clone(),
             status: summary.status.clone(),
@@ -67,7 +68,6 @@ impl Facts {
 #[derive(Debug)]
 pub struct RowChanges {
     tx: broadcast::Sender<Arc<RowChange>>,
-    seen: Mutex<HashMap<ConversationId, Facts>>,
 }
 
 impl RowChanges {
@@ -76,7 +76,6 @@ impl RowChanges {
     pub fn new(capacity: usize) -> Self {
         Self {
             tx: broadcast::channel(capacity.max(1)).0,
-            seen: Mutex::default(),
         }
     }
 
@@ -86,19 +85,14 @@ impl RowChanges {
         self.tx.subscribe()
     }
 
-    /// Called by a conversation's actor after a commit that carried `summary` and `events`. Sends
-    /// [`RowChange::Changed`] when a watched fact differs from the last commit's, or when the commit created the
-    /// conversation. Returns whether it sent one.
-    pub fn committed(&self, summary: &ConversationSummary, events: &[Arc<Event>]) -> bool {
-        let facts = Facts::of(summary);
-        let created = events.iter().any(|event| event.seq == 1);
-        let changed = {
-            let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
-            match seen.insert(summary.id, facts.clone()) {
-                Some(before) => before != facts,
-                None => created,
-            }
-        };
+    /// Called by a conversation's actor after a commit that carried `summary`; `last` holds the facts of its
+    /// previous commit (`None` before the conversation's first) and is set to `summary`'s. Sends
+    /// [`RowChange::Changed`] when a watched fact differs, or when there was no previous commit. Returns whether it
+    /// sent one.
+    pub fn committed(&self, last: &mut Option<RowFacts>, summary: &ConversationSummary) -> bool {
+        let facts = RowFacts::of(summary);
+        let changed = last.as_ref() != Some(&facts);
+        *last = Some(facts);
         if changed {
             // No watcher is not an error.
             let _ = self.tx.send(Arc::new(RowChange::Changed(summary.clone())));
@@ -106,17 +100,21 @@ impl RowChanges {
         changed
     }
 
-    /// Tells watchers that `id` was deleted, and forgets it. (conversation.delete is not served by this efrd yet, so
+    /// How many changes the hub holds (queued for the slowest watcher).
+    #[cfg(test)]
+    fn held(&self) -> usize {
+        self.tx.len()
+    }
+
+    /// Tells watchers that `id` was deleted. (conversation.delete is not served by this efrd yet, so
     /// nothing calls it today; a watch never gets `removed` until it is.)
     pub fn removed(&self, id: ConversationId) {
-        self.seen.lock().unwrap_or_else(PoisonError::into_inner).remove(&id);
         let _ = self.tx.send(Arc::new(RowChange::Removed(id)));
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use efr_protocol::events::{EventBody, UnknownEvent};
     use efr_protocol::ids::Timestamp;
     use tokio::sync::broadcast::error::TryRecvError;
 
@@ -135,37 +133,21 @@ mod tests {
         }
     }
 
-    fn event(id: ConversationId, seq: u64) -> Arc<Event> {
-        Arc::new(Event {
-            seq,
-            at: Timestamp::now(),
-            conversation_id: id,
-            turn_id: None,
-            body: EventBody::Unknown(UnknownEvent {
-                kind: "note".into(),
-                members: serde_json::Map::new(),
-            }),
-        })
-    }
-
     #[test]
     fn a_new_conversation_and_each_change_of_a_watched_fact_are_sent_and_nothing_else() {
         let hub = RowChanges::new(16);
         let mut rx = hub.subscribe();
-        let id = ConversationId::new();
-        let mut row = summary(id);
-        assert!(hub.committed(&row, &[event(id, 1), event(id, 2)]), "created");
+        let mut row = summary(ConversationId::new());
+        let mut last = None;
+        assert!(hub.committed(&mut last, &row), "created");
         row.updated_at = Timestamp::now();
         row.extra.insert("last_seq".into(), 3.into());
-        assert!(
-            !hub.committed(&row, &[event(id, 3)]),
-            "only updated_at and last_seq moved"
-        );
+        assert!(!hub.committed(&mut last, &row), "only updated_at and last_seq moved");
         row.status = "running".into();
         row.turn_count = 1;
-        assert!(hub.committed(&row, &[event(id, 4)]));
+        assert!(hub.committed(&mut last, &row));
         row.extra.insert("project".into(), "efr".into());
-        assert!(hub.committed(&row, &[event(id, 5)]), "the project is watched too");
+        assert!(hub.committed(&mut last, &row), "the project is watched too");
         let mut got = Vec::new();
         while let Ok(change) = rx.try_recv() {
             got.push(change);
@@ -175,14 +157,39 @@ mod tests {
     }
 
     #[test]
-    fn a_loaded_conversation_is_unchanged_at_its_first_commit() {
+    fn a_loaded_conversation_is_compared_with_its_stored_row() {
         let hub = RowChanges::new(16);
         let mut rx = hub.subscribe();
         let id = ConversationId::new();
-        assert!(!hub.committed(&summary(id), &[event(id, 8)]));
+        let mut row = summary(id);
+        let mut last = Some(RowFacts::of(&row));
+        assert!(!hub.committed(&mut last, &row));
         assert_eq!(rx.try_recv().unwrap_err(), TryRecvError::Empty);
+        // Its first turn after a restart changes the status: a watcher hears of it.
+        row.status = "running".into();
+        assert!(hub.committed(&mut last, &row));
+        assert!(matches!(&*rx.try_recv().unwrap(), RowChange::Changed(s) if s.status == "running"));
         hub.removed(id);
         assert_eq!(*rx.try_recv().unwrap(), RowChange::Removed(id));
+    }
+
+    #[test]
+    fn with_no_watcher_the_hub_holds_no_more_than_its_queue() {
+        let hub = RowChanges::new(16);
+        for turns in 0..10_000 {
+            let mut row = summary(ConversationId::new());
+            let mut last = None;
+            hub.committed(&mut last, &row);
+            row.turn_count = turns;
+            hub.committed(&mut last, &row);
+        }
+        assert_eq!(hub.held(), 0, "a change with no watcher is not queued");
+        // A watcher that reads nothing holds the hub to its queue, no more.
+        let _rx = hub.subscribe();
+        for _ in 0..100 {
+            hub.committed(&mut None, &summary(ConversationId::new()));
+        }
+        assert_eq!(hub.held(), 16);
     }
 
     #[test]
@@ -190,8 +197,7 @@ mod tests {
         let hub = RowChanges::new(2);
         let mut rx = hub.subscribe();
         for _ in 0..3 {
-            let id = ConversationId::new();
-            hub.committed(&summary(id), &[event(id, 1)]);
+            hub.committed(&mut None, &summary(ConversationId::new()));
         }
         assert!(matches!(rx.try_recv(), Err(TryRecvError::Lagged(1))));
     }
