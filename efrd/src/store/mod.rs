@@ -80,6 +80,7 @@ pub use rows::{
     PageRequest,
 };
 pub use schema::{BUSY_TIMEOUT, SCHEMA_VERSION};
+pub use writer::COMMAND_RETENTION;
 
 use read::ReadPool;
 use writer::Request;
@@ -119,6 +120,8 @@ impl Store {
             let path = path.clone();
             tokio::task::spawn_blocking(move || -> Result<_> {
                 let writer = schema::open_writer(&path)?;
+                // Before the store answers anything: a read right after opening sees no outcome past its retention.
+                writer::prune(&writer);
                 let reader = schema::open_reader(&path)?;
                 Ok((writer, reader))
             })

@@ -22,7 +22,7 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use efr_protocol::ids::ConversationId;
+use efr_protocol::ids::{ConversationId, Timestamp};
 use rusqlite::{Connection, params};
 use tokio::sync::{OwnedSemaphorePermit, oneshot};
 
@@ -41,6 +41,14 @@ pub(crate) const MAX_LINGER: Duration = Duration::from_millis(2);
 
 /// Once a lingering batch is as large as the last one, a quiet queue for this long ends the wait.
 pub(crate) const QUIET: Duration = Duration::from_micros(100);
+
+/// How long a write's outcome stays under its command id: a retry of the same id within this time gets the stored
+/// outcome, a later one is a new write (docs/protocol.md, "Scopes"; docs/architecture.md, "The event
+/// log"). 30 days: far beyond any retry after a lost connection, a suspended laptop or a phone offline for weeks.
+pub const COMMAND_RETENTION: Duration = Duration::from_secs(30 * 24 * 60 * 60);
+
+/// How often the writer prunes outcomes past [`COMMAND_RETENTION`] (after a batch; `Store::open` prunes first).
+pub(crate) const PRUNE_EVERY: Duration = Duration::from_secs(60 * 60);
 
 /// What the writer thread is asked to do.
 #[derive(Debug)]
@@ -105,6 +113,8 @@ impl Pacing {
 fn run(conn: Connection, rx: &Receiver<Request>) {
     let mut held: Option<Request> = None;
     let mut pacing = Pacing::default();
+    // `Store::open` pruned just before.
+    let mut pruned = Instant::now();
     loop {
         let Ok(first) = held.take().map_or_else(|| rx.recv(), Ok) else {
             // Every Store handle was dropped: what was queued is written; stop cleanly.
@@ -128,6 +138,11 @@ fn run(conn: Connection, rx: &Receiver<Request>) {
                     // The caller may have stopped waiting; the commit stands either way.
                     let _ = reply.send(outcome);
                     drop(permit);
+                }
+                // After the replies, so no caller waits for it; an idle store has nothing new to prune.
+                if pruned.elapsed() >= PRUNE_EVERY {
+                    prune(&conn);
+                    pruned = Instant::now();
                 }
             }
             Request::Close { reply } => {
@@ -178,6 +193,21 @@ fn gather(rx: &Receiver<Request>, batch: &mut Vec<Queued>, pacing: &Pacing) -> O
         }
     }
     None
+}
+
+/// Deletes the command outcomes stored more than [`COMMAND_RETENTION`] ago. A failure (a full disk) is logged and
+/// tried again at the next prune: the outcomes stay, and nothing else depends on it.
+pub(crate) fn prune(conn: &Connection) {
+    let retention = i64::try_from(COMMAND_RETENTION.as_millis()).unwrap_or(i64::MAX);
+    let before = Timestamp::now().as_millis().saturating_sub(retention);
+    match conn
+        .prepare_cached("DELETE FROM commands WHERE at < ?1")
+        .and_then(|mut s| s.execute([before]))
+    {
+        Ok(0) => {}
+        Ok(deleted) => tracing::info!(deleted, "event store: pruned command outcomes past their retention"),
+        Err(e) => tracing::warn!(error = %e, "event store: cannot prune command outcomes"),
+    }
 }
 
 /// Checkpoints the WAL into the database file and closes the connection, so the file stands alone after a stop.

@@ -18,16 +18,17 @@ async fn a_commit_round_trips_summary_events_and_command() {
         event(id, 2, "prompt_queued", Some(turn)),
     ];
     let result = r#"{"turn_id":"x","seq":2}"#;
+    let record = command(cmd, Some(id), result);
     let commit = Commit::events(evs.clone())
         .with_conversation(sum.clone())
-        .with_command(command(cmd, Some(id), result));
+        .with_command(record.clone());
     store.commit(commit).await.unwrap();
 
     assert_eq!(store.conversation(id).await.unwrap(), Some(sum));
     assert_eq!(store.events_after(id, 0, 10).await.unwrap(), evs);
     assert_eq!(store.last_seq(id).await.unwrap(), 2);
     let stored = store.command_outcome(cmd).await.unwrap().unwrap();
-    assert_eq!(stored, command(cmd, Some(id), result));
+    assert_eq!(stored, record);
 
     // Unknown things read as absent, not as errors.
     assert_eq!(store.conversation(ConversationId::new()).await.unwrap(), None);
@@ -300,4 +301,41 @@ fn a_bad_commit_fails_alone_in_its_batch() {
     // The failed commit 2 tried to store `cmd` first; the stored outcome is commit 3's.
     let stored = crate::store::read::command_outcome(&conn, cmd).unwrap().unwrap();
     assert_eq!(stored.conversation_id, Some(a));
+}
+
+#[tokio::test]
+async fn command_ids_past_the_retention_are_pruned_when_the_store_opens_and_a_retry_inside_it_still_conflicts() {
+    const DAY: i64 = 86_400_000;
+    let retention = i64::try_from(crate::store::COMMAND_RETENTION.as_millis()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("efr.db");
+    let now = Timestamp::now().as_millis();
+    let old = CommandRecord {
+        at: at(now - retention - DAY),
+        ..command(CommandId::new(), None, r#"{"old":true}"#)
+    };
+    let recent = CommandRecord {
+        at: at(now - retention + DAY),
+        ..command(CommandId::new(), None, r#"{"recent":true}"#)
+    };
+    let store = Store::open(&path).await.unwrap();
+    for record in [&old, &recent] {
+        store
+            .commit(Commit::default().with_command(record.clone()))
+            .await
+            .unwrap();
+    }
+    store.close().await.unwrap();
+
+    let store = Store::open(&path).await.unwrap();
+    assert_eq!(
+        store.command_outcome(old.command_id).await.unwrap(),
+        None,
+        "past the retention"
+    );
+    // A retry inside the retention still gets the first outcome and changes nothing.
+    let retry = Commit::default().with_command(command(recent.command_id, None, r#"{"again":true}"#));
+    let err = store.commit(retry).await.unwrap_err();
+    assert!(matches!(err, StoreError::DuplicateCommand { stored, .. } if *stored == recent));
+    store.close().await.unwrap();
 }

@@ -76,7 +76,8 @@ fn command(command_id: CommandId, conversation_id: Option<ConversationId>, resul
         method: "prompt.send".into(),
         conversation_id,
         result: result.into(),
-        at: at(5_000),
+        // Now, not a fixed old time: an outcome past `COMMAND_RETENTION` is pruned when the store opens.
+        at: Timestamp::now(),
     }
 }
 
