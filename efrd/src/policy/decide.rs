@@ -217,8 +217,9 @@ pub fn approved_by(mode: Mode, contained: bool, allowed_by_user: bool) -> Option
 /// - cautious runs a read-only line (wherever it runs) [`LaunchKind::ContainedReadOnly`] when the sandbox can run
 ///   ([`PolicyContext::sandbox`]), else [`LaunchKind::Direct`] unless it reads a credential store
 ///   ([`LineAnalysis::store_reads`]) or uses a repository not found plain in [`PolicyContext::git`]; and it runs a
-///   patch whose every path is inside a project root and not inside a `.git` folder direct; anything else asks,
-///   naming the first concern (network first);
+///   patch whose every path is inside a project root and not inside a `.git` folder direct; with the sandbox, a
+///   line it cannot analyse that shows no need of more than reading ([`Concern::needs_only_reading`]) runs
+///   [`LaunchKind::ContainedReadOnly`] too; anything else asks, naming the first concern (network first);
 /// - auto runs every call [`LaunchKind::Contained`] (see [`decide_auto`] for the exits to come);
 /// - full runs every call [`LaunchKind::Direct`], except a guarded delete, which asks for
 ///   [`floors::GUARDED_DELETE_SECS`] seconds.
@@ -288,18 +289,13 @@ pub fn decide_shell(call: &ShellCall, analysis: &LineAnalysis, mode: Mode, ctx: 
                     Some(reason) => ask(reason, None, false),
                 }
             }
-            Some(concern) => {
-                let mut decision = ask(concern.cautious_reason(), None, false);
-                // A line efr cannot analyse but that shows no need of more than reading runs, once allowed, in the
-                // read-only sandbox: the user's yes to `eval "$x"` is not a yes to reading `~/.ssh`.
-                if let Decision::Ask(question) = &mut decision
-                    && ctx.sandbox
-                    && analysis.concerns.iter().all(Concern::needs_only_reading)
-                {
-                    question.launch = LaunchKind::ContainedReadOnly;
-                }
-                decision
-            }
+            // A line efr cannot analyse but that shows no need of more than reading runs in the read-only sandbox
+            // without a question: the sandbox, not the analysis, is what keeps it from writing, the network and
+            // the credential stores. What it needed beyond reading fails there, and the model is told so.
+            Some(_) if ctx.sandbox && analysis.concerns.iter().all(Concern::needs_only_reading) => Decision::Run {
+                launch: LaunchKind::ContainedReadOnly,
+            },
+            Some(concern) => ask(concern.cautious_reason(), None, false),
         },
         Mode::Auto => decide_auto(Some(analysis)),
         Mode::Full => match analysis.guarded_deletes.first() {

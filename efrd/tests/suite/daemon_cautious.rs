@@ -107,24 +107,18 @@ async fn cautious_reads_of_credential_stores_ask_nothing_and_see_empty_masks() {
     let mut client = efrd.client().await.unwrap();
     let (_, conversation, id) = start(&mut client, &project, "cautious", "read").await;
 
-    // The export asks (it changes the hidden shell) and runs direct; the eval asks (efr cannot see what it runs)
-    // and, once allowed, runs contained.
+    // The export asks (it changes the hidden shell) and runs direct; the eval, which efr cannot see into, runs in
+    // the read-only sandbox without a question.
     let mut events = Vec::new();
     let asked = answer(&mut client, id, &conversation, "call_export", &mut events).await;
     assert!(asked["reason"].as_str().unwrap().contains("cautious asks"), "{asked}");
-    let asked = answer(&mut client, id, &conversation, "call_eval", &mut events).await;
-    assert!(asked["reason"].as_str().unwrap().contains("`eval`"), "{asked}");
     events.extend(bounded("cautious turn", events_until(&mut client, id, "turn_completed")).await);
     let questions: Vec<&str> = events
         .iter()
         .filter(|e| e["kind"] == "approval_requested")
         .map(|e| e["call_id"].as_str().unwrap())
         .collect();
-    assert_eq!(
-        questions,
-        ["call_export", "call_eval"],
-        "only the export and the eval asked"
-    );
+    assert_eq!(questions, ["call_export"], "only the export asked");
 
     for (call, line) in reads.iter().chain([&("call_eval", "eval \"$x\"")]) {
         let started = event_of(&events, "tool_call_started", call);

@@ -136,8 +136,8 @@ impl Concern {
     /// Whether the concern shows no need of more than cautious's read-only sandbox gives: only a construct efr does
     /// not analyse or cannot parse (`eval "$x"`, `source x`), not a write, the network, another user or a wait at
     /// the terminal, and not `source`, `.` or `exec`, whose point is the hidden shell's own state (a contained call
-    /// runs in a child of it). Cautious still asks about such a line, and runs it in the read-only sandbox once
-    /// allowed (docs/adr/0009-cautious-reads-contained.md).
+    /// runs in a child of it). With efr's sandbox, cautious runs such a line in the read-only sandbox without a
+    /// question; without it, it asks (docs/adr/0009-cautious-reads-contained.md).
     #[must_use]
     pub fn needs_only_reading(&self) -> bool {
         match self {

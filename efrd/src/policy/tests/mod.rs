@@ -435,6 +435,13 @@ fn with_the_sandbox_cautious_runs_its_reads_contained_read_only() {
                 assert_eq!(got, contained, "{line}");
             }
             Decision::Ask(ref q) => {
+                let Call::Shell(shell_call) = &call else { unreachable!() };
+                let analysis = super::analyse_call(shell_call, &with);
+                if analysis.concerns.iter().all(super::Concern::needs_only_reading) {
+                    // A line efr cannot analyse that shows no need of more than reading: the sandbox holds it.
+                    assert_eq!(got, contained, "{line}");
+                    continue;
+                }
                 let Decision::Ask(g) = &got else {
                     panic!("{line}: {got:?}")
                 };
@@ -469,12 +476,18 @@ fn with_the_sandbox_cautious_runs_its_reads_contained_read_only() {
         );
         assert_eq!(q.launch, LaunchKind::Direct);
     }
-    // A line efr cannot analyse still asks; once allowed it runs in the read-only sandbox, unless its point is the
-    // hidden shell's own state.
-    let Decision::Ask(q) = decide(&shell("eval \"$x\""), Mode::Cautious, &with) else {
-        panic!()
+    // A line efr cannot analyse runs in the read-only sandbox without a question, unless its point is the hidden
+    // shell's own state; without the sandbox it asks.
+    assert_eq!(
+        decide(&shell("eval \"$x\""), Mode::Cautious, &with),
+        Decision::Run {
+            launch: LaunchKind::ContainedReadOnly
+        }
+    );
+    let Decision::Ask(q) = decide(&shell("eval \"$x\""), Mode::Cautious, &ctx()) else {
+        panic!("eval without a sandbox")
     };
-    assert_eq!(q.launch, LaunchKind::ContainedReadOnly);
+    assert_eq!(q.launch, LaunchKind::Direct);
     for line in [
         "source .venv/bin/activate",
         "curl https://example.com",
