@@ -10,7 +10,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use efr_protocol::internal::{LaunchPlan, ReportTo, default_masks};
 
@@ -18,6 +18,10 @@ use efr_protocol::internal::{LaunchPlan, ReportTo, default_masks};
 const RUNS: usize = 30;
 /// Untimed runs first (page cache, bwrap's first start).
 const WARM_UP: usize = 5;
+
+mod timing;
+
+use timing::{median, time};
 
 fn main() -> ExitCode {
     match bench() {
@@ -135,24 +139,4 @@ fn which(name: &str) -> Result<PathBuf, String> {
         .map(|dir| Path::new(dir).join(name))
         .find(|path| path.is_file())
         .ok_or_else(|| format!("{name} is not in /usr/bin or /bin"))
-}
-
-/// Runs a command to its end and returns how long it took; a failed run is an error (a broken sandbox is not fast).
-fn time(command: &mut Command) -> Result<Duration, String> {
-    let started = Instant::now();
-    let status = command
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .map_err(|e| e.to_string())?;
-    let elapsed = started.elapsed();
-    if !status.success() {
-        return Err(format!("{command:?} failed: {status}"));
-    }
-    Ok(elapsed)
-}
-
-fn median(runs: &mut [Duration]) -> Duration {
-    runs.sort();
-    runs[runs.len() / 2]
 }

@@ -10,8 +10,8 @@
 //! `cargo bench -p efr-launcher --bench contained_true`.
 
 use std::path::PathBuf;
-use std::process::{Command, ExitCode, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, ExitCode};
+use std::time::Duration;
 
 use efr_protocol::internal::{LaunchPlan, ReportTo, Writable, WritableSource, default_masks};
 
@@ -21,6 +21,10 @@ const BUDGET_RATIO: f64 = 3.0;
 const RUNS: usize = 40;
 /// Untimed runs first (page cache, bwrap's first start).
 const WARM_UP: usize = 5;
+
+mod timing;
+
+use timing::{median, time};
 
 fn main() -> ExitCode {
     match bench() {
@@ -96,24 +100,4 @@ fn bench() -> Result<bool, String> {
         if pass { "PASS" } else { "FAIL" }
     );
     Ok(pass)
-}
-
-/// Runs a command to its end and returns how long it took; a failed run is an error (a broken sandbox is not fast).
-fn time(command: &mut Command) -> Result<Duration, String> {
-    let started = Instant::now();
-    let status = command
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .map_err(|e| e.to_string())?;
-    let elapsed = started.elapsed();
-    if !status.success() {
-        return Err(format!("{command:?} failed: {status}"));
-    }
-    Ok(elapsed)
-}
-
-fn median(runs: &mut [Duration]) -> Duration {
-    runs.sort();
-    runs[runs.len() / 2]
 }

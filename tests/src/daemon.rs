@@ -156,6 +156,11 @@ impl TestDaemon {
     /// # Errors
     /// When efrd does not exit in time (it is then killed) or was not running.
     pub fn wait_exit(&mut self, timeout: Duration) -> Result<ExitStatus> {
+        self.reap(timeout, "did not exit by itself")
+    }
+
+    /// Waits at most `timeout` for the child to exit; past it, kills it and fails saying efrd `what`, with its log.
+    fn reap(&mut self, timeout: Duration, what: &str) -> Result<ExitStatus> {
         let Some(mut child) = self.child.take() else {
             bail!("efrd is not running")
         };
@@ -167,10 +172,7 @@ impl TestDaemon {
             if Instant::now() > deadline {
                 let _ = child.kill();
                 let _ = child.wait();
-                bail!(
-                    "efrd did not exit by itself within {timeout:?}; its log:\n{}",
-                    self.log()
-                );
+                bail!("efrd {what} within {timeout:?}; its log:\n{}", self.log());
             }
             std::thread::sleep(Duration::from_millis(10));
         }
@@ -181,32 +183,12 @@ impl TestDaemon {
     /// # Errors
     /// When efrd does not exit in time (it is then killed).
     pub fn stop(&mut self, timeout: Duration) -> Result<ExitStatus> {
-        let Some(mut child) = self.child.take() else {
+        let Some(child) = &self.child else {
             bail!("efrd is not running")
         };
         let pid = i32::try_from(child.id())?;
         nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGTERM)?;
-        let deadline = Instant::now() + timeout;
-        loop {
-            if let Some(status) = child.try_wait()? {
-                return Ok(status);
-            }
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                let _ = child.wait();
-                bail!(
-                    "efrd did not stop within {timeout:?} of SIGTERM; its log:\n{}",
-                    self.log()
-                );
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-    }
-}
-
-impl Drop for TestDaemon {
-    fn drop(&mut self) {
-        let _ = self.kill();
+        self.reap(timeout, "did not stop after SIGTERM")
     }
 }
 

@@ -120,16 +120,7 @@ pub async fn serve(stream: UnixStream, session: Session, daemon: Arc<Daemon>, sh
             }
         };
         match frame {
-            ClientFrame::Cancel(id) => {
-                let token = in_flight
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .get(&id)
-                    .cloned();
-                if let Some(token) = token {
-                    token.cancel();
-                }
-            }
+            ClientFrame::Cancel(id) => cancel(&in_flight, id),
             ClientFrame::Request(request) => {
                 if !start_request(request, &session, &daemon, &outbound, &in_flight, &shutdown).await {
                     break;
@@ -293,6 +284,18 @@ async fn run_request(
     }
 }
 
+/// Cancels request `id` of the connection, when it is still in flight.
+fn cancel(in_flight: &InFlight, id: RequestId) {
+    let token = in_flight
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get(&id)
+        .cloned();
+    if let Some(token) = token {
+        token.cancel();
+    }
+}
+
 /// The writer task: encodes frames until every sender is gone. An item too large to send becomes a `too_large`
 /// error for its request, so the client learns what happened and the connection stays usable; the request is
 /// cancelled (a stream would go on sending what the client can no longer take as part of it), and its later frames,
@@ -324,14 +327,7 @@ async fn write_frames(
                     }
                     if let (Some(id), ServerFrame::Item { .. }) = (id, &frame) {
                         failed.insert(id);
-                        let token = in_flight
-                            .lock()
-                            .unwrap_or_else(PoisonError::into_inner)
-                            .get(&id)
-                            .cloned();
-                        if let Some(token) = token {
-                            token.cancel();
-                        }
+                        cancel(&in_flight, id);
                     }
                 }
                 Err(error) => {
