@@ -21,7 +21,7 @@ const WARM_UP: usize = 5;
 
 mod timing;
 
-use timing::{median, time};
+use timing::{median, time, workspace};
 
 fn main() -> ExitCode {
     match bench() {
@@ -34,16 +34,7 @@ fn main() -> ExitCode {
 }
 
 fn bench() -> Result<(), String> {
-    let bwrap = PathBuf::from("/usr/bin/bwrap");
-    if !bwrap.exists() {
-        return Err("bubblewrap is not installed at /usr/bin/bwrap".into());
-    }
-    let dir = tempfile::Builder::new()
-        .prefix("contained-read-")
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-        .map_err(|e| e.to_string())?;
-    let project = dir.path().join("project");
-    std::fs::create_dir(&project).map_err(|e| e.to_string())?;
+    let (bwrap, dir, project) = workspace("contained-read-")?;
     std::fs::write(project.join("README"), "a small file\n".repeat(20)).map_err(|e| e.to_string())?;
     for args in [
         &["init", "-q"][..],

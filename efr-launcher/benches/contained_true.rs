@@ -24,7 +24,7 @@ const WARM_UP: usize = 5;
 
 mod timing;
 
-use timing::{median, time};
+use timing::{median, time, workspace};
 
 fn main() -> ExitCode {
     match bench() {
@@ -43,16 +43,7 @@ fn main() -> ExitCode {
 }
 
 fn bench() -> Result<bool, String> {
-    let bwrap = PathBuf::from("/usr/bin/bwrap");
-    if !bwrap.exists() {
-        return Err("bubblewrap is not installed at /usr/bin/bwrap".into());
-    }
-    let dir = tempfile::Builder::new()
-        .prefix("contained-true-")
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-        .map_err(|e| e.to_string())?;
-    let project = dir.path().join("project");
-    std::fs::create_dir(&project).map_err(|e| e.to_string())?;
+    let (bwrap, dir, project) = workspace("contained-true-")?;
     let home = PathBuf::from(std::env::var_os("HOME").unwrap_or_else(|| "/root".into()));
     let mut plan = LaunchPlan::new(&bwrap, vec!["true".into()], &project);
     plan.env.insert("PATH".into(), "/usr/bin:/bin".into());
