@@ -17,13 +17,13 @@ use efr_protocol::{ErrorBody, ErrorCode};
 
 use crate::config::Config;
 use crate::config::schema::Mode as ConfigMode;
-use crate::model::Catalog;
+use crate::model::{Catalog, CatalogOrigin};
 
 /// Resolves a prompt's settings against the config and the catalog.
 ///
 /// # Errors
 /// `invalid` with `{setting, value, choices}` for a model or an effort outside the catalog; `unavailable` when the
-/// catalog has no model at all (no login, no list).
+/// catalog has no model at all (no login, no list) and neither the prompt nor the config names one.
 pub fn resolve(
     catalog: &Catalog,
     config: &Config,
@@ -59,10 +59,17 @@ pub fn resolve(
         })?,
     };
     let effort = asked.effort.or_else(|| config.model.effort.clone());
-    let info = catalog
-        .validate(&model, effort.as_deref())
-        .map_err(|error| ErrorBody::new(ErrorCode::Invalid, error.to_string()).with_data(error.data()))?;
-    let effort = effort.or_else(|| info.default_effort.clone());
+    // With no list at all (an OpenAI-compatible server whose list was not fetched yet, as when socket activation
+    // starts efrd on this very prompt, and nothing cached), a model named by the prompt or the config is taken as
+    // named: the provider is the one to refuse it, and the turn fails with its answer.
+    let effort = if catalog.origin == CatalogOrigin::Missing && catalog.models.is_empty() {
+        effort
+    } else {
+        let info = catalog
+            .validate(&model, effort.as_deref())
+            .map_err(|error| ErrorBody::new(ErrorCode::Invalid, error.to_string()).with_data(error.data()))?;
+        effort.or_else(|| info.default_effort.clone())
+    };
     Ok((
         TurnSettings {
             mode,
@@ -130,6 +137,34 @@ pub fn cautious_uncontained(settings: &TurnSettings, status: &SandboxStatus) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn with_no_list_at_all_a_named_model_is_taken_as_named_and_none_named_is_unavailable() {
+        let missing = Catalog::resolve(
+            crate::model::ProviderKind::OpenAiCompat,
+            None,
+            None,
+            &crate::model::CatalogConfig::default(),
+        );
+        assert_eq!(missing.origin, CatalogOrigin::Missing);
+        let mut config = Config::default();
+        config.model.model = Some("local-model".into());
+        let (resolved, _) = resolve(&missing, &config, None, Origin::Terminal).unwrap();
+        assert_eq!((resolved.model.as_str(), resolved.effort), ("local-model", None));
+        let error = resolve(&missing, &Config::default(), None, Origin::Terminal).unwrap_err();
+        assert_eq!(error.code, ErrorCode::Unavailable, "{error:?}");
+        // A list that is known still refuses a model outside it.
+        let known = Catalog::resolve(
+            crate::model::ProviderKind::OpenAiApi,
+            None,
+            None,
+            &crate::model::CatalogConfig::default(),
+        );
+        assert_eq!(
+            resolve(&known, &config, None, Origin::Terminal).unwrap_err().code,
+            ErrorCode::Invalid
+        );
+    }
 
     fn settings(mode: Mode) -> TurnSettings {
         TurnSettings {

@@ -40,7 +40,15 @@ async fn status_reports_roots_config_providers_and_catalog() {
     assert_eq!(openai["key_hint"], "sk-proj-...a1b2");
     assert_eq!(status["catalog"]["provider"], "openai-api");
 
-    let models = client.ok("models.list", json!({})).await.unwrap();
+    // The list is fetched in the background after efrd is ready: wait for it (bounded), then check it.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let models = loop {
+        let models = client.ok("models.list", json!({})).await.unwrap();
+        if models["catalog"]["origin"] == "backend" || std::time::Instant::now() > deadline {
+            break models;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
     let ids: Vec<&str> = models["models"]
         .as_array()
         .unwrap()
