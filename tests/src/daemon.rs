@@ -192,6 +192,12 @@ impl TestDaemon {
     }
 }
 
+impl Drop for TestDaemon {
+    fn drop(&mut self) {
+        let _ = self.kill();
+    }
+}
+
 /// A `config.toml` whose providers all point at `base_url` (the scripted model server).
 #[must_use]
 pub fn config_for(base_url: &str) -> String {
