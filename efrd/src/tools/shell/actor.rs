@@ -239,8 +239,14 @@ impl Actor {
                     }
                 }
                 Marker::Start(_) => {
-                    if let Some(active) = self.active.as_mut() {
-                        active.started = true;
+                    let Some(active) = self.active.as_mut() else {
+                        continue;
+                    };
+                    active.started = true;
+                    if active.interrupted
+                        && let Err(error) = self.send_interrupt()
+                    {
+                        tracing::debug!(pid = self.pid, %error, "hidden shell: the held interrupt failed");
                     }
                 }
                 Marker::End(_, status) => self.finish(None, Some(status)),
@@ -444,7 +450,22 @@ impl Actor {
         }
     }
 
+    /// Interrupts the active run as Ctrl+C would. Before its start marker the shell has not read the run's line
+    /// yet: a SIGINT then would only drop an empty prompt line and the command would run in full afterwards, so the
+    /// interrupt is held and sent when the start marker comes.
     fn interrupt(&mut self) -> Result<(), ShellError> {
+        let Some(active) = self.active.as_mut() else {
+            return Err(ShellError::NoRun);
+        };
+        if !active.started {
+            active.interrupted = true;
+            return Ok(());
+        }
+        self.send_interrupt()
+    }
+
+    /// Sends SIGINT to the terminal's foreground group and starts the resync timer.
+    fn send_interrupt(&mut self) -> Result<(), ShellError> {
         let Some(active) = self.active.as_mut() else {
             return Err(ShellError::NoRun);
         };

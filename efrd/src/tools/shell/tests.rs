@@ -255,6 +255,13 @@ async fn interrupt_stops_the_command(kind: ShellKind) {
     shell.interrupt().await.unwrap();
     let end = tokio::time::timeout(LONG, detached.ended()).await.unwrap();
     assert_eq!((end.how, end.exit_code), (EndCause::Stopped, Some(130)));
+    // An interrupt that comes before the shell has read the run's line still stops the command.
+    let early = shell.run("sleep 30", LONG).await.unwrap();
+    shell.interrupt().await.unwrap();
+    let answer = tokio::time::timeout(Duration::from_secs(10), early.answer())
+        .await
+        .expect("the early interrupt stopped sleep 30");
+    assert_eq!((answer.how, answer.exit_code), (Some(EndCause::Stopped), Some(130)));
     // A loop that runs in the shell itself stops too (interrupted once it runs).
     let run_ = shell.run("touch looping; while true; do :; done", LONG).await.unwrap();
     eventually("the loop runs", || fx.home().join("looping").exists()).await;
