@@ -80,6 +80,11 @@ pub struct LaunchPlan {
     /// Where the launcher writes its [`crate::internal::LaunchReport`] lines.
     #[serde(default)]
     pub report: ReportTo,
+    /// The listening socket of the call's `efr-proxy` plan ([`crate::internal::proxy::Opened::socket`]), absolute;
+    /// present exactly when the grants hold a `host` grant. The call keeps its own network namespace and reaches
+    /// the proxy through a bridge on its loopback, named by the proxy variables of its environment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proxy: Option<PathBuf>,
 }
 
 /// What runs inside the sandbox. The launcher execs it directly: it has no shell of its own.
@@ -267,6 +272,7 @@ impl LaunchPlan {
             grants: Vec::new(),
             rlimits: Vec::new(),
             report: ReportTo::Stderr,
+            proxy: None,
         }
     }
 

@@ -8,10 +8,14 @@
 //! - [`validate`]: the plan's rules and [`PlanError`].
 //! - [`masks`]: the documented default list of masked credential stores.
 //! - [`report`]: the JSON lines that `efr-launcher` writes about one launch, and its exit codes.
+//! - [`host`]: host names and patterns, as the network rules compare them.
+//! - [`proxy`]: the control messages between efrd and `efr-proxy`.
 
+pub mod host;
 pub mod launch;
 pub mod masks;
 pub mod mounts;
+pub mod proxy;
 pub mod report;
 pub mod validate;
 
