@@ -28,7 +28,7 @@ use std::ffi::OsString;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use efr_protocol::internal::{IfMissing, LaunchPlan, MountKind, Network, PlanError, SHM_SIZE};
+use efr_protocol::internal::{IfMissing, LaunchPlan, MountKind, Network, PlanError};
 
 /// What a masked or protected path is on the host, after following links.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -145,7 +145,9 @@ pub fn bwrap_args(plan: &LaunchPlan, host: &HostFacts, status_fd: i32) -> Result
             MountKind::Proc => args.path("--proc", path),
             MountKind::Tmp => args.path("--tmpfs", path),
             MountKind::SharedMemory => {
-                args.push(["--size".to_owned(), SHM_SIZE.to_string()]);
+                if let Some(size) = plan.shm_size {
+                    args.push(["--size".to_owned(), size.to_string()]);
+                }
                 args.path("--tmpfs", path);
             }
             MountKind::Writable | MountKind::Socket => args.paths("--bind", path, path),
@@ -218,7 +220,7 @@ impl Args {
 
 #[cfg(test)]
 mod tests {
-    use efr_protocol::internal::{Mask, MaskSource, Protected, ProtectedSource, Writable, WritableSource};
+    use efr_protocol::internal::{Mask, MaskSource, Protected, ProtectedSource, SHM_SIZE, Writable, WritableSource};
     use efr_protocol::wire::Grant;
 
     use super::*;
@@ -326,6 +328,20 @@ mod tests {
                 "/home/u/p",
             ]
         );
+    }
+
+    #[test]
+    fn a_bubblewrap_without_size_gets_an_unbounded_shared_memory() {
+        let mut plan = plan();
+        let bounded = strings(&bwrap_args(&plan, &host(), 3).unwrap()).join(" ");
+        assert!(
+            bounded.contains(&format!("--size {SHM_SIZE} --tmpfs /dev/shm")),
+            "{bounded}"
+        );
+        plan.shm_size = None;
+        let text = strings(&bwrap_args(&plan, &host(), 3).unwrap()).join(" ");
+        assert!(!text.contains("--size"), "{text}");
+        assert!(text.contains("--dev /dev --tmpfs /dev/shm --proc /proc"), "{text}");
     }
 
     #[test]

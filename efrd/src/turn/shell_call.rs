@@ -519,7 +519,7 @@ async fn prepare(
     };
     // Read with the plan, which protects the links' targets as they are now.
     let git_links = git_link::git_links(&project_roots);
-    let plan = contained::call_plan(&CallPlan {
+    let mut plan = contained::call_plan(&CallPlan {
         layout: &env.layout,
         bwrap: &bwrap,
         shell: &program,
@@ -532,6 +532,7 @@ async fn prepare(
         report: &report,
         read_only,
     });
+    plan.shm_size = probe.shm_size();
     let bytes = serde_json::to_vec(&plan).map_err(|e| failed(format!("cannot encode the launch plan: {e}")))?;
     contained::write_private(&plan_file, &bytes)
         .map_err(|e| failed(format!("cannot write the launch plan {}: {e}", plan_file.display())))?;

@@ -85,6 +85,15 @@ pub struct LaunchPlan {
     /// the proxy through a bridge on its loopback, named by the proxy variables of its environment.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub proxy: Option<PathBuf>,
+    /// The bound of the private `/dev/shm`, bytes ([`crate::internal::SHM_SIZE`] unless efrd's probe found a
+    /// bubblewrap older than 0.7, which has no `--size`: then `None`, and the tmpfs has the kernel's default bound,
+    /// half the memory; docs/adr/0004-contained-calls.md, decision 10).
+    #[serde(default = "default_shm_size")]
+    pub shm_size: Option<u64>,
+}
+
+fn default_shm_size() -> Option<u64> {
+    Some(crate::internal::SHM_SIZE)
 }
 
 /// What runs inside the sandbox. The launcher execs it directly: it has no shell of its own.
@@ -273,6 +282,7 @@ impl LaunchPlan {
             rlimits: Vec::new(),
             report: ReportTo::Stderr,
             proxy: None,
+            shm_size: default_shm_size(),
         }
     }
 
