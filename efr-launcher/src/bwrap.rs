@@ -472,10 +472,7 @@ mod tests {
             host: "example.com".into(),
             port: None,
         });
-        assert!(matches!(
-            bwrap_args(&plan, &host(), 3),
-            Err(PlanError::RefusedGrant { kind: "host", .. })
-        ));
+        assert_eq!(bwrap_args(&plan, &host(), 3), Err(PlanError::ProxyMissing));
     }
 
     #[test]
