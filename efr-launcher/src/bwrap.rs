@@ -14,6 +14,7 @@
 //! --ro-bind / / --dev /dev --size BYTES --tmpfs /dev/shm --proc /proc --tmpfs /tmp
 //! (--bind P P | --tmpfs M | --ro-bind /dev/null M | --dev-bind D D     the plan's mounts, deepest last
 //!  | --ro-bind R R | --tmpfs R | --ro-bind /dev/null R)...               (R: protected paths and their placeholders)
+//! [--ro-bind PROXY /dev/efr-proxy]                                       the plan's proxy socket, when it has one
 //! --remount-ro M ...                                                     every folder mask and placeholder, once all
 //!                                                                        binds are in
 //! --chdir CWD
@@ -21,7 +22,9 @@
 //!
 //! `--new-session` stops a command from typing into the user's terminal (TIOCSTI); `--die-with-parent` ends the
 //! sandbox with the launcher; `--disable-userns` stops a nested user namespace (a way around the mount masks).
-//! `--share-net` keeps the host's network for `net_view` and `open_network`.
+//! `--share-net` keeps the host's network for `net_view` and `open_network`. The proxy socket is bound read-only
+//! at [`PROXY_SOCKET_INSIDE`] (a connect needs no write access; the call cannot change the socket's mode); the call
+//! reaches it through the bridge on its loopback ([`crate::bridge`]), or directly.
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -29,6 +32,8 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use efr_protocol::internal::{IfMissing, LaunchPlan, MountKind, Network, PlanError};
+
+use crate::bridge::PROXY_SOCKET_INSIDE;
 
 /// What a masked or protected path is on the host, after following links.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -178,6 +183,9 @@ pub fn bwrap_args(plan: &LaunchPlan, host: &HostFacts, status_fd: i32) -> Result
                 (_, IfMissing::Nothing) => {}
             },
         }
+    }
+    if let Some(proxy) = &plan.proxy {
+        args.paths("--ro-bind", proxy, Path::new(PROXY_SOCKET_INSIDE));
     }
     // Read-only only now: a later bind (such as $SCRATCH inside masked efr state) needs its mount point made
     // in the mask's tmpfs first.
@@ -463,6 +471,31 @@ mod tests {
         std::os::unix::fs::symlink(dir.path().join("elsewhere"), dir.path().join("p/efr")).unwrap();
         let err = HostFacts::read(&plan).unwrap_err();
         assert!(err.to_string().contains("is a link inside a writable root"), "{err}");
+    }
+
+    #[test]
+    fn the_proxy_socket_is_bound_read_only_at_its_fixed_path() {
+        let mut plan = plan();
+        plan.grants.push(Grant::Host {
+            host: "example.com".into(),
+            port: None,
+        });
+        plan.proxy = Some("/run/user/1000/efr/proxy/7.sock".into());
+        let args = bwrap_args(&plan, &host(), 3).unwrap();
+        let text = strings(&args).join(" ");
+        // Its own network namespace (no --share-net); the bind after the plan's mounts, before the remounts.
+        assert!(!text.contains("--share-net"), "{text}");
+        assert!(
+            text.contains(
+                "/home/u/.local/state/efr/s/c1 --ro-bind /run/user/1000/efr/proxy/7.sock /dev/efr-proxy \
+                 --remount-ro /home/u/.ssh"
+            ),
+            "{text}"
+        );
+        assert_eq!(text.matches("/dev/efr-proxy").count(), 1, "{text}");
+        // Without a proxy, no bind.
+        let text = strings(&bwrap_args(&super::tests::plan(), &host(), 3).unwrap()).join(" ");
+        assert!(!text.contains("efr-proxy"), "{text}");
     }
 
     #[test]

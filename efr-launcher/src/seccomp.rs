@@ -138,9 +138,28 @@ pub const ALLOWED_PERSONALITIES: &[u32] = &[
 ///
 /// seccompiler's error for an architecture it does not support.
 pub fn filters(network: Network) -> Result<Vec<BpfProgram>, seccompiler::Error> {
+    build(allowed_families(network), &[])
+}
+
+/// The system calls the proxy bridge's thread denies besides [`DENIED_CALLS`]: it never runs a program.
+pub const BRIDGE_DENIED_CALLS: &[(&str, i64)] = &[("execve", libc::SYS_execve), ("execveat", libc::SYS_execveat)];
+
+/// The filters of the outer stage's proxy bridge thread (docs/adr/0011-the-proxy-bridge.md): Unix sockets only
+/// (it accepts on a listener it was given and connects to the proxy's socket), no exec, and filters 2 to 4 as for a
+/// call.
+///
+/// # Errors
+///
+/// seccompiler's error for an architecture it does not support.
+pub fn bridge_filters() -> Result<Vec<BpfProgram>, seccompiler::Error> {
+    build(&[libc::AF_UNIX], BRIDGE_DENIED_CALLS)
+}
+
+/// The four filters with `families` allowed and `also_denied` added to filter 2.
+fn build(families: &[i32], also_denied: &[(&str, i64)]) -> Result<Vec<BpfProgram>, seccompiler::Error> {
     let arch = TargetArch::try_from(std::env::consts::ARCH)?;
     let family_rule = SeccompRule::new(
-        allowed_families(network)
+        families
             .iter()
             .map(|family| SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, family_value(*family)))
             .collect::<Result<_, _>>()?,
@@ -151,7 +170,11 @@ pub fn filters(network: Network) -> Result<Vec<BpfProgram>, seccompiler::Error> 
     ]
     .into();
     let sockets = SeccompFilter::new(sockets, SeccompAction::Allow, errno(libc::EAFNOSUPPORT), arch)?;
-    let mut denied: BTreeMap<i64, Vec<SeccompRule>> = DENIED_CALLS.iter().map(|(_, nr)| (*nr, Vec::new())).collect();
+    let mut denied: BTreeMap<i64, Vec<SeccompRule>> = DENIED_CALLS
+        .iter()
+        .chain(also_denied)
+        .map(|(_, nr)| (*nr, Vec::new()))
+        .collect();
     denied.extend(argument_rules()?);
     let denied = SeccompFilter::new(denied, SeccompAction::Allow, errno(libc::EPERM), arch)?;
     let absent: BTreeMap<i64, Vec<SeccompRule>> = ABSENT_CALLS.iter().map(|(_, nr)| (*nr, Vec::new())).collect();
