@@ -262,7 +262,7 @@ fn the_bridge_is_the_only_way_out() {
 }
 
 #[test]
-fn a_proxy_with_open_network_is_refused_at_plan() {
+fn a_proxy_with_open_network_or_a_missing_socket_is_refused() {
     let fx = Fixture::new(User::Root);
     let stand_in = StandIn::start(fx.run_user.join("proxy.sock"));
     let marker = fx.outside.join("ran");
@@ -276,5 +276,15 @@ fn a_proxy_with_open_network_is_refused_at_plan() {
         }) => assert!(message.contains("open_network"), "{}", run.describe()),
         _ => panic!("not refused at plan:\n{}", run.describe()),
     }
+    assert!(!marker.exists(), "the command ran");
+    // A proxy socket that is not there (the proxy ended): bubblewrap cannot bind it, and nothing runs.
+    let mut plan = proxied(&fx, &stand_in, &format!("touch {}", marker.display()));
+    plan.proxy = Some(fx.run_user.join("gone.sock"));
+    let run = fx.run(&plan);
+    assert!(
+        matches!(run.end(), Some(LaunchReport::SetupError { stage: SetupStage::Bwrap, message }) if message.contains("gone.sock")),
+        "{}",
+        run.describe()
+    );
     assert!(!marker.exists(), "the command ran");
 }
