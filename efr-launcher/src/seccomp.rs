@@ -28,6 +28,9 @@
 //! 4. **x32 guard** (x86_64): x32 calls use the same audit arch as x86_64 with bit 30 set in the number, so a
 //!    filter keyed on x86_64 numbers does not see them. Any number with that bit fails with `EPERM`. Calls of other
 //!    arches (i386 through `int 0x80`) are killed by seccompiler's arch check in filters 1 to 3.
+//!
+//! The outer stage's proxy bridge thread loads the same four with Unix sockets as its only family and `execve`
+//! denied too ([`bridge_filters`], docs/adr/0011-the-proxy-bridge.md).
 
 use std::collections::BTreeMap;
 
@@ -318,6 +321,8 @@ mod tests {
             assert_eq!(programs.len(), if cfg!(target_arch = "x86_64") { 4 } else { 3 });
             assert!(programs.iter().all(|p| !p.is_empty()));
         }
+        let bridge = bridge_filters().unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(bridge.len(), if cfg!(target_arch = "x86_64") { 4 } else { 3 });
     }
 
     /// Calls whose arguments make them harmless, or a plain error, for root outside any filter, and what the filters
@@ -408,6 +413,61 @@ mod tests {
             .chunks_exact(4)
             .map(|b| i32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
             .collect()
+    }
+
+    /// The bridge's filters in a child of its own: `[socket(AF_UNIX), socket(AF_INET), execve(/bin/true)]`'s errnos
+    /// (0 for the Unix socket that went through).
+    fn bridge_errnos() -> [i32; 3] {
+        let programs = bridge_filters().unwrap_or_else(|e| panic!("{e}"));
+        let path = c"/bin/true";
+        let argv = [path.as_ptr(), std::ptr::null()];
+        let mut fds = [0; 2];
+        // SAFETY: pipe writes two descriptors into the array it is given.
+        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+        // SAFETY: the child only makes system calls and writes to the pipe before _exit.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0, "fork failed");
+        if pid == 0 {
+            let errno = |rc: i64| {
+                if rc < 0 {
+                    std::io::Error::last_os_error().raw_os_error().unwrap_or(-1)
+                } else {
+                    0
+                }
+            };
+            let mut out = [-1_i32; 3];
+            if apply(&programs).is_ok() {
+                // SAFETY: socket and execve take plain numbers and NUL-terminated strings that live here; an execve
+                // that went through would replace this child, which then reports nothing.
+                unsafe {
+                    out[0] = errno(i64::from(libc::socket(libc::AF_UNIX, libc::SOCK_STREAM, 0)));
+                    out[1] = errno(i64::from(libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0)));
+                    out[2] = errno(i64::from(libc::execve(path.as_ptr(), argv.as_ptr(), std::ptr::null())));
+                }
+            }
+            let bytes: Vec<u8> = out.iter().flat_map(|e| e.to_ne_bytes()).collect();
+            // SAFETY: writes the buffer to the pipe, then leaves without running the harness's destructors.
+            unsafe {
+                libc::write(fds[1], bytes.as_ptr().cast(), bytes.len());
+                libc::_exit(0);
+            }
+        }
+        // SAFETY: closes the parent's copy of the write end; the read end is read to its end below.
+        unsafe { libc::close(fds[1]) };
+        let mut bytes = Vec::new();
+        // SAFETY: the read end is this process's own descriptor; File closes it.
+        let mut reader = unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(fds[0]) };
+        std::io::Read::read_to_end(&mut reader, &mut bytes).unwrap_or_else(|e| panic!("{e}"));
+        // SAFETY: reaps the child forked above.
+        unsafe { libc::waitpid(pid, std::ptr::null_mut(), 0) };
+        assert_eq!(bytes.len(), 12, "the child did not report (did the exec go through?)");
+        let word = |i: usize| i32::from_ne_bytes([bytes[i], bytes[i + 1], bytes[i + 2], bytes[i + 3]]);
+        [word(0), word(4), word(8)]
+    }
+
+    #[test]
+    fn the_bridge_filters_allow_unix_sockets_only_and_no_exec() {
+        assert_eq!(bridge_errnos(), [0, libc::EAFNOSUPPORT, libc::EPERM]);
     }
 
     #[test]
