@@ -10,7 +10,8 @@ use crate::protocol;
 /// Debian packages the tests need. Tests that need one fail (never skip) when it is missing, so `ci` installs them
 /// first: bubblewrap for the sandbox, dbus for a real bus, zsh and bash for the hidden shell, iproute2 for network
 /// namespaces, python3-venv for the independent phone client, systemd for socket activation and `systemd --user`,
-/// tmux to drive the CLI in a real terminal, git for diffs and snapshots.
+/// tmux to drive the CLI in a real terminal, git for diffs and snapshots, curl and pip as the real clients of the
+/// egress proxy.
 const PACKAGES: &[&str] = &[
     "bubblewrap",
     "dbus",
@@ -22,6 +23,8 @@ const PACKAGES: &[&str] = &[
     "tmux",
     "git",
     "procps",
+    "curl",
+    "python3-pip",
 ];
 
 /// Runs a command, failing with its name when it fails.
