@@ -1,8 +1,10 @@
-//! Test support for efr: the scripted model server ([`scripted`]) and the helpers of the workspace-level
-//! integration tests.
+//! Test support for efr: the scripted model server ([`scripted`]), a network namespace of a test's own with a TLS
+//! server and its CA ([`netns`], [`tls`]), and the helpers of the workspace-level integration tests.
 
 pub mod binaries;
 pub mod client;
 pub mod daemon;
+pub mod netns;
 pub mod scripted;
 pub mod systemd;
+pub mod tls;

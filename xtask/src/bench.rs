@@ -16,6 +16,7 @@ const BENCHES: &[(&str, &str)] = &[
     ("efrd", "daemon"),
     ("efr-launcher", "contained_true"),
     ("efr-launcher", "contained_read"),
+    ("efr-proxy", "tunnel"),
 ];
 
 /// Runs every benchmark in release mode.
