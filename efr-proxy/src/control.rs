@@ -43,7 +43,9 @@ where
                     id: None,
                     error: ErrorBody::new(code, error.to_string()),
                 };
-                write(&mut writer, &[reply]).await?;
+                if let Err(error) = write(&mut writer, &[reply]).await {
+                    break Err(error);
+                }
                 continue;
             }
         };
@@ -56,7 +58,9 @@ where
                 error: error.to_error_body(),
             }],
         };
-        write(&mut writer, &replies).await?;
+        if let Err(error) = write(&mut writer, &replies).await {
+            break Err(error);
+        }
     };
     plans.close_all().await;
     result

@@ -93,3 +93,63 @@ async fn read_unbounded_in_time<S: AsyncRead + Unpin>(stream: &mut S, first: Vec
         fresh = chunk[..n].to_vec();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+
+    fn client_hello(sni: bool) -> Vec<u8> {
+        let mut config =
+            rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+                .with_safe_default_protocol_versions()
+                .unwrap()
+                .with_root_certificates(rustls::RootCertStore::empty())
+                .with_no_client_auth();
+        config.enable_sni = sni;
+        let mut client = rustls::ClientConnection::new(Arc::new(config), "Example.COM".try_into().unwrap()).unwrap();
+        let mut bytes = Vec::new();
+        client.write_tls(&mut bytes).unwrap();
+        bytes
+    }
+
+    /// Feeds `bytes` one read of `step` bytes at a time.
+    async fn feed(bytes: &[u8], first: usize, step: usize) -> Result<Hello, HelloError> {
+        let (mut ours, mut theirs) = tokio::io::duplex(64 * 1024);
+        let rest = bytes[first..].to_vec();
+        let writer = tokio::spawn(async move {
+            for chunk in rest.chunks(step) {
+                use tokio::io::AsyncWriteExt;
+                if theirs.write_all(chunk).await.is_err() {
+                    return;
+                }
+                tokio::task::yield_now().await;
+            }
+        });
+        let hello = read(&mut ours, bytes[..first].to_vec()).await;
+        writer.abort();
+        hello
+    }
+
+    #[tokio::test]
+    async fn the_server_name_is_read_however_the_hello_arrives() {
+        let bytes = client_hello(true);
+        for (first, step) in [(0, bytes.len()), (0, 1), (10, 7), (bytes.len(), 1)] {
+            let hello = feed(&bytes, first, step).await.unwrap();
+            assert_eq!(hello.server_name.to_ascii_lowercase(), "example.com");
+            assert_eq!(hello.bytes, bytes, "the replay is exactly what the client sent");
+        }
+    }
+
+    #[tokio::test]
+    async fn no_tls_no_server_name_or_a_cut_hello_are_refused() {
+        assert_eq!(feed(b"GET / HTTP/1.1\r\n\r\n", 0, 4).await, Err(HelloError::NotTls));
+        assert_eq!(feed(b"\x16\x03\x01\x00\x05hello", 0, 4).await, Err(HelloError::NotTls));
+        assert_eq!(feed(&client_hello(false), 0, 100).await, Err(HelloError::NoServerName));
+        let bytes = client_hello(true);
+        let (mut ours, theirs) = tokio::io::duplex(64 * 1024);
+        drop(theirs);
+        assert_eq!(read(&mut ours, bytes[..20].to_vec()).await, Err(HelloError::Limit));
+    }
+}
