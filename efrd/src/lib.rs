@@ -14,6 +14,7 @@
 //! | [`git`] | the git efrd runs itself, outside the sandbox, with what a repository could make it start switched off |
 //! | [`sandbox`] | efrd's side of the sandbox: base plans, protected paths, the probe and its cache, explain |
 //! | [`snapshot`] | snapshots of a project tree, their comparison, the snapshot store on disk |
+//! | [`prompt`] | what the model is told: base instructions, mode, project instructions (`AGENTS.md`), the environment block, per-provider tool texts |
 //! | [`turn`] | the turn loop and the sink its events go to: model stream → events, tool calls decided and run |
 //! | [`conversation`] | the per-conversation actor: queue, turns, questions, subscribers, recorder, restart recovery |
 //! | [`daemon`] | the shared state: stores, model registry, live conversations, running turns and connections |
@@ -28,6 +29,7 @@ pub mod lifecycle;
 pub mod listen;
 pub mod model;
 pub mod policy;
+pub mod prompt;
 pub mod sandbox;
 pub mod server;
 pub mod snapshot;

@@ -4,6 +4,7 @@
 //!   environment by a pure function; creating the folders (0700) is a separate step.
 //! - [`schema`]: the typed sections of `config.toml` (`[model]`, `[providers.*]`, `[permissions]`, `[daemon]`).
 //! - [`parse`]: text to a checked config, or an error with line, column and dotted key; unknown keys are warnings.
+//! - [`instructions`]: `[instructions]`, the project instructions' size bound and the short variant.
 //! - [`validate`]: the rules a well-typed config must meet, and the warnings a valid one may deserve.
 //! - [`state`]: the config in effect, its reload (`admin.config_reload`) and its `admin.status` report.
 //!
@@ -26,6 +27,7 @@
 //!
 //! Writing the file (always rules, projects) will go through `toml_edit`; it is not here yet.
 
+pub mod instructions;
 pub mod key_path;
 pub mod parse;
 pub mod roots;

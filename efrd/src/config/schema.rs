@@ -31,6 +31,9 @@
 //! [sandbox]
 //! extra_masks = ["/home/ada/.vault-token"]  # absolute paths a contained call sees masked, after the defaults
 //!
+//! [instructions]                    # see config/instructions.rs
+//! max_bytes = 32768                 # the most bytes of AGENTS.md text a request carries
+//!
 //! [daemon]                          # every daemon.* key needs a restart
 //! log_level = "info"                # a tracing filter directive, such as "info" or "efrd=debug,warn"
 //! idle_exit_secs = 600              # absent: never exit when idle
@@ -55,6 +58,8 @@ pub struct Config {
     pub shell: ShellSection,
     /// `[sandbox]`: what contained calls see.
     pub sandbox: SandboxSection,
+    /// `[instructions]`: the project instructions' size bound and the short variant (`config/instructions.rs`).
+    pub instructions: super::instructions::InstructionsSection,
 }
 
 /// `[sandbox]`.

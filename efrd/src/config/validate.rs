@@ -108,6 +108,9 @@ pub fn check(config: &Config) -> Result<(), Invalid> {
             return invalid(key, "/ cannot be masked: it is the whole file system");
         }
     }
+    if let Err(message) = super::instructions::check(&config.instructions) {
+        return invalid(KeyPath::keys(&["instructions", "max_bytes"]), message);
+    }
     let daemon = KeyPath::keys(&["daemon"]);
     let d = &config.daemon;
     if let Err(e) = tracing_subscriber::EnvFilter::try_new(&d.log_level) {

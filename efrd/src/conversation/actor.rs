@@ -59,6 +59,7 @@ fn home_dir(roots: &crate::config::Roots) -> PathBuf {
     roots.home.clone().unwrap_or_else(|| PathBuf::from("/"))
 }
 
+mod prompt;
 mod questions;
 mod turns;
 
@@ -129,6 +130,10 @@ pub(super) struct Actor {
     answered: HashSet<CallId>,
     shell: Arc<tokio::sync::Mutex<ShellSlot>>,
     open_calls: super::shell::OpenShellCalls,
+    /// What the model was told: the pinned instructions, the mode and instruction files it knows (crate::prompt).
+    prompt: crate::prompt::PromptState,
+    /// The sizes and files of the last turn's prompt, for conversation.context; `None` before the first turn.
+    last_prompt: Option<crate::prompt::TurnPrompt>,
 }
 
 impl Actor {
@@ -152,6 +157,8 @@ impl Actor {
             approvals: HashMap::new(),
             answered: HashSet::new(),
             open_calls: super::shell::OpenShellCalls::default(),
+            prompt: crate::prompt::PromptState::default(),
+            last_prompt: None,
             shell: Arc::new(tokio::sync::Mutex::new(ShellSlot::new(shell_options(
                 kind, home, shell_root,
             )))),

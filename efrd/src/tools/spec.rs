@@ -23,9 +23,10 @@ pub const DEFAULT_TIMEOUT_SECS: u64 = 120;
 /// The longest timeout a shell call may ask for: 1 hour.
 pub const MAX_TIMEOUT_SECS: u64 = 3600;
 
-/// The tools of every turn.
+/// The tools of every turn, with `patch_description` as `apply_patch`'s description (the texts are the prompt
+/// module's, `efrd/src/prompt/text/`, one per variant).
 #[must_use]
-pub fn model_tools() -> Vec<Tool> {
+pub fn model_tools_with(patch_description: &str) -> Vec<Tool> {
     vec![
         Tool::Function {
             name: SHELL.to_owned(),
@@ -53,11 +54,7 @@ pub fn model_tools() -> Vec<Tool> {
         },
         Tool::Freeform {
             name: APPLY_PATCH.to_owned(),
-            description: "Change files with a patch. The input is plain text:\n*** Begin Patch\n*** Add File: \
-                          path\n+line\n*** Update File: path\n@@ context\n line\n-old\n+new\n*** Delete File: path\n\
-                          *** End Patch\nEvery file changes or none does. Paths are relative to the shell's working \
-                          directory, or absolute."
-                .to_owned(),
+            description: patch_description.to_owned(),
         },
     ]
 }
@@ -188,7 +185,7 @@ mod tests {
 
     #[test]
     fn the_tools_are_shell_and_apply_patch() {
-        let names: Vec<String> = model_tools().iter().map(|t| t.name().to_owned()).collect();
+        let names: Vec<String> = model_tools_with("patch").iter().map(|t| t.name().to_owned()).collect();
         assert_eq!(names, [SHELL, APPLY_PATCH]);
     }
 }

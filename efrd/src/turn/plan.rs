@@ -9,11 +9,8 @@ use super::tools::ToolEnv;
 use crate::model::registry::Models;
 use crate::model::{HistoryItem, ModelRequest};
 
-/// The instructions every turn starts with.
-pub const INSTRUCTIONS: &str = "You are efr, a coding agent in the user's terminal on Linux. Answer briefly and \
-precisely. The user's working directory and recent commands come with their prompt when known.";
-
-/// The model call of a turn: the active provider, the history, the settings, and the tools when `tools` is `Some`.
+/// The model call of a turn: the active provider, the history, the settings, the instructions and tools of
+/// `prompt` (crate::prompt: pinned per conversation), and the tools only when `tools` is `Some`.
 ///
 /// # Errors
 /// `unauthorized` when the provider needs a key and none is stored or set in the environment.
@@ -22,15 +19,16 @@ pub fn plan(
     turn_id: TurnId,
     settings: &TurnSettings,
     history: &[HistoryItem],
+    prompt: &crate::prompt::TurnPrompt,
     tools: Option<ToolEnv>,
 ) -> Result<TurnPlan, ErrorBody> {
     let provider = models.provider_for_turn()?;
     let mut request = ModelRequest::new(settings.model.clone());
-    request.instructions = INSTRUCTIONS.to_owned();
+    request.instructions.clone_from(&prompt.instructions);
     request.history = history.to_vec();
     request.effort = settings.effort.clone();
     if tools.is_some() {
-        request.tools = crate::tools::spec::model_tools();
+        request.tools.clone_from(&prompt.tools);
     }
     Ok(TurnPlan {
         turn_id,

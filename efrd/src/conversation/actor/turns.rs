@@ -1,5 +1,5 @@
 //! The actor's turns: starting the next queued prompt (its settings, its tools, the model's copy of the prompt with
-//! its notices), and what a turn's end changes.
+//! its environment block and notices), and what a turn's end changes.
 
 // A part of the actor: its imports and private types.
 use super::*;
@@ -57,10 +57,21 @@ impl Actor {
                 let lines: String = notices.iter().map(|n| format!("- {n}\n")).collect();
                 format!("<shell_notices>\n{lines}</shell_notices>\n\n{}", queued.text)
             };
-            self.history.push(HistoryItem::UserText { text });
             let tools = self.tool_env(&queued.settings, queued.origin).await;
-            let plan = match turn::plan::plan(&self.deps.models, turn_id, &queued.settings, &self.history, Some(tools))
-            {
+            let prompt = self.turn_prompt(&queued.settings, &tools).await;
+            self.history.push(HistoryItem::UserText {
+                text: format!("{}{text}", prompt.preamble),
+            });
+            let planned = turn::plan::plan(
+                &self.deps.models,
+                turn_id,
+                &queued.settings,
+                &self.history,
+                &prompt,
+                Some(tools),
+            );
+            self.last_prompt = Some(prompt);
+            let plan = match planned {
                 Ok(plan) => plan,
                 Err(error) => {
                     let failed = EventBody::TurnFailed(TurnFailed {

@@ -14,7 +14,7 @@
 //!
 //! The rc sets a plain prompt (`$ `), no history file, no idle logout (`TMOUT`), no line editor (lines are read in the terminal's line mode,
 //! which keeps the screen plain and the input-wait rules simple), `PAGER=cat` and `GIT_PAGER=cat` (a pager would wait
-//! for keys that no one types), and prints the ready marker last.
+//! for keys that no one types), `GIT_EDITOR=:` (git starts no editor: `git commit` without `-m` stops at once), and prints the ready marker last.
 //!
 //! # How a run is typed
 //!
@@ -127,7 +127,7 @@ pub(crate) fn startup_files(
     let reopen = reopen_function(tty);
     let common = format!(
         "unset HISTFILE TMOUT\n\
-         export PAGER=cat GIT_PAGER=cat\n\
+         export PAGER=cat GIT_PAGER=cat GIT_EDITOR=:\n\
          __efr_id=\n\
          __efr_end() {{ \\builtin printf {end} \"$__efr_id\" \"$1\" >/dev/tty 2>/dev/null; }}\n\
          {reopen}"
