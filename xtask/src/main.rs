@@ -2,7 +2,7 @@
 //!
 //! | command | what it does |
 //! |---|---|
-//! | `bless` | rewrites `protocol/fixtures/v1/` from the typed examples in efr-protocol |
+//! | `bless` | rewrites `protocol/fixtures/v1/` from the typed examples in efr-protocol, and the golden requests of `efrd/tests/data/prompt/` |
 //! | `protocol-schema` | rewrites `docs/protocol.schema.json` from the wire types (`--check`: fail when stale) |
 //! | `tidy` | `cargo fmt --check`, no unused dependency (cargo-shear), clippy with `-D warnings`, no cycle between efrd's modules, schema and fixtures current |
 //! | `ci` | installs the Debian packages the tests need (as root, when missing) and cargo-shear, then `tidy`, every test and the demo |

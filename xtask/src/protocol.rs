@@ -15,6 +15,29 @@ pub fn bless(root: &Path) -> Result<()> {
     let written = efr_protocol::fixtures::bless(&dir).with_context(|| format!("cannot write {}", dir.display()))?;
     println!("blessed {} fixtures in {FIXTURES}", written.len());
     println!("add a line to the changelog in docs/protocol.md for every fixture that changed");
+    bless_prompts(root)
+}
+
+/// Rewrites the golden requests of `efrd/tests/data/prompt/` (what each provider is sent for a sample project):
+/// runs their test with `EFR_BLESS=1`. Review the diff: it is what the model is told.
+fn bless_prompts(root: &Path) -> Result<()> {
+    let status = std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned()))
+        .current_dir(root)
+        .args([
+            "test",
+            "-p",
+            "efrd",
+            "--test",
+            "all",
+            "golden_requests_of_each_provider",
+        ])
+        .env("EFR_BLESS", "1")
+        .status()
+        .context("cannot run cargo test")?;
+    if !status.success() {
+        bail!("the golden requests could not be written (efrd/tests/suite/prompt_golden.rs)");
+    }
+    println!("blessed the golden requests in efrd/tests/data/prompt/; review their diff");
     Ok(())
 }
 

@@ -17,5 +17,6 @@ mod model_catalog;
 mod model_keys;
 mod model_parse;
 mod model_provider;
+mod prompt_golden;
 mod sandbox_methods;
 mod sandbox_probe;
