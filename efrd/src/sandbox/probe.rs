@@ -62,7 +62,7 @@ pub struct Probe {
 }
 
 impl Probe {
-    fn step(&mut self, name: ProbeName, failed: Option<String>, detail: Option<String>) {
+    pub(crate) fn step(&mut self, name: ProbeName, failed: Option<String>, detail: Option<String>) {
         self.steps.push(SandboxProbe {
             name,
             passed: failed.is_none(),
@@ -193,7 +193,7 @@ pub fn probe(options: &ProbeOptions) -> Probe {
 }
 
 /// The probe's plan: the default masks, no roots, `/` as the working directory.
-fn base_plan(options: &ProbeOptions, bwrap: &Path, argv: Vec<String>) -> LaunchPlan {
+pub(crate) fn base_plan(options: &ProbeOptions, bwrap: &Path, argv: Vec<String>) -> LaunchPlan {
     let mut plan = LaunchPlan::new(bwrap, argv, "/");
     plan.env.insert("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into());
     plan.masks = default_masks(&options.home, &options.runtime_dir, &[], &[]);
@@ -235,7 +235,7 @@ fn net_view_self_test(options: &ProbeOptions, bwrap: &Path) -> Result<(), String
 
 /// Runs one plan through the launcher (a one-time plan file and a report file in a private temporary folder) and
 /// returns its report.
-fn launch(launcher: &Path, mut plan: LaunchPlan) -> std::io::Result<Vec<LaunchReport>> {
+pub(crate) fn launch(launcher: &Path, mut plan: LaunchPlan) -> std::io::Result<Vec<LaunchReport>> {
     let dir = tempfile::Builder::new().prefix("efr-probe-").tempdir()?;
     let report_path = dir.path().join("report");
     let plan_path = dir.path().join("plan.json");
