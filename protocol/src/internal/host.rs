@@ -97,35 +97,139 @@ pub struct HostPattern {
 
 /// The normal form of a host name: lowercase, one trailing dot removed, IDNA-mapped to ASCII.
 ///
+/// The mapping is UTS #46 non-transitional processing with the WHATWG URL standard's forbidden code points
+/// (`%#/:<>?@[\]^|`, spaces and controls) and DNS lengths checked (labels of 1 to 63 bytes, 253 in all), so the
+/// result is a name a resolver can look up, or an error.
+///
 /// # Errors
 /// [`HostError`] when the name is empty or IDNA refuses it.
 pub fn normalise(host: &str) -> Result<String, HostError> {
-    let _ = host;
-    todo!("efr-proxy's host rules")
+    let name = host.strip_suffix('.').unwrap_or(host);
+    if name.is_empty() {
+        return Err(HostError::Empty);
+    }
+    let ascii = idna::uts46::Uts46::new()
+        .to_ascii(
+            name.as_bytes(),
+            idna::uts46::AsciiDenyList::URL,
+            idna::uts46::Hyphens::Allow,
+            idna::uts46::DnsLength::Verify,
+        )
+        .map_err(|_| HostError::Invalid(host.to_owned()))?;
+    // The mapping can itself end in a dot (a full stop spelled U+3002): one is removed, as from the name written.
+    let ascii = ascii.strip_suffix('.').unwrap_or(&ascii);
+    if ascii.is_empty() || ascii.split('.').any(str::is_empty) {
+        return Err(HostError::Invalid(host.to_owned()));
+    }
+    Ok(ascii.to_owned())
 }
 
 /// Whether `host` (as the client wrote it, or normalised) is an IP address in any form: see the module docs.
 #[must_use]
 pub fn is_ip_literal(host: &str) -> bool {
-    let _ = host;
-    todo!("efr-proxy's host rules")
+    if let Some(inner) = host.strip_prefix('[') {
+        return inner.strip_suffix(']').is_some_and(is_ipv6);
+    }
+    if host.contains(':') {
+        return is_ipv6(host);
+    }
+    let name = host.strip_suffix('.').unwrap_or(host);
+    name.rsplit('.').next().is_some_and(is_number)
+}
+
+/// An IPv6 address, with or without a zone id (`%25lo` as a URL writes it, `%lo` as `getaddrinfo` takes it).
+fn is_ipv6(text: &str) -> bool {
+    let address = text.split_once('%').map_or(text, |(address, _zone)| address);
+    address.parse::<std::net::Ipv6Addr>().is_ok()
+}
+
+/// One label of an IPv4 address in any base the WHATWG IPv4 number parser or `inet_aton` takes: decimal, octal
+/// (leading 0) or hex (`0x`, digits optional as in WHATWG). Digits only is enough: `08` is not octal but is still
+/// an address to a lenient parser, and a name never ends in one.
+fn is_number(label: &str) -> bool {
+    if label.is_empty() {
+        return false;
+    }
+    if let Some(hex) = label.strip_prefix("0x").or_else(|| label.strip_prefix("0X")) {
+        return hex.bytes().all(|b| b.is_ascii_hexdigit());
+    }
+    label.bytes().all(|b| b.is_ascii_digit())
 }
 
 impl HostPattern {
     /// Whether the pattern names `host` (in normal form) on `port`.
     #[must_use]
     pub fn matches(&self, host: &str, port: u16) -> bool {
-        let _ = (host, port);
-        todo!("efr-proxy's host rules")
+        if port != self.port {
+            return false;
+        }
+        match &self.host {
+            HostMatch::Exact(name) => host == name,
+            HostMatch::Subdomains(name) => is_below(host, name),
+            HostMatch::NameAndSubdomains(name) => host == name || is_below(host, name),
+            HostMatch::Any => true,
+        }
     }
+}
+
+/// Whether `host` is a proper subdomain of `name` (`a.example.com` of `example.com`, not `badexample.com`).
+fn is_below(host: &str, name: &str) -> bool {
+    host.len() > name.len() + 1 && host.ends_with(name) && host.as_bytes()[host.len() - name.len() - 1] == b'.'
 }
 
 impl FromStr for HostPattern {
     type Err = PatternError;
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
-        let _ = text;
-        todo!("efr-proxy's host rules")
+        if text.is_empty() {
+            return Err(PatternError::Empty);
+        }
+        if is_ip_literal(text) {
+            return Err(PatternError::IpLiteral(text.to_owned()));
+        }
+        let (name, port) = match text.rsplit_once(':') {
+            Some((name, port)) => {
+                let valid = !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit());
+                match port.parse::<u16>() {
+                    Ok(port) if valid && port != 0 => (name, port),
+                    _ => return Err(PatternError::Port(text.to_owned())),
+                }
+            }
+            None => (text, DEFAULT_PORT),
+        };
+        if name == "*" {
+            return Ok(Self {
+                host: HostMatch::Any,
+                port,
+            });
+        }
+        let (make, rest): (fn(String) -> HostMatch, &str) = if let Some(rest) = name.strip_prefix("**.") {
+            (HostMatch::NameAndSubdomains, rest)
+        } else if let Some(rest) = name.strip_prefix("*.") {
+            (HostMatch::Subdomains, rest)
+        } else {
+            (HostMatch::Exact, name)
+        };
+        if rest.contains('*') {
+            return Err(PatternError::Wildcard(text.to_owned()));
+        }
+        if rest.is_empty() {
+            return Err(PatternError::Empty);
+        }
+        if is_ip_literal(rest) {
+            return Err(PatternError::IpLiteral(text.to_owned()));
+        }
+        let normal = normalise(rest).map_err(|error| PatternError::Host {
+            pattern: text.to_owned(),
+            error,
+        })?;
+        if is_ip_literal(&normal) {
+            return Err(PatternError::IpLiteral(text.to_owned()));
+        }
+        Ok(Self {
+            host: make(normal),
+            port,
+        })
     }
 }
 
@@ -155,5 +259,211 @@ impl<'de> Deserialize<'de> for HostPattern {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let text = String::deserialize(deserializer)?;
         text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn normal_form_is_lowercase_ascii_without_the_trailing_dot() {
+        assert_eq!(normalise("GitHub.COM.").unwrap(), "github.com");
+        assert_eq!(normalise("bücher.example").unwrap(), "xn--bcher-kva.example");
+        // Fullwidth letters and the ideographic full stop map to their ASCII forms.
+        assert_eq!(normalise("ｅｘａｍｐｌｅ。com").unwrap(), "example.com");
+        assert_eq!(normalise("_acme.example").unwrap(), "_acme.example");
+        assert_eq!(normalise(""), Err(HostError::Empty));
+        assert_eq!(normalise("."), Err(HostError::Empty));
+        for bad in [
+            "a..b",
+            "a b",
+            "a/b",
+            "a@b",
+            "a%2eb",
+            "[::1]",
+            "a:1",
+            &"a".repeat(64),
+            "a..",
+        ] {
+            assert!(
+                matches!(normalise(bad), Err(HostError::Invalid(_))),
+                "{bad:?} normalised"
+            );
+        }
+    }
+
+    #[test]
+    fn every_address_form_is_an_ip_literal() {
+        for literal in [
+            "1.1.1.1",
+            "1.1.1.1.",
+            "16843009",
+            "0x01010101",
+            "0X7F.1",
+            "0177.0.0.1",
+            "127.1",
+            "0x7f.1",
+            "127.0.1",
+            "0x",
+            "08",
+            "a.b.0x1",
+            "foo.123",
+            "[::1]",
+            "::1",
+            "[::ffff:127.0.0.1]",
+            "::ffff:7f00:1",
+            "[fe80::1%25lo]",
+            "fe80::1%lo",
+            "[64:ff9b::7f00:1]",
+            "[::127.0.0.1]",
+        ] {
+            assert!(is_ip_literal(literal), "{literal:?} is an address");
+        }
+        for name in [
+            "example.com",
+            "1password.com",
+            "0x.example",
+            "localhost",
+            "a.b.c",
+            "[nope]",
+            "x:y",
+            "123.example",
+        ] {
+            assert!(!is_ip_literal(name), "{name:?} is a name");
+        }
+        // A Unicode spelling of an address is one once normalised.
+        assert!(is_ip_literal(&normalise("１２７.０.０.１").unwrap()));
+    }
+
+    #[test]
+    fn patterns_parse_and_match() {
+        let exact: HostPattern = "Example.COM".parse().unwrap();
+        assert_eq!(exact.host, HostMatch::Exact("example.com".into()));
+        assert_eq!(exact.port, DEFAULT_PORT);
+        assert!(exact.matches("example.com", 443));
+        assert!(!exact.matches("example.com", 80));
+        assert!(!exact.matches("a.example.com", 443));
+
+        let sub: HostPattern = "*.example.com:8443".parse().unwrap();
+        assert!(sub.matches("a.example.com", 8443));
+        assert!(sub.matches("a.b.example.com", 8443));
+        assert!(!sub.matches("example.com", 8443));
+        assert!(!sub.matches("badexample.com", 8443));
+        assert!(!sub.matches("a.example.com", 443));
+
+        let both: HostPattern = "**.example.com".parse().unwrap();
+        assert!(both.matches("example.com", 443));
+        assert!(both.matches("a.example.com", 443));
+        assert!(!both.matches("xexample.com", 443));
+
+        let any: HostPattern = "*".parse().unwrap();
+        assert!(any.matches("anything.at.all", 443));
+        assert!(!any.matches("anything.at.all", 22));
+        assert_eq!("*:22".parse::<HostPattern>().unwrap().port, 22);
+    }
+
+    #[test]
+    fn bad_patterns_say_why() {
+        assert_eq!("".parse::<HostPattern>(), Err(PatternError::Empty));
+        for wildcard in [
+            "a.*.com",
+            "*example.com",
+            "***.example.com",
+            "*.*.example.com",
+            "ex*ample.com",
+        ] {
+            assert!(
+                matches!(
+                    wildcard.parse::<HostPattern>(),
+                    Err(PatternError::Wildcard(_) | PatternError::Host { .. })
+                ),
+                "{wildcard:?}"
+            );
+        }
+        for literal in ["1.1.1.1", "[::1]", "[::1]:443", "::1", "127.1:8080", "0x7f.1"] {
+            assert!(
+                matches!(literal.parse::<HostPattern>(), Err(PatternError::IpLiteral(_))),
+                "{literal:?}"
+            );
+        }
+        for port in [
+            "example.com:",
+            "example.com:0",
+            "example.com:65536",
+            "example.com:+1",
+            "example.com:x",
+        ] {
+            assert!(
+                matches!(port.parse::<HostPattern>(), Err(PatternError::Port(_))),
+                "{port:?}"
+            );
+        }
+        assert!(matches!("a..b".parse::<HostPattern>(), Err(PatternError::Host { .. })));
+        assert!(matches!("*.".parse::<HostPattern>(), Err(PatternError::Empty)));
+        let error = "exa mple.com".parse::<HostPattern>().unwrap_err();
+        assert!(error.to_string().contains("exa mple.com"), "{error}");
+    }
+
+    #[test]
+    fn patterns_serialize_as_written() {
+        let pattern: HostPattern = "**.Example.com:8443".parse().unwrap();
+        assert_eq!(serde_json::to_string(&pattern).unwrap(), r#""**.example.com:8443""#);
+        assert_eq!(
+            serde_json::from_str::<HostPattern>(r#""**.example.com:8443""#).unwrap(),
+            pattern
+        );
+        assert!(serde_json::from_str::<HostPattern>(r#""10.0.0.1""#).is_err());
+    }
+
+    fn label() -> impl Strategy<Value = String> {
+        prop_oneof![
+            "[a-z][a-z0-9-]{0,10}[a-z0-9]",
+            "[a-zA-Z]{1,8}",
+            "[a-zäöüßéñ]{1,8}",
+            "[a-z_]{1,5}",
+        ]
+    }
+
+    fn name() -> impl Strategy<Value = String> {
+        (prop::collection::vec(label(), 1..4), "[a-zA-Z]{2,6}", any::<bool>()).prop_map(|(labels, tld, dot)| {
+            let mut name = labels.join(".");
+            name.push('.');
+            name.push_str(&tld);
+            if dot {
+                name.push('.');
+            }
+            name
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn the_normal_form_is_idempotent(host in name()) {
+            if let Ok(normal) = normalise(&host) {
+                prop_assert_eq!(normalise(&normal), Ok(normal.clone()));
+                prop_assert!(normal.is_ascii());
+                prop_assert_eq!(normal.to_ascii_lowercase(), normal);
+            }
+        }
+
+        #[test]
+        fn display_then_parse_round_trips(host in name(), kind in 0_u8..4, port in prop::option::of(1_u16..)) {
+            let written = match kind {
+                0 => host,
+                1 => format!("*.{host}"),
+                2 => format!("**.{host}"),
+                _ => "*".to_owned(),
+            };
+            let written = match port {
+                Some(port) => format!("{written}:{port}"),
+                None => written,
+            };
+            if let Ok(pattern) = written.parse::<HostPattern>() {
+                let again: HostPattern = pattern.to_string().parse().unwrap();
+                prop_assert_eq!(again, pattern);
+            }
+        }
     }
 }
