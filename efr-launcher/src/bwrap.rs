@@ -14,6 +14,7 @@
 //! --ro-bind / / --dev /dev --size BYTES --tmpfs /dev/shm --proc /proc --tmpfs /tmp
 //! (--bind P P | --tmpfs M | --ro-bind /dev/null M | --dev-bind D D     the plan's mounts, deepest last
 //!  | --ro-bind R R | --tmpfs R | --ro-bind /dev/null R)...               (R: protected paths and their placeholders)
+//! [--ro-bind PROXY /dev/efr-proxy]                                       the plan's proxy socket, when it has one
 //! --remount-ro M ...                                                     every folder mask and placeholder, once all
 //!                                                                        binds are in
 //! --chdir CWD
@@ -21,14 +22,18 @@
 //!
 //! `--new-session` stops a command from typing into the user's terminal (TIOCSTI); `--die-with-parent` ends the
 //! sandbox with the launcher; `--disable-userns` stops a nested user namespace (a way around the mount masks).
-//! `--share-net` keeps the host's network for `net_view` and `open_network`.
+//! `--share-net` keeps the host's network for `net_view` and `open_network`. The proxy socket is bound read-only
+//! at [`PROXY_SOCKET_INSIDE`] (a connect needs no write access; the call cannot change the socket's mode); the call
+//! reaches it through the bridge on its loopback ([`crate::bridge`]), or directly.
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use efr_protocol::internal::{IfMissing, LaunchPlan, MountKind, Network, PlanError, SHM_SIZE};
+use efr_protocol::internal::{IfMissing, LaunchPlan, MountKind, Network, PlanError};
+
+use crate::bridge::PROXY_SOCKET_INSIDE;
 
 /// What a masked or protected path is on the host, after following links.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -145,7 +150,9 @@ pub fn bwrap_args(plan: &LaunchPlan, host: &HostFacts, status_fd: i32) -> Result
             MountKind::Proc => args.path("--proc", path),
             MountKind::Tmp => args.path("--tmpfs", path),
             MountKind::SharedMemory => {
-                args.push(["--size".to_owned(), SHM_SIZE.to_string()]);
+                if let Some(size) = plan.shm_size {
+                    args.push(["--size".to_owned(), size.to_string()]);
+                }
                 args.path("--tmpfs", path);
             }
             MountKind::Writable | MountKind::Socket => args.paths("--bind", path, path),
@@ -176,6 +183,9 @@ pub fn bwrap_args(plan: &LaunchPlan, host: &HostFacts, status_fd: i32) -> Result
                 (_, IfMissing::Nothing) => {}
             },
         }
+    }
+    if let Some(proxy) = &plan.proxy {
+        args.paths("--ro-bind", proxy, Path::new(PROXY_SOCKET_INSIDE));
     }
     // Read-only only now: a later bind (such as $SCRATCH inside masked efr state) needs its mount point made
     // in the mask's tmpfs first.
@@ -218,7 +228,7 @@ impl Args {
 
 #[cfg(test)]
 mod tests {
-    use efr_protocol::internal::{Mask, MaskSource, Protected, ProtectedSource, Writable, WritableSource};
+    use efr_protocol::internal::{Mask, MaskSource, Protected, ProtectedSource, SHM_SIZE, Writable, WritableSource};
     use efr_protocol::wire::Grant;
 
     use super::*;
@@ -326,6 +336,20 @@ mod tests {
                 "/home/u/p",
             ]
         );
+    }
+
+    #[test]
+    fn a_bubblewrap_without_size_gets_an_unbounded_shared_memory() {
+        let mut plan = plan();
+        let bounded = strings(&bwrap_args(&plan, &host(), 3).unwrap()).join(" ");
+        assert!(
+            bounded.contains(&format!("--size {SHM_SIZE} --tmpfs /dev/shm")),
+            "{bounded}"
+        );
+        plan.shm_size = None;
+        let text = strings(&bwrap_args(&plan, &host(), 3).unwrap()).join(" ");
+        assert!(!text.contains("--size"), "{text}");
+        assert!(text.contains("--dev /dev --tmpfs /dev/shm --proc /proc"), "{text}");
     }
 
     #[test]
@@ -450,16 +474,38 @@ mod tests {
     }
 
     #[test]
+    fn the_proxy_socket_is_bound_read_only_at_its_fixed_path() {
+        let mut plan = plan();
+        plan.grants.push(Grant::Host {
+            host: "example.com".into(),
+            port: None,
+        });
+        plan.proxy = Some("/run/user/1000/efr/proxy/7.sock".into());
+        let args = bwrap_args(&plan, &host(), 3).unwrap();
+        let text = strings(&args).join(" ");
+        // Its own network namespace (no --share-net); the bind after the plan's mounts, before the remounts.
+        assert!(!text.contains("--share-net"), "{text}");
+        assert!(
+            text.contains(
+                "/home/u/.local/state/efr/s/c1 --ro-bind /run/user/1000/efr/proxy/7.sock /dev/efr-proxy \
+                 --remount-ro /home/u/.ssh"
+            ),
+            "{text}"
+        );
+        assert_eq!(text.matches("/dev/efr-proxy").count(), 1, "{text}");
+        // Without a proxy, no bind.
+        let text = strings(&bwrap_args(&super::tests::plan(), &host(), 3).unwrap()).join(" ");
+        assert!(!text.contains("efr-proxy"), "{text}");
+    }
+
+    #[test]
     fn a_bad_plan_gives_no_arguments() {
         let mut plan = plan();
         plan.grants.push(Grant::Host {
             host: "example.com".into(),
             port: None,
         });
-        assert!(matches!(
-            bwrap_args(&plan, &host(), 3),
-            Err(PlanError::RefusedGrant { kind: "host", .. })
-        ));
+        assert_eq!(bwrap_args(&plan, &host(), 3), Err(PlanError::ProxyMissing));
     }
 
     #[test]

@@ -4,7 +4,8 @@
 //! In order: read the [`InnerSpec`]; put the user's stderr back on fd 2 (bubblewrap's own stderr is a pipe the outer
 //! stage reads, so its setup messages can be reported); mark every other descriptor close-on-exec; set the resource
 //! limits; empty every capability set; set no_new_privs; apply Landlock ([`crate::ruleset`]); load the seccomp
-//! filters ([`crate::seccomp`]); report `ready`; exec. Any step that fails reports `refused` with its reason and
+//! filters ([`crate::seccomp`]); with a bridge descriptor, make the listener on the sandbox's loopback and hand it
+//! to the outer stage ([`crate::bridge::send_listener`]); report `ready`; exec (with the proxy variables). Any step that fails reports `refused` with its reason and
 //! exits with [`SETUP_ERROR_EXIT`]: the command never runs in a weaker sandbox.
 
 use std::fs::File;
@@ -16,7 +17,7 @@ use std::process::{Command, ExitCode};
 use efr_protocol::internal::{LaunchCommand, SETUP_ERROR_EXIT};
 
 use crate::spec::{InnerSpec, InnerStatus};
-use crate::{privileges, ruleset, seccomp};
+use crate::{bridge, privileges, ruleset, seccomp};
 
 /// The descriptors the outer stage hands the inner stage.
 #[derive(Debug, Clone, Copy)]
@@ -27,6 +28,8 @@ pub struct InnerFds {
     pub status: RawFd,
     /// The user's stderr, put back on fd 2.
     pub stderr: RawFd,
+    /// The outer stage's end of the bridge's socket pair, when the plan has a proxy.
+    pub bridge: Option<RawFd>,
 }
 
 /// Runs the inner stage. Returns only when the command could not start.
@@ -52,6 +55,20 @@ pub fn run(fds: InnerFds) -> ExitCode {
         Ok(enforced) => enforced,
         Err(message) => return refuse(&mut status, &message),
     };
+    // Made after the confinement (the socket is one the command could make itself) and closed before the exec.
+    let proxy_port = match fds.bridge.map(|fd| take(fd).ok_or(fd)) {
+        None => None,
+        Some(Err(fd)) => return refuse(&mut status, &format!("the bridge descriptor {fd} is not open")),
+        Some(Ok(control)) => match bridge::send_listener(&control) {
+            Ok(port) => Some(port),
+            Err(err) => {
+                return refuse(
+                    &mut status,
+                    &format!("cannot hand the proxy bridge its listener on the sandbox's loopback: {err}"),
+                );
+            }
+        },
+    };
     send(
         &mut status,
         &InnerStatus::Ready {
@@ -71,6 +88,9 @@ pub fn run(fds: InnerFds) -> ExitCode {
             command
         }
     };
+    if let Some(port) = proxy_port {
+        command.envs(bridge::proxy_env(port));
+    }
     // Only returns on failure; on success the status pipe closes with the exec (close-on-exec).
     let err = command.exec();
     let program = match &spec.command {

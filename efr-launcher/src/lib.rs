@@ -14,7 +14,9 @@
 //! What a contained call sees (the plan's mounts, [`efr_protocol::internal::mounts`]): `/` read-only; writable: the
 //! call's project roots, `$SCRATCH` and a private `/tmp`; a fresh `/dev` and `/proc`; masked: the credential stores
 //! of [`efr_protocol::internal::DEFAULT_HOME_MASKS`], efr's own roots and `/run/user/$UID`; its own network
-//! namespace unless a grant keeps the host's. [`selftest`] holds the checks that efrd's probe runs inside.
+//! namespace unless a grant keeps the host's. A call with `host` grants (the plan's `proxy`) reaches `efr-proxy`
+//! through the [`bridge`]: a listener on the sandbox's loopback that a confined thread of the outer stage forwards
+//! to the proxy's socket. [`selftest`] holds the checks that efrd's probe runs inside.
 //!
 //! Command line (`main.rs`):
 //!
@@ -22,9 +24,10 @@
 //! efr-launcher --plan-fd N          the plan on an inherited descriptor (read to its end)
 //! efr-launcher --plan-file PATH     the plan in a one-time file (read, then removed)
 //! efr-launcher self-test net-view --abstract NAME
-//! efr-launcher inner --spec-fd N --status-fd N --stderr-fd N   (only as bubblewrap's child)
+//! efr-launcher inner --spec-fd N --status-fd N --stderr-fd N [--bridge-fd N]   (only as bubblewrap's child)
 //! ```
 
+pub mod bridge;
 pub mod bwrap;
 pub mod inner;
 pub mod outer;

@@ -34,6 +34,8 @@ enum Stage {
         status_fd: i32,
         #[arg(long)]
         stderr_fd: i32,
+        #[arg(long)]
+        bridge_fd: Option<i32>,
     },
     /// Checks run inside a sandbox by efrd's probe.
     SelfTest {
@@ -60,6 +62,7 @@ fn main() -> ExitCode {
                 spec_fd,
                 status_fd,
                 stderr_fd,
+                bridge_fd,
             }),
             _,
             _,
@@ -67,6 +70,7 @@ fn main() -> ExitCode {
             spec: spec_fd,
             status: status_fd,
             stderr: stderr_fd,
+            bridge: bridge_fd,
         }),
         (
             Some(Stage::SelfTest {

@@ -10,6 +10,7 @@
 //! | inner `--spec-fd` | the [`InnerSpec`] |
 //! | inner `--status-fd` | [`InnerStatus`] lines; closes when the command execs |
 //! | inner `--stderr-fd` | a copy of the user's stderr, which the inner stage puts back on fd 2 for the command |
+//! | inner `--bridge-fd` | with a proxy: one end of a socket pair, on which the inner stage sends the bridge's listener ([`crate::bridge`]) |
 //!
 //! The outcome: `exit-code` in bubblewrap's status and `ready` from the inner stage → `exited` with the command's
 //! code; `refused` from the inner stage → `setup_error` (stage `inner`); no `exit-code` → `setup_error` (stage
@@ -26,6 +27,7 @@ use std::thread;
 use efr_protocol::internal::{LaunchPlan, LaunchReport, MountKind, SETUP_ERROR_EXIT, SetupStage};
 use nix::fcntl::{FcntlArg, FdFlag, OFlag, fcntl};
 
+use crate::bridge::{self, Bridge};
 use crate::bwrap::{HostFacts, bwrap_args, encode_args};
 use crate::reporter::{self, Reporter};
 use crate::spec::{InnerSpec, InnerStatus};
@@ -124,7 +126,13 @@ fn launch(plan: &LaunchPlan, reporter: &Reporter) -> Result<ExitCode, Failure> {
         inheritable(fd).map_err(|e| io_err("fcntl", &e))?;
     }
     let args = bwrap_args(plan, &host, status_w.as_raw_fd()).map_err(|e| plan_err(e.to_string()))?;
-    let inner: Vec<OsString> = vec![
+    // Started (and confined) before bubblewrap, so a bridge that cannot confine itself fails the call before
+    // anything runs.
+    let (bridge, bridge_fd) = match start_bridge(plan)? {
+        Some((bridge, fd)) => (Some(bridge), Some(fd)),
+        None => (None, None),
+    };
+    let mut inner: Vec<OsString> = vec![
         "--".into(),
         exe.into(),
         "inner".into(),
@@ -135,6 +143,9 @@ fn launch(plan: &LaunchPlan, reporter: &Reporter) -> Result<ExitCode, Failure> {
         "--stderr-fd".into(),
         user_stderr.as_raw_fd().to_string().into(),
     ];
+    if let Some(fd) = &bridge_fd {
+        inner.extend(["--bridge-fd".into(), fd.as_raw_fd().to_string().into()]);
+    }
     let mut child = Command::new(&plan.bwrap)
         .arg("--args")
         .arg(args_r.as_raw_fd().to_string())
@@ -143,7 +154,7 @@ fn launch(plan: &LaunchPlan, reporter: &Reporter) -> Result<ExitCode, Failure> {
         .spawn()
         .map_err(|e| io_err(&format!("cannot run bubblewrap at {}", plan.bwrap.display()), &e))?;
     // The child's ends now live in bubblewrap only, so each pipe ends when its last holder is done.
-    drop((args_r, status_w, spec_r, inner_w, user_stderr));
+    drop((args_r, status_w, spec_r, inner_w, user_stderr, bridge_fd));
 
     let writers = [feed(args_w, encode_args(&args)), feed(spec_w, spec)];
     let network = plan.network();
@@ -160,6 +171,8 @@ fn launch(plan: &LaunchPlan, reporter: &Reporter) -> Result<ExitCode, Failure> {
     });
     // The pipes end when the sandbox has ended, so this wait is short; it also reaps bubblewrap after a read error.
     let waited = child.wait();
+    // The sandbox has ended: nothing is left to connect.
+    let _bridge_end = bridge.map(Bridge::stop);
     for writer in writers.into_iter().flatten() {
         let _ = writer.join();
     }
@@ -198,6 +211,23 @@ fn launch(plan: &LaunchPlan, reporter: &Reporter) -> Result<ExitCode, Failure> {
     });
     reporter.send(&LaunchReport::Exited { exit_code, exec_error });
     Ok(ExitCode::from(u8::try_from(exit_code).unwrap_or(u8::MAX)))
+}
+
+/// With a proxy in the plan: the running, confined bridge, and the inner stage's end of its socket pair
+/// (inheritable, for bubblewrap).
+fn start_bridge(plan: &LaunchPlan) -> Result<Option<(Bridge, OwnedFd)>, Failure> {
+    let Some(proxy) = &plan.proxy else { return Ok(None) };
+    let io_err = |err: io::Error| {
+        (
+            SetupStage::Bwrap,
+            format!("cannot make the bridge's socket pair: {err}"),
+        )
+    };
+    let (outer_end, inner_end) = bridge::control_pair().map_err(io_err)?;
+    inheritable(&inner_end).map_err(|e| io_err(e.into()))?;
+    // A bridge that cannot confine itself is the sandbox refusing, as when the inner stage cannot.
+    let bridge = Bridge::start(outer_end, proxy.clone()).map_err(|message| (SetupStage::Inner, message))?;
+    Ok(Some((bridge, inner_end)))
 }
 
 /// The launcher must be visible inside the sandbox at the same path (it runs the inner stage).

@@ -87,6 +87,41 @@ pub fn drop_capabilities() -> Result<(), String> {
     Ok(())
 }
 
+/// Empties the calling thread's effective, permitted, inheritable and ambient sets, and its bounding set when it
+/// may (`CAP_SETPCAP`; an unprivileged thread cannot, and with nothing permitted and no_new_privs it gains nothing
+/// from it). For the outer stage's proxy bridge thread: capabilities are per thread, so the stage's other threads
+/// keep theirs.
+///
+/// # Errors
+///
+/// The set that could not be emptied.
+pub fn drop_thread_capabilities() -> Result<(), String> {
+    let permitted = caps::read(None, CapSet::Permitted).map_err(|e| format!("cannot read the permitted set: {e}"))?;
+    if permitted.contains(&caps::Capability::CAP_SETPCAP) {
+        let bounding = caps::read(None, CapSet::Bounding).map_err(|e| format!("cannot read the bounding set: {e}"))?;
+        for cap in bounding {
+            caps::drop(None, CapSet::Bounding, cap)
+                .map_err(|e| format!("cannot drop {cap} from the bounding set: {e}"))?;
+        }
+    }
+    let sets = [
+        CapSet::Ambient,
+        CapSet::Inheritable,
+        CapSet::Effective,
+        CapSet::Permitted,
+    ];
+    for set in sets {
+        caps::clear(None, set).map_err(|e| format!("cannot clear the {set:?} capability set: {e}"))?;
+    }
+    for set in sets {
+        let left = caps::read(None, set).map_err(|e| format!("cannot read the {set:?} capability set: {e}"))?;
+        if !left.is_empty() {
+            return Err(format!("the {set:?} capability set still holds {left:?}"));
+        }
+    }
+    Ok(())
+}
+
 /// Sets no_new_privs and checks it.
 ///
 /// # Errors

@@ -19,8 +19,8 @@ use std::path::{Path, PathBuf};
 
 use efr_protocol::internal::Network;
 use landlock::{
-    ABI, Access, AccessFs, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr,
-    RulesetStatus, Scope,
+    ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr,
+    RulesetCreatedAttr, RulesetStatus, Scope,
 };
 
 /// The newest Landlock ABI the launcher asks for.
@@ -114,6 +114,47 @@ pub fn apply(network: Network, writable: &[PathBuf], devices: &[PathBuf]) -> Res
         ));
     }
     Ok(Enforced { abi: version, scoped })
+}
+
+/// Applies the proxy bridge's ruleset to the calling thread (Landlock domains are per thread; its threads inherit
+/// it): every filesystem right handled and none granted, TCP bind and connect handled and none granted (ABI 4), and
+/// the scope of abstract Unix sockets and signals (ABI 6). Connecting to the proxy's pathname socket needs no
+/// filesystem right.
+///
+/// # Errors
+///
+/// No Landlock, or a status other than fully enforced.
+pub fn apply_bridge() -> Result<(), String> {
+    let version = effective_abi(kernel_abi());
+    if version == 0 {
+        return Err("Landlock is not available in this kernel (built without it, or not enabled at boot)".into());
+    }
+    let abi = ABI::from(i32::try_from(version).unwrap_or(0));
+    let fail = |what: &str, err: &dyn std::fmt::Display| format!("Landlock: {what}: {err}");
+    let mut ruleset = Ruleset::default()
+        .set_compatibility(CompatLevel::HardRequirement)
+        .handle_access(AccessFs::from_all(abi))
+        .map_err(|e| fail("handled access", &e))?;
+    if version >= 4 {
+        ruleset = ruleset
+            .handle_access(AccessNet::from_all(abi))
+            .map_err(|e| fail("handled network access", &e))?;
+    }
+    if version >= 6 {
+        ruleset = ruleset.scope(Scope::from_all(abi)).map_err(|e| fail("scope", &e))?;
+    }
+    let status = ruleset
+        .create()
+        .map_err(|e| fail("create", &e))?
+        .restrict_self()
+        .map_err(|e| fail("restrict", &e))?;
+    if status.ruleset != RulesetStatus::FullyEnforced || !status.no_new_privs {
+        return Err(format!(
+            "Landlock ABI {version} is not fully enforced ({:?}, no_new_privs {})",
+            status.ruleset, status.no_new_privs
+        ));
+    }
+    Ok(())
 }
 
 fn display(path: &Path) -> String {

@@ -28,6 +28,9 @@
 //! 4. **x32 guard** (x86_64): x32 calls use the same audit arch as x86_64 with bit 30 set in the number, so a
 //!    filter keyed on x86_64 numbers does not see them. Any number with that bit fails with `EPERM`. Calls of other
 //!    arches (i386 through `int 0x80`) are killed by seccompiler's arch check in filters 1 to 3.
+//!
+//! The outer stage's proxy bridge thread loads the same four with Unix sockets as its only family and `execve`
+//! denied too ([`bridge_filters`], docs/adr/0011-the-proxy-bridge.md).
 
 use std::collections::BTreeMap;
 
@@ -138,9 +141,28 @@ pub const ALLOWED_PERSONALITIES: &[u32] = &[
 ///
 /// seccompiler's error for an architecture it does not support.
 pub fn filters(network: Network) -> Result<Vec<BpfProgram>, seccompiler::Error> {
+    build(allowed_families(network), &[])
+}
+
+/// The system calls the proxy bridge's thread denies besides [`DENIED_CALLS`]: it never runs a program.
+pub const BRIDGE_DENIED_CALLS: &[(&str, i64)] = &[("execve", libc::SYS_execve), ("execveat", libc::SYS_execveat)];
+
+/// The filters of the outer stage's proxy bridge thread (docs/adr/0011-the-proxy-bridge.md): Unix sockets only
+/// (it accepts on a listener it was given and connects to the proxy's socket), no exec, and filters 2 to 4 as for a
+/// call.
+///
+/// # Errors
+///
+/// seccompiler's error for an architecture it does not support.
+pub fn bridge_filters() -> Result<Vec<BpfProgram>, seccompiler::Error> {
+    build(&[libc::AF_UNIX], BRIDGE_DENIED_CALLS)
+}
+
+/// The four filters with `families` allowed and `also_denied` added to filter 2.
+fn build(families: &[i32], also_denied: &[(&str, i64)]) -> Result<Vec<BpfProgram>, seccompiler::Error> {
     let arch = TargetArch::try_from(std::env::consts::ARCH)?;
     let family_rule = SeccompRule::new(
-        allowed_families(network)
+        families
             .iter()
             .map(|family| SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, family_value(*family)))
             .collect::<Result<_, _>>()?,
@@ -151,7 +173,11 @@ pub fn filters(network: Network) -> Result<Vec<BpfProgram>, seccompiler::Error> 
     ]
     .into();
     let sockets = SeccompFilter::new(sockets, SeccompAction::Allow, errno(libc::EAFNOSUPPORT), arch)?;
-    let mut denied: BTreeMap<i64, Vec<SeccompRule>> = DENIED_CALLS.iter().map(|(_, nr)| (*nr, Vec::new())).collect();
+    let mut denied: BTreeMap<i64, Vec<SeccompRule>> = DENIED_CALLS
+        .iter()
+        .chain(also_denied)
+        .map(|(_, nr)| (*nr, Vec::new()))
+        .collect();
     denied.extend(argument_rules()?);
     let denied = SeccompFilter::new(denied, SeccompAction::Allow, errno(libc::EPERM), arch)?;
     let absent: BTreeMap<i64, Vec<SeccompRule>> = ABSENT_CALLS.iter().map(|(_, nr)| (*nr, Vec::new())).collect();
@@ -295,6 +321,8 @@ mod tests {
             assert_eq!(programs.len(), if cfg!(target_arch = "x86_64") { 4 } else { 3 });
             assert!(programs.iter().all(|p| !p.is_empty()));
         }
+        let bridge = bridge_filters().unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(bridge.len(), if cfg!(target_arch = "x86_64") { 4 } else { 3 });
     }
 
     /// Calls whose arguments make them harmless, or a plain error, for root outside any filter, and what the filters
@@ -385,6 +413,61 @@ mod tests {
             .chunks_exact(4)
             .map(|b| i32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
             .collect()
+    }
+
+    /// The bridge's filters in a child of its own: `[socket(AF_UNIX), socket(AF_INET), execve(/bin/true)]`'s errnos
+    /// (0 for the Unix socket that went through).
+    fn bridge_errnos() -> [i32; 3] {
+        let programs = bridge_filters().unwrap_or_else(|e| panic!("{e}"));
+        let path = c"/bin/true";
+        let argv = [path.as_ptr(), std::ptr::null()];
+        let mut fds = [0; 2];
+        // SAFETY: pipe writes two descriptors into the array it is given.
+        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+        // SAFETY: the child only makes system calls and writes to the pipe before _exit.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0, "fork failed");
+        if pid == 0 {
+            let errno = |rc: i64| {
+                if rc < 0 {
+                    std::io::Error::last_os_error().raw_os_error().unwrap_or(-1)
+                } else {
+                    0
+                }
+            };
+            let mut out = [-1_i32; 3];
+            if apply(&programs).is_ok() {
+                // SAFETY: socket and execve take plain numbers and NUL-terminated strings that live here; an execve
+                // that went through would replace this child, which then reports nothing.
+                unsafe {
+                    out[0] = errno(i64::from(libc::socket(libc::AF_UNIX, libc::SOCK_STREAM, 0)));
+                    out[1] = errno(i64::from(libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0)));
+                    out[2] = errno(i64::from(libc::execve(path.as_ptr(), argv.as_ptr(), std::ptr::null())));
+                }
+            }
+            let bytes: Vec<u8> = out.iter().flat_map(|e| e.to_ne_bytes()).collect();
+            // SAFETY: writes the buffer to the pipe, then leaves without running the harness's destructors.
+            unsafe {
+                libc::write(fds[1], bytes.as_ptr().cast(), bytes.len());
+                libc::_exit(0);
+            }
+        }
+        // SAFETY: closes the parent's copy of the write end; the read end is read to its end below.
+        unsafe { libc::close(fds[1]) };
+        let mut bytes = Vec::new();
+        // SAFETY: the read end is this process's own descriptor; File closes it.
+        let mut reader = unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(fds[0]) };
+        std::io::Read::read_to_end(&mut reader, &mut bytes).unwrap_or_else(|e| panic!("{e}"));
+        // SAFETY: reaps the child forked above.
+        unsafe { libc::waitpid(pid, std::ptr::null_mut(), 0) };
+        assert_eq!(bytes.len(), 12, "the child did not report (did the exec go through?)");
+        let word = |i: usize| i32::from_ne_bytes([bytes[i], bytes[i + 1], bytes[i + 2], bytes[i + 3]]);
+        [word(0), word(4), word(8)]
+    }
+
+    #[test]
+    fn the_bridge_filters_allow_unix_sockets_only_and_no_exec() {
+        assert_eq!(bridge_errnos(), [0, libc::EAFNOSUPPORT, libc::EPERM]);
     }
 
     #[test]

@@ -4,4 +4,5 @@ mod denied_calls;
 mod escape;
 mod grants;
 mod outcomes;
+mod proxy_bridge;
 mod shared_memory;

@@ -77,14 +77,25 @@ fn bad_plans_are_refused_before_anything_runs() {
     let fx = Fixture::new(User::Root);
     // A grant without a plan step.
     let mut plan = fx.plan(&format!("touch {}/ran", fx.project.display()));
-    plan.grants.push(Grant::Host {
-        host: "example.com".into(),
-        port: None,
+    plan.grants.push(Grant::Bus {
+        bus: efr_protocol::wire::Bus::Session,
     });
     let run = fx.run(&plan);
     let (stage, message) = setup_error(&run).unwrap_or_else(|| panic!("{}", run.describe()));
     assert_eq!(
-        (stage, message.starts_with("the host grant is refused")),
+        (stage, message.starts_with("the bus grant is refused")),
+        (SetupStage::Plan, true),
+        "{message}"
+    );
+    // A host grant without the proxy socket to reach it through.
+    plan.grants = vec![Grant::Host {
+        host: "example.com".into(),
+        port: None,
+    }];
+    let run = fx.run(&plan);
+    let (stage, message) = setup_error(&run).unwrap_or_else(|| panic!("{}", run.describe()));
+    assert_eq!(
+        (stage, message.contains("proxy socket")),
         (SetupStage::Plan, true),
         "{message}"
     );

@@ -123,6 +123,36 @@ pub fn change_lines(changes: &FileChanges) -> Vec<String> {
     lines
 }
 
+/// One line per host that the call's proxy refused: `blocked: github.com:443 denied ×3` (docs/network.md, "What a
+/// user sees"), then `blocked: 4 more` for the refusals the summary leaves out. Empty when nothing was refused.
+#[must_use]
+pub fn blocked_lines(call: &ToolCallCompleted) -> Vec<String> {
+    let Some(summary) = &call.sandbox else {
+        return Vec::new();
+    };
+    let mut lines: Vec<String> = summary
+        .blocked
+        .iter()
+        .map(|blocked| {
+            let reason = serde_json::to_value(blocked.reason)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_else(|| "unknown".to_owned());
+            let count = if blocked.count == 1 {
+                String::new()
+            } else {
+                format!(" ×{}", blocked.count)
+            };
+            let line = format!("blocked: {}:{} {reason}{count}", blocked.host, blocked.port);
+            printable(&line).into_owned()
+        })
+        .collect();
+    if summary.blocked_more > 0 {
+        lines.push(format!("blocked: {} more", summary.blocked_more));
+    }
+    lines
+}
+
 /// `1234 in / 56 out` (and the cached part when there is one).
 #[must_use]
 pub fn usage_words(usage: &Usage) -> String {
@@ -265,6 +295,29 @@ mod tests {
             )),
             "sandbox setup failed: bwrap: no"
         );
+    }
+
+    #[test]
+    fn refusals_read_host_port_reason_and_count() {
+        let call = completed(&json!({"exit_code": 6, "status": "failed", "sandbox": {
+            "proxied": true,
+            "blocked": [
+                {"host": "github.com", "port": 443, "reason": "denied", "count": 3},
+                {"host": "x\u{1b}[2Jy", "port": 80, "reason": "not_tls"},
+                {"host": "z", "port": 443, "reason": "quota"}
+            ],
+            "blocked_more": 4
+        }}));
+        assert_eq!(
+            blocked_lines(&call),
+            [
+                "blocked: github.com:443 denied ×3",
+                "blocked: x␛[2Jy:80 not_tls",
+                "blocked: z:443 unknown",
+                "blocked: 4 more"
+            ]
+        );
+        assert!(blocked_lines(&completed(&json!({"exit_code": 0}))).is_empty());
     }
 
     #[test]

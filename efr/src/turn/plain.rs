@@ -45,7 +45,8 @@ use efr_protocol::wire::{ApprovalDecision, InputWait};
 
 use super::clean::printable;
 use super::describe::{
-    call_end, call_title, change_lines, fallback_words, output_tail, sandbox_notice, settings_words, usage_words,
+    blocked_lines, call_end, call_title, change_lines, fallback_words, output_tail, sandbox_notice, settings_words,
+    usage_words,
 };
 
 /// Writes the plain transcript to stdout.
@@ -147,6 +148,7 @@ impl PlainView {
                     lines.extend(output_tail(&done.output).iter().map(|l| format!("    {l}")));
                 }
                 lines.push(call_end(done));
+                lines.extend(blocked_lines(done));
                 if let Some(changes) = &done.changes {
                     lines.extend(change_lines(changes).into_iter().map(|l| format!("changes: {l}")));
                 }

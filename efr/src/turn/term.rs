@@ -19,8 +19,8 @@ use termimad::MadSkin;
 
 use super::clean::printable;
 use super::describe::{
-    call_end, call_ok, call_title, change_lines, fallback_words, output_tail, sandbox_notice, settings_words,
-    usage_words,
+    blocked_lines, call_end, call_ok, call_title, change_lines, fallback_words, output_tail, sandbox_notice,
+    settings_words, usage_words,
 };
 use super::markdown::{self, Blocks};
 
@@ -207,6 +207,9 @@ impl<W: Write> TermView<W> {
                 let colour = if call_ok(done) { GREEN } else { RED };
                 let took = elapsed.map(|s| format!(" {DIM}({s:.1}s){RESET}")).unwrap_or_default();
                 text.push_str(&format!("{colour}{}{RESET}{took}\n", call_end(done)));
+                for line in blocked_lines(done) {
+                    text.push_str(&format!("  {RED}{line}{RESET}\n"));
+                }
                 if let Some(changes) = &done.changes {
                     for line in change_lines(changes) {
                         text.push_str(&format!("  {YELLOW}{line}{RESET}\n"));

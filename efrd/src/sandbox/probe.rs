@@ -19,7 +19,7 @@ use std::os::unix::net::{SocketAddr, UnixListener};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use efr_protocol::internal::{LaunchPlan, LaunchReport, ReportTo, default_masks};
+use efr_protocol::internal::{LaunchPlan, LaunchReport, ReportTo, SHM_SIZE, default_masks};
 use efr_protocol::wire::{Grant, ProbeName, SandboxPaths, SandboxProbe, SandboxStatus};
 use serde::Serialize;
 
@@ -62,6 +62,13 @@ pub struct Probe {
 }
 
 impl Probe {
+    /// The bound of a contained call's `/dev/shm` that this bubblewrap can set ([`LaunchPlan::shm_size`]):
+    /// [`SHM_SIZE`], or `None` for a bubblewrap older than 0.7.
+    #[must_use]
+    pub fn shm_size(&self) -> Option<u64> {
+        self.bwrap_version.as_deref().is_none_or(takes_size).then_some(SHM_SIZE)
+    }
+
     pub(crate) fn step(&mut self, name: ProbeName, failed: Option<String>, detail: Option<String>) {
         self.steps.push(SandboxProbe {
             name,
@@ -143,7 +150,8 @@ pub fn probe(options: &ProbeOptions) -> Probe {
         return found.stop(failed.unwrap_or_default());
     };
     // A real contained `true`: bubblewrap, user namespaces, Landlock and seccomp all have to work.
-    let plan = base_plan(options, &bwrap, vec!["true".into()]);
+    let shm_size = found.shm_size();
+    let plan = base_plan(options, &bwrap, vec!["true".into()], shm_size);
     let report = match launch(&options.launcher, plan) {
         Ok(report) => report,
         Err(err) => {
@@ -186,15 +194,16 @@ pub fn probe(options: &ProbeOptions) -> Probe {
     let seccomp_failed = (!found.seccomp).then(|| "the seccomp filters were not loaded".to_owned());
     found.step(ProbeName::Seccomp, seccomp_failed, None);
     found.status.available = true;
-    let net_view = net_view_self_test(options, &bwrap);
+    let net_view = net_view_self_test(options, &bwrap, shm_size);
     found.status.netview = net_view.is_ok();
     found.step(ProbeName::NetView, net_view.err(), None);
     found
 }
 
 /// The probe's plan: the default masks, no roots, `/` as the working directory.
-pub(crate) fn base_plan(options: &ProbeOptions, bwrap: &Path, argv: Vec<String>) -> LaunchPlan {
+pub(crate) fn base_plan(options: &ProbeOptions, bwrap: &Path, argv: Vec<String>, shm_size: Option<u64>) -> LaunchPlan {
     let mut plan = LaunchPlan::new(bwrap, argv, "/");
+    plan.shm_size = shm_size;
     plan.env.insert("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into());
     plan.masks = default_masks(&options.home, &options.runtime_dir, &[], &[]);
     plan
@@ -205,7 +214,7 @@ pub(crate) fn base_plan(options: &ProbeOptions, bwrap: &Path, argv: Vec<String>)
 ///
 /// # Errors
 /// Why it did not pass, one sentence.
-fn net_view_self_test(options: &ProbeOptions, bwrap: &Path) -> Result<(), String> {
+fn net_view_self_test(options: &ProbeOptions, bwrap: &Path, shm_size: Option<u64>) -> Result<(), String> {
     let name = format!("efr-probe-{}-{}", std::process::id(), rand::random::<u64>());
     let addr =
         SocketAddr::from_abstract_name(name.as_bytes()).map_err(|e| format!("cannot name an abstract socket: {e}"))?;
@@ -217,7 +226,7 @@ fn net_view_self_test(options: &ProbeOptions, bwrap: &Path) -> Result<(), String
         "--abstract".into(),
         name,
     ];
-    let mut plan = base_plan(options, bwrap, argv);
+    let mut plan = base_plan(options, bwrap, argv, shm_size);
     plan.grants.push(Grant::NetView);
     let report = launch(&options.launcher, plan).map_err(|e| format!("cannot run efr-launcher: {e}"))?;
     match LaunchReport::end(&report) {
@@ -254,6 +263,16 @@ pub(crate) fn launch(launcher: &Path, mut plan: LaunchPlan) -> std::io::Result<V
     LaunchReport::parse_lines(&text).map_err(std::io::Error::other)
 }
 
+/// Whether a bubblewrap of `version` (such as `0.8.0`) takes `--size`, which came in 0.7.0. A version that does not
+/// read as numbers is taken as new: `--size` then fails the probe's contained `true` with bubblewrap's own message.
+fn takes_size(version: &str) -> bool {
+    let mut numbers = version.split('.').map(|part| part.parse::<u64>().ok());
+    match (numbers.next().flatten(), numbers.next().flatten()) {
+        (Some(major), Some(minor)) => (major, minor) >= (0, 7),
+        _ => true,
+    }
+}
+
 /// `bwrap --version` → `0.8.0`.
 fn bwrap_version(bwrap: &Path) -> Option<String> {
     let output = Command::new(bwrap)
@@ -282,4 +301,24 @@ pub fn find_program(name: &str, path: &std::ffi::OsStr) -> Option<PathBuf> {
     std::env::split_paths(path).map(|dir| dir.join(name)).find(|candidate| {
         std::fs::metadata(candidate).is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn size_came_with_bubblewrap_0_7() {
+        for (version, takes) in [
+            ("0.6.1", false),
+            ("0.4.0", false),
+            ("0.7.0", true),
+            ("0.8.0", true),
+            ("0.11.0", true),
+            ("1.0", true),
+            ("git", true),
+        ] {
+            assert_eq!(takes_size(version), takes, "{version}");
+        }
+    }
 }

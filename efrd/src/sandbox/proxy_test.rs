@@ -55,14 +55,19 @@ pub async fn add_proxy_test(found: &mut Probe, options: &ProbeOptions, proxy: &A
         return;
     }
     let outcome = match (found.status.available, found.paths.bwrap.clone()) {
-        (true, Some(bwrap)) => self_test(options, bwrap, proxy).await,
+        (true, Some(bwrap)) => self_test(options, bwrap, found.shm_size(), proxy).await,
         _ => Err("not checked: the sandbox cannot run".to_owned()),
     };
     found.status.proxy = outcome.is_ok();
     found.step(ProbeName::Proxy, outcome.err(), None);
 }
 
-async fn self_test(options: &ProbeOptions, bwrap: PathBuf, proxy: &Arc<ProxySupervisor>) -> Result<(), String> {
+async fn self_test(
+    options: &ProbeOptions,
+    bwrap: PathBuf,
+    found_shm: Option<u64>,
+    proxy: &Arc<ProxySupervisor>,
+) -> Result<(), String> {
     let pattern = |host: &str| HostPattern::from_str(host).map_err(|e| format!("the test host does not parse: {e}"));
     let open = OpenPlan {
         call: "proxy-self-test".into(),
@@ -81,6 +86,7 @@ async fn self_test(options: &ProbeOptions, bwrap: PathBuf, proxy: &Arc<ProxySupe
             ALLOWED.into(),
             DENIED.into(),
         ],
+        found_shm,
     );
     launch_plan.grants.push(Grant::Host {
         host: ALLOWED.into(),

@@ -579,6 +579,7 @@ async fn prepare(
         report: &report,
         read_only,
     });
+    plan.shm_size = probe.shm_size();
     let (proxy, network_note) = open_network(env, call_id, &mut plan).await;
     let written = serde_json::to_vec(&plan)
         .map_err(|e| format!("cannot encode the launch plan: {e}"))

@@ -173,3 +173,44 @@ fn a_bubblewrap_that_cannot_build_the_sandbox_is_a_setup_error() {
     );
     assert_eq!(found.paths.bwrap, Some(fake));
 }
+
+#[test]
+fn a_bubblewrap_older_than_0_7_runs_without_the_shared_memory_bound() {
+    // The real bubblewrap behind a program that says it is 0.6.1 (Ubuntu 22.04's) and, like it, refuses `--size`,
+    // which came in 0.7.0. The launcher passes its options on `--args FD`, so the program reads them from there.
+    let real = find_program("bwrap", OsStr::new("/usr/local/bin:/usr/bin:/bin")).expect("bubblewrap is not installed");
+    let dir = tempfile::tempdir().unwrap();
+    let old = dir.path().join("bwrap");
+    std::fs::write(
+        &old,
+        format!(
+            "#!/bin/bash\n[ \"$1\" = --version ] && {{ echo 'bubblewrap 0.6.1'; exit 0; }}\n\
+             [ \"$1\" = --args ] || {{ echo 'bwrap: expected --args' >&2; exit 1; }}\n\
+             options=$(mktemp)\ncat <&\"$2\" >\"$options\"\n\
+             if tr '\\0' '\\n' <\"$options\" | grep -qx -- --size; then\n\
+             rm -f \"$options\"; echo 'bwrap: Unknown option --size' >&2; exit 1\nfi\n\
+             eval \"exec $2<\\\"\\$options\\\"\"\nrm -f \"$options\"\nexec {} \"$@\"\n",
+            real.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&old, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let found = probe(&ProbeOptions {
+        bwrap: Some(old.clone()),
+        ..options(dir.path())
+    });
+    assert_eq!(found.bwrap_version.as_deref(), Some("0.6.1"));
+    assert!(found.status.available, "{found:#?}");
+    assert!(found.status.netview, "{found:#?}");
+    assert_eq!(found.shm_size(), None);
+    // The same program saying 0.7.0 gets the bound, and refuses it as 0.6.1 would: the stand-in is strict.
+    let text = std::fs::read_to_string(&old).unwrap();
+    std::fs::write(&old, text.replace("bubblewrap 0.6.1", "bubblewrap 0.7.0")).unwrap();
+    let refused = probe(&ProbeOptions {
+        bwrap: Some(old),
+        ..options(dir.path())
+    });
+    assert_eq!(refused.shm_size(), Some(efr_protocol::internal::SHM_SIZE));
+    assert!(!refused.status.available);
+    assert_eq!(refused.setup_error.as_deref(), Some("bwrap: Unknown option --size"));
+}

@@ -18,9 +18,10 @@
 //!   "masks": [{"path": "/home/u/.ssh", "source": "default"}, {"path": "/run/user/1000", "source": "run_user"}],
 //!   "protected": [{"path": "/home/u/src/efr/.git", "source": "git_dir"},
 //!                 {"path": "/home/u/src/efr/.git/config", "source": "git_config"}],
-//!   "grants": [{"kind": "write", "path": "/home/u/.cache/pip"}],
+//!   "grants": [{"kind": "write", "path": "/home/u/.cache/pip"}, {"kind": "host", "host": "pypi.org"}],
 //!   "rlimits": [{"resource": "nofile", "soft": 1024, "hard": 4096}],
-//!   "report": {"kind": "fd", "fd": 4}
+//!   "report": {"kind": "fd", "fd": 4},
+//!   "proxy": "/run/user/1000/efr/proxy/7.sock"
 //! }
 //! ```
 //!
@@ -29,15 +30,22 @@
 //! - Every path is absolute and normal (no `.` or `..` component); no string holds a NUL byte, and no argument,
 //!   command line or `NAME=value` is longer than an exec takes ([`crate::internal::MAX_EXEC_STRING`]).
 //! - `/` itself is never writable, and nothing under `/proc` or `/dev` is (a device comes with a `device` grant).
-//! - Grants: `write`, `device`, `unmask`, `socket`, `net_view` and `open_network` have a plan step. `host`, `bus`,
-//!   `bus_filter` and `desktop` come with their issues (the proxy, the bus proxy, the desktop sockets) and are refused
-//!   with a message that says so; an `unknown` grant is refused (docs/protocol.md, "The contract": "the network view
+//! - Grants: `write`, `device`, `unmask`, `socket`, `net_view`, `open_network` and `host` have a plan step. `bus`,
+//!   `bus_filter` and `desktop` come with their issues (the bus proxy, the desktop sockets) and are refused with a
+//!   message that says so; an `unknown` grant is refused (docs/protocol.md, "The contract": "the network view
 //!   (phase D1)").
 //! - `net_view` and `open_network` exclude each other; an `unmask` names a path of `masks`.
+//! - `proxy` (absolute and normal) is present exactly when the plan holds at least one `host` grant, and never with
+//!   `net_view` or `open_network`: a call with host grants keeps its own network namespace and reaches `efr-proxy`
+//!   only through the launcher's bridge (docs/adr/0011-the-proxy-bridge.md).
+//! - A `host` grant names a host in normal form: not empty, lowercase ASCII (IDNA applied), without `/`, `:`,
+//!   whitespace or control characters; its port is absent (443) or 1–65535.
 //! - A `protected` path is not `/`; a `git_dir` (the one source that stays writable) lies strictly inside a writable
 //!   root (a project root, `$SCRATCH` or a `write` grant), so a pin never makes a path writable.
 //! - The network follows from the grants ([`LaunchPlan::network`]): none (the sandbox's own network namespace),
-//!   `net_view` (the host's namespace, Unix and netlink sockets only) or `open_network` (the host's network).
+//!   `net_view` (the host's namespace, Unix and netlink sockets only) or `open_network` (the host's network). With
+//!   `proxy` it is none, and the launcher adds the bridge: a listener on the sandbox's loopback that forwards each
+//!   connection to the proxy socket, named by `HTTPS_PROXY` and its kin in the command's environment.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -85,6 +93,15 @@ pub struct LaunchPlan {
     /// the proxy through a bridge on its loopback, named by the proxy variables of its environment.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub proxy: Option<PathBuf>,
+    /// The bound of the private `/dev/shm`, bytes ([`crate::internal::SHM_SIZE`] unless efrd's probe found a
+    /// bubblewrap older than 0.7, which has no `--size`: then `None`, and the tmpfs has the kernel's default bound,
+    /// half the memory; docs/adr/0004-contained-calls.md, decision 10).
+    #[serde(default = "default_shm_size")]
+    pub shm_size: Option<u64>,
+}
+
+fn default_shm_size() -> Option<u64> {
+    Some(crate::internal::SHM_SIZE)
 }
 
 /// What runs inside the sandbox. The launcher execs it directly: it has no shell of its own.
@@ -273,6 +290,7 @@ impl LaunchPlan {
             rlimits: Vec::new(),
             report: ReportTo::Stderr,
             proxy: None,
+            shm_size: default_shm_size(),
         }
     }
 

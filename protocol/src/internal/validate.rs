@@ -1,7 +1,10 @@
 //! The rules of a launch plan ([`LaunchPlan::validate`]) and why a plan is refused ([`PlanError`]).
 //!
 //! The rules are listed in [`crate::internal::launch`]'s module docs. The launcher checks them before anything
-//! runs; efrd's `sandbox.explain` checks them before it reads the mounts.
+//! runs; efrd's `sandbox.explain` checks them before it reads the mounts. The rules of the proxy and the `host`
+//! grants are in [`network`].
+
+mod network;
 
 use std::path::{Component, Path, PathBuf};
 
@@ -64,6 +67,27 @@ pub enum PlanError {
     /// Both `net_view` and `open_network`.
     #[error("the net_view and open_network grants exclude each other")]
     NetworkConflict,
+    /// A `host` grant, but no `proxy` socket to reach the host through.
+    #[error("the host grants need the plan's proxy socket, and the plan names none")]
+    ProxyMissing,
+    /// A `proxy` socket, but no `host` grant that it would serve.
+    #[error("the plan names a proxy socket but holds no host grant")]
+    ProxyUnused,
+    /// A `proxy` socket together with a grant that keeps the host's network (`net_view` or `open_network`): the
+    /// proxy's calls stay in their own network namespace, where the bridge to the proxy is their only way out.
+    #[error("the proxy and the {kind} grant exclude each other (the proxy keeps the call in its own network)")]
+    ProxyConflict {
+        /// The other grant's kind.
+        kind: &'static str,
+    },
+    /// A `host` grant whose host or port is not valid.
+    #[error("the host grant {host:?} is not valid: {reason}")]
+    BadHostGrant {
+        /// The host as the grant names it.
+        host: String,
+        /// Why, in a few words.
+        reason: &'static str,
+    },
     /// An `unmask` grant names a path that `masks` does not hold.
     #[error("the unmask grant names {path:?}, which is not masked")]
     UnmaskNotMasked {
@@ -248,12 +272,7 @@ impl LaunchPlan {
                     }
                 }
                 Grant::NetView | Grant::OpenNetwork => {}
-                Grant::Host { .. } => {
-                    return Err(PlanError::RefusedGrant {
-                        kind: "host",
-                        reason: "host grants need efr's network proxy, which this launcher has no plan step for yet",
-                    });
-                }
+                Grant::Host { host, port } => network::check_host_grant(host, *port)?,
                 Grant::Bus { .. } => {
                     return Err(PlanError::RefusedGrant {
                         kind: "bus",
@@ -283,7 +302,7 @@ impl LaunchPlan {
         if self.grants.contains(&Grant::NetView) && self.grants.contains(&Grant::OpenNetwork) {
             return Err(PlanError::NetworkConflict);
         }
-        Ok(())
+        network::check_proxy(self)
     }
 }
 
@@ -536,13 +555,6 @@ mod tests {
     #[test]
     fn grants_without_a_plan_step_are_refused_with_a_message() {
         let refused = [
-            (
-                Grant::Host {
-                    host: "example.com".into(),
-                    port: None,
-                },
-                "host",
-            ),
             (Grant::Bus { bus: Bus::Session }, "bus"),
             (Grant::BusFilter { bus: Bus::System }, "bus_filter"),
             (
