@@ -24,11 +24,12 @@ use efr_protocol::events::{
 use efr_protocol::ids::{CallId, Timestamp, TurnId};
 use efr_protocol::wire::{ApprovedBy, Grant, InputWait as WireInputWait, SandboxSummary};
 
+use super::call_network;
 use super::contained::{self, CallPlan, Outcome};
 use super::sink::Sink;
 use super::snapshots::CallRoots;
 use super::tools::{CallOutput, ToolEnv};
-use crate::network::{ProxyError, ProxyPlan, ProxySupervisor, report};
+use crate::network::{ProxyPlan, ProxySupervisor};
 use crate::sandbox::git_link::{self, GitLink};
 use crate::tools::shell::{Detached, EndCause, HiddenShell, InputKind, OutputLimits, Run, RunAnswer};
 
@@ -197,7 +198,7 @@ pub async fn run_shell(
         if let Some(plan) = &prepared.proxy {
             summary.proxied = true;
             if !left_running {
-                match close_network(env, plan, summary).await {
+                match call_network::close(env, plan, summary).await {
                     Ok(line) => notes.extend(line),
                     Err(line) => {
                         network_failed = true;
@@ -580,7 +581,7 @@ async fn prepare(
         read_only,
     });
     plan.shm_size = probe.shm_size();
-    let (proxy, network_note) = open_network(env, call_id, &mut plan).await;
+    let (proxy, network_note) = call_network::open(env, call_id, &mut plan).await;
     let written = serde_json::to_vec(&plan)
         .map_err(|e| format!("cannot encode the launch plan: {e}"))
         .and_then(|bytes| {
@@ -601,65 +602,6 @@ async fn prepare(
         proxy,
         network_note,
     })
-}
-
-/// Opens the `efr-proxy` plan of a call whose grants hold `host` grants and puts its socket in the launch plan.
-/// When the proxy cannot take it, the host grants are dropped (the call runs with no network: the network never
-/// opens without the proxy) and the returned note tells the model why.
-async fn open_network(
-    env: &ToolEnv,
-    call_id: &CallId,
-    plan: &mut efr_protocol::internal::LaunchPlan,
-) -> (Option<ProxyPlan>, Option<String>) {
-    if !plan.grants.iter().any(|g| matches!(g, Grant::Host { .. })) {
-        return (None, None);
-    }
-    let network = env.network.clone();
-    let grants = plan.grants.clone();
-    let call = call_id.0.clone();
-    // The credential hosts come from files and git: off the runtime.
-    let open = tokio::task::spawn_blocking(move || network.open_plan(&call, &grants))
-        .await
-        .ok()
-        .flatten();
-    let opened = match open {
-        Some(open) => env.network.proxy.open(&open).await.map_err(|e| e.to_string()),
-        None => Err("its plan could not be made".to_owned()),
-    };
-    match opened {
-        Ok(opened) => {
-            plan.proxy = Some(opened.socket.clone());
-            (Some(opened), None)
-        }
-        Err(why) => {
-            plan.grants.retain(|g| !matches!(g, Grant::Host { .. }));
-            plan.proxy = None;
-            (None, Some(format!("[network: this call had no network: {why}]")))
-        }
-    }
-}
-
-/// Closes a call's proxy plan and fills its summary (`blocked`, `blocked_more`). `Ok` holds the line about the
-/// refusals for the model (none when nothing was refused); `Err` the line when the proxy died while the call ran:
-/// the call fails, its connections were cut.
-async fn close_network(
-    env: &ToolEnv,
-    plan: &ProxyPlan,
-    summary: &mut SandboxSummary,
-) -> Result<Option<String>, String> {
-    match env.network.proxy.close(plan).await {
-        Ok(closed) => {
-            report::fill_summary(summary, &closed);
-            Ok(report::model_line(summary))
-        }
-        Err(ProxyError::Died(why)) => Err(format!(
-            "[network: efr-proxy stopped while this call ran ({why}); the call's connections were cut, so it may \
-             have failed for that; efr starts the proxy again for the next call]"
-        )),
-        Err(error) => Ok(Some(format!(
-            "[network: the proxy's report of this call is lost: {error}]"
-        ))),
-    }
 }
 
 #[cfg(test)]
