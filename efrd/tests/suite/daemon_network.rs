@@ -8,24 +8,16 @@
 
 use crate::common;
 
-use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::path::Path;
 use std::time::Duration;
 
-use efr_test_support::binaries::sibling;
 use efr_test_support::daemon::{TestDaemon, config_for};
 use efr_test_support::scripted::ScriptedModel;
 use serde_json::json;
 
-use common::auto::{bounded, launcher, tempdir};
+use common::auto::{bounded, launcher, proxy, tempdir};
 use common::tools::{event_of, shell_call, start, text, tool_output};
 use common::{events_until, model};
-
-/// `efr-proxy` next to efrd, where efrd looks for it; built when it is not there yet.
-fn proxy_program() -> &'static Path {
-    static PROXY: OnceLock<PathBuf> = OnceLock::new();
-    PROXY.get_or_init(|| sibling(common::efrd_binary(), "efr-proxy", "efr-proxy"))
-}
 
 /// The `[network]` of these tests: every host under `efr-test.invalid` allowed, one of them denied.
 const NETWORK: &str = "\n[network]\nallow = [\"**.efr-test.invalid\"]\ndeny = [\"denied.efr-test.invalid\"]\n";
@@ -57,7 +49,7 @@ async fn wait_for(path: &Path) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn auto_calls_go_through_the_proxy_and_a_killed_proxy_fails_its_call_and_restarts() {
-    proxy_program();
+    proxy();
     let home = tempdir();
     let project = tempdir();
     // A credential for a host that `allow`'s wildcard covers: it stays denied.
@@ -100,7 +92,7 @@ async fn auto_calls_go_through_the_proxy_and_a_killed_proxy_fails_its_call_and_r
     assert_eq!(check["sandbox"]["proxy"], true, "{check:#}");
     assert_eq!(
         check["sandbox_paths"]["proxy"].as_str(),
-        Some(proxy_program().to_str().unwrap()),
+        Some(proxy().to_str().unwrap()),
         "{check:#}"
     );
 
