@@ -12,6 +12,7 @@
 //! | [`policy`] | the permission decision: modes, floors, questions, the read-only list, shell line analysis |
 //! | [`tools`] | the tool specs, the hidden shell, `apply_patch`, changes and unified diffs |
 //! | [`git`] | the git efrd runs itself, outside the sandbox, with what a repository could make it start switched off |
+//! | [`network`] | the network of contained calls: `[network]` rules, credential hosts, the `efr-proxy` supervisor |
 //! | [`sandbox`] | efrd's side of the sandbox: base plans, protected paths, the probe and its cache, explain |
 //! | [`snapshot`] | snapshots of a project tree, their comparison, the snapshot store on disk |
 //! | [`prompt`] | what the model is told: base instructions, mode, project instructions (`AGENTS.md`), the environment block, per-provider tool texts |
@@ -28,6 +29,7 @@ pub mod git;
 pub mod lifecycle;
 pub mod listen;
 pub mod model;
+pub mod network;
 pub mod policy;
 pub mod prompt;
 pub mod sandbox;

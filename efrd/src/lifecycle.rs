@@ -18,6 +18,7 @@ use crate::daemon::Daemon;
 use crate::listen::{Listener, Notifier};
 use crate::model::registry::Models;
 use crate::model::{EnvKeys, KeyStore};
+use crate::network::ProxySupervisor;
 use crate::sandbox::SandboxState;
 use crate::server;
 use crate::snapshot::SnapshotStore;
@@ -94,7 +95,13 @@ async fn start_and_serve(roots: Roots, config: ConfigState) -> Result<(), StartE
     let keys = Arc::new(KeyStore::open(&roots.state.path, EnvKeys::from_process()));
     let models = Models::new(Arc::new(config), keys, &roots.state.path).map_err(|e| fail(EXIT_FAILURE)(e.message))?;
     let daemon_id = daemon_id(&roots).map_err(fail(EXIT_FAILURE))?;
-    let sandbox = SandboxState::new(SandboxState::default_options(roots.home.as_deref()));
+    let mut probe_options = SandboxState::default_options(roots.home.as_deref());
+    probe_options.netview_off = !models.config().network.netview;
+    let proxy = Arc::new(ProxySupervisor::new(
+        ProxySupervisor::default_program(),
+        roots.runtime.path.join("proxy"),
+    ));
+    let sandbox = SandboxState::new(probe_options, proxy);
     let daemon = Arc::new(Daemon::new(daemon_id, roots, store, models, snapshots, sandbox));
 
     let (interrupted, recovered) = recovery::close_open_turns(&daemon.store)

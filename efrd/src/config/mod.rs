@@ -2,7 +2,8 @@
 //!
 //! - [`roots`]: the four roots (config, data, state, runtime) and where each came from, resolved from the
 //!   environment by a pure function; creating the folders (0700) is a separate step.
-//! - [`schema`]: the typed sections of `config.toml` (`[model]`, `[providers.*]`, `[permissions]`, `[daemon]`).
+//! - [`schema`]: the typed sections of `config.toml` (`[model]`, `[providers.*]`, `[permissions]`, `[daemon]`,
+//!   `[network]`, ...).
 //! - [`parse`]: text to a checked config, or an error with line, column and dotted key; unknown keys are warnings.
 //! - [`instructions`]: `[instructions]`, the project instructions' size bound and the short variant.
 //! - [`validate`]: the rules a well-typed config must meet, and the warnings a valid one may deserve.
@@ -39,7 +40,7 @@ pub use key_path::KeyPath;
 pub use parse::ConfigError;
 pub use roots::{DirError, Root, RootSource, Roots, RootsError, ensure_private_dir};
 pub use schema::{
-    CompatSection, Config, DaemonSection, ExtraModel, Mode, ModelSection, PermissionsSection, ProviderId,
-    ProviderSection, ProvidersSection, RetrySection, SandboxSection, ShellProgram, ShellSection,
+    CompatSection, Config, DaemonSection, ExtraModel, Mode, ModelSection, NetworkSection, PermissionsSection,
+    ProviderId, ProviderSection, ProvidersSection, RetrySection, SandboxSection, ShellProgram, ShellSection,
 };
 pub use state::{ConfigState, ConfigStatus, EXIT_CONFIG_INVALID, RESTART_SECTIONS, ReloadOutcome};

@@ -127,7 +127,12 @@ fn type_error(text: &str, error: &serde_path_to_error::Error<toml::de::Error>) -
     {
         key.0.push(Seg::Key(field.to_owned()));
     }
-    let span = inner.span().or_else(|| span_of(text, &key));
+    // toml's span of a custom error (a host pattern that does not parse) is the whole array; the element's own
+    // span, when the key leads to it, is the better place.
+    let span = exact_span_of(text, &key)
+        .filter(|_| matches!(key.0.last(), Some(Seg::Index(_))))
+        .or_else(|| inner.span())
+        .or_else(|| span_of(text, &key));
     ConfigError::at(text, span, Some(&key), message)
 }
 
@@ -171,20 +176,31 @@ fn saturating_u32(n: usize) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
 }
 
+/// The span of the value at `key` in the document, only when every step of `key` exists.
+fn exact_span_of(text: &str, key: &KeyPath) -> Option<Range<usize>> {
+    let (span, found) = deepest_span(text, key)?;
+    (found == key.0.len()).then_some(span)
+}
+
 /// The span of the value at `key` in the document, or of the nearest table above it that exists.
 fn span_of(text: &str, key: &KeyPath) -> Option<Range<usize>> {
+    deepest_span(text, key).map(|(span, _)| span)
+}
+
+/// The span of the deepest value on the way to `key` and how many of its steps led there.
+fn deepest_span(text: &str, key: &KeyPath) -> Option<(Range<usize>, usize)> {
     let root = DeTable::parse(text).ok()?;
     let mut best = None;
     let mut value: Option<&DeValue<'_>> = None;
     let mut table = Some(root.get_ref());
-    for seg in &key.0 {
+    for (depth, seg) in key.0.iter().enumerate() {
         let next = match (seg, table, value) {
             (Seg::Key(k), Some(t), _) => t.iter().find(|(name, _)| name.get_ref() == k).map(|(_, v)| v),
             (Seg::Index(i), _, Some(DeValue::Array(items))) => items.get(*i),
             _ => None,
         };
         let Some(next) = next else { break };
-        best = Some(next.span());
+        best = Some((next.span(), depth + 1));
         value = Some(next.get_ref());
         table = match next.get_ref() {
             DeValue::Table(t) => Some(t),

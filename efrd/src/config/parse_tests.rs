@@ -245,3 +245,32 @@ fn shell_program_is_bash_or_zsh_and_another_is_a_clear_error() {
     assert_eq!(place(&e).2, Some("shell.program"), "{e}");
     assert!(e.message.contains("bash") && e.message.contains("zsh"), "{e}");
 }
+
+#[test]
+fn network_lists_parse_as_host_patterns() {
+    let parsed = parse(
+        "[network]\nallow = [\"crates.io\", \"**.Crates.IO.\", \"*.example.com:8443\"]\ndeny = [\"gist.github.com\"]\n",
+    )
+    .unwrap();
+    let network = &parsed.config.network;
+    let allow: Vec<String> = network.allow.iter().map(ToString::to_string).collect();
+    assert_eq!(allow, ["crates.io", "**.crates.io", "*.example.com:8443"]);
+    assert_eq!(network.deny[0].to_string(), "gist.github.com");
+    assert!(network.netview, "netview stays true by default");
+    assert!(!parse("[network]\nnetview = false\n").unwrap().config.network.netview);
+    assert_eq!(Config::default().network.allow, Vec::new());
+}
+
+#[test]
+fn a_bad_host_pattern_names_its_line_column_and_key() {
+    let e = err("[network]\nallow = [\"crates.io\",\n  \"exa*mple.com\"]\n");
+    assert_eq!(place(&e), (Some(3), Some(3), Some("network.allow[1]")), "{e}");
+    assert!(e.message.contains("exa*mple.com"), "{e}");
+    let e = err("[network]\ndeny = [\"1.2.3.4\"]\n");
+    assert_eq!(place(&e), (Some(2), Some(9), Some("network.deny[0]")), "{e}");
+    assert!(e.message.contains("IP address"), "{e}");
+    let e = err("[network]\nallow = [\"example.com:0\"]\n");
+    assert_eq!(e.key.as_deref(), Some("network.allow[0]"), "{e}");
+    let e = err("[network]\nallow = \"example.com\"\n");
+    assert_eq!(e.key.as_deref(), Some("network.allow"), "{e}");
+}

@@ -34,12 +34,18 @@
 //! [instructions]                    # see config/instructions.rs
 //! max_bytes = 32768                 # the most bytes of AGENTS.md text a request carries
 //!
+//! [network]                         # the network of auto mode's contained calls, through efr-proxy
+//! allow = ["crates.io", "**.crates.io", "github.com", "*.example.com:8443"]  # host patterns; none: no network
+//! deny = ["gist.github.com"]        # checked first: deny wins over allow
+//! netview = true                    # false: report `netview_off` in the sandbox status
+//!
 //! [daemon]                          # every daemon.* key needs a restart
 //! log_level = "info"                # a tracing filter directive, such as "info" or "efrd=debug,warn"
 //! idle_exit_secs = 600              # absent: never exit when idle
 //! subscriber_queue = 1024           # events buffered per subscriber before it is ended with overflow
 //! ```
 
+use efr_protocol::internal::host::HostPattern;
 use serde::{Deserialize, Serialize};
 
 /// The whole `config.toml`.
@@ -60,6 +66,35 @@ pub struct Config {
     pub sandbox: SandboxSection,
     /// `[instructions]`: the project instructions' size bound and the short variant (`config/instructions.rs`).
     pub instructions: super::instructions::InstructionsSection,
+    /// `[network]`: which hosts contained calls may reach through efr-proxy.
+    pub network: NetworkSection,
+}
+
+/// `[network]`: the host rules of contained calls (docs/network.md). Each entry is a host pattern
+/// ([`HostPattern`]: `example.com`, `*.example.com`, `**.example.com` or `*`, with an optional `:port`, 443 when
+/// absent); a pattern that does not parse is a config error at its line, column and key (`network.allow[2]`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct NetworkSection {
+    /// Hosts that auto mode's contained calls may reach through efr-proxy, one `host` grant each; empty (the
+    /// default): contained calls have no network. A change applies to calls that start after it.
+    pub allow: Vec<HostPattern>,
+    /// Hosts that contained calls may never reach, checked before `allow` (deny wins). efrd adds to it the hosts
+    /// that the user's credential files and helpers hold a token for, unless `allow` names them exactly (the
+    /// `network` module's `credentials`).
+    pub deny: Vec<HostPattern>,
+    /// The network view of contained calls; false reports `netview_off` in the sandbox status. Default true.
+    pub netview: bool,
+}
+
+impl Default for NetworkSection {
+    fn default() -> Self {
+        Self {
+            allow: Vec::new(),
+            deny: Vec::new(),
+            netview: true,
+        }
+    }
 }
 
 /// `[sandbox]`.

@@ -3,6 +3,8 @@
 //! - [`probe`](mod@probe): runs real contained commands through `efr-launcher` and reports what works (bubblewrap, user
 //!   namespaces, Landlock, seccomp, the net_view self-test), for `admin.sandbox_check` and `admin.status`.
 //! - [`explain`](mod@explain): what a contained call would see at a path and which rule decides, for `sandbox.explain`.
+//! - [`proxy_test`]: the probe's proxy self-test (a contained call through `efr-proxy`: an allowed host answered,
+//!   a denied one refused).
 //! - [`plan`]: the base plan of a contained call (project root, `$SCRATCH`, the masks) and its [`Layout`].
 //! - [`protect`]: what a call may not change inside its writable roots (git's config and hooks, efr's roots).
 //! - [`git_link`]: a project's `.git` link, read before a contained call and put back after it if the call changed it.
@@ -18,6 +20,7 @@ pub mod live;
 pub mod plan;
 pub mod probe;
 pub mod protect;
+pub mod proxy_test;
 pub mod state;
 
 pub use explain::{ExplainError, Explanation, View, explain};

@@ -69,7 +69,7 @@ impl Probe {
         self.bwrap_version.as_deref().is_none_or(takes_size).then_some(SHM_SIZE)
     }
 
-    fn step(&mut self, name: ProbeName, failed: Option<String>, detail: Option<String>) {
+    pub(crate) fn step(&mut self, name: ProbeName, failed: Option<String>, detail: Option<String>) {
         self.steps.push(SandboxProbe {
             name,
             passed: failed.is_none(),
@@ -201,7 +201,7 @@ pub fn probe(options: &ProbeOptions) -> Probe {
 }
 
 /// The probe's plan: the default masks, no roots, `/` as the working directory.
-fn base_plan(options: &ProbeOptions, bwrap: &Path, argv: Vec<String>, shm_size: Option<u64>) -> LaunchPlan {
+pub(crate) fn base_plan(options: &ProbeOptions, bwrap: &Path, argv: Vec<String>, shm_size: Option<u64>) -> LaunchPlan {
     let mut plan = LaunchPlan::new(bwrap, argv, "/");
     plan.shm_size = shm_size;
     plan.env.insert("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into());
@@ -244,7 +244,7 @@ fn net_view_self_test(options: &ProbeOptions, bwrap: &Path, shm_size: Option<u64
 
 /// Runs one plan through the launcher (a one-time plan file and a report file in a private temporary folder) and
 /// returns its report.
-fn launch(launcher: &Path, mut plan: LaunchPlan) -> std::io::Result<Vec<LaunchReport>> {
+pub(crate) fn launch(launcher: &Path, mut plan: LaunchPlan) -> std::io::Result<Vec<LaunchReport>> {
     let dir = tempfile::Builder::new().prefix("efr-probe-").tempdir()?;
     let report_path = dir.path().join("report");
     let plan_path = dir.path().join("plan.json");

@@ -14,11 +14,14 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use tokio::sync::Mutex as AsyncMutex;
 
 use super::probe::{Probe, ProbeOptions, probe};
+use crate::network::ProxySupervisor;
 
 /// The sandbox as this daemon sees it. One per daemon, in an `Arc`.
 #[derive(Debug)]
 pub struct SandboxState {
     options: ProbeOptions,
+    /// The daemon's `efr-proxy`: the probe's proxy self-test and the network of contained calls.
+    proxy: Arc<ProxySupervisor>,
     /// The last probe; `None` before the first one and after [`Self::invalidate`].
     cached: Mutex<Option<Arc<Probe>>>,
     /// Held while a probe runs.
@@ -26,11 +29,12 @@ pub struct SandboxState {
 }
 
 impl SandboxState {
-    /// A state that has not probed yet.
+    /// A state that has not probed yet; its probe tests `proxy` too.
     #[must_use]
-    pub fn new(options: ProbeOptions) -> Self {
+    pub fn new(options: ProbeOptions, proxy: Arc<ProxySupervisor>) -> Self {
         Self {
             options,
+            proxy,
             cached: Mutex::new(None),
             probing: AsyncMutex::new(()),
         }
@@ -64,6 +68,12 @@ impl SandboxState {
     #[must_use]
     pub fn options(&self) -> &ProbeOptions {
         &self.options
+    }
+
+    /// The daemon's `efr-proxy`.
+    #[must_use]
+    pub fn proxy(&self) -> &Arc<ProxySupervisor> {
+        &self.proxy
     }
 
     /// The cached probe, probing first when there is none. Callers that come while a probe runs wait for it and
@@ -128,7 +138,10 @@ impl SandboxState {
     async fn run(&self) -> Arc<Probe> {
         let options = self.options.clone();
         match tokio::task::spawn_blocking(move || probe(&options)).await {
-            Ok(found) => Arc::new(found),
+            Ok(mut found) => {
+                super::proxy_test::add_proxy_test(&mut found, &self.options, &self.proxy).await;
+                Arc::new(found)
+            }
             Err(err) => {
                 let mut found = probe(&ProbeOptions {
                     launcher: PathBuf::from("/nonexistent"),
@@ -150,13 +163,19 @@ mod tests {
 
     /// A state whose probe ends at once: bubblewrap is not where it looks.
     fn without_bwrap() -> Arc<SandboxState> {
-        Arc::new(SandboxState::new(ProbeOptions {
-            launcher: PathBuf::from("/nonexistent/efr-launcher"),
-            bwrap: Some(PathBuf::from("/nonexistent/bwrap")),
-            home: PathBuf::from("/nonexistent/home"),
-            runtime_dir: PathBuf::from("/nonexistent/run"),
-            netview_off: false,
-        }))
+        Arc::new(SandboxState::new(
+            ProbeOptions {
+                launcher: PathBuf::from("/nonexistent/efr-launcher"),
+                bwrap: Some(PathBuf::from("/nonexistent/bwrap")),
+                home: PathBuf::from("/nonexistent/home"),
+                runtime_dir: PathBuf::from("/nonexistent/run"),
+                netview_off: false,
+            },
+            Arc::new(ProxySupervisor::new(
+                PathBuf::from("/nonexistent/efr-proxy"),
+                PathBuf::from("/nonexistent/run/proxy"),
+            )),
+        ))
     }
 
     #[tokio::test]

@@ -13,10 +13,12 @@
 //! [`MAX_MODEL_CALLS`] calls. The message index counts the turn's messages with text across its model calls.
 //!
 //! Modules: [`tools`] (one call: policy, question, events), [`shell_call`] (a shell call in the hidden shell, direct
-//! or contained), [`contained`] (a contained call's launch plan and the launcher's report), [`git_check`] (what the
+//! or contained), [`contained`] (a contained call's launch plan and the launcher's report), [`call_network`] (a
+//! contained call's `efr-proxy` plan, opened before it and closed after it), [`git_check`] (what the
 //! repositories of a cautious line's git commands can run), [`snapshots`] (a turn's
 //! and a shell call's changes), [`coalesce`] (text deltas).
 
+pub mod call_network;
 pub mod coalesce;
 pub mod contained;
 pub mod decide;

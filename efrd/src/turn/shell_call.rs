@@ -24,10 +24,12 @@ use efr_protocol::events::{
 use efr_protocol::ids::{CallId, Timestamp, TurnId};
 use efr_protocol::wire::{ApprovedBy, Grant, InputWait as WireInputWait, SandboxSummary};
 
+use super::call_network;
 use super::contained::{self, CallPlan, Outcome};
 use super::sink::Sink;
 use super::snapshots::CallRoots;
 use super::tools::{CallOutput, ToolEnv};
+use crate::network::{ProxyPlan, ProxySupervisor};
 use crate::sandbox::git_link::{self, GitLink};
 use crate::tools::shell::{Detached, EndCause, HiddenShell, InputKind, OutputLimits, Run, RunAnswer};
 
@@ -50,6 +52,10 @@ struct Prepared {
     plan_file: PathBuf,
     /// The project roots' `.git` links when the plan was made: put back after the call if it changed them.
     git_links: Vec<GitLink>,
+    /// The call's open `efr-proxy` plan, when its grants hold a `host` grant and the proxy took the plan.
+    proxy: Option<ProxyPlan>,
+    /// Why the call runs without the network its grants asked for (the proxy could not take its plan).
+    network_note: Option<String>,
 }
 
 /// Why a contained call could not be made ready; the command did not run.
@@ -66,6 +72,10 @@ const SANDBOX_NOTE: &str = "\n[this call ran in efr's sandbox: only the project,
      \"Read-only file system\"); credential stores read as empty, and there is no network; each call starts in a \
      fresh shell from the hidden shell's directory, so cd and export do not carry to the next call. A failure may \
      come from these limits]";
+
+/// What [`SANDBOX_NOTE`] says of the network for a call that had a proxy plan.
+const PROXIED_NETWORK: &str = "the network reaches only the hosts of the user's [network] allow list, over HTTPS \
+     through efr's proxy";
 
 /// Told to the model after a call of cautious's read-only sandbox that failed (docs/adr/0009-cautious-reads-contained.md).
 const READ_ONLY_NOTE: &str = "\n[this read-only command ran in efr's read-only sandbox: nothing is writable but a \
@@ -133,7 +143,7 @@ pub async fn run_shell(
     let before = env.call_snapshots.before(call_roots(env)).await;
     let prepared = match grants {
         None => None,
-        Some(grants) => match prepare(env, &shell, command, grants, read_only).await {
+        Some(grants) => match prepare(env, &shell, call_id, command, grants, read_only).await {
             Ok(prepared) => Some(prepared),
             Err(NotPrepared::Unavailable(reason)) => {
                 let unavailable = EventBody::SandboxUnavailable(SandboxUnavailable {
@@ -152,6 +162,9 @@ pub async fn run_shell(
         Err(error) => {
             if let Some(prepared) = &prepared {
                 let _ = std::fs::remove_file(&prepared.plan_file);
+                if let Some(plan) = &prepared.proxy {
+                    let _ = env.network.proxy.close(plan).await;
+                }
             }
             return failed(format!("the command did not run: {error}")).await;
         }
@@ -179,8 +192,24 @@ pub async fn run_shell(
             env.sandbox.invalidate().await;
         }
     }
+    let mut network_failed = false;
+    if let (Some(prepared), Some(summary)) = (prepared.as_ref(), sandbox.as_mut()) {
+        notes.extend(prepared.network_note.clone());
+        if let Some(plan) = &prepared.proxy {
+            summary.proxied = true;
+            if !left_running {
+                match call_network::close(env, plan, summary).await {
+                    Ok(line) => notes.extend(line),
+                    Err(line) => {
+                        network_failed = true;
+                        notes.push(line);
+                    }
+                }
+            }
+        }
+    }
     let setup_failed = sandbox.as_ref().is_some_and(|s| s.setup_error.is_some());
-    let ok = !setup_failed && (exit_code == Some(0) || left_running);
+    let ok = !setup_failed && !network_failed && (exit_code == Some(0) || left_running);
     let mut model_text = answer.output.for_model(OutputLimits::MODEL);
     if let Some(prepared) = &prepared {
         for note in git_link::put_back(&prepared.git_links) {
@@ -207,7 +236,14 @@ pub async fn run_shell(
         model_text.push_str(&format!("\n[exit status {code}]"));
         if prepared.is_some() && !interrupted {
             // The model should know a failure may be the sandbox's, not the command's own.
-            model_text.push_str(if read_only { READ_ONLY_NOTE } else { SANDBOX_NOTE });
+            let proxied = prepared.as_ref().is_some_and(|p| p.proxy.is_some());
+            if read_only {
+                model_text.push_str(READ_ONLY_NOTE);
+            } else if proxied {
+                model_text.push_str(&SANDBOX_NOTE.replace("there is no network", PROXIED_NETWORK));
+            } else {
+                model_text.push_str(SANDBOX_NOTE);
+            }
         }
     }
     if left_running {
@@ -236,6 +272,7 @@ pub async fn run_shell(
             approved_by,
             prepared,
             roots: env.roots.clone(),
+            proxy: Arc::clone(&env.network.proxy),
         };
         follow_left_running(left, detached, sink).await?;
     }
@@ -352,6 +389,8 @@ struct LeftRunning<'a> {
     /// The contained call's launch files (`None` for a direct call).
     prepared: Option<Prepared>,
     roots: Vec<PathBuf>,
+    /// Closes the command's proxy plan when it ends.
+    proxy: Arc<ProxySupervisor>,
 }
 
 /// Records `shell_command_detached` for a command left running, then follows it in a task of its own until it
@@ -364,6 +403,7 @@ async fn follow_left_running(left: LeftRunning<'_>, detached: Detached, sink: &S
         approved_by,
         prepared,
         roots,
+        proxy,
     } = left;
     let contained = prepared.is_some();
     let mut waits = detached.input();
@@ -408,6 +448,13 @@ async fn follow_left_running(left: LeftRunning<'_>, detached: Detached, sink: &S
             crate::sandbox::protect::remove_planted_commondirs(&roots);
             git_link::put_back(&prepared.git_links);
             let _ = std::fs::remove_file(&prepared.plan_file);
+            // Its refusals have no event to go to any more (tool_call_completed is recorded): the plan is closed
+            // so that its socket and tunnels go.
+            if let Some(plan) = &prepared.proxy
+                && let Err(error) = proxy.close(plan).await
+            {
+                tracing::debug!(%error, "the proxy plan of a command left running did not close cleanly");
+            }
             if let Some(code) = ContainedEnd::take(&prepared.report).exit_code {
                 exit_code = code;
             }
@@ -462,6 +509,7 @@ fn failed_completion(call_id: &CallId, output: String, sandbox: Option<SandboxSu
 async fn prepare(
     env: &ToolEnv,
     shell: &HiddenShell,
+    call_id: &CallId,
     line: &str,
     grants: &[Grant],
     read_only: bool,
@@ -533,14 +581,26 @@ async fn prepare(
         read_only,
     });
     plan.shm_size = probe.shm_size();
-    let bytes = serde_json::to_vec(&plan).map_err(|e| failed(format!("cannot encode the launch plan: {e}")))?;
-    contained::write_private(&plan_file, &bytes)
-        .map_err(|e| failed(format!("cannot write the launch plan {}: {e}", plan_file.display())))?;
+    let (proxy, network_note) = call_network::open(env, call_id, &mut plan).await;
+    let written = serde_json::to_vec(&plan)
+        .map_err(|e| format!("cannot encode the launch plan: {e}"))
+        .and_then(|bytes| {
+            contained::write_private(&plan_file, &bytes)
+                .map_err(|e| format!("cannot write the launch plan {}: {e}", plan_file.display()))
+        });
+    if let Err(why) = written {
+        if let Some(plan) = &proxy {
+            let _ = env.network.proxy.close(plan).await;
+        }
+        return Err(failed(why));
+    }
     Ok(Prepared {
         line: contained::launcher_line(&env.sandbox.options().launcher, &plan_file),
         report,
         plan_file,
         git_links,
+        proxy,
+        network_note,
     })
 }
 
@@ -558,7 +618,7 @@ mod tests {
         let shell = env.shell.lock().await.shell().await.unwrap().clone();
         let marker = dir.path().join("home/ran");
         let line = format!("touch {}", marker.display());
-        match prepare(&env, &shell, &line, &[], false).await {
+        match prepare(&env, &shell, &CallId("c1".into()), &line, &[], false).await {
             Err(NotPrepared::Unavailable(reason)) => {
                 assert_eq!(reason, "bubblewrap is not installed at /nonexistent/bwrap");
             }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use efr_protocol::wire::{Mode, Origin};
 
 use super::tools::ToolEnv;
+use crate::network::{CallNetwork, ProxySupervisor};
 use crate::sandbox::plan::Layout;
 use crate::sandbox::{ProbeOptions, SandboxState};
 use crate::tools::shell::{ShellKind, ShellOptions, ShellSlot};
@@ -25,6 +26,10 @@ pub fn tool_env(dir: &Path, bwrap: &str, mode: Mode) -> ToolEnv {
         runtime_dir: dir.join("run-user"),
         netview_off: false,
     };
+    let proxy = Arc::new(ProxySupervisor::new(
+        "/nonexistent/efr-proxy".into(),
+        dir.join("run/proxy"),
+    ));
     let layout = Layout {
         home: home.clone(),
         runtime_dir: dir.join("run-user"),
@@ -47,7 +52,13 @@ pub fn tool_env(dir: &Path, bwrap: &str, mode: Mode) -> ToolEnv {
         question_limit_secs: None,
         snapshots: None,
         call_snapshots: Arc::default(),
-        sandbox: Arc::new(SandboxState::new(options)),
+        sandbox: Arc::new(SandboxState::new(options, Arc::clone(&proxy))),
+        network: CallNetwork {
+            allow: Vec::new(),
+            deny: Vec::new(),
+            home: None,
+            proxy,
+        },
         scratch: layout.scratch_root.join("c1"),
         layout,
     }

@@ -22,6 +22,7 @@ use super::patch_call::apply_patch;
 use super::shell_call::{ShellRequest, run_shell};
 use super::sink::Sink;
 use super::snapshots::CallSnapshots;
+use crate::network::CallNetwork;
 use crate::policy::{Decision, LaunchKind};
 use crate::sandbox::SandboxState;
 use crate::sandbox::plan::Layout;
@@ -55,6 +56,8 @@ pub struct ToolEnv {
     pub call_snapshots: Arc<CallSnapshots>,
     /// The sandbox of contained calls: the cached probe, the launcher's path.
     pub sandbox: Arc<SandboxState>,
+    /// The network of auto's contained calls: `[network]` as it was at the turn's start, and the proxy.
+    pub network: CallNetwork,
     /// The folders of a contained call's base plan.
     pub layout: Layout,
     /// The conversation's `$SCRATCH` (`<state root>/scratch/<conversation id>`), made (mode 0700) by the first
@@ -118,7 +121,15 @@ pub async fn run_call(
         Decision::Ask(question) => Some(question.launch),
         Decision::Refuse { .. } => None,
     };
-    let launch = kind.map(LaunchKind::to_wire);
+    let mut launch = kind.map(LaunchKind::to_wire);
+    // Auto's shell calls reach the hosts of `[network] allow` through efr-proxy, one host grant each (none without
+    // an allow list or without the proxy program: no network).
+    if kind == Some(LaunchKind::Contained)
+        && matches!(work, CallWork::Shell { .. })
+        && let Some(Launch::Contained { grants }) = launch.as_mut()
+    {
+        grants.extend(env.network.grants());
+    }
     let manual_input = matches!(&work, CallWork::Shell { command, .. } if !nested_shell(command));
     let started = EventBody::ToolCallStarted(ToolCallStarted {
         call_id: call_id.clone(),

@@ -17,6 +17,12 @@ pub fn launcher() -> &'static Path {
     LAUNCHER.get_or_init(|| sibling(super::efrd_binary(), "efr-launcher", "efr-launcher"))
 }
 
+/// `efr-proxy` next to efrd, where efrd looks for it; built when it is not there yet.
+pub fn proxy() -> &'static Path {
+    static PROXY: OnceLock<PathBuf> = OnceLock::new();
+    PROXY.get_or_init(|| sibling(super::efrd_binary(), "efr-proxy", "efr-proxy"))
+}
+
 /// A temporary folder outside `/tmp` (see the module docs).
 pub fn tempdir() -> tempfile::TempDir {
     tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()

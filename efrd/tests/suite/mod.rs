@@ -7,6 +7,7 @@ mod daemon_auto_reach;
 mod daemon_cautious;
 mod daemon_crash;
 mod daemon_left_running;
+mod daemon_network;
 mod daemon_protocol;
 mod daemon_restart;
 mod daemon_tools;

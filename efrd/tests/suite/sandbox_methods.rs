@@ -17,7 +17,7 @@ use efr_test_support::client::Client;
 use efr_test_support::daemon::{TestDaemon, config_for};
 use serde_json::{Value, json};
 
-use common::auto::launcher;
+use common::auto::{launcher, proxy};
 use common::{efrd_binary, model, text_reply};
 
 /// efrd in `home` with the real launcher, the given config (no model config) and extra variables.
@@ -70,6 +70,7 @@ async fn the_check_passes_here_with_every_probe_and_admin_status_shows_it() {
         &[
             ("OPENAI_API_KEY", "sk-proj-testkey0000000000000000a1b2"),
             ("EFR_LAUNCHER", launcher().to_str().unwrap()),
+            ("EFR_PROXY", proxy().to_str().unwrap()),
         ],
     )
     .expect("efrd starts");
@@ -98,9 +99,11 @@ async fn the_check_passes_here_with_every_probe_and_admin_status_shows_it() {
             "landlock",
             "landlock_scope",
             "seccomp",
-            "net_view"
+            "net_view",
+            "proxy"
         ]
     );
+    assert_eq!(sandbox["proxy"], true, "{check:#}");
     for probe in probes {
         assert_eq!(probe["passed"], true, "{probe:#}");
         assert!(probe.get("reason").is_none(), "{probe:#}");
@@ -115,6 +118,7 @@ async fn the_check_passes_here_with_every_probe_and_admin_status_shows_it() {
 
     let paths = &check["sandbox_paths"];
     assert_eq!(paths["launcher"], json!(launcher()));
+    assert_eq!(paths["proxy"], json!(proxy()));
     assert_eq!(paths["scratch"], json!(home.path().join("state/scratch")));
     let masks = strings(&paths["masks"]);
     for masked in [
@@ -170,7 +174,7 @@ async fn with_bubblewrap_missing_the_check_says_why_and_admin_status_shows_it() 
         assert_eq!(probe["passed"], false, "{probe:#}");
         assert_eq!(probe["reason"], format!("not checked: {reason}"));
     }
-    assert_eq!(probes.len(), 8);
+    assert_eq!(probes.len(), 9);
     let status = client.ok("admin.status", json!({})).await.unwrap();
     assert_eq!(status["sandbox"], check["sandbox"]);
 }

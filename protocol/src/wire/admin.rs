@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::config::ConfigError;
 use super::models::Catalog;
-use super::sandbox::{SandboxPaths, SandboxStatus};
+use super::sandbox::{ProxyProcess, SandboxPaths, SandboxStatus};
 use crate::ids::Timestamp;
 use crate::macros::{is_false, wire_enum};
 
@@ -132,4 +132,7 @@ pub struct AdminStatusResult {
     /// The sandbox's programs; absent when not reported.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox_paths: Option<SandboxPaths>,
+    /// efrd's `efr-proxy` process; absent from an earlier daemon.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proxy: Option<ProxyProcess>,
 }

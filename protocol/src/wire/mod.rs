@@ -48,8 +48,8 @@ pub use prompt::{Desktop, PromptContext, PromptSendParams, PromptSendResult, Que
 pub use recent::{ConversationsRecentParams, ConversationsRecentResult, RecentConversation};
 pub use route::{PromptRoute, RouteScope, RouteSwitch, SwitchReason};
 pub use sandbox::{
-    BlockReason, Blocked, Bus, BusProxyOff, BusRefusal, DesktopKind, Grant, Launch, SandboxPaths, SandboxStatus,
-    SandboxSummary,
+    BlockReason, Blocked, Bus, BusProxyOff, BusRefusal, DesktopKind, Grant, Launch, ProxyProcess, ProxyState,
+    SandboxPaths, SandboxStatus, SandboxSummary,
 };
 pub use sandbox_methods::{
     AdminSandboxCheckParams, AdminSandboxCheckResult, PathView, ProbeName, SandboxExplainParams, SandboxExplainResult,

@@ -53,9 +53,11 @@ pub enum Grant {
         /// The path, absolute.
         path: PathBuf,
     },
-    /// Network access to one host through efr's proxy.
+    /// Network access to one host, or the hosts of a pattern, through efr's proxy.
     Host {
-        /// The host name, normalized (lowercase, no trailing dot).
+        /// The host name, normalized (lowercase, no trailing dot), or the written form of a host pattern of the
+        /// config's `[network] allow` (`*.example.com`: its subdomains; `**.example.com`: the name and its
+        /// subdomains; `*`: every host).
         host: String,
         /// The port; absent: 443.
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -215,6 +217,37 @@ wire_enum! {
         OldVersion = "old_version",
     }
     unknown
+}
+
+wire_enum! {
+    /// The state of efrd's `efr-proxy` process (admin.status `proxy`).
+    pub enum ProxyState {
+        /// No contained call has needed it yet.
+        NotStarted = "not_started",
+        /// It runs (`pid`).
+        Running = "running",
+        /// It ended (`last_error` says how); efrd starts it again after a backoff, or at the next call.
+        Restarting = "restarting",
+        /// The program is not where efrd looks (`sandbox_paths.proxy` is absent): contained calls have no network.
+        NotInstalled = "not_installed",
+    }
+    unknown
+}
+
+/// efrd's `efr-proxy` process, which alone gives contained calls their network (admin.status `proxy`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ProxyProcess {
+    /// Its state.
+    pub state: ProxyState,
+    /// Its process id while it runs; absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    /// How many times efrd started it again after it ended (0 when absent).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub restarts: u64,
+    /// Why it last ended or could not start, or why it is not installed; absent when nothing went wrong.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
 }
 
 /// The sandbox's state as the last probe saw it (admin.status `sandbox`).

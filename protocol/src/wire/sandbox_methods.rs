@@ -38,6 +38,9 @@ wire_enum! {
         Seccomp = "seccomp",
         /// The network-view self-test: under a `net_view` grant, an abstract socket of the host stays out of reach.
         NetView = "net_view",
+        /// The proxy self-test: a contained call reaches an allowed host through efr-proxy (its CONNECT is
+        /// answered 200) and is refused for a denied one (403, counted as `denied`).
+        Proxy = "proxy",
     }
     unknown
 }

@@ -147,6 +147,12 @@ impl Actor {
             snapshots,
             call_snapshots: Arc::default(),
             sandbox: Arc::clone(&self.deps.sandbox),
+            network: crate::network::CallNetwork {
+                allow: self.deps.models.config().network.allow.clone(),
+                deny: self.deps.models.config().network.deny.clone(),
+                home: self.deps.roots.home.clone(),
+                proxy: Arc::clone(self.deps.sandbox.proxy()),
+            },
             scratch: layout.scratch_of(self.id),
             layout,
         }

@@ -128,6 +128,7 @@ pub async fn status(ctx: &RequestCtx) -> Result<Value, ErrorBody> {
         catalog: Some(wire_catalog(&daemon.models.catalog())),
         sandbox,
         sandbox_paths,
+        proxy: Some(daemon.sandbox.proxy().status()),
     })
 }
 
