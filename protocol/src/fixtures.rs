@@ -12,6 +12,7 @@
 //! `docs/protocol.md`. A file in the folder that no example claims is reported too, so nothing stale stays behind.
 
 mod admin;
+mod context;
 mod device;
 mod enums;
 mod events;
@@ -104,6 +105,7 @@ pub fn examples() -> Vec<Example> {
     all.extend(events::examples());
     all.extend(enums::examples());
     all.extend(watch::examples());
+    all.extend(context::examples());
     all
 }
 

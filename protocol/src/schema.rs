@@ -28,6 +28,7 @@ use crate::wire::{
     SandboxExplainResult, ShellInterruptParams, ShellInterruptResult, ShellStatusParams, ShellStatusResult,
     SubscribeItem, TurnInterruptParams, TurnInterruptResult,
 };
+use crate::wire::{ConversationContextParams, ConversationContextResult};
 use crate::wire::{ConversationsRecentParams, ConversationsRecentResult, ConversationsWatchParams, WatchItem};
 
 /// The `$schema` of draft 2020-12.
@@ -66,6 +67,8 @@ pub fn protocol_schema() -> Value {
             WatchItem,
             ConversationDiffParams,
             ConversationDiffResult,
+            ConversationContextParams,
+            ConversationContextResult,
             TurnInterruptParams,
             TurnInterruptResult,
             ModelsListParams,

@@ -14,6 +14,7 @@ pub mod approval;
 pub mod changes;
 pub mod common;
 pub mod config;
+pub mod context;
 pub mod conversation;
 pub mod input;
 pub mod login;
@@ -37,6 +38,11 @@ pub use common::{
     ContextFill, Mode, ModeFallback, Origin, Overridden, PromptSettings, Stop, StopReason, TurnSettings, Usage,
 };
 pub use config::{AdminConfigReloadParams, AdminConfigReloadResult, ConfigError};
+pub use context::{
+    ContextCache, ContextCompaction, ContextCounted, ContextItem, ContextModel, ContextPart, ContextPartKind,
+    ContextSize, ConversationContextParams, ConversationContextResult, InstructionFile, InstructionFileState,
+    InstructionScope,
+};
 pub use conversation::{
     ConversationDiffParams, ConversationDiffResult, ConversationStatus, ConversationSummary, ConversationsListParams,
     ConversationsListResult,
