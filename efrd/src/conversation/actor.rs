@@ -7,8 +7,9 @@
 //!   stored outcome and records nothing (also when two arrive at once: the store keeps the first).
 //! - One turn runs at a time; queued prompts run in order as turns end.
 //!
-//! Parts: `questions` (approval questions, input.respond, shell.status, shell.interrupt) and `turns` (starting the
-//! next queued prompt, a turn's end).
+//! Parts: `context` (conversation.context), `prompt` (the inputs of a turn's prompt), `questions` (approval
+//! questions, input.respond, shell.status, shell.interrupt) and `turns` (starting the next queued prompt, a turn's
+//! end).
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::PathBuf;
@@ -59,6 +60,7 @@ fn home_dir(roots: &crate::config::Roots) -> PathBuf {
     roots.home.clone().unwrap_or_else(|| PathBuf::from("/"))
 }
 
+mod context;
 mod prompt;
 mod questions;
 mod turns;
@@ -250,6 +252,9 @@ impl Actor {
                 }
                 Command::ShellStatus { reply } => {
                     let _ = reply.send(self.shell_status().await);
+                }
+                Command::Context { model, reply } => {
+                    let _ = reply.send(self.context(model).await);
                 }
                 Command::ShellInterrupt { params, reply } => {
                     let _ = reply.send(self.shell_interrupt(*params).await);

@@ -30,9 +30,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use efr_protocol::events::{Event, EventBody};
 use efr_protocol::ids::{CallId, ConversationId, TurnId};
 use efr_protocol::wire::{
-    ApprovalDecision, ApprovalRespondParams, ApprovalRespondResult, InputRespondParams, InputRespondResult, Origin,
-    PromptSendParams, PromptSendResult, ShellInterruptParams, ShellInterruptResult, ShellStatusResult, Snapshot,
-    TurnInterruptParams, TurnInterruptResult,
+    ApprovalDecision, ApprovalRespondParams, ApprovalRespondResult, ConversationContextResult, InputRespondParams,
+    InputRespondResult, Origin, PromptSendParams, PromptSendResult, ShellInterruptParams, ShellInterruptResult,
+    ShellStatusResult, Snapshot, TurnInterruptParams, TurnInterruptResult,
 };
 use efr_protocol::{ErrorBody, ErrorCode};
 use tokio::sync::{broadcast, mpsc, oneshot};
@@ -93,6 +93,10 @@ enum Command {
     },
     ShellStatus {
         reply: oneshot::Sender<ShellStatusResult>,
+    },
+    Context {
+        model: Option<String>,
+        reply: oneshot::Sender<Result<ConversationContextResult, ErrorBody>>,
     },
     ShellInterrupt {
         params: Box<ShellInterruptParams>,
@@ -193,6 +197,15 @@ impl ConversationHandle {
     /// `unavailable` when the actor stopped.
     pub async fn shell_status(&self) -> Result<ShellStatusResult, ErrorBody> {
         self.ask(|reply| Command::ShellStatus { reply }).await
+    }
+
+    /// What fills the context of the next request with `model` (conversation.context).
+    ///
+    /// # Errors
+    /// `invalid` for a model that models.list does not have; `unavailable` when no model is known, the store fails
+    /// or the actor stopped.
+    pub async fn context(&self, model: Option<String>) -> Result<ConversationContextResult, ErrorBody> {
+        self.ask(|reply| Command::Context { model, reply }).await?
     }
 
     /// SIGINT to the command of a shell call, or a close of the hidden shell (shell.interrupt).

@@ -15,6 +15,7 @@
 //! The texts are Markdown files in `efrd/src/prompt/text/`, built into efrd (`include_str!`); a change to one shows in
 //! the golden requests of `efrd/tests/suite/prompt_golden.rs` as a reviewed diff.
 
+pub mod context;
 pub mod environment;
 pub mod project;
 

@@ -6,24 +6,62 @@ use crate::prompt::environment::{self, Environment};
 use crate::prompt::project::{self, Lookup};
 use crate::prompt::{TurnPrompt, Variant};
 
+/// Where a turn's instruction files are looked for.
+struct Place {
+    /// The working directory.
+    cwd: PathBuf,
+    /// The project root, when there is one.
+    project_root: Option<PathBuf>,
+    /// The paths the sandbox masks.
+    masks: Vec<PathBuf>,
+}
+
 impl Actor {
     /// The prompt of a turn with `settings` whose tool calls share `tools`: the instruction files and the
     /// environment read now, the notes of what changed since the last turn. Updates what the model knows.
     pub(super) async fn turn_prompt(&mut self, settings: &TurnSettings, tools: &ToolEnv) -> TurnPrompt {
-        let (variant, files, environment) = self.prompt_inputs(settings, tools).await;
+        let place = Place {
+            cwd: tools.cwd.clone(),
+            project_root: tools.roots.first().cloned(),
+            masks: tools.layout.masks().into_iter().map(|mask| mask.path).collect(),
+        };
+        let (variant, files, environment) = self.prompt_inputs(settings, place).await;
         self.prompt.turn(variant, settings.mode, files, &environment.block())
+    }
+
+    /// The prompt that the next turn with `settings` would get now, without recording anything: what
+    /// conversation.context measures.
+    pub(super) async fn next_prompt(&self, settings: &TurnSettings) -> TurnPrompt {
+        let (cwd, project_root) = self.place();
+        let layout = Layout::new(
+            self.deps.sandbox.options(),
+            &self.deps.roots,
+            &self.deps.models.config().sandbox.extra_masks,
+        );
+        let place = Place {
+            cwd,
+            project_root,
+            masks: layout.masks().into_iter().map(|mask| mask.path).collect(),
+        };
+        let (variant, files, environment) = self.prompt_inputs(settings, place).await;
+        self.prompt
+            .clone()
+            .turn(variant, settings.mode, files, &environment.block())
     }
 
     async fn prompt_inputs(
         &self,
         settings: &TurnSettings,
-        tools: &ToolEnv,
+        place: Place,
     ) -> (Variant, Vec<project::DocFile>, Environment) {
         let config = self.deps.models.config();
         let variant = Variant::of(self.deps.models.active(), config.instructions.short);
-        let masks: Vec<PathBuf> = tools.layout.masks().into_iter().map(|mask| mask.path).collect();
-        let project_root = tools.roots.first().cloned();
-        let cwd = crate::policy::paths::resolve(&tools.cwd).unwrap_or_else(|_| tools.cwd.clone());
+        let Place {
+            cwd,
+            project_root,
+            masks,
+        } = place;
+        let cwd = crate::policy::paths::resolve(&cwd).unwrap_or(cwd);
         let lookup = Lookup {
             global_dir: Some(&self.deps.roots.config.path),
             project_root: project_root.as_deref(),

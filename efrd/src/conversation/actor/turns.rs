@@ -104,21 +104,8 @@ impl Actor {
     /// What the turn's tool calls share. The project of a conversation is its working directory (the first
     /// prompt's cwd) until projects come; the hidden shell starts there.
     pub(super) async fn tool_env(&mut self, settings: &TurnSettings, origin: Origin) -> ToolEnv {
-        let start = self
-            .summary
-            .as_ref()
-            .and_then(|s| s.cwd.as_ref())
-            .map(PathBuf::from)
-            .filter(|p| p.is_absolute() && p.is_dir());
-        // The project: the nearest git root of the working directory, else the directory; never the home folder or
-        // above it (sandbox::plan::project_root). Without one, the turn has no writable project and no snapshots.
-        let home = self.deps.sandbox.options().home.clone();
-        let project = start
-            .as_ref()
-            .map(|cwd| crate::policy::paths::resolve(cwd).unwrap_or_else(|_| cwd.clone()))
-            .and_then(|cwd| crate::sandbox::project_root(&cwd, Some(&home)));
+        let (cwd, project) = self.place();
         let snapshots = project.as_ref().map(|_| Arc::clone(&self.deps.snapshots));
-        let cwd = start.unwrap_or_else(|| home_dir(&self.deps.roots));
         // The config's masks as they are at the turn's start (a reload applies to the next turn).
         let layout = Layout::new(
             self.deps.sandbox.options(),
@@ -156,6 +143,24 @@ impl Actor {
             scratch: layout.scratch_of(self.id),
             layout,
         }
+    }
+
+    /// The working directory of a turn (the first prompt's, else the home folder) and its project: the nearest git
+    /// root of the working directory, else the directory; never the home folder or above it
+    /// (sandbox::plan::project_root). Without one, a turn has no writable project and no snapshots.
+    pub(super) fn place(&self) -> (PathBuf, Option<PathBuf>) {
+        let start = self
+            .summary
+            .as_ref()
+            .and_then(|s| s.cwd.as_ref())
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute() && p.is_dir());
+        let home = self.deps.sandbox.options().home.clone();
+        let project = start
+            .as_ref()
+            .map(|cwd| crate::policy::paths::resolve(cwd).unwrap_or_else(|_| cwd.clone()))
+            .and_then(|cwd| crate::sandbox::project_root(&cwd, Some(&home)));
+        (start.unwrap_or_else(|| home_dir(&self.deps.roots)), project)
     }
 
     pub(super) fn finish_turn_status(&mut self) {

@@ -2,8 +2,9 @@
 
 use efr_protocol::events::Event;
 use efr_protocol::wire::{
-    ApprovalRespondParams, ConversationDiffParams, ConversationDiffResult, ConversationSubscribeParams,
-    ConversationsListParams, ConversationsListResult, Origin, PromptSendParams, SubscribeItem, TurnInterruptParams,
+    ApprovalRespondParams, ConversationContextParams, ConversationDiffParams, ConversationDiffResult,
+    ConversationSubscribeParams, ConversationsListParams, ConversationsListResult, Origin, PromptSendParams,
+    SubscribeItem, TurnInterruptParams,
 };
 use efr_protocol::{ErrorBody, ErrorCode};
 use serde_json::{Value, json};
@@ -301,4 +302,18 @@ pub async fn diff(ctx: &RequestCtx, raw: Option<Value>) -> Result<Value, ErrorBo
     let (changes, diff) =
         crate::turn::snapshots::turn_diff(&ctx.daemon.snapshots, turn_id, params.stat, CONVERSATION_DIFF_LINES).await?;
     result(&ConversationDiffResult { turn_id, changes, diff })
+}
+
+/// conversation.context (scope read, no command id): what fills the model's context of a conversation.
+///
+/// # Errors
+/// `not_found` for an unknown conversation, `invalid` for bad params or a model outside models.list.
+pub async fn context(ctx: &RequestCtx, raw: Option<Value>) -> Result<Value, ErrorBody> {
+    let params: ConversationContextParams = params(raw)?;
+    let handle = ctx
+        .daemon
+        .conversations
+        .get(&ctx.daemon.deps(), params.conversation_id)
+        .await?;
+    result(&handle.context(params.model).await?)
 }
