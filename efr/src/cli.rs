@@ -64,6 +64,8 @@ pub enum Command {
     },
     /// Show what a turn changed in files.
     Diff(DiffArgs),
+    /// Show what fills the model's context: the parts of the next request, the instruction files read, the counts.
+    Context(ContextArgs),
     /// The conversation's hidden shell: `efr shell [status]`, `efr shell stop [--close]`.
     #[command(args_conflicts_with_subcommands = true)]
     Shell {
@@ -238,6 +240,20 @@ pub struct DiffArgs {
     #[arg(long, value_name = "ID")]
     pub turn: Option<String>,
     /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `efr context`.
+#[derive(Debug, Args)]
+pub struct ContextArgs {
+    /// The conversation; absent: the terminal's.
+    #[arg(long, value_name = "ID")]
+    pub conversation: Option<String>,
+    /// Measure against this model's limits (see `efr models`); absent: the default model.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Print the result as JSON (conversation.context's result, one line).
     #[arg(long)]
     pub json: bool,
 }

@@ -112,6 +112,7 @@ async fn run(command: Option<Command>, root_prompt: &cli::PromptArgs) -> ExitCod
             command: SandboxCommand::Check(args),
         }) => commands::sandbox::check(args.json).await,
         Some(Command::Diff(args)) => commands::diff::run(&args).await,
+        Some(Command::Context(args)) => commands::context::run(&args).await,
         Some(Command::Shell { command, args }) => match command {
             None => commands::shell::run_status(&args).await,
             Some(ShellCommand::Status(args)) => commands::shell::run_status(&args).await,

@@ -6,6 +6,7 @@
 //! - [`login`]: `efr login --api-key` (admin.login_api_key) and `efr logout` (admin.logout).
 //! - [`sandbox`]: `efr sandbox check` (admin.sandbox_check).
 //! - [`diff`]: `efr diff` (conversation.diff).
+//! - [`context`]: `efr context` (conversation.context).
 //! - [`shell`]: `efr shell [status]` and `efr shell stop [--close]` (shell.status, shell.interrupt).
 //!
 //! efrd's errors print `efr: <message>` and exit 1; an efrd that cannot be reached exits 2 with how to start it.
@@ -17,6 +18,7 @@
 //! its own rule (see [`diff`]).
 
 pub mod config;
+pub mod context;
 pub mod diff;
 pub mod login;
 pub mod models;

@@ -1,0 +1,269 @@
+//! `efr context [--conversation ID] [--model MODEL] [--json]`: conversation.context, what fills the model's context
+//! of a conversation (docs/context.md, "Where to see it").
+//!
+//! ```text
+//! model gpt-5: window 272000 tokens; compaction at 272000 (automatic compaction is not built)
+//! last count: 24871 tokens, at the end of turn 7c9e6679-... (2026-11-30T14:33:11.042Z)
+//! next request, without its prompt: about 25875 tokens (103489 bytes), 10% of the window
+//!
+//! part                    tokens      bytes  items
+//! tools                     2355       9418
+//! ...
+//!
+//! instruction files:
+//!   read   412 of 412 bytes     /home/ada/.config/efr/AGENTS.md (global)
+//!   cut    32356 of 40960 bytes /home/ada/src/efr/AGENTS.md
+//! ```
+//!
+//! The conversation is `--conversation ID`, else the terminal's (the newest conversation of the tty of stdin, as
+//! `efr diff` and `efr shell` take it). Exit codes: 0 done; 1 for bad input or an unknown conversation; 2 when efrd
+//! is not running. File names and labels are the project's: they are printed [`printable`] (no terminal control
+//! sequences). `--json` prints efrd's result as it came.
+
+use std::fmt::Write as _;
+use std::process::ExitCode;
+
+use efr_protocol::ErrorCode;
+use efr_protocol::ids::ConversationId;
+use efr_protocol::wire::{
+    ContextPartKind, ConversationContextParams, ConversationContextResult, InstructionFile, InstructionFileState,
+    InstructionScope,
+};
+
+use super::read;
+use crate::cli::ContextArgs;
+use crate::turn::clean::printable;
+use crate::turn::conversation::newest_of_tty;
+use crate::{context, out, report};
+
+fn failed(message: &str) -> ExitCode {
+    report::error(message);
+    ExitCode::from(report::FAILED)
+}
+
+/// Runs `efr context`.
+pub async fn run(args: &ContextArgs) -> ExitCode {
+    let tty = context::stdin_tty();
+    let named = match args.conversation.as_deref() {
+        Some(id) => match id.parse::<ConversationId>() {
+            Ok(id) => Some(id),
+            Err(_) => return failed(&format!("--conversation: `{id}` is not a conversation id (a UUID)")),
+        },
+        None if tty.is_none() => {
+            return failed(
+                "efr context needs --conversation ID when stdin is not a terminal (efr's last line names the \
+                 conversation then; `efr --json` too)",
+            );
+        }
+        None => None,
+    };
+    let client = match report::connect(tty.clone()).await {
+        Ok(client) => client,
+        Err(code) => return code,
+    };
+    let conversation_id = match (named, tty) {
+        (Some(id), _) => id,
+        (None, Some(tty)) => match newest_of_tty(&client, &tty).await {
+            Ok(Some(id)) => id,
+            Ok(None) => return failed(&format!("the terminal {tty} has no conversation yet")),
+            Err(error) => return report::failure(&error),
+        },
+        (None, None) => return failed("efr context needs --conversation ID"),
+    };
+    let params = ConversationContextParams {
+        conversation_id,
+        model: args.model.clone(),
+    };
+    let value = match client
+        .call_value("conversation.context", serde_json::json!(params))
+        .await
+    {
+        Ok(value) => value,
+        Err(error) if error.daemon().is_some_and(|e| e.code == ErrorCode::NotFound) => {
+            return failed(&format!("no such conversation: {conversation_id}"));
+        }
+        Err(error) => return report::failure(&error),
+    };
+    if args.json {
+        out::println_json(&value.to_string());
+        return ExitCode::SUCCESS;
+    }
+    match read::<ConversationContextResult>("conversation.context", &value) {
+        Ok(result) => {
+            out::print(&render(&result));
+            ExitCode::SUCCESS
+        }
+        Err(message) => failed(&message),
+    }
+}
+
+/// The readable form: the model and its limits, the last count, the estimate, the table of parts, the instruction
+/// files, the largest items and the cache use.
+#[must_use]
+pub fn render(context: &ConversationContextResult) -> String {
+    let mut out = String::new();
+    let model = &context.model;
+    let assumed = if model.window_known {
+        ""
+    } else {
+        " (assumed: the catalog does not know it)"
+    };
+    let automatic = if model.auto { "automatic" } else { "not automatic" };
+    let _ = writeln!(
+        out,
+        "model {}: window {} tokens{assumed}; compaction at {} tokens ({automatic})",
+        printable(&model.id),
+        model.window,
+        model.trigger
+    );
+    match &context.counted {
+        Some(counted) => {
+            let _ = writeln!(
+                out,
+                "last count: {} tokens, at the end of turn {} ({})",
+                counted.tokens, counted.turn_id, counted.at
+            );
+        }
+        None => out.push_str("last count: none yet (no turn has ended with one)\n"),
+    }
+    let share = context.estimate.tokens.saturating_mul(100) / model.window.max(1);
+    let _ = writeln!(
+        out,
+        "next request, without its prompt: about {} tokens ({} bytes), {share}% of the window\n",
+        context.estimate.tokens, context.estimate.bytes
+    );
+    let _ = writeln!(out, "{:<20} {:>9} {:>10} {:>6}", "part", "tokens", "bytes", "items");
+    for part in &context.parts {
+        let items = if part.items > 0 {
+            part.items.to_string()
+        } else {
+            String::new()
+        };
+        let row = format!(
+            "{:<20} {:>9} {:>10} {:>6}",
+            part.kind.as_str(),
+            part.tokens,
+            part.bytes,
+            items
+        );
+        let _ = writeln!(out, "{}", row.trim_end());
+    }
+    let files: Vec<&InstructionFile> = context
+        .parts
+        .iter()
+        .filter(|p| p.kind == ContextPartKind::ProjectInstructions)
+        .flat_map(|p| &p.files)
+        .collect();
+    if files.is_empty() {
+        out.push_str("\ninstruction files: none found\n");
+    } else {
+        out.push_str("\ninstruction files, most general first:\n");
+        for file in files {
+            let _ = writeln!(out, "  {:<10} {:<33} {}", state(file), size(file), file_name(file));
+        }
+    }
+    if !context.largest.is_empty() {
+        out.push_str("\nlargest items of the history:\n");
+        for item in &context.largest {
+            let _ = writeln!(
+                out,
+                "  {:>9} tokens  {} ({})",
+                item.tokens,
+                printable(&item.label),
+                item.kind.as_str()
+            );
+        }
+    }
+    let cache = &context.cache;
+    if cache.turns > 0 {
+        let share = cache.cached_input_tokens.saturating_mul(100) / cache.input_tokens.max(1);
+        let _ = writeln!(
+            out,
+            "\ncache: {} input tokens in {} turns, {} read from the cache ({share}%), {} written to it",
+            cache.input_tokens, cache.turns, cache.cached_input_tokens, cache.cache_write_tokens
+        );
+    }
+    out
+}
+
+fn state(file: &InstructionFile) -> &'static str {
+    match file.state {
+        InstructionFileState::Read => "read",
+        InstructionFileState::Cut => "cut",
+        InstructionFileState::Masked => "not read",
+        InstructionFileState::LinkOutside => "not read",
+        InstructionFileState::OverBudget => "not read",
+        InstructionFileState::Unreadable => "unreadable",
+        InstructionFileState::Unknown => "unknown",
+    }
+}
+
+fn size(file: &InstructionFile) -> String {
+    match (file.state, file.total) {
+        (InstructionFileState::Read | InstructionFileState::Cut, Some(total)) => {
+            format!("{} of {total} bytes", file.bytes)
+        }
+        (InstructionFileState::OverBudget, Some(total)) => format!("{total} bytes, over the size bound"),
+        (InstructionFileState::Masked, _) => "masked by the sandbox".to_owned(),
+        (InstructionFileState::LinkOutside, _) => "a link out of the project".to_owned(),
+        (_, Some(total)) => format!("{total} bytes"),
+        (_, None) => String::new(),
+    }
+}
+
+/// The file's path, cleaned of control sequences, with its scope and the reason it could not be read.
+fn file_name(file: &InstructionFile) -> String {
+    let mut name = printable(&file.path.to_string_lossy()).into_owned();
+    if file.scope == InstructionScope::Global {
+        name.push_str(" (global)");
+    }
+    if let Some(reason) = &file.reason {
+        let _ = write!(name, ": {}", printable(reason));
+    }
+    name
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture() -> ConversationContextResult {
+        let path = format!(
+            "{}/../protocol/fixtures/v1/conversation_context_result.json",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn the_fixture_renders_every_part_and_every_file() {
+        let context = fixture();
+        let out = render(&context);
+        for part in &context.parts {
+            assert!(
+                out.lines()
+                    .any(|l| l.starts_with(part.kind.as_str()) && l.contains(&part.bytes.to_string())),
+                "{} missing: {out}",
+                part.kind
+            );
+        }
+        let read = "  read       412 of 412 bytes                  /home/ada/.config/efr/AGENTS.md (global)\n";
+        let cut = "  cut        32356 of 40960 bytes              /home/ada/src/efr/AGENTS.md\n";
+        assert!(out.contains(read) && out.contains(cut), "{out}");
+        assert!(out.contains("\ntools                     2355       9418\n"), "{out}");
+        assert!(!out.lines().any(|l| l.ends_with(' ')), "{out}");
+        assert!(out.contains("1024 bytes, over the size bound"), "{out}");
+        assert!(out.contains("CLAUDE.md: it is not UTF-8"), "{out}");
+        assert!(out.contains("last count: 24871 tokens"), "{out}");
+        assert!(out.contains("40960 read from the cache (66%)"), "{out}");
+    }
+
+    #[test]
+    fn a_file_name_with_escapes_is_printed_cleaned() {
+        let mut context = fixture();
+        context.parts[3].files[1].path = "/p/\u{1b}]0;TITLE\u{7}AGENTS.md".into();
+        let out = render(&context);
+        assert!(!out.contains('\u{1b}') && !out.contains('\u{7}'), "{out:?}");
+        assert!(out.contains("/p/␛]0;TITLE␇AGENTS.md"), "{out}");
+    }
+}
