@@ -1,6 +1,6 @@
 //! efr's commands other than a prompt, with stdout to a pipe, against the real efrd and a scripted model: the hints
 //! when efrd is not running or failed to start, `efr login` from stdin (and refused from argv), `--json` of status,
-//! models and diff, `efr config reload`, and `efr shell` / `efr shell stop`.
+//! models and diff, `efr context`, `efr config reload`, and `efr shell` / `efr shell stop`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a failed unwrap is a failed test.
 
@@ -8,7 +8,7 @@ use crate::common;
 
 use common::{KEY, daemon, efr_run, model, patch, run_efr, text, texts};
 use efr_protocol::events::Event;
-use efr_protocol::wire::{AdminStatusResult, ConversationDiffResult, ModelsListResult};
+use efr_protocol::wire::{AdminStatusResult, ConversationContextResult, ConversationDiffResult, ModelsListResult};
 
 #[test]
 fn with_efrd_not_running_every_command_says_how_to_start_it_and_exits_2() {
@@ -405,4 +405,69 @@ async fn efr_shell_stop_exits_1_when_the_command_survives_sigint() {
     let (stdout, stderr) = texts(&out);
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
     assert_eq!(stdout, "$ trap '' INT; sleep 600: closed the hidden shell\n");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn efr_context_lists_the_instruction_files_read_and_the_parts() {
+    let home = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(project.path()).unwrap();
+    let nested = root.join("sub");
+    std::fs::create_dir_all(&nested).unwrap();
+    let status = std::process::Command::new("git")
+        .args(["init", "-q"])
+        .arg(&root)
+        .status()
+        .expect("git runs");
+    assert!(status.success());
+    std::fs::write(root.join("AGENTS.md"), "Run the tests.\n").unwrap();
+    std::fs::write(nested.join("AGENTS.md"), "No unsafe.\n").unwrap();
+    let server = model(vec![text("hello")]).await;
+    let efrd = daemon(home.path(), &server, true);
+    let out = efr_run(home.path(), &nested, &["--new", "hi"], None).await;
+    assert_eq!(out.status.code(), Some(0), "{:?}", texts(&out));
+    let mut client = efrd.client().await.unwrap();
+    let list = client.ok("conversations.list", serde_json::json!({})).await.unwrap();
+    let conversation = list["conversations"][0]["conversation_id"].as_str().unwrap().to_owned();
+
+    let json = efr_run(
+        home.path(),
+        &nested,
+        &["context", "--conversation", &conversation, "--json"],
+        None,
+    )
+    .await;
+    assert_eq!(json.status.code(), Some(0), "{:?}", texts(&json));
+    let context: ConversationContextResult = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(context.model.id, "gpt-5");
+
+    let readable = efr_run(
+        home.path(),
+        &nested,
+        &["context", "--conversation", &conversation],
+        None,
+    )
+    .await;
+    let (stdout, stderr) = texts(&readable);
+    assert_eq!(readable.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(stdout.starts_with("model gpt-5: window "), "{stdout}");
+    assert!(stdout.contains("\nproject_instructions "), "{stdout}");
+    let line = |path: &std::path::Path, size: usize| {
+        format!("  read       {size} of {size} bytes")
+            + &" ".repeat(33 - format!("{size} of {size} bytes").len())
+            + &format!(" {}\n", path.display())
+    };
+    assert!(stdout.contains(&line(&root.join("AGENTS.md"), 15)), "{stdout}");
+    assert!(stdout.contains(&line(&nested.join("AGENTS.md"), 11)), "{stdout}");
+
+    let unknown = "00000000-0000-4000-8000-000000000000";
+    let out = efr_run(home.path(), &nested, &["context", "--conversation", unknown], None).await;
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(texts(&out).1, format!("efr: no such conversation: {unknown}\n"));
+    let out = efr_run(home.path(), &nested, &["context", "--conversation", "x"], None).await;
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        texts(&out).1,
+        "efr: --conversation: `x` is not a conversation id (a UUID)\n"
+    );
 }
