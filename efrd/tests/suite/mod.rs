@@ -9,6 +9,7 @@ mod daemon_cautious;
 mod daemon_crash;
 mod daemon_left_running;
 mod daemon_network;
+mod network_clients;
 mod daemon_protocol;
 mod daemon_restart;
 mod daemon_tools;
