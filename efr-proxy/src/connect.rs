@@ -2,12 +2,15 @@
 //!
 //! - The head (request line and header fields, up to the empty line) is at most [`MAX_HEAD`] bytes and must arrive
 //!   within [`HEAD_TIME`]; otherwise the refusal is `limit`.
-//! - The request line is `CONNECT host:port HTTP/1.1`, single spaces, CRLF. The target is authority-form (RFC 9112
-//!   section 3.2.3) with a port; a bracketed IPv6 host is taken so that it can be refused as an IP literal. Absolute-form
-//!   or origin-form targets, other methods and other versions are `bad_request`, except a plain-HTTP proxy request
-//!   (`GET http://...`), which is `not_tls`: efr's proxy only carries TLS.
+//! - The request line is `CONNECT host:port HTTP/1.1` (or `HTTP/1.0`, which Python's `http.client` sends up to 3.11),
+//!   single spaces, CRLF. The target is authority-form (RFC 9112 section 3.2.3) with a port; a bracketed IPv6 host is
+//!   taken so that it can be refused as an IP literal. Absolute-form or origin-form targets, other methods and other
+//!   versions are `bad_request`, except a plain-HTTP proxy request (`GET http://...`), which is `not_tls`: efr's proxy
+//!   only carries TLS.
 //! - Header fields are `name: value` with a token name and no whitespace before the colon; a line folded onto the
-//!   previous one (obs-fold) is `bad_request`, and so is a `Host` field absent or repeated.
+//!   previous one (obs-fold) is `bad_request`, and so is a repeated `Host` field. `Host` may be absent (Python's
+//!   `http.client` up to 3.11 sends none on a CONNECT): the target is the request line's alone, so the field is never
+//!   read.
 
 use std::time::Duration;
 
@@ -132,8 +135,7 @@ pub fn parse(head: &[u8]) -> Result<Target, HeadError> {
         }
     }
     match hosts {
-        1 => Ok(target),
-        0 => Err(with_target(HeadError::bad("the request has no Host header"), &target)),
+        0 | 1 => Ok(target),
         _ => Err(with_target(
             HeadError::bad("the request has more than one Host header"),
             &target,
@@ -170,10 +172,14 @@ fn request_line_target(line: &[u8]) -> Result<Target, HeadError> {
             HeadError::bad("only CONNECT is accepted")
         });
     }
-    if version != b"HTTP/1.1" {
-        return Err(HeadError::bad("only HTTP/1.1 is accepted"));
+    let target = authority(target)?;
+    if version != b"HTTP/1.1" && version != b"HTTP/1.0" {
+        return Err(with_target(
+            HeadError::bad("only HTTP/1.1 and HTTP/1.0 are accepted"),
+            &target,
+        ));
     }
-    authority(target)
+    Ok(target)
 }
 
 /// An authority-form target: `host:port`, the host a reg-name (UTF-8 accepted, so that IDNA can judge it) or a
@@ -246,6 +252,9 @@ mod tests {
         );
         let target = parse("CONNECT bücher.example:443 HTTP/1.1\r\nHost: x\r\n\r\n".as_bytes()).unwrap();
         assert_eq!(target.host, "bücher.example");
+        // Python's http.client up to 3.11: HTTP/1.0 and no Host field.
+        let target = parse(b"CONNECT files.example:443 HTTP/1.0\r\n\r\n").unwrap();
+        assert_eq!((target.host.as_str(), target.port), ("files.example", 443));
     }
 
     #[test]
@@ -282,9 +291,10 @@ mod tests {
                 BadRequest,
             ),
             (
-                "CONNECT example.com:443 HTTP/1.0\r\nHost: example.com\r\n\r\n",
+                "CONNECT example.com:443 HTTP/2.0\r\nHost: example.com\r\n\r\n",
                 BadRequest,
             ),
+            ("CONNECT example.com:443 HTTP/1.1x\r\n\r\n", BadRequest),
             (
                 "CONNECT  example.com:443 HTTP/1.1\r\nHost: example.com\r\n\r\n",
                 BadRequest,
@@ -293,7 +303,6 @@ mod tests {
                 "connect example.com:443 HTTP/1.1\r\nHost: example.com\r\n\r\n",
                 BadRequest,
             ),
-            ("CONNECT example.com:443 HTTP/1.1\r\n\r\n", BadRequest),
             (
                 "CONNECT example.com:443 HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
                 BadRequest,

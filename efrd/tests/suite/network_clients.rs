@@ -60,7 +60,14 @@ fn site(root: &Path) {
     std::fs::write(work.join("README"), "cloned through the proxy\n").unwrap();
     let git = |dir: &Path, args: &[&str]| {
         let status = Command::new("git")
-            .args(["-c", "user.name=t", "-c", "user.email=t@example.invalid", "-c", "init.defaultBranch=main"])
+            .args([
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@example.invalid",
+                "-c",
+                "init.defaultBranch=main",
+            ])
             .args(args)
             .current_dir(dir)
             .stdout(Stdio::null())
@@ -123,7 +130,9 @@ fn serve(netns: &NetNs, root: &Path, ca: &TestCa, names: &[&str], dir: &Path) ->
         .spawn()
         .expect("ip netns exec python3 starts");
     let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
     assert_eq!(line.trim(), "ready", "the HTTPS server did not start");
     child
 }
@@ -133,7 +142,13 @@ fn proxy_in(netns: &NetNs, dir: &Path) -> std::path::PathBuf {
     let real = sibling(common::efrd_binary(), "efr-proxy", "efr-proxy");
     let wrapper = dir.join("efr-proxy");
     let mut file = std::fs::File::create(&wrapper).unwrap();
-    writeln!(file, "#!/bin/sh\nexec ip netns exec {} {} \"$@\"", netns.name(), real.display()).unwrap();
+    writeln!(
+        file,
+        "#!/bin/sh\nexec ip netns exec {} {} \"$@\"",
+        netns.name(),
+        real.display()
+    )
+    .unwrap();
     drop(file);
     std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
     wrapper
