@@ -1,6 +1,6 @@
-//! `cargo xtask install`: installs the binaries a user runs — `efr`, `efrd` and `efr-launcher` — with
-//! `cargo install --path <crate> --locked` (into `~/.cargo/bin`, or `--root DIR`). efrd finds efr-launcher next to
-//! itself, so the three go to the same folder.
+//! `cargo xtask install`: installs the binaries a user runs — `efr`, `efrd`, `efr-launcher` and `efr-proxy` — with
+//! `cargo install --path <crate> --locked` (into `~/.cargo/bin`, or `--root DIR`). efrd finds efr-launcher and
+//! efr-proxy next to itself, so the four go to the same folder.
 
 use std::path::Path;
 use std::process::Command;
@@ -8,7 +8,7 @@ use std::process::Command;
 use anyhow::{Result, bail};
 
 /// The crates installed, in order (each one's binary has the crate's name).
-const CRATES: [&str; 3] = ["efr-launcher", "efrd", "efr"];
+const CRATES: [&str; 4] = ["efr-launcher", "efr-proxy", "efrd", "efr"];
 
 /// Runs `cargo install` for each crate; `args` may be `--root DIR`.
 pub fn install(root: &Path, args: &[&str]) -> Result<()> {
@@ -25,6 +25,6 @@ pub fn install(root: &Path, args: &[&str]) -> Result<()> {
         }
         crate::ci::run(&format!("cargo install {krate}"), &mut command)?;
     }
-    println!("==> installed efr, efrd and efr-launcher; next: `efr daemon install`");
+    println!("==> installed efr, efrd, efr-launcher and efr-proxy; next: `efr daemon install`");
     Ok(())
 }
