@@ -35,6 +35,11 @@ const RUN_FILE_NAME: &str = "command";
 const WRITE_TIMEOUT: Duration = Duration::from_secs(2);
 /// After an interrupt, how long to wait for the end marker before checking whether the shell sits at its prompt.
 const RESYNC_AFTER: Duration = Duration::from_millis(1500);
+/// After an interrupt, how often and how long the actor looks for a new foreground group to interrupt too: a shell
+/// that had forked the command but not yet made it the terminal's foreground group took the SIGINT itself, and
+/// (waiting for a foreground job) ignored it, so the command never got one.
+const FOLLOW_EVERY: Duration = Duration::from_millis(20);
+const FOLLOW_FOR: Duration = Duration::from_millis(1500);
 /// After the detached limit's interrupt, how long the command has to end before the shell is closed.
 const LIMIT_GRACE: Duration = Duration::from_secs(5);
 /// How long a closing shell has to end after SIGHUP before SIGKILL.
@@ -59,9 +64,40 @@ struct Active {
     started: bool,
     interrupted: bool,
     resync_at: Option<Instant>,
+    /// The group the last SIGINT went to, the next look for a new foreground group, and the end of those looks.
+    follow: Option<Follow>,
     limit_at: Option<Instant>,
     limit_close_at: Option<Instant>,
     last_output: Instant,
+}
+
+/// One look after an interrupt: a foreground group that is neither the shell's nor the one interrupted last gets a
+/// SIGINT too (a shell between fork and making its child the foreground took the first one). Returns the next look,
+/// or `None` once [`FOLLOW_FOR`] is over.
+fn follow_interrupt(follow: Follow, now: Instant, master: &PtyMaster, shell: i32) -> Option<Follow> {
+    let mut group = follow.group;
+    if let Ok(state) = pty::tty_state(master)
+        && state.foreground != shell
+        && state.foreground != group
+    {
+        match signal::killpg(Pid::from_raw(state.foreground), Signal::SIGINT) {
+            Ok(()) => group = state.foreground,
+            Err(error) => tracing::debug!(shell, %error, "hidden shell: the followed interrupt failed"),
+        }
+    }
+    (now < follow.until).then_some(Follow {
+        group,
+        next: now + FOLLOW_EVERY,
+        until: follow.until,
+    })
+}
+
+/// An interrupt being followed into the foreground group that comes next ([`FOLLOW_FOR`]).
+#[derive(Debug, Clone, Copy)]
+struct Follow {
+    group: i32,
+    next: Instant,
+    until: Instant,
 }
 
 /// Everything the shell's task owns.
@@ -404,6 +440,7 @@ impl Actor {
             started: false,
             interrupted: false,
             resync_at: None,
+            follow: None,
             limit_at: None,
             limit_close_at: None,
             last_output: now,
@@ -480,14 +517,21 @@ impl Actor {
             source: e.into(),
         })?;
         active.interrupted = true;
-        active.resync_at = Some(Instant::now() + RESYNC_AFTER);
+        let now = Instant::now();
+        active.resync_at = Some(now + RESYNC_AFTER);
+        active.follow = Some(Follow {
+            group: foreground,
+            next: now + FOLLOW_EVERY,
+            until: now + FOLLOW_FOR,
+        });
         Ok(())
     }
 
     fn next_timer(&self) -> Option<Instant> {
         let active = self.active.as_ref()?;
         let answer = active.answer.as_ref().map(|_| active.deadline);
-        [answer, active.resync_at, active.limit_at, active.limit_close_at]
+        let follow = active.follow.map(|follow| follow.next);
+        [answer, active.resync_at, follow, active.limit_at, active.limit_close_at]
             .into_iter()
             .flatten()
             .min()
@@ -524,6 +568,9 @@ impl Actor {
                 tracing::debug!(pid = self.pid, %error, "hidden shell: the detached limit's interrupt failed");
             }
             return false;
+        }
+        if let Some(follow) = active.follow.filter(|follow| now >= follow.next) {
+            active.follow = follow_interrupt(follow, now, self.master.get_ref(), self.pid);
         }
         let resync = active.resync_at.is_some_and(|at| now >= at);
         if resync {

@@ -262,6 +262,19 @@ async fn interrupt_stops_the_command(kind: ShellKind) {
         .await
         .expect("the early interrupt stopped sleep 30");
     assert_eq!((answer.how, answer.exit_code), (Some(EndCause::Stopped), Some(130)));
+    // An interrupt is followed into the next foreground group for a while: here the first group ignores SIGINT (as
+    // the shell does when it has forked the command but not yet made it the foreground), and the sleep after it
+    // gets one of its own.
+    let followed = shell
+        .run("(trap '' INT; touch ignoring; sleep 0.5); sleep 30", LONG)
+        .await
+        .unwrap();
+    eventually("the first group runs", || fx.home().join("ignoring").exists()).await;
+    shell.interrupt().await.unwrap();
+    let answer = tokio::time::timeout(Duration::from_secs(10), followed.answer())
+        .await
+        .expect("the interrupt followed the command into its next group");
+    assert_eq!(answer.how, Some(EndCause::Stopped));
     // A loop that runs in the shell itself stops too (interrupted once it runs).
     let run_ = shell.run("touch looping; while true; do :; done", LONG).await.unwrap();
     eventually("the loop runs", || fx.home().join("looping").exists()).await;
