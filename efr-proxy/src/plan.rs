@@ -5,7 +5,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use efr_protocol::internal::host::HostPattern;
-use efr_protocol::internal::proxy::{Closed, OpenPlan};
+use efr_protocol::internal::proxy::{Closed, OpenPlan, decide};
 use efr_protocol::wire::{BlockReason, Blocked, SandboxSummary};
 
 /// Distinct (host, port, reason) entries a tally keeps; refusals past them only count in `blocked_more`. Bounds a
@@ -38,14 +38,7 @@ impl Rules {
     /// # Errors
     /// The reason of the refusal.
     pub fn check(&self, host: &str, port: u16) -> Result<(), BlockReason> {
-        if self.deny.iter().any(|pattern| pattern.matches(host, port)) {
-            return Err(BlockReason::Denied);
-        }
-        if self.allow.iter().any(|pattern| pattern.matches(host, port)) {
-            Ok(())
-        } else {
-            Err(BlockReason::NotAllowed)
-        }
+        decide(&self.allow, &self.deny, host, port).refusal()
     }
 }
 

@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::Poll;
 use std::time::Duration;
 
-use efr_protocol::internal::host::{is_ip_literal, normalise};
+use efr_protocol::internal::host::{TargetRefusal, normalise, target_host};
 use efr_protocol::wire::BlockReason;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
@@ -64,26 +64,21 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(mut client: S, context: &C
         }
     };
     let port = target.port;
-    if is_ip_literal(&target.host) {
-        let detail = "the target is an IP address; only names are proxied";
-        return refuse_before(&mut client, context, &target.host, port, BlockReason::IpLiteral, detail).await;
-    }
-    let Ok(host) = normalise(&target.host) else {
-        let detail = "the host is not a valid domain name";
-        return refuse_before(
-            &mut client,
-            context,
-            &target.host,
-            port,
-            BlockReason::BadRequest,
-            detail,
-        )
-        .await;
+    let host = match target_host(&target.host) {
+        Ok(host) => host,
+        Err(refusal) => {
+            let (reason, detail) = match refusal {
+                TargetRefusal::IpLiteral => (
+                    BlockReason::IpLiteral,
+                    "the target is an IP address; only names are proxied",
+                ),
+                TargetRefusal::NoNormalForm(_) => (BlockReason::BadRequest, "the host is not a valid domain name"),
+            };
+            // Counted under its normal form when it has one (a Unicode spelling of an address).
+            let counted = normalise(&target.host).unwrap_or_else(|_| target.host.clone());
+            return refuse_before(&mut client, context, &counted, port, reason, detail).await;
+        }
     };
-    if is_ip_literal(&host) {
-        let detail = "the target is an IP address; only names are proxied";
-        return refuse_before(&mut client, context, &host, port, BlockReason::IpLiteral, detail).await;
-    }
     if let Err(reason) = context.rules.check(&host, port) {
         let detail = match reason {
             BlockReason::Denied => "the host is on the deny list",

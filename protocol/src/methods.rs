@@ -191,6 +191,7 @@ method_table! {
     ShellInterrupt = "shell.interrupt", Terminal, Unary, true, LocalOnly;
     CallBackground = "call.background", Terminal, Unary, true, LocalOnly;
     SandboxExplain = "sandbox.explain", Read, Unary, false, Both;
+    SandboxExplainHost = "sandbox.explain_host", Read, Unary, false, Both;
     SandboxSurfaceRespond = "sandbox.surface_respond", Approve, Unary, true, Both;
     ConversationSubscribe = "conversation.subscribe", Read, Stream, false, Both;
     ConversationDiff = "conversation.diff", Read, Unary, false, Both;
@@ -239,7 +240,7 @@ mod tests {
             assert_eq!(Method::from_name(spec.name), Some(spec.method));
             assert_eq!(spec.method.spec(), spec);
         }
-        assert_eq!(METHODS.len(), 42);
+        assert_eq!(METHODS.len(), 43);
         assert_eq!(Method::from_name("prompt.sned"), None);
     }
 

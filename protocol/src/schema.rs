@@ -30,6 +30,7 @@ use crate::wire::{
 };
 use crate::wire::{ConversationContextParams, ConversationContextResult};
 use crate::wire::{ConversationsRecentParams, ConversationsRecentResult, ConversationsWatchParams, WatchItem};
+use crate::wire::{SandboxExplainHostParams, SandboxExplainHostResult};
 
 /// The `$schema` of draft 2020-12.
 pub const DIALECT: &str = "https://json-schema.org/draft/2020-12/schema";
@@ -85,6 +86,8 @@ pub fn protocol_schema() -> Value {
             AdminSandboxCheckResult,
             SandboxExplainParams,
             SandboxExplainResult,
+            SandboxExplainHostParams,
+            SandboxExplainHostResult,
             InputRespondParams,
             InputRespondResult,
             ApprovalRespondParams,

@@ -156,6 +156,33 @@ fn is_number(label: &str) -> bool {
     label.bytes().all(|b| b.is_ascii_digit())
 }
 
+/// Why efr-proxy refuses a `CONNECT` target's host before it reads any list (docs/network.md, "The rules, in
+/// order", rule 3).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TargetRefusal {
+    /// An address in any form, as written or once normalised (`ip_literal`).
+    IpLiteral,
+    /// A name with no normal form (`bad_request`).
+    NoNormalForm(HostError),
+}
+
+/// The host of a `CONNECT` target as efr-proxy checks it, in its order: an address as written, then the normal
+/// form ([`normalise`]), then an address once normalised (a Unicode spelling of one). `efr-proxy` and efrd's
+/// `sandbox.explain_host` both call this, so what explain says is what the proxy does.
+///
+/// # Errors
+/// [`TargetRefusal`]: the host is an address, or has no normal form.
+pub fn target_host(written: &str) -> Result<String, TargetRefusal> {
+    if is_ip_literal(written) {
+        return Err(TargetRefusal::IpLiteral);
+    }
+    let host = normalise(written).map_err(TargetRefusal::NoNormalForm)?;
+    if is_ip_literal(&host) {
+        return Err(TargetRefusal::IpLiteral);
+    }
+    Ok(host)
+}
+
 impl HostPattern {
     /// Whether the pattern names `host` (in normal form) on `port`.
     #[must_use]
@@ -335,6 +362,17 @@ mod tests {
         }
         // A Unicode spelling of an address is one once normalised.
         assert!(is_ip_literal(&normalise("１２７.０.０.１").unwrap()));
+    }
+
+    #[test]
+    fn a_target_host_is_a_name_in_normal_form() {
+        assert_eq!(target_host("GitHub.COM."), Ok("github.com".to_owned()));
+        assert_eq!(target_host("127.1"), Err(TargetRefusal::IpLiteral));
+        assert_eq!(target_host("[::1]"), Err(TargetRefusal::IpLiteral));
+        // An address only once normalised.
+        assert_eq!(target_host("１２７.０.０.１"), Err(TargetRefusal::IpLiteral));
+        assert!(matches!(target_host("a..b"), Err(TargetRefusal::NoNormalForm(_))));
+        assert_eq!(target_host(""), Err(TargetRefusal::NoNormalForm(HostError::Empty)));
     }
 
     #[test]

@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use super::host::HostPattern;
-use crate::wire::Blocked;
+use crate::wire::{BlockReason, Blocked};
 
 /// `proxy.open`: params [`OpenPlan`], item [`Opened`].
 pub const OPEN: &str = "proxy.open";
@@ -32,6 +32,45 @@ pub struct OpenPlan {
     pub allow: Vec<HostPattern>,
     /// Hosts the call may never reach; checked first, refused `denied`.
     pub deny: Vec<HostPattern>,
+}
+
+/// What a plan's lists decide for one host on one port, with the entry that decides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListDecision<'a> {
+    /// The first deny entry that matches: refused `denied`.
+    Denied(&'a HostPattern),
+    /// No deny entry matches, and this is the first allow entry that does.
+    Allowed(&'a HostPattern),
+    /// No entry of either list matches: refused `not_allowed`.
+    NotAllowed,
+}
+
+impl ListDecision<'_> {
+    /// The refusal, or `Ok` when allowed.
+    ///
+    /// # Errors
+    /// `denied` or `not_allowed`.
+    pub fn refusal(self) -> Result<(), BlockReason> {
+        match self {
+            Self::Denied(_) => Err(BlockReason::Denied),
+            Self::Allowed(_) => Ok(()),
+            Self::NotAllowed => Err(BlockReason::NotAllowed),
+        }
+    }
+}
+
+/// The decision of a plan's lists for `host` (normal form) on `port`: `deny` first, so deny wins, then `allow`
+/// (docs/network.md, "The rules, in order", rules 4 and 5). `efr-proxy` and efrd's `sandbox.explain_host` both
+/// call this.
+#[must_use]
+pub fn decide<'a>(allow: &'a [HostPattern], deny: &'a [HostPattern], host: &str, port: u16) -> ListDecision<'a> {
+    if let Some(entry) = deny.iter().find(|pattern| pattern.matches(host, port)) {
+        return ListDecision::Denied(entry);
+    }
+    allow
+        .iter()
+        .find(|pattern| pattern.matches(host, port))
+        .map_or(ListDecision::NotAllowed, ListDecision::Allowed)
 }
 
 /// An open plan.
@@ -67,4 +106,46 @@ pub struct Closed {
     pub bytes_sent: u64,
     /// Bytes from the hosts to the call.
     pub bytes_received: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn patterns(list: &[&str]) -> Vec<HostPattern> {
+        list.iter().map(|p| p.parse().unwrap()).collect()
+    }
+
+    #[test]
+    fn deny_wins_and_the_first_matching_entry_decides() {
+        let allow = patterns(&["**.github.com", "github.com", "*:8443"]);
+        let deny = patterns(&["gist.github.com", "*.gist.github.com"]);
+        assert_eq!(
+            decide(&allow, &deny, "github.com", 443),
+            ListDecision::Allowed(&allow[0])
+        );
+        assert_eq!(
+            decide(&allow, &deny, "gist.github.com", 443),
+            ListDecision::Denied(&deny[0])
+        );
+        assert_eq!(
+            decide(&allow, &deny, "a.gist.github.com", 443),
+            ListDecision::Denied(&deny[1])
+        );
+        assert_eq!(decide(&allow, &deny, "example.org", 443), ListDecision::NotAllowed);
+        assert_eq!(
+            decide(&allow, &deny, "example.org", 8443),
+            ListDecision::Allowed(&allow[2])
+        );
+        assert_eq!(
+            decide(&allow, &deny, "example.org", 443).refusal(),
+            Err(BlockReason::NotAllowed)
+        );
+        // `deny = ["*"]` with an allow entry refuses everything.
+        let everything = patterns(&["*"]);
+        assert_eq!(
+            decide(&allow, &everything, "github.com", 443).refusal(),
+            Err(BlockReason::Denied)
+        );
+    }
 }

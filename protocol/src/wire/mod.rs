@@ -58,8 +58,8 @@ pub use sandbox::{
     SandboxPaths, SandboxStatus, SandboxSummary,
 };
 pub use sandbox_methods::{
-    AdminSandboxCheckParams, AdminSandboxCheckResult, PathView, ProbeName, SandboxExplainParams, SandboxExplainResult,
-    SandboxProbe,
+    AdminSandboxCheckParams, AdminSandboxCheckResult, HostRuleSource, HostVerdict, PathView, ProbeName,
+    SandboxExplainHostParams, SandboxExplainHostResult, SandboxExplainParams, SandboxExplainResult, SandboxProbe,
 };
 pub use shell::{
     ApprovedBy, How, ShellBusy, ShellInterruptParams, ShellInterruptResult, ShellStatusParams, ShellStatusResult,

@@ -1,4 +1,5 @@
-//! The params and results of `admin.sandbox_check` (scope admin, local only) and `sandbox.explain` (scope read).
+//! The params and results of `admin.sandbox_check` (scope admin, local only), `sandbox.explain` and
+//! `sandbox.explain_host` (scope read).
 //!
 //! Source: docs/protocol.md, "The contract": "the wire types of the auto sandbox (phase 1)" (sandbox_check;
 //! sandbox.explain with path and an optional cwd), "the network view (phase D1)" (`admin_sandbox_check_result.json`
@@ -114,6 +115,75 @@ pub struct SandboxExplainResult {
     pub rule: String,
 }
 
+/// sandbox.explain_host params (scope read): which rule of the network of contained calls decides one host
+/// (docs/protocol.md, "The sandbox check and explain"; docs/network.md, "Which rule decides a host").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SandboxExplainHostParams {
+    /// The host as a client would write it in a `CONNECT` target, without a port: a name in any spelling
+    /// (`GitHub.COM.`, a Unicode name) or an address (`127.1`, `[::1]`, which explain refuses as the proxy does).
+    pub host: String,
+    /// The port, 1 to 65535; absent: 443.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub port: Option<u16>,
+}
+
+wire_enum! {
+    /// What the network rules decide for a host before any connection: `allowed`, or the refusal that the proxy
+    /// would count (the [`super::BlockReason`] of the same name).
+    pub enum HostVerdict {
+        /// No deny entry names it and an allow entry does: the proxy goes on to its connect-time checks.
+        Allowed = "allowed",
+        /// It is an IP address in any form.
+        IpLiteral = "ip_literal",
+        /// A deny entry, or a credential file or helper, names it.
+        Denied = "denied",
+        /// No allow entry names it.
+        NotAllowed = "not_allowed",
+        /// It is not a name the proxy accepts (it has no normal form).
+        BadRequest = "bad_request",
+    }
+    unknown
+}
+
+wire_enum! {
+    /// Where the rule that decides a host comes from.
+    pub enum HostRuleSource {
+        /// An entry of the config's `[network] deny`.
+        ConfigDeny = "config_deny",
+        /// An entry of the config's `[network] allow`.
+        ConfigAllow = "config_allow",
+        /// A host that one of the user's credential files or helpers can give a token for.
+        Credentials = "credentials",
+        /// No list entry: the host is not a name the rules take, or no entry names it.
+        NoRule = "none",
+    }
+    unknown
+}
+
+/// sandbox.explain_host result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SandboxExplainHostResult {
+    /// The host in normal form (lowercase, no trailing dot, IDNA to ASCII); as asked when it has none
+    /// (`bad_request`) or is an address as written.
+    pub host: String,
+    /// The port.
+    pub port: u16,
+    /// What the rules decide.
+    pub verdict: HostVerdict,
+    /// The entry that decides, in its written form (such as `**.github.com` or `registry.example.com:8443`);
+    /// absent when none does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule: Option<String>,
+    /// Where that entry comes from.
+    pub source: HostRuleSource,
+    /// When a credential file or helper names the host: the file's path, or `git credential helper` for a
+    /// `credential.<url>` section of git's config. Never anything the file holds but the host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credential_file: Option<String>,
+    /// The decision in one sentence.
+    pub reason: String,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -127,6 +197,27 @@ mod tests {
             (probe.name, probe.detail, probe.reason),
             (ProbeName::Unknown, None, None)
         );
+    }
+
+    #[test]
+    fn unknown_verdicts_and_sources_read_as_unknown() {
+        let result: SandboxExplainHostResult = serde_json::from_str(
+            r#"{"host":"github.com","port":443,"verdict":"quarantined","source":"policy_server","reason":"x"}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            (result.verdict, result.source, result.rule, result.credential_file),
+            (HostVerdict::Unknown, HostRuleSource::Unknown, None, None)
+        );
+    }
+
+    #[test]
+    fn explain_host_params_need_a_host_and_default_the_port() {
+        let error = serde_json::from_str::<SandboxExplainHostParams>(r#"{"port":443}"#).unwrap_err();
+        assert!(error.to_string().contains("host"), "{error}");
+        let params: SandboxExplainHostParams = serde_json::from_str(r#"{"host":"github.com"}"#).unwrap();
+        assert_eq!(params.port, None);
+        assert!(serde_json::from_str::<SandboxExplainHostParams>(r#"{"host":"a","port":65536}"#).is_err());
     }
 
     #[test]
