@@ -19,7 +19,8 @@
 //! with a debug log that names the file, never its content. git runs through [`crate::git::command`], so no program
 //! that a config names starts (its own `-c credential.helper=` entry, scope `command`, is left out of the list).
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
+use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
@@ -28,10 +29,44 @@ use efr_protocol::internal::host::{DEFAULT_PORT, HostPattern};
 /// The largest credential file read; a bigger one is skipped (a credential file is a few KiB).
 const MAX_FILE: u64 = 1024 * 1024;
 
+/// Where a credential host was found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CredentialSource {
+    /// A credential file (`~/.netrc`, a `store` helper's file, ...).
+    File(PathBuf),
+    /// A `credential.<url>` section of git's config: a helper gives a token for that URL.
+    GitConfig,
+}
+
+impl fmt::Display for CredentialSource {
+    /// The file's path, or `git credential helper`: what `sandbox.explain_host` reports as `credential_file`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::File(path) => write!(f, "{}", path.display()),
+            Self::GitConfig => f.write_str("git credential helper"),
+        }
+    }
+}
+
+/// One credential host and where it was first found (the sources in the module docs' order).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CredentialHost {
+    /// The host, an exact pattern (a `credential.<url>` section may give a wildcard one).
+    pub host: HostPattern,
+    /// Where it was found.
+    pub source: CredentialSource,
+}
+
 /// The credential hosts of the user whose home is `home`, as exact patterns (a `credential.<url>` section may give
 /// a wildcard one), sorted and without repeats.
 #[must_use]
 pub fn credential_hosts(home: &Path) -> Vec<HostPattern> {
+    credential_entries(home).into_iter().map(|entry| entry.host).collect()
+}
+
+/// [`credential_hosts`] with where each was found, in the same order.
+#[must_use]
+pub fn credential_entries(home: &Path) -> Vec<CredentialHost> {
     let mut found = Found::default();
     netrc(&mut found, &home.join(".netrc"));
     git_credentials(&mut found, &home.join(".git-credentials"));
@@ -43,9 +78,21 @@ pub fn credential_hosts(home: &Path) -> Vec<HostPattern> {
     found.into_iter().collect()
 }
 
-/// The patterns found so far, ordered by their written form.
-#[derive(Default)]
-struct Found(BTreeSet<Written>);
+/// The patterns found so far, ordered by their written form, each with the first source that gave it; and the
+/// source being read.
+struct Found {
+    hosts: BTreeMap<Written, CredentialSource>,
+    reading: CredentialSource,
+}
+
+impl Default for Found {
+    fn default() -> Self {
+        Self {
+            hosts: BTreeMap::new(),
+            reading: CredentialSource::GitConfig,
+        }
+    }
+}
 
 /// A pattern ordered by its written form (`HostPattern` has no order of its own).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,15 +111,25 @@ impl PartialOrd for Written {
 }
 
 impl IntoIterator for Found {
-    type Item = HostPattern;
-    type IntoIter = std::iter::Map<std::collections::btree_set::IntoIter<Written>, fn(Written) -> HostPattern>;
+    type Item = CredentialHost;
+    type IntoIter = std::iter::Map<
+        std::collections::btree_map::IntoIter<Written, CredentialSource>,
+        fn((Written, CredentialSource)) -> CredentialHost,
+    >;
 
     fn into_iter(self) -> Self::IntoIter {
-        self.0.into_iter().map(|w| w.0)
+        self.hosts
+            .into_iter()
+            .map(|(host, source)| CredentialHost { host: host.0, source })
     }
 }
 
 impl Found {
+    /// Names the source of the hosts added next.
+    fn reading(&mut self, source: CredentialSource) {
+        self.reading = source;
+    }
+
     /// Adds `host` (a name, or a `*.` pattern) on `port`; an address or a name that does not parse is left out
     /// (the proxy refuses every address anyway).
     fn add(&mut self, host: &str, port: Option<u16>) {
@@ -85,7 +142,9 @@ impl Found {
             None => host.to_owned(),
         };
         if let Ok(pattern) = HostPattern::from_str(&written) {
-            self.0.insert(Written(pattern));
+            self.hosts
+                .entry(Written(pattern))
+                .or_insert_with(|| self.reading.clone());
         }
     }
 
@@ -145,6 +204,7 @@ fn skipped(path: &Path, what: &str) {
 /// `.netrc`: the tokens after each `machine`. A `macdef` body (up to an empty line) is skipped.
 fn netrc(found: &mut Found, path: &Path) {
     let Some(text) = read(path) else { return };
+    found.reading(CredentialSource::File(path.to_owned()));
     let mut in_macro = false;
     for line in text.lines() {
         if in_macro {
@@ -176,6 +236,7 @@ fn netrc(found: &mut Found, path: &Path) {
 /// `.git-credentials` (and any `store` helper's file): one URL a line.
 fn git_credentials(found: &mut Found, path: &Path) {
     let Some(text) = read(path) else { return };
+    found.reading(CredentialSource::File(path.to_owned()));
     for line in text
         .lines()
         .map(str::trim)
@@ -214,6 +275,7 @@ fn git_helpers(found: &mut Found, home: &Path) {
         .filter(|p| p.is_absolute())
         .unwrap_or_else(|| home.join(".config"));
     let mut helpers: Vec<String> = Vec::new();
+    found.reading(CredentialSource::GitConfig);
     let mut records = text.split('\0');
     while let Some(scope) = records.next() {
         let Some(entry) = records.next() else { break };
@@ -282,6 +344,7 @@ fn store_files(helper: &str, home: &Path, config_home: &Path) -> Vec<PathBuf> {
 /// `_authToken`, which is sent to `registry`.
 fn npmrc(found: &mut Found, path: &Path) {
     let Some(text) = read(path) else { return };
+    found.reading(CredentialSource::File(path.to_owned()));
     let mut registry = "https://registry.npmjs.org/".to_owned();
     let mut top_level_auth = false;
     for line in text.lines().map(str::trim) {
@@ -317,6 +380,7 @@ fn cargo(found: &mut Found, home: &Path) {
     for name in ["credentials.toml", "credentials"] {
         let path = dir.join(name);
         let Some(text) = read(&path) else { continue };
+        found.reading(CredentialSource::File(path.clone()));
         let Ok(table) = text.parse::<toml::Table>() else {
             skipped(&path, "not TOML");
             continue;
@@ -353,6 +417,7 @@ fn cargo(found: &mut Found, home: &Path) {
 /// `.pypirc`: each section but `[distutils]`.
 fn pypirc(found: &mut Found, path: &Path) {
     let Some(text) = read(path) else { return };
+    found.reading(CredentialSource::File(path.to_owned()));
     let mut section: Option<String> = None;
     let mut repository: Option<String> = None;
     let finish =
@@ -387,6 +452,7 @@ fn pypirc(found: &mut Found, path: &Path) {
 /// `.docker/config.json`: the keys of `auths` and `credHelpers`.
 fn docker(found: &mut Found, path: &Path) {
     let Some(text) = read(path) else { return };
+    found.reading(CredentialSource::File(path.to_owned()));
     let Ok(config) = serde_json::from_str::<serde_json::Value>(&text) else {
         skipped(path, "not JSON");
         return;

@@ -136,3 +136,45 @@ fn an_empty_helper_value_clears_the_store_helpers_before_it() {
     );
     assert_eq!(written(home), ["kept.example"]);
 }
+
+#[test]
+fn each_host_names_the_first_source_that_gave_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path();
+    write(home, ".netrc", "machine github.com login ada password ghp_secret\n");
+    write(
+        home,
+        ".git-credentials",
+        "https://ada:ghp_secret@github.com\nhttps://ada:tok@git.example.org\n",
+    );
+    write(
+        home,
+        ".gitconfig",
+        "[credential]\n\thelper = store --file=~/creds-extra\n\
+         [credential \"https://corp.example\"]\n\tusername = ada\n",
+    );
+    write(home, "creds-extra", "https://ada:glpat@gitlab.example.com\n");
+    let entries: Vec<(String, CredentialSource)> = credential_entries(home)
+        .into_iter()
+        .map(|entry| (entry.host.to_string(), entry.source))
+        .collect();
+    assert_eq!(
+        entries,
+        [
+            ("corp.example".to_owned(), CredentialSource::GitConfig),
+            (
+                "git.example.org".to_owned(),
+                CredentialSource::File(home.join(".git-credentials"))
+            ),
+            ("github.com".to_owned(), CredentialSource::File(home.join(".netrc"))),
+            (
+                "gitlab.example.com".to_owned(),
+                CredentialSource::File(home.join("creds-extra"))
+            ),
+        ]
+    );
+    assert_eq!(CredentialSource::GitConfig.to_string(), "git credential helper");
+    // What is reported is the path, never what the file holds.
+    let shown = CredentialSource::File(home.join(".netrc")).to_string();
+    assert!(shown.ends_with("/.netrc") && !shown.contains("secret"), "{shown}");
+}

@@ -21,5 +21,6 @@ mod model_parse;
 mod model_provider;
 mod network_clients;
 mod prompt_golden;
+mod sandbox_explain_host;
 mod sandbox_methods;
 mod sandbox_probe;

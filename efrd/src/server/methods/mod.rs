@@ -73,6 +73,7 @@ pub async fn unary(ctx: &RequestCtx, method: Method, raw: Option<Value>) -> Resu
             sandbox::sandbox_check(ctx).await
         }
         Method::SandboxExplain => sandbox::explain_path(ctx, raw).await,
+        Method::SandboxExplainHost => sandbox::explain_host(ctx, raw).await,
         Method::AdminConfigReload => {
             no_params(raw)?;
             admin::config_reload(ctx).await

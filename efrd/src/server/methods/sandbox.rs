@@ -1,20 +1,24 @@
-//! admin.sandbox_check, sandbox.explain, and the sandbox members of admin.status
+//! admin.sandbox_check, sandbox.explain, sandbox.explain_host, and the sandbox members of admin.status
 //! (docs/protocol.md, "The sandbox check and explain").
 //!
 //! The probe and its cache are in [`crate::sandbox::state`], the base plan in [`crate::sandbox::plan`], the answer
-//! of explain in [`crate::sandbox::explain`](mod@crate::sandbox::explain); this file maps them to the wire.
+//! of explain in [`crate::sandbox::explain`](mod@crate::sandbox::explain), that of explain_host in
+//! [`crate::network::explain`](mod@crate::network::explain); this file maps them to the wire.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use efr_protocol::ErrorBody;
+use efr_protocol::internal::host::DEFAULT_PORT;
 use efr_protocol::wire::{
-    AdminSandboxCheckResult, PathView, SandboxExplainParams, SandboxExplainResult, SandboxPaths, SandboxStatus,
+    AdminSandboxCheckResult, PathView, SandboxExplainHostParams, SandboxExplainParams, SandboxExplainResult,
+    SandboxPaths, SandboxStatus,
 };
 use serde_json::Value;
 use tracing::warn;
 
 use super::{params, result};
+use crate::network::credentials::credential_entries;
 use crate::sandbox::plan::normalize;
 use crate::sandbox::probe::Probe;
 use crate::sandbox::{Layout, View, base_plan, explain, project_root};
@@ -112,6 +116,30 @@ pub async fn explain_path(ctx: &RequestCtx, raw: Option<Value>) -> Result<Value,
     })
 }
 
+/// sandbox.explain_host: which rule decides `host` on `port` (443 when absent) for a contained call, under the
+/// config's `[network]` lists as they are now (a reload applies to the next answer) and the credential files as
+/// they are now. Reads the credential files and runs git off the async runtime.
+///
+/// # Errors
+/// `invalid` for params that do not parse or port 0; every `host` string gets a verdict.
+pub async fn explain_host(ctx: &RequestCtx, raw: Option<Value>) -> Result<Value, ErrorBody> {
+    let params: SandboxExplainHostParams = params(raw)?;
+    let port = params.port.unwrap_or(DEFAULT_PORT);
+    if port == 0 {
+        return Err(ErrorBody::invalid("bad params: `port` must be from 1 to 65535"));
+    }
+    let config = ctx.daemon.models.config();
+    let (allow, deny) = (config.network.allow.clone(), config.network.deny.clone());
+    let home = ctx.daemon.roots.home.clone();
+    let answer = tokio::task::spawn_blocking(move || {
+        let credentials = home.as_deref().map(credential_entries).unwrap_or_default();
+        crate::network::explain_host(&params.host, port, &allow, &deny, &credentials)
+    })
+    .await
+    .map_err(|e| ErrorBody::internal(format!("explaining the host failed: {e}")))?;
+    result(&answer)
+}
+
 /// This daemon's sandbox layout: its home and runtime folder, its four roots, the config's masks as they are now
 /// (a reload applies to the next answer; the turns' contained calls build theirs the same way).
 fn layout(ctx: &RequestCtx) -> Layout {
@@ -176,8 +204,11 @@ mod tests {
         assert_eq!(check.scope, Scope::Admin);
         assert!(check.transports.allows(Transport::Local));
         assert!(!check.transports.allows(Transport::Remote));
-        let explain = Method::SandboxExplain.spec();
-        assert_eq!(explain.scope, Scope::Read);
-        assert!(explain.transports.allows(Transport::Remote));
+        for method in [Method::SandboxExplain, Method::SandboxExplainHost] {
+            let explain = method.spec();
+            assert_eq!(explain.scope, Scope::Read);
+            assert!(!explain.write, "{method} takes no command id");
+            assert!(explain.transports.allows(Transport::Remote));
+        }
     }
 }
