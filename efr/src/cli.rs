@@ -56,7 +56,7 @@ pub enum Command {
     Login(LoginArgs),
     /// Remove a provider's stored login.
     Logout(LogoutArgs),
-    /// The sandbox: `efr sandbox check`.
+    /// The sandbox: `efr sandbox check`, `efr sandbox host`.
     Sandbox {
         /// What to do.
         #[command(subcommand)]
@@ -225,6 +225,20 @@ pub enum ConfigCommand {
 pub enum SandboxCommand {
     /// Probe the sandbox: every check with pass or fail and the reason.
     Check(JsonArg),
+    /// Which network rule decides a host for contained calls (exit 0 when allowed, 1 when refused).
+    Host(HostArgs),
+}
+
+/// `efr sandbox host`.
+#[derive(Debug, Args)]
+pub struct HostArgs {
+    /// The host, with an optional port (443 when absent): `github.com`, `registry.example.com:8443`,
+    /// `[::1]:443`; a URL's host and port are taken from it.
+    #[arg(value_name = "HOST[:PORT]")]
+    pub host: String,
+    /// Print the result as JSON (one line) for scripts.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `efr diff`.

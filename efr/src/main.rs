@@ -111,6 +111,9 @@ async fn run(command: Option<Command>, root_prompt: &cli::PromptArgs) -> ExitCod
         Some(Command::Sandbox {
             command: SandboxCommand::Check(args),
         }) => commands::sandbox::check(args.json).await,
+        Some(Command::Sandbox {
+            command: SandboxCommand::Host(args),
+        }) => commands::sandbox_host::run(&args).await,
         Some(Command::Diff(args)) => commands::diff::run(&args).await,
         Some(Command::Context(args)) => commands::context::run(&args).await,
         Some(Command::Shell { command, args }) => match command {

@@ -5,6 +5,7 @@
 //! - [`models`]: `efr models` (models.list).
 //! - [`login`]: `efr login --api-key` (admin.login_api_key) and `efr logout` (admin.logout).
 //! - [`sandbox`]: `efr sandbox check` (admin.sandbox_check).
+//! - [`sandbox_host`]: `efr sandbox host HOST[:PORT]` (sandbox.explain_host).
 //! - [`diff`]: `efr diff` (conversation.diff).
 //! - [`context`]: `efr context` (conversation.context).
 //! - [`shell`]: `efr shell [status]` and `efr shell stop [--close]` (shell.status, shell.interrupt).
@@ -23,6 +24,7 @@ pub mod diff;
 pub mod login;
 pub mod models;
 pub mod sandbox;
+pub mod sandbox_host;
 pub mod shell;
 pub mod status;
 

@@ -3,5 +3,6 @@
 mod cli_commands;
 mod cli_pipe;
 mod cli_pty;
+mod cli_sandbox_host;
 mod shell_init;
 mod systemd_user;
