@@ -67,15 +67,18 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(mut client: S, context: &C
     let host = match target_host(&target.host) {
         Ok(host) => host,
         Err(refusal) => {
-            let (reason, detail) = match refusal {
-                TargetRefusal::IpLiteral => (
+            let (counted, reason, detail) = match refusal {
+                TargetRefusal::IpLiteral(host) => (
+                    host,
                     BlockReason::IpLiteral,
                     "the target is an IP address; only names are proxied",
                 ),
-                TargetRefusal::NoNormalForm(_) => (BlockReason::BadRequest, "the host is not a valid domain name"),
+                TargetRefusal::NoNormalForm(_) => (
+                    target.host.clone(),
+                    BlockReason::BadRequest,
+                    "the host is not a valid domain name",
+                ),
             };
-            // Counted under its normal form when it has one (a Unicode spelling of an address).
-            let counted = normalise(&target.host).unwrap_or_else(|_| target.host.clone());
             return refuse_before(&mut client, context, &counted, port, reason, detail).await;
         }
     };

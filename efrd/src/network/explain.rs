@@ -7,7 +7,7 @@
 //! what the proxy does. The checks made at connect time (the TLS server name, the addresses the name resolves to)
 //! are not predicted.
 
-use efr_protocol::internal::host::{HostPattern, TargetRefusal, normalise, target_host};
+use efr_protocol::internal::host::{HostPattern, TargetRefusal, target_host};
 use efr_protocol::internal::proxy::{ListDecision, decide};
 use efr_protocol::wire::{HostRuleSource, HostVerdict, SandboxExplainHostResult};
 
@@ -104,16 +104,19 @@ pub fn explain_host(
 
 /// The answer for a host that the proxy refuses before it reads a list: an address, or no normal form.
 fn refused_before_the_lists(written: &str, port: u16, refusal: &TargetRefusal) -> SandboxExplainHostResult {
-    let (verdict, reason) = match refusal {
-        TargetRefusal::IpLiteral => (
+    // The host as the proxy counts the refusal: as written, or the normal form of a Unicode spelling of an address.
+    let (host, verdict, reason) = match refusal {
+        TargetRefusal::IpLiteral(host) => (
+            host.clone(),
             HostVerdict::IpLiteral,
             "refused: it is an IP address, and contained calls reach names only".to_owned(),
         ),
-        TargetRefusal::NoNormalForm(error) => (HostVerdict::BadRequest, format!("refused: {error}")),
+        TargetRefusal::NoNormalForm(error) => {
+            (written.to_owned(), HostVerdict::BadRequest, format!("refused: {error}"))
+        }
     };
     SandboxExplainHostResult {
-        // An address is shown in its normal form when it has one (a Unicode spelling of one), as the proxy counts it.
-        host: normalise(written).unwrap_or_else(|_| written.to_owned()),
+        host,
         port,
         verdict,
         rule: None,
@@ -231,7 +234,9 @@ mod tests {
                 "{address}"
             );
         }
+        // The host as the proxy counts it: as written, or the normal form of a Unicode spelling.
         assert_eq!(explain_host("１２７.０.０.１", 443, &allow, &[], &[]).host, "127.0.0.1");
+        assert_eq!(explain_host("127.0.0.1.", 443, &allow, &[], &[]).host, "127.0.0.1.");
         let answer = explain_host("exa mple.com", 443, &allow, &[], &[]);
         assert_eq!(answer.verdict, HostVerdict::BadRequest);
         assert_eq!(answer.host, "exa mple.com");

@@ -160,8 +160,9 @@ fn is_number(label: &str) -> bool {
 /// order", rule 3).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TargetRefusal {
-    /// An address in any form, as written or once normalised (`ip_literal`).
-    IpLiteral,
+    /// An address in any form (`ip_literal`): the host as written, or its normal form when only that is an
+    /// address (a Unicode spelling of one). The proxy counts the refusal under this host.
+    IpLiteral(String),
     /// A name with no normal form (`bad_request`).
     NoNormalForm(HostError),
 }
@@ -174,11 +175,11 @@ pub enum TargetRefusal {
 /// [`TargetRefusal`]: the host is an address, or has no normal form.
 pub fn target_host(written: &str) -> Result<String, TargetRefusal> {
     if is_ip_literal(written) {
-        return Err(TargetRefusal::IpLiteral);
+        return Err(TargetRefusal::IpLiteral(written.to_owned()));
     }
     let host = normalise(written).map_err(TargetRefusal::NoNormalForm)?;
     if is_ip_literal(&host) {
-        return Err(TargetRefusal::IpLiteral);
+        return Err(TargetRefusal::IpLiteral(host));
     }
     Ok(host)
 }
@@ -367,10 +368,17 @@ mod tests {
     #[test]
     fn a_target_host_is_a_name_in_normal_form() {
         assert_eq!(target_host("GitHub.COM."), Ok("github.com".to_owned()));
-        assert_eq!(target_host("127.1"), Err(TargetRefusal::IpLiteral));
-        assert_eq!(target_host("[::1]"), Err(TargetRefusal::IpLiteral));
+        assert_eq!(target_host("127.1"), Err(TargetRefusal::IpLiteral("127.1".into())));
+        assert_eq!(
+            target_host("127.0.0.1."),
+            Err(TargetRefusal::IpLiteral("127.0.0.1.".into()))
+        );
+        assert_eq!(target_host("[::1]"), Err(TargetRefusal::IpLiteral("[::1]".into())));
         // An address only once normalised.
-        assert_eq!(target_host("１２７.０.０.１"), Err(TargetRefusal::IpLiteral));
+        assert_eq!(
+            target_host("１２７.０.０.１"),
+            Err(TargetRefusal::IpLiteral("127.0.0.1".into()))
+        );
         assert!(matches!(target_host("a..b"), Err(TargetRefusal::NoNormalForm(_))));
         assert_eq!(target_host(""), Err(TargetRefusal::NoNormalForm(HostError::Empty)));
     }
