@@ -35,9 +35,10 @@ const RUN_FILE_NAME: &str = "command";
 const WRITE_TIMEOUT: Duration = Duration::from_secs(2);
 /// After an interrupt, how long to wait for the end marker before checking whether the shell sits at its prompt.
 const RESYNC_AFTER: Duration = Duration::from_millis(1500);
-/// After an interrupt, how often and how long the actor looks for a new foreground group to interrupt too: a shell
-/// that had forked the command but not yet made it the terminal's foreground group took the SIGINT itself, and
-/// (waiting for a foreground job) ignored it, so the command never got one.
+/// After an interrupt, how often and how long the actor looks for a foreground group that the SIGINT missed: a shell
+/// that had forked the command but not yet made it the terminal's foreground group took the SIGINT itself and
+/// (waiting for a foreground job) ignored it; a child between fork and exec still had the shell's handler, which
+/// only notes the signal. Either way the command then runs as if no one had asked it to stop.
 const FOLLOW_EVERY: Duration = Duration::from_millis(20);
 const FOLLOW_FOR: Duration = Duration::from_millis(1500);
 /// After the detached limit's interrupt, how long the command has to end before the shell is closed.
@@ -71,31 +72,46 @@ struct Active {
     last_output: Instant,
 }
 
-/// One look after an interrupt: a foreground group that is neither the shell's nor the one interrupted last gets a
-/// SIGINT too (a shell between fork and making its child the foreground took the first one). Returns the next look,
-/// or `None` once [`FOLLOW_FOR`] is over.
+/// One look after an interrupt: a foreground group that is not the shell's gets a SIGINT too when it is not the
+/// group interrupted last, or when its leader has run another program since (it was between fork and exec).
+/// Returns the next look, or `None` once [`FOLLOW_FOR`] is over.
 fn follow_interrupt(follow: Follow, now: Instant, master: &PtyMaster, shell: i32) -> Option<Follow> {
-    let mut group = follow.group;
+    let mut next = Follow {
+        next: now + FOLLOW_EVERY,
+        ..follow
+    };
     if let Ok(state) = pty::tty_state(master)
         && state.foreground != shell
-        && state.foreground != group
     {
-        match signal::killpg(Pid::from_raw(state.foreground), Signal::SIGINT) {
-            Ok(()) => group = state.foreground,
-            Err(error) => tracing::debug!(shell, %error, "hidden shell: the followed interrupt failed"),
+        let program = program_of(state.foreground);
+        // A leader that is gone (a pipeline's first program ended) is no exec: its group had the SIGINT.
+        let exec = program.is_some() && follow.program.is_some() && program != follow.program;
+        if state.foreground != follow.group || exec {
+            match signal::killpg(Pid::from_raw(state.foreground), Signal::SIGINT) {
+                Ok(()) => (next.group, next.program) = (state.foreground, program),
+                Err(error) => tracing::debug!(shell, %error, "hidden shell: the followed interrupt failed"),
+            }
         }
     }
-    (now < follow.until).then_some(Follow {
-        group,
-        next: now + FOLLOW_EVERY,
-        until: follow.until,
-    })
+    (now < follow.until).then_some(next)
+}
+
+/// The name of the program a process runs now (`/proc/<pid>/comm`, at most 16 bytes), to see an exec; `None` when
+/// the process is gone.
+fn program_of(pid: i32) -> Option<[u8; 16]> {
+    let name = std::fs::read(format!("/proc/{pid}/comm")).ok()?;
+    let mut program = [0_u8; 16];
+    let len = name.len().min(program.len());
+    program[..len].copy_from_slice(&name[..len]);
+    Some(program)
 }
 
 /// An interrupt being followed into the foreground group that comes next ([`FOLLOW_FOR`]).
 #[derive(Debug, Clone, Copy)]
 struct Follow {
     group: i32,
+    /// The program of the group's leader when it was interrupted ([`program_of`]).
+    program: Option<[u8; 16]>,
     next: Instant,
     until: Instant,
 }
@@ -521,6 +537,7 @@ impl Actor {
         active.resync_at = Some(now + RESYNC_AFTER);
         active.follow = Some(Follow {
             group: foreground,
+            program: program_of(foreground),
             next: now + FOLLOW_EVERY,
             until: now + FOLLOW_FOR,
         });
