@@ -14,6 +14,7 @@
 //! The launch plan itself, its mounts and the launcher's report are in `efr_protocol::internal`, shared with
 //! `efr-launcher`.
 
+pub mod diagnosis;
 pub mod explain;
 pub mod git_link;
 pub mod live;
@@ -23,6 +24,7 @@ pub mod protect;
 pub mod proxy_test;
 pub mod state;
 
+pub use diagnosis::{KernelFacts, KernelPaths};
 pub use explain::{ExplainError, Explanation, View, explain};
 pub use plan::{Layout, base_plan, project_root};
 pub use probe::{Probe, ProbeOptions, find_program, probe};

@@ -23,6 +23,11 @@ use efr_protocol::internal::{LaunchPlan, LaunchReport, ReportTo, SHM_SIZE, defau
 use efr_protocol::wire::{Grant, ProbeName, SandboxPaths, SandboxProbe, SandboxStatus};
 use serde::Serialize;
 
+use super::diagnosis::{
+    Finding, KernelFacts, KernelPaths, bwrap_missing_fix, bwrap_problem, file_mode, setup_error_cause,
+    user_namespaces_problem,
+};
+
 /// What the probe needs to know.
 #[derive(Debug, Clone)]
 pub struct ProbeOptions {
@@ -36,6 +41,8 @@ pub struct ProbeOptions {
     pub runtime_dir: PathBuf,
     /// The user's `network.netview` is false (reported as `netview_off`; the self-test still runs).
     pub netview_off: bool,
+    /// Where the kernel's facts are read (`/proc/sys` and the LSM list).
+    pub kernel: KernelPaths,
 }
 
 /// What the probe found.
@@ -47,7 +54,8 @@ pub struct Probe {
     pub paths: SandboxPaths,
     /// bubblewrap's version, such as `0.8.0`.
     pub bwrap_version: Option<String>,
-    /// The kernel allows user namespaces (`/proc/sys/user/max_user_namespaces` above 0).
+    /// The kernel allows user namespaces to this user (`user.max_user_namespaces` is not 0, nor Debian's
+    /// `kernel.unprivileged_userns_clone`).
     pub user_namespaces: bool,
     /// Landlock was fully enforced in the contained `true` (at `status.landlock_abi`).
     pub landlock_enforced: bool,
@@ -75,12 +83,30 @@ impl Probe {
             passed: failed.is_none(),
             detail,
             reason: failed,
+            fix: None,
+        });
+    }
+
+    /// A failed step with the cause's fix.
+    fn failed(&mut self, name: ProbeName, finding: Finding, detail: Option<String>) {
+        self.steps.push(SandboxProbe {
+            name,
+            passed: false,
+            detail,
+            reason: Some(finding.reason),
+            fix: Some(finding.fix),
         });
     }
 
     /// Ends the probe at a failure: `reason` becomes the status's reason, and every step not taken yet is "not
     /// checked" for it.
+    /// The status's fix is that of the step that failed with `reason`.
     fn stop(mut self, reason: String) -> Self {
+        self.status.fix = self
+            .steps
+            .iter()
+            .find(|step| step.reason.as_ref() == Some(&reason))
+            .and_then(|step| step.fix.clone());
         for &name in ProbeName::ALL {
             if name != ProbeName::Unknown && !self.steps.iter().any(|step| step.name == name) {
                 self.step(name, Some(format!("not checked: {reason}")), None);
@@ -99,6 +125,7 @@ pub fn probe(options: &ProbeOptions) -> Probe {
         None => std::env::var_os("PATH").and_then(|path| find_program("bwrap", &path)),
     };
     let launcher = options.launcher.is_file().then(|| options.launcher.clone());
+    let facts = KernelFacts::read(&options.kernel);
     let mut found = Probe {
         status: SandboxStatus {
             netview_off: options.netview_off,
@@ -110,7 +137,7 @@ pub fn probe(options: &ProbeOptions) -> Probe {
             ..SandboxPaths::default()
         },
         bwrap_version: None,
-        user_namespaces: user_namespaces(),
+        user_namespaces: user_namespaces_problem(&facts).is_none(),
         landlock_enforced: false,
         landlock_scoped: false,
         seccomp: false,
@@ -119,31 +146,57 @@ pub fn probe(options: &ProbeOptions) -> Probe {
     };
     // The facts, each on its own, so the check names every one that is missing.
     let bwrap_failed = match &bwrap {
-        None => Some(match &options.bwrap {
-            Some(path) => format!("bubblewrap is not installed at {}", path.display()),
-            None => "bubblewrap is not installed (no bwrap on PATH)".into(),
+        None => Some(Finding {
+            cause: super::diagnosis::Cause::BwrapMissing,
+            reason: match &options.bwrap {
+                Some(path) => format!("bubblewrap is not installed at {}", path.display()),
+                None => "bubblewrap is not installed (no bwrap on PATH)".into(),
+            },
+            fix: bwrap_missing_fix(),
         }),
         Some(path) => {
             found.bwrap_version = bwrap_version(path);
-            found
-                .bwrap_version
-                .is_none()
-                .then(|| format!("bubblewrap at {} does not run", path.display()))
+            match &found.bwrap_version {
+                None => Some(Finding {
+                    cause: super::diagnosis::Cause::BwrapMissing,
+                    reason: format!("bubblewrap at {} does not run", path.display()),
+                    fix: bwrap_missing_fix(),
+                }),
+                Some(_) => bwrap_problem(path, file_mode(path)),
+            }
         }
     };
     let detail = bwrap
         .as_ref()
         .zip(found.bwrap_version.as_ref())
         .map(|(path, version)| format!("{version} at {}", path.display()));
-    found.step(ProbeName::Bwrap, bwrap_failed.clone(), detail);
+    let bwrap_failed = match bwrap_failed {
+        Some(finding) => {
+            let reason = finding.reason.clone();
+            found.failed(ProbeName::Bwrap, finding, detail);
+            Some(reason)
+        }
+        None => {
+            found.step(ProbeName::Bwrap, None, detail);
+            None
+        }
+    };
     let launcher_failed = launcher
         .is_none()
         .then(|| format!("efr-launcher is not installed at {}", options.launcher.display()));
     let detail = launcher.as_ref().map(|path| path.display().to_string());
     found.step(ProbeName::Launcher, launcher_failed.clone(), detail);
-    let userns_failed = (!found.user_namespaces)
-        .then(|| "the kernel allows no user namespaces (user.max_user_namespaces is 0)".to_owned());
-    found.step(ProbeName::UserNamespaces, userns_failed.clone(), None);
+    let userns_failed = match user_namespaces_problem(&facts) {
+        Some(finding) => {
+            let reason = finding.reason.clone();
+            found.failed(ProbeName::UserNamespaces, finding, None);
+            Some(reason)
+        }
+        None => {
+            found.step(ProbeName::UserNamespaces, None, None);
+            None
+        }
+    };
     let failed = bwrap_failed.or(launcher_failed).or(userns_failed);
     // A missing bubblewrap is always a failure, so `failed` holds a reason whenever this returns.
     let Some(bwrap) = bwrap.filter(|_| failed.is_none()) else {
@@ -182,7 +235,32 @@ pub fn probe(options: &ProbeOptions) -> Probe {
         }
         other => Some(format!("a contained `true` did not succeed ({other:?})")),
     };
-    found.step(ProbeName::ContainedRun, run_failed.clone(), None);
+    // The cause of a setup error, when a known one explains it: the step keeps the launcher's words as its
+    // reason (they are what a search finds) and gets the cause's fix.
+    let run_failed = match (
+        run_failed,
+        found
+            .setup_error
+            .as_deref()
+            .and_then(|m| setup_error_cause(m, found.bwrap_version.as_deref(), &facts)),
+    ) {
+        (Some(reason), Some(finding)) => {
+            let reason = format!("{reason}; {}", finding.reason);
+            found.failed(
+                ProbeName::ContainedRun,
+                Finding {
+                    reason: reason.clone(),
+                    ..finding
+                },
+                None,
+            );
+            Some(reason)
+        }
+        (run_failed, _) => {
+            found.step(ProbeName::ContainedRun, run_failed.clone(), None);
+            run_failed
+        }
+    };
     if let Some(reason) = run_failed {
         return found.stop(reason);
     }
@@ -286,13 +364,6 @@ fn bwrap_version(bwrap: &Path) -> Option<String> {
     let text = String::from_utf8_lossy(&output.stdout);
     let version = text.split_whitespace().last()?.to_owned();
     Some(version)
-}
-
-fn user_namespaces() -> bool {
-    std::fs::read_to_string("/proc/sys/user/max_user_namespaces")
-        .ok()
-        .and_then(|text| text.trim().parse::<u64>().ok())
-        .is_some_and(|max| max > 0)
 }
 
 /// The first executable `name` in the folders of `path` (a `PATH` value).

@@ -61,6 +61,7 @@ impl SandboxState {
             home,
             runtime_dir,
             netview_off: false,
+            kernel: Default::default(),
         }
     }
 
@@ -170,6 +171,7 @@ mod tests {
                 home: PathBuf::from("/nonexistent/home"),
                 runtime_dir: PathBuf::from("/nonexistent/run"),
                 netview_off: false,
+                kernel: Default::default(),
             },
             Arc::new(ProxySupervisor::new(
                 PathBuf::from("/nonexistent/efr-proxy"),

@@ -25,6 +25,7 @@ pub fn tool_env(dir: &Path, bwrap: &str, mode: Mode) -> ToolEnv {
         home: home.clone(),
         runtime_dir: dir.join("run-user"),
         netview_off: false,
+        kernel: Default::default(),
     };
     let proxy = Arc::new(ProxySupervisor::new(
         "/nonexistent/efr-proxy".into(),

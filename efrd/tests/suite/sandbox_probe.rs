@@ -33,6 +33,7 @@ fn options(dir: &Path) -> ProbeOptions {
         home: dir.join("home"),
         runtime_dir: dir.join("run-user"),
         netview_off: false,
+        kernel: Default::default(),
     }
 }
 
@@ -215,4 +216,180 @@ fn a_bubblewrap_older_than_0_7_runs_without_the_shared_memory_bound() {
     assert_eq!(refused.shm_size(), Some(efr_protocol::internal::SHM_SIZE));
     assert!(!refused.status.available);
     assert_eq!(refused.setup_error.as_deref(), Some("bwrap: Unknown option --size"));
+}
+
+/// A program in bubblewrap's place that answers `--version` with `version` and fails every setup with `words` on
+/// its standard error, as the real one does.
+fn failing_bwrap(dir: &Path, version: &str, words: &str, mode: u32) -> std::path::PathBuf {
+    let fake = dir.join("bwrap");
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\n[ \"$1\" = --version ] && {{ echo 'bubblewrap {version}'; exit 0; }}\n\
+             echo '{words}' >&2\nexit 1\n"
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(mode)).unwrap();
+    fake
+}
+
+/// `/proc/sys` as a folder of the test's own, with `user/max_user_namespaces`, and the
+/// `kernel/<name>` sysctls given.
+fn proc_sys(dir: &Path, max_user_namespaces: u64, kernel: &[(&str, &str)]) -> efrd::sandbox::KernelPaths {
+    let root = dir.join("proc-sys");
+    std::fs::create_dir_all(root.join("user")).unwrap();
+    std::fs::create_dir_all(root.join("kernel")).unwrap();
+    std::fs::write(
+        root.join("user/max_user_namespaces"),
+        format!("{max_user_namespaces}\n"),
+    )
+    .unwrap();
+    for (name, value) in kernel {
+        std::fs::write(root.join("kernel").join(name), format!("{value}\n")).unwrap();
+    }
+    efrd::sandbox::KernelPaths {
+        proc_sys: root,
+        lsm: dir.join("lsm"),
+    }
+}
+
+#[test]
+fn ubuntus_apparmor_restriction_is_named_with_the_profile_as_its_fix() {
+    // bubblewrap's words on Ubuntu 24.04 with kernel.apparmor_restrict_unprivileged_userns = 1: the namespace is
+    // made, but AppArmor strips its capabilities, so the loopback cannot be set up.
+    let dir = tempfile::tempdir().unwrap();
+    let fake = failing_bwrap(
+        dir.path(),
+        "0.9.0",
+        "bwrap: loopback: Failed RTM_NEWADDR: Operation not permitted",
+        0o755,
+    );
+    let found = probe(&ProbeOptions {
+        bwrap: Some(fake),
+        kernel: proc_sys(dir.path(), 63_000, &[("apparmor_restrict_unprivileged_userns", "1")]),
+        ..options(dir.path())
+    });
+    assert!(!found.status.available, "{found:#?}");
+    let run = step(&found.steps, ProbeName::ContainedRun);
+    let reason = run.reason.as_deref().unwrap();
+    assert!(
+        reason.contains("Failed RTM_NEWADDR"),
+        "the launcher's words stay: {reason}"
+    );
+    assert!(reason.contains("AppArmor"), "{reason}");
+    assert!(
+        reason.contains("apparmor_restrict_unprivileged_userns is 1"),
+        "{reason}"
+    );
+    let fix = run.fix.as_deref().unwrap();
+    assert!(fix.contains("efr sandbox setup-apparmor"), "{fix}");
+    assert!(!fix.contains("sysctl"), "never the sysctl: {fix}");
+    // The status (admin.status, the phone's view) carries the same fix; passed steps carry none.
+    assert_eq!(found.status.reason.as_deref(), Some(reason));
+    assert_eq!(found.status.fix.as_deref(), Some(fix));
+    assert!(found.steps.iter().filter(|s| s.passed).all(|s| s.fix.is_none()));
+    // The other words bubblewrap uses under the same restriction.
+    let fake = failing_bwrap(
+        dir.path(),
+        "0.9.0",
+        "bwrap: setting up uid map: Permission denied",
+        0o755,
+    );
+    let found = probe(&ProbeOptions {
+        bwrap: Some(fake),
+        kernel: proc_sys(dir.path(), 63_000, &[("apparmor_restrict_unprivileged_userns", "1")]),
+        ..options(dir.path())
+    });
+    let run = step(&found.steps, ProbeName::ContainedRun);
+    assert!(
+        run.fix.as_deref().unwrap().contains("efr sandbox setup-apparmor"),
+        "{run:#?}"
+    );
+}
+
+#[test]
+fn user_namespaces_turned_off_name_the_sysctl_to_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let found = probe(&ProbeOptions {
+        kernel: proc_sys(dir.path(), 0, &[]),
+        ..options(dir.path())
+    });
+    assert!(!found.status.available && !found.user_namespaces, "{found:#?}");
+    let userns = step(&found.steps, ProbeName::UserNamespaces);
+    assert!(!userns.passed);
+    assert!(
+        userns
+            .reason
+            .as_deref()
+            .unwrap()
+            .contains("user.max_user_namespaces is 0"),
+        "{userns:#?}"
+    );
+    let fix = userns.fix.as_deref().unwrap();
+    assert!(
+        fix.contains("user.max_user_namespaces = 15000") && fix.contains("/etc/sysctl.d/"),
+        "{fix}"
+    );
+    assert_eq!(found.status.fix.as_deref(), Some(fix));
+    // Debian's switch.
+    let found = probe(&ProbeOptions {
+        kernel: proc_sys(dir.path(), 63_000, &[("unprivileged_userns_clone", "0")]),
+        ..options(dir.path())
+    });
+    let userns = step(&found.steps, ProbeName::UserNamespaces);
+    assert!(
+        userns
+            .fix
+            .as_deref()
+            .unwrap()
+            .contains("kernel.unprivileged_userns_clone = 1"),
+        "{userns:#?}"
+    );
+    // The machine's own facts: the sandbox starts and no step has a fix.
+    let found = probe(&options(dir.path()));
+    assert!(found.status.available && found.status.fix.is_none(), "{found:#?}");
+    assert!(found.steps.iter().all(|s| s.fix.is_none()), "{found:#?}");
+}
+
+#[test]
+fn a_setuid_bubblewrap_is_refused_with_why() {
+    // The real bubblewrap copied with the setuid bit: it runs, but efr does not use it.
+    let real = find_program("bwrap", OsStr::new("/usr/local/bin:/usr/bin:/bin")).expect("bubblewrap is not installed");
+    let dir = tempfile::tempdir().unwrap();
+    let setuid = dir.path().join("bwrap");
+    std::fs::copy(&real, &setuid).unwrap();
+    std::fs::set_permissions(&setuid, std::fs::Permissions::from_mode(0o4755)).unwrap();
+    let found = probe(&ProbeOptions {
+        bwrap: Some(setuid.clone()),
+        ..options(dir.path())
+    });
+    assert!(!found.status.available, "{found:#?}");
+    let bwrap = step(&found.steps, ProbeName::Bwrap);
+    assert!(!bwrap.passed);
+    assert!(bwrap.reason.as_deref().unwrap().contains("setuid root"), "{bwrap:#?}");
+    let fix = bwrap.fix.as_deref().unwrap();
+    assert!(fix.contains("non-setuid") && fix.contains("--size"), "{fix}");
+    assert!(fix.contains(&format!("sudo chmod u-s {}", setuid.display())), "{fix}");
+    assert_eq!(found.status.fix.as_deref(), Some(fix));
+}
+
+#[test]
+fn a_bubblewrap_without_disable_userns_is_too_old() {
+    // Ubuntu 22.04's bubblewrap 0.6.1 refuses the first option it does not know.
+    let dir = tempfile::tempdir().unwrap();
+    let fake = failing_bwrap(dir.path(), "0.6.1", "bwrap: Unknown option --disable-userns", 0o755);
+    let found = probe(&ProbeOptions {
+        bwrap: Some(fake),
+        ..options(dir.path())
+    });
+    let run = step(&found.steps, ProbeName::ContainedRun);
+    assert!(
+        run.reason.as_deref().unwrap().contains("bubblewrap 0.6.1 is too old"),
+        "{run:#?}"
+    );
+    assert!(
+        run.fix.as_deref().unwrap().contains("`--disable-userns` (0.8.0)"),
+        "{run:#?}"
+    );
 }

@@ -260,6 +260,10 @@ pub struct SandboxStatus {
     /// Why they cannot, one sentence; absent when available.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// The narrowest fix of `reason`'s cause, for a person; absent when available or when no known cause explains
+    /// the failure (the same text as the failing step's `fix` of admin.sandbox_check).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fix: Option<String>,
     /// The Landlock ABI in force, absent when Landlock is unavailable.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub landlock_abi: Option<u32>,

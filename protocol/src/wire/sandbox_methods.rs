@@ -59,6 +59,10 @@ pub struct SandboxProbe {
     /// Why it did not pass, one sentence; absent when it passed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// The narrowest fix of the cause, for a person (such as `run efr sandbox setup-apparmor as root`); absent when
+    /// the step passed or no known cause explains the failure (docs/protocol.md, "The sandbox check and explain").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fix: Option<String>,
 }
 
 /// admin.sandbox_check result: the probe just run again (the spec's sandbox_check). `sandbox` and `sandbox_paths`
