@@ -227,6 +227,17 @@ pub enum SandboxCommand {
     Check(JsonArg),
     /// Which network rule decides a host for contained calls (exit 0 when allowed, 1 when refused).
     Host(HostArgs),
+    /// Install the AppArmor profile that lets bubblewrap and efr-launcher make user namespaces on Ubuntu 23.10 and
+    /// later (needs root; otherwise prints the profile and how to install it).
+    SetupApparmor(SetupApparmorArgs),
+}
+
+/// `efr sandbox setup-apparmor`.
+#[derive(Debug, Args)]
+pub struct SetupApparmorArgs {
+    /// Print the profile and how to install it; write nothing.
+    #[arg(long)]
+    pub print: bool,
 }
 
 /// `efr sandbox host`.

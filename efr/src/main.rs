@@ -114,6 +114,9 @@ async fn run(command: Option<Command>, root_prompt: &cli::PromptArgs) -> ExitCod
         Some(Command::Sandbox {
             command: SandboxCommand::Host(args),
         }) => commands::sandbox_host::run(&args).await,
+        Some(Command::Sandbox {
+            command: SandboxCommand::SetupApparmor(args),
+        }) => commands::apparmor::setup(args.print),
         Some(Command::Diff(args)) => commands::diff::run(&args).await,
         Some(Command::Context(args)) => commands::context::run(&args).await,
         Some(Command::Shell { command, args }) => match command {

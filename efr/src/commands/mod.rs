@@ -18,6 +18,7 @@
 //! `--json` is printed as efrd sent it, control characters escaped ([`crate::out::println_json`]); `efr diff` has
 //! its own rule (see [`diff`]).
 
+pub mod apparmor;
 pub mod config;
 pub mod context;
 pub mod diff;

@@ -3,9 +3,12 @@
 //! ```text
 //! sandbox: available · landlock ABI 6 · network view · proxy · bus proxy
 //! bubblewrap 0.8.0
-//!   pass  bwrap            0.8.0 at /usr/bin/bwrap
-//!   FAIL  contained_run    not checked: bubblewrap is not installed
+//!   pass  bwrap            0.9.0 at /usr/bin/bwrap
+//!   FAIL  contained_run    the sandbox cannot start: bwrap: loopback: Failed RTM_NEWADDR: ...; AppArmor keeps ...
+//!         fix: run `sudo efr sandbox setup-apparmor`: it installs an AppArmor profile that ...
 //! ```
+//!
+//! A failed step whose cause efrd knows shows its fix under it (docs/modes.md, "When the sandbox cannot start").
 //!
 //! The exit status tells scripts the answer: 0 when the sandbox is available, 1 when it is not (with `--json` too),
 //! so `efr sandbox check && ...` runs only where auto mode can contain calls. An efrd that does not serve the method
@@ -86,6 +89,10 @@ pub fn render(check: &AdminSandboxCheckResult) -> String {
         // A probe that passed without a detail has no reason column (no trailing blanks).
         let line = format!("  {mark}  {name:<16} {why}");
         let _ = writeln!(out, "{}", line.trim_end());
+        // The fix of a known cause, under its step.
+        if let Some(fix) = probe.fix.as_deref().filter(|_| !probe.passed) {
+            let _ = writeln!(out, "        fix: {fix}");
+        }
     }
     out
 }
@@ -114,7 +121,40 @@ mod tests {
             out.contains("pass  launcher         /usr/lib/efr/efr-launcher"),
             "{out}"
         );
-        assert_eq!(out.lines().filter(|l| l.starts_with("  ")).count(), 8, "{out}");
+        assert_eq!(
+            out.lines()
+                .filter(|l| l.starts_with("  ") && !l.contains("fix:"))
+                .count(),
+            8,
+            "{out}"
+        );
+        // The failing step's fix, under it.
+        let lines: Vec<&str> = out.lines().collect();
+        let bwrap = lines.iter().position(|l| l.contains("FAIL  bwrap")).unwrap();
+        assert!(
+            lines[bwrap + 1].starts_with("        fix: install bubblewrap 0.8.0 or newer"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn apparmors_restriction_shows_the_setup_command_under_the_run() {
+        let out = render(&fixture("admin_sandbox_check_result_apparmor.json"));
+        let lines: Vec<&str> = out.lines().collect();
+        let run = lines.iter().position(|l| l.contains("FAIL  contained_run")).unwrap();
+        assert!(
+            lines[run].contains("Failed RTM_NEWADDR") && lines[run].contains("AppArmor"),
+            "{out}"
+        );
+        assert!(
+            lines[run + 1].starts_with("        fix: run `sudo efr sandbox setup-apparmor`"),
+            "{out}"
+        );
+        assert_eq!(
+            out.matches("fix:").count(),
+            1,
+            "only the failing step with a known cause: {out}"
+        );
     }
 
     #[test]
