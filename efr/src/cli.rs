@@ -56,6 +56,8 @@ pub enum Command {
     Login(LoginArgs),
     /// Remove a provider's stored login.
     Logout(LogoutArgs),
+    /// Write a consistent copy of efrd's event log (efr.db) to PATH while efrd runs.
+    Backup(BackupArgs),
     /// The sandbox: `efr sandbox check`, `efr sandbox host`.
     Sandbox {
         /// What to do.
@@ -93,6 +95,16 @@ pub enum Command {
         #[command(subcommand)]
         command: DaemonCommand,
     },
+}
+
+/// `efr backup`.
+#[derive(Debug, Args)]
+pub struct BackupArgs {
+    /// Where the copy goes: a file that does not exist yet (a relative path is taken from here).
+    pub path: std::path::PathBuf,
+    /// Print the result as JSON (one line) for scripts.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `--json`: print the result as JSON, one line.

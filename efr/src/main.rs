@@ -108,6 +108,7 @@ async fn run(command: Option<Command>, root_prompt: &cli::PromptArgs) -> ExitCod
         Some(Command::Models(args)) => commands::models::run(args.json).await,
         Some(Command::Login(args)) => commands::login::login(&args).await,
         Some(Command::Logout(args)) => commands::login::logout(&args).await,
+        Some(Command::Backup(args)) => commands::backup::run(&args.path, args.json).await,
         Some(Command::Sandbox {
             command: SandboxCommand::Check(args),
         }) => commands::sandbox::check(args.json).await,

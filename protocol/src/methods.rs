@@ -211,6 +211,7 @@ method_table! {
     AdminSandboxCheck = "admin.sandbox_check", Admin, Unary, false, LocalOnly;
     AdminLoginApiKey = "admin.login_api_key", Admin, Unary, false, LocalOnly;
     AdminLogout = "admin.logout", Admin, Unary, false, LocalOnly;
+    AdminBackup = "admin.backup", Admin, Unary, false, LocalOnly;
     DevicePairStart = "device.pair_start", Admin, Stream, false, LocalOnly;
     DevicePairConfirm = "device.pair_confirm", Admin, Unary, false, LocalOnly;
     // The Unix socket refuses enroll and prove with forbidden (docs/protocol.md, "The contract": "The answers of the
@@ -240,7 +241,7 @@ mod tests {
             assert_eq!(Method::from_name(spec.name), Some(spec.method));
             assert_eq!(spec.method.spec(), spec);
         }
-        assert_eq!(METHODS.len(), 43);
+        assert_eq!(METHODS.len(), 44);
         assert_eq!(Method::from_name("prompt.sned"), None);
     }
 

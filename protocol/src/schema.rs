@@ -19,6 +19,7 @@ use crate::error::{ErrorBody, ErrorCode};
 use crate::events::{DaemonEvent, Event};
 use crate::hello::{HelloParams, HelloResult};
 use crate::methods::Scope;
+use crate::wire::{AdminBackupParams, AdminBackupResult};
 use crate::wire::{
     AdminConfigReloadParams, AdminConfigReloadResult, AdminLoginApiKeyParams, AdminLoginApiKeyResult,
     AdminLogoutParams, AdminLogoutResult, AdminSandboxCheckParams, AdminSandboxCheckResult, AdminStatusParams,
@@ -82,6 +83,8 @@ pub fn protocol_schema() -> Value {
             AdminLoginApiKeyResult,
             AdminLogoutParams,
             AdminLogoutResult,
+            AdminBackupParams,
+            AdminBackupResult,
             AdminSandboxCheckParams,
             AdminSandboxCheckResult,
             SandboxExplainParams,

@@ -2,6 +2,7 @@
 //! result's JSON on one line.
 //!
 //! - [`status`]: `efr status` (admin.status).
+//! - [`backup`]: `efr backup PATH` (admin.backup).
 //! - [`models`]: `efr models` (models.list).
 //! - [`login`]: `efr login --api-key` (admin.login_api_key) and `efr logout` (admin.logout).
 //! - [`sandbox`]: `efr sandbox check` (admin.sandbox_check).
@@ -19,6 +20,7 @@
 //! its own rule (see [`diff`]).
 
 pub mod apparmor;
+pub mod backup;
 pub mod config;
 pub mod context;
 pub mod diff;

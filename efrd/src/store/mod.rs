@@ -57,6 +57,7 @@
 //! # Ok(()) }
 //! ```
 
+mod backup;
 mod error;
 mod read;
 mod rows;
@@ -74,6 +75,7 @@ use std::thread::JoinHandle;
 use efr_protocol::ids::{CommandId, ConversationId};
 use tokio::sync::{Semaphore, oneshot};
 
+pub use backup::{BackupError, BackupOutcome, PAGES_PER_STEP};
 pub use error::{Result, StoreError};
 pub use rows::{
     CommandRecord, Commit, ConversationCursor, ConversationPage, ConversationSummary, EventRow, MAX_PAGE, OpenTurn,
@@ -244,6 +246,26 @@ impl Store {
         let opening: Vec<String> = opening_kinds.iter().map(|k| (*k).to_owned()).collect();
         let terminal: Vec<String> = terminal_kinds.iter().map(|k| (*k).to_owned()).collect();
         self.read(move |conn| read::open_turns(conn, &opening, &terminal)).await
+    }
+
+    /// Writes a consistent copy of the database to `dest`, an absolute path that must not exist, with mode 0600,
+    /// while commits go on (SQLite's online backup API under one read transaction; see `backup.rs`). The copy
+    /// holds every event committed when it began. Runs on the blocking pool with a connection of its own, so it
+    /// takes no read-pool connection and blocks no writer.
+    ///
+    /// # Errors
+    /// [`BackupError`]: a relative path, an existing file, a missing folder, a folder that cannot be written, a
+    /// full disk, [`StoreError::Closed`], SQLite errors. The log is only read, and a failed copy is removed.
+    pub async fn backup(&self, dest: PathBuf) -> std::result::Result<BackupOutcome, BackupError> {
+        if self.inner.closed.load(Ordering::Acquire) {
+            return Err(StoreError::Closed.into());
+        }
+        let source = self.inner.path.clone();
+        match tokio::task::spawn_blocking(move || backup::run(&source, &dest)).await {
+            Ok(outcome) => outcome,
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            Err(_) => Err(StoreError::Closed.into()),
+        }
     }
 
     async fn read<T, F>(&self, query: F) -> Result<T>

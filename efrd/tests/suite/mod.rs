@@ -5,6 +5,7 @@ mod daemon_activation;
 mod daemon_admin;
 mod daemon_auto;
 mod daemon_auto_reach;
+mod daemon_backup;
 mod daemon_cautious;
 mod daemon_crash;
 mod daemon_left_running;

@@ -11,6 +11,7 @@
 
 pub mod admin;
 pub mod approval;
+pub mod backup;
 pub mod changes;
 pub mod common;
 pub mod config;
@@ -33,6 +34,7 @@ pub use admin::{
     AdminStatusParams, AdminStatusResult, ConfigStatus, LoginKind, ProviderStatus, Root, RootSource, Roots,
 };
 pub use approval::{ApprovalDecision, ApprovalRespondParams, ApprovalRespondResult};
+pub use backup::{AdminBackupParams, AdminBackupResult};
 pub use changes::{FileChange, FileChangeKind, FileChanges};
 pub use common::{
     ContextFill, Mode, ModeFallback, Origin, Overridden, PromptSettings, Stop, StopReason, TurnSettings, Usage,

@@ -1,4 +1,4 @@
-//! admin.status, admin.config_reload, admin.login_api_key, admin.logout and models.list.
+//! admin.status, admin.config_reload, admin.login_api_key, admin.logout, admin.backup and models.list.
 
 use efr_protocol::events::{DaemonEventBody, LoginCompleted, LogoutCompleted};
 use efr_protocol::ids::Timestamp;
@@ -6,6 +6,7 @@ use efr_protocol::wire::admin::{
     AdminStatusResult, ConfigStatus as WireConfigStatus, LoginKind, ProviderStatus, Root as WireRoot,
     RootSource as WireRootSource, Roots as WireRoots,
 };
+use efr_protocol::wire::{AdminBackupParams, AdminBackupResult};
 use efr_protocol::wire::{
     AdminConfigReloadResult, AdminLoginApiKeyParams, AdminLoginApiKeyResult, AdminLogoutParams, AdminLogoutResult,
     Catalog as WireCatalog, CatalogOrigin as WireOrigin, ConfigError as WireConfigError, ModelInfo as WireModel,
@@ -245,4 +246,24 @@ fn key_error(error: &KeyError) -> ErrorBody {
         KeyError::Check(_) | KeyError::Io { .. } => ErrorCode::Unavailable,
     };
     ErrorBody::new(code, error.to_string())
+}
+
+/// admin.backup: a consistent copy of the event log at an absolute path that must not exist
+/// ([`crate::store::Store::backup`] holds the rules).
+///
+/// # Errors
+/// `invalid` for a relative path or a folder that cannot be written, `conflict` for an existing file, `not_found`
+/// for a missing folder, `unavailable` for a full disk; each leaves nothing behind.
+pub async fn backup(ctx: &RequestCtx, raw: Option<Value>) -> Result<Value, ErrorBody> {
+    let params: AdminBackupParams = params(raw)?;
+    let outcome = ctx.daemon.store.backup(params.path).await.map_err(|e| {
+        tracing::warn!(error = %e, "admin.backup failed");
+        ErrorBody::new(e.code(), e.to_string())
+    })?;
+    tracing::info!(path = %outcome.path.display(), bytes = outcome.bytes, events = outcome.events, "backup written");
+    result(&AdminBackupResult {
+        path: outcome.path,
+        bytes: outcome.bytes,
+        events: outcome.events,
+    })
 }

@@ -80,6 +80,7 @@ pub async fn unary(ctx: &RequestCtx, method: Method, raw: Option<Value>) -> Resu
         }
         Method::AdminLoginApiKey => admin::login_api_key(ctx, raw).await,
         Method::AdminLogout => admin::logout(ctx, raw),
+        Method::AdminBackup => admin::backup(ctx, raw).await,
         _ => Err(not_served(method)),
     }
 }
