@@ -69,6 +69,9 @@ pub fn render(status: &AdminStatusResult) -> String {
     }
     if let Some(sandbox) = &status.sandbox {
         let _ = writeln!(out, "sandbox: {}", sandbox_line(sandbox));
+        if let Some(fix) = sandbox.fix.as_deref().filter(|_| !sandbox.available) {
+            let _ = writeln!(out, "  fix: {fix}");
+        }
     }
     if let Some(config) = &status.config {
         let exists = if config.exists { "" } else { " (not there: defaults)" };
@@ -181,6 +184,34 @@ mod tests {
             catalog_words(&catalog),
             "openai-api's catalog, fetched from the provider"
         );
+    }
+
+    #[test]
+    fn an_unavailable_sandbox_shows_its_fix_under_the_sandbox_line() {
+        let mut status: AdminStatusResult = serde_json::from_str(
+            &std::fs::read_to_string(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../protocol/fixtures/v1/admin_status_result.json"
+            ))
+            .unwrap(),
+        )
+        .unwrap();
+        status.sandbox = Some(
+            serde_json::from_value(json!({
+                "available": false,
+                "reason": "bubblewrap is not installed (no bwrap on PATH)",
+                "fix": "install bubblewrap 0.8.0 or newer"
+            }))
+            .unwrap(),
+        );
+        let text = render(&status);
+        assert!(
+            text.contains("sandbox: unavailable: bubblewrap is not installed (no bwrap on PATH)")
+                && text.contains("\n  fix: install bubblewrap 0.8.0 or newer\n"),
+            "{text}"
+        );
+        status.sandbox.as_mut().unwrap().available = true;
+        assert!(!render(&status).contains("fix:"), "an available sandbox shows no fix");
     }
 
     #[test]
