@@ -78,6 +78,45 @@ pub async fn unary_on(
     }
 }
 
+/// As [`unary_on`], for a command whose exit code follows its result (`efr sandbox check`, `efr sandbox host`):
+/// the result is read as `T` (JSON or not, so the code is the same), printed as JSON with `json` or else by
+/// `show`, and `code` gives the exit code. An efrd that does not serve `method` yet is said so in words.
+pub async fn judged_on<T: serde::de::DeserializeOwned>(
+    client: &Client,
+    method: &str,
+    params: Value,
+    json: bool,
+    show: impl FnOnce(&T),
+    code: impl FnOnce(&T) -> ExitCode,
+) -> ExitCode {
+    match client.call_value(method, params).await {
+        Ok(result) => match read::<T>(method, &result) {
+            Ok(answer) => {
+                if json {
+                    crate::out::println_json(&result.to_string());
+                } else {
+                    show(&answer);
+                }
+                code(&answer)
+            }
+            Err(message) => {
+                report::error(&message);
+                ExitCode::from(report::FAILED)
+            }
+        },
+        Err(error) => match error.daemon() {
+            Some(body) if body.code == efr_protocol::ErrorCode::Invalid && body.message.contains("does not serve") => {
+                report::error(&format!(
+                    "this efrd does not serve {method} yet (efrd says: {})",
+                    body.message
+                ));
+                ExitCode::from(report::FAILED)
+            }
+            _ => report::failure(&error),
+        },
+    }
+}
+
 /// Reads a method's result as its protocol type, for the readable form.
 ///
 /// # Errors

@@ -17,11 +17,10 @@
 use std::fmt::Write as _;
 use std::process::ExitCode;
 
-use efr_protocol::ErrorCode;
 use efr_protocol::wire::AdminSandboxCheckResult;
 use serde_json::json;
 
-use super::{read, status::sandbox_line};
+use super::status::sandbox_line;
 use crate::report;
 
 /// The exit code of a check: 0 when the sandbox is available, 1 when it is not.
@@ -40,32 +39,15 @@ pub async fn check(json: bool) -> ExitCode {
         Ok(client) => client,
         Err(code) => return code,
     };
-    match client.call_value("admin.sandbox_check", json!({})).await {
-        Ok(result) => match read::<AdminSandboxCheckResult>("admin.sandbox_check", &result) {
-            Ok(check) => {
-                if json {
-                    crate::out::println_json(&result.to_string());
-                } else {
-                    crate::out::print(&render(&check));
-                }
-                exit_code(&check)
-            }
-            Err(message) => {
-                report::error(&message);
-                ExitCode::from(report::FAILED)
-            }
-        },
-        Err(error) => match error.daemon() {
-            Some(body) if body.code == ErrorCode::Invalid && body.message.contains("does not serve") => {
-                report::error(&format!(
-                    "this efrd does not serve admin.sandbox_check yet (efrd says: {})",
-                    body.message
-                ));
-                ExitCode::from(report::FAILED)
-            }
-            _ => report::failure(&error),
-        },
-    }
+    super::judged_on(
+        &client,
+        "admin.sandbox_check",
+        json!({}),
+        json,
+        |check: &AdminSandboxCheckResult| crate::out::print(&render(check)),
+        exit_code,
+    )
+    .await
 }
 
 /// The readable form of a check: the status line, then one line per probe with pass or FAIL and why.

@@ -15,11 +15,9 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use efr_protocol::ErrorCode;
 use efr_protocol::wire::{HostRuleSource, HostVerdict, SandboxExplainHostResult};
 use serde_json::json;
 
-use super::read;
 use crate::cli::HostArgs;
 use crate::report;
 
@@ -43,37 +41,18 @@ pub async fn run(args: &HostArgs) -> ExitCode {
         Some(port) => json!({"host": host, "port": port}),
         None => json!({"host": host}),
     };
-    match client.call_value(METHOD, params).await {
-        Ok(result) => match read::<SandboxExplainHostResult>(METHOD, &result) {
-            Ok(answer) => {
-                if args.json {
-                    crate::out::println_json(&result.to_string());
-                } else {
-                    let home = std::env::var_os("HOME");
-                    crate::out::println(&render(&answer, home.as_deref().map(Path::new)));
-                }
-                if answer.verdict == HostVerdict::Allowed {
-                    ExitCode::SUCCESS
-                } else {
-                    ExitCode::from(report::FAILED)
-                }
-            }
-            Err(message) => {
-                report::error(&message);
-                ExitCode::from(report::FAILED)
-            }
-        },
-        Err(error) => match error.daemon() {
-            Some(body) if body.code == ErrorCode::Invalid && body.message.contains("does not serve") => {
-                report::error(&format!(
-                    "this efrd does not serve {METHOD} yet (efrd says: {})",
-                    body.message
-                ));
-                ExitCode::from(report::FAILED)
-            }
-            _ => report::failure(&error),
-        },
-    }
+    let show = |answer: &SandboxExplainHostResult| {
+        let home = std::env::var_os("HOME");
+        crate::out::println(&render(answer, home.as_deref().map(Path::new)));
+    };
+    let code = |answer: &SandboxExplainHostResult| {
+        if answer.verdict == HostVerdict::Allowed {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(report::FAILED)
+        }
+    };
+    super::judged_on(&client, METHOD, params, args.json, show, code).await
 }
 
 /// The host and port of `HOST[:PORT]` as a client writes them: `name`, `name:8443`, `[::1]`, `[::1]:443`, a bare
