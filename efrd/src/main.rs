@@ -48,6 +48,7 @@ fn main() -> ExitCode {
     for warning in warnings {
         tracing::warn!("config.toml: {warning}");
     }
+    raise_fd_limit();
 
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
@@ -59,4 +60,20 @@ fn main() -> ExitCode {
     let code = runtime.block_on(efrd::lifecycle::run(roots, config));
     runtime.shutdown_timeout(Duration::from_secs(1));
     ExitCode::from(u8::try_from(code).unwrap_or(1))
+}
+
+/// Raises the soft limit of open files to the hard one. systemd starts services with a soft limit of 1024 (and a hard
+/// one of 524288) and expects those that need more to raise it; efrd's connections
+/// ([`efrd::server::MAX_CONNECTIONS`]), hidden shells and snapshots together can pass 1024.
+fn raise_fd_limit() {
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    match getrlimit(Resource::RLIMIT_NOFILE) {
+        Ok((soft, hard)) if soft < hard => {
+            if let Err(error) = setrlimit(Resource::RLIMIT_NOFILE, hard, hard) {
+                tracing::warn!(%error, soft, hard, "cannot raise the limit of open files");
+            }
+        }
+        Ok(_) => {}
+        Err(error) => tracing::warn!(%error, "cannot read the limit of open files"),
+    }
 }

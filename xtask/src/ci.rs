@@ -11,7 +11,7 @@ use crate::protocol;
 /// first: bubblewrap for the sandbox, dbus for a real bus, zsh and bash for the hidden shell, iproute2 for network
 /// namespaces, python3-venv for the independent phone client, systemd for socket activation and `systemd --user`,
 /// tmux to drive the CLI in a real terminal, git for diffs and snapshots, curl and pip as the real clients of the
-/// egress proxy.
+/// egress proxy, e2fsprogs and mount for the fault matrix's small loop-mounted data disk (`mkfs.ext4`, `chattr`).
 const PACKAGES: &[&str] = &[
     "bubblewrap",
     "dbus",
@@ -25,6 +25,8 @@ const PACKAGES: &[&str] = &[
     "procps",
     "curl",
     "python3-pip",
+    "e2fsprogs",
+    "mount",
 ];
 
 /// Runs a command, failing with its name when it fails.

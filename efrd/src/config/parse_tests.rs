@@ -206,6 +206,14 @@ fn rule_errors_point_at_the_value() {
         (Some(2), Some(26), Some("providers.openai-api.retry.max_attempts")),
         "{e}"
     );
+
+    let e = err("[providers.openai-compat]\nidle_timeout_secs = 0\n");
+    assert_eq!(
+        place(&e),
+        (Some(2), Some(21), Some("providers.openai-compat.idle_timeout_secs")),
+        "{e}"
+    );
+    assert!(e.message.contains("from 1 to 3600"), "{e}");
 }
 
 #[test]

@@ -21,6 +21,7 @@
 //! base_url = "http://127.0.0.1:8080/v1"
 //! key_required = false
 //! retry = { max_attempts = 3 }
+//! idle_timeout_secs = 600           # no byte for this long fails the model call; default 300
 //!
 //! [permissions]
 //! default_mode = "cautious"         # manual | cautious | auto | full
@@ -204,6 +205,9 @@ pub struct ProviderSection {
     pub base_url: Option<String>,
     /// Retry of 429, 5xx and transport errors.
     pub retry: RetrySection,
+    /// Seconds without a byte from the provider (before its answer starts or inside its stream) after which the
+    /// model call fails with a timeout, 1 to [`MAX_IDLE_TIMEOUT_SECS`]; absent: 300.
+    pub idle_timeout_secs: Option<u64>,
 }
 
 /// `[providers.openai-compat]`.
@@ -216,6 +220,8 @@ pub struct CompatSection {
     pub key_required: bool,
     /// Retry of 429, 5xx and transport errors.
     pub retry: RetrySection,
+    /// As under `[providers.openai-api]`: a local server may need longer for its first token.
+    pub idle_timeout_secs: Option<u64>,
 }
 
 /// `retry = { max_attempts = N }` under a provider.
@@ -225,6 +231,9 @@ pub struct RetrySection {
     /// Attempts in all, the first one included, 1 to [`MAX_ATTEMPTS_LIMIT`]; absent: the model layer's default.
     pub max_attempts: Option<u32>,
 }
+
+/// The largest `idle_timeout_secs` accepted: an hour without a byte is a dead connection, not a slow model.
+pub const MAX_IDLE_TIMEOUT_SECS: u64 = 3600;
 
 /// The largest `max_attempts` accepted: more would keep a turn waiting for minutes with backoff.
 pub const MAX_ATTEMPTS_LIMIT: u32 = 10;

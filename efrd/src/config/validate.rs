@@ -5,7 +5,7 @@
 //! knows the builtin models and their efforts.
 
 use super::key_path::KeyPath;
-use super::schema::{Config, MAX_ATTEMPTS_LIMIT, Mode, ProviderId, SUBSCRIBER_QUEUE_RANGE};
+use super::schema::{Config, MAX_ATTEMPTS_LIMIT, MAX_IDLE_TIMEOUT_SECS, Mode, ProviderId, SUBSCRIBER_QUEUE_RANGE};
 
 /// A value that is well-typed but not allowed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,17 +66,24 @@ pub fn check(config: &Config) -> Result<(), Invalid> {
 
     let providers = KeyPath::keys(&["providers"]);
     let p = &config.providers;
-    for (name, base_url, max_attempts) in [
-        ("openai-api", &p.openai_api.base_url, p.openai_api.retry.max_attempts),
+    for (name, base_url, max_attempts, idle) in [
+        (
+            "openai-api",
+            &p.openai_api.base_url,
+            p.openai_api.retry.max_attempts,
+            p.openai_api.idle_timeout_secs,
+        ),
         (
             "anthropic-api",
             &p.anthropic_api.base_url,
             p.anthropic_api.retry.max_attempts,
+            p.anthropic_api.idle_timeout_secs,
         ),
         (
             "openai-compat",
             &p.openai_compat.base_url,
             p.openai_compat.retry.max_attempts,
+            p.openai_compat.idle_timeout_secs,
         ),
     ] {
         let at = providers.clone().key(name);
@@ -89,6 +96,14 @@ pub fn check(config: &Config) -> Result<(), Invalid> {
             return invalid(
                 at.key("retry").key("max_attempts"),
                 format!("max_attempts must be from 1 to {MAX_ATTEMPTS_LIMIT}, not {n}"),
+            );
+        }
+        if let Some(secs) = idle
+            && !(1..=MAX_IDLE_TIMEOUT_SECS).contains(&secs)
+        {
+            return invalid(
+                at.key("idle_timeout_secs"),
+                format!("idle_timeout_secs must be from 1 to {MAX_IDLE_TIMEOUT_SECS}, not {secs}"),
             );
         }
     }

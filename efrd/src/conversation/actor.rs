@@ -34,7 +34,7 @@ use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
 
-use super::{Command, ConversationHandle, MAILBOX, Subscription, history, settings};
+use super::{Command, Committed, ConversationHandle, Live, MAILBOX, Subscription, history, settings};
 use crate::model::HistoryItem;
 use crate::model::registry::Models;
 use crate::policy::Question;
@@ -127,7 +127,7 @@ pub(super) struct Actor {
     history: Vec<HistoryItem>,
     queue: VecDeque<Queued>,
     running: Option<Running>,
-    events: broadcast::Sender<Arc<Event>>,
+    events: broadcast::Sender<Live>,
     approvals: HashMap<CallId, PendingApproval>,
     answered: HashSet<CallId>,
     shell: Arc<tokio::sync::Mutex<ShellSlot>>,
@@ -136,6 +136,15 @@ pub(super) struct Actor {
     prompt: crate::prompt::PromptState,
     /// The sizes and files of the last turn's prompt, for conversation.context; `None` before the first turn.
     last_prompt: Option<crate::prompt::TurnPrompt>,
+    /// Set when an event of the stored log does not parse: the words prompts are refused with.
+    corrupt: Option<String>,
+    /// The turn whose terminal event was committed last.
+    terminal_recorded: Option<TurnId>,
+    /// A turn that ended without a terminal event in the log (a commit failed): closed with turn_failed as soon as
+    /// the store takes it, before anything else.
+    unclosed: Option<TurnId>,
+    /// The store's last commit failure.
+    store_failure: Option<ErrorBody>,
 }
 
 impl Actor {
@@ -161,6 +170,10 @@ impl Actor {
             open_calls: super::shell::OpenShellCalls::default(),
             prompt: crate::prompt::PromptState::default(),
             last_prompt: None,
+            corrupt: None,
+            terminal_recorded: None,
+            unclosed: None,
+            store_failure: None,
             shell: Arc::new(tokio::sync::Mutex::new(ShellSlot::new(shell_options(
                 kind, home, shell_root,
             )))),
@@ -184,6 +197,7 @@ impl Actor {
         actor.history = rebuilt.history;
         actor.last_seq = rebuilt.last_seq;
         actor.open_calls.push_notices(rebuilt.notices);
+        actor.corrupt = rebuilt.corrupt;
         if !rebuilt.left_running.is_empty() {
             let ends = rebuilt
                 .left_running
@@ -215,7 +229,14 @@ impl Actor {
         while let Some(command) = rx.recv().await {
             match command {
                 Command::Prompt { params, origin, reply } => {
-                    let answer = self.prompt(*params, origin).await;
+                    let answer = match &self.corrupt {
+                        // The model would get a history with a hole: the user starts a new conversation instead.
+                        Some(corrupt) => Err(ErrorBody::internal(corrupt.clone())),
+                        None => match self.close_unclosed().await {
+                            Ok(()) => self.prompt(*params, origin).await,
+                            Err(error) => Err(error),
+                        },
+                    };
                     let _ = reply.send(answer);
                     self.start_next(&me).await;
                 }
@@ -230,12 +251,16 @@ impl Actor {
                         // The row says idle in the same commit as the turn's end.
                         self.finish_turn_status();
                     }
+                    let ends = bodies.iter().any(ends_turn);
                     let bodies = bodies.into_iter().map(|body| (turn_id, body)).collect();
                     let answer = self
                         .commit(bodies, None)
                         .await
                         .map(|_| self.last_seq)
                         .map_err(ErrorBody::from);
+                    if ends && answer.is_ok() {
+                        self.terminal_recorded = turn_id;
+                    }
                     let _ = reply.send(answer);
                 }
                 Command::Ask {
@@ -520,6 +545,7 @@ impl Actor {
                 body,
             });
         }
+        let sizes: Vec<u64> = rows.iter().map(|row| row.body.len() as u64).collect();
         let mut commit = Commit::events(rows);
         let last_seq = self.last_seq + events.len() as u64;
         if let Some(summary) = self.summary.as_mut() {
@@ -534,16 +560,24 @@ impl Actor {
         match self.deps.store.commit(commit).await {
             Ok(()) => {}
             Err(StoreError::DuplicateCommand { stored, .. }) => return Err(CommitRefused::Duplicate(*stored)),
-            Err(error) => return Err(CommitRefused::Failed(store_error(error))),
+            Err(error) => {
+                let error = store_error(error);
+                let _ = self.events.send(Live::StoreFailed(error.clone()));
+                self.store_failure = Some(error.clone());
+                return Err(CommitRefused::Failed(error));
+            }
         }
         self.last_seq = last_seq;
         for event in &events {
             self.open_calls.observe(event);
         }
         let events: Vec<Arc<Event>> = events.into_iter().map(Arc::new).collect();
-        for event in &events {
+        for (event, bytes) in events.iter().zip(sizes) {
             // No receiver is not an error: nobody watches right now.
-            let _ = self.events.send(Arc::clone(event));
+            let _ = self.events.send(Live::Event(Committed {
+                event: Arc::clone(event),
+                bytes,
+            }));
         }
         if let Some(summary) = &self.summary {
             self.deps.rows.committed(&mut self.row_facts, summary);

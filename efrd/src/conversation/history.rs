@@ -40,23 +40,43 @@ pub struct Rebuilt {
     /// (they ended with the efrd that ran them): the model has not heard of them
     /// (see [`super::shell::OpenShellCalls::take_notices`]).
     pub notices: Vec<String>,
+    /// The first event that does not parse, in words ([`corrupt_event`]): the history stops before it.
+    pub corrupt: Option<String>,
 }
 
-/// Reads the whole log of `id` and returns what it implies (see [`Rebuilt`]).
+/// The words for event `seq` of a log that does not parse: a corrupt log is readable up to it.
+#[must_use]
+pub fn corrupt_event(seq: u64, error: &serde_json::Error) -> String {
+    format!(
+        "event {seq} of this conversation's log is corrupt ({error}); the conversation is readable up to it, and \
+         a prompt needs a new conversation"
+    )
+}
+
+/// Reads the whole log of `id` and returns what it implies (see [`Rebuilt`]). An event that does not parse ends
+/// the history there and is reported in [`Rebuilt::corrupt`]; the seqs after it still count.
 ///
 /// # Errors
-/// `unavailable` when the store fails; `internal` for an event that does not parse (a corrupt log).
+/// `unavailable` when the store fails.
 pub async fn rebuild(store: &Store, id: ConversationId) -> Result<Rebuilt, ErrorBody> {
     let mut history = Rebuild::default();
     let mut last_seq = 0;
+    let mut corrupt = None;
     loop {
         let rows = store.events_after(id, last_seq, PAGE).await.map_err(store_error)?;
         let full = rows.len() == PAGE as usize;
         for row in rows {
             last_seq = row.seq;
-            let event: Event = serde_json::from_str(&row.body)
-                .map_err(|e| ErrorBody::internal(format!("event {} of {id} does not parse: {e}", row.seq)))?;
-            history.apply(&event);
+            if corrupt.is_some() {
+                continue;
+            }
+            match serde_json::from_str::<Event>(&row.body) {
+                Ok(event) => history.apply(&event),
+                Err(error) => {
+                    tracing::error!(conversation = %id, seq = row.seq, %error, "an event of the log does not parse");
+                    corrupt = Some(corrupt_event(row.seq, &error));
+                }
+            }
         }
         if !full {
             let left_running = std::mem::take(&mut history.left_running);
@@ -72,6 +92,7 @@ pub async fn rebuild(store: &Store, id: ConversationId) -> Result<Rebuilt, Error
                 last_seq,
                 left_running,
                 notices,
+                corrupt,
             });
         }
     }
@@ -123,12 +144,12 @@ impl Rebuild {
                     serde_json::Value::String(text) => text.clone(),
                     other => other.to_string(),
                 };
-                self.push(HistoryItem::ToolCall {
-                    call_id: started.call_id.0.clone(),
-                    tool: started.tool.clone(),
-                    freeform: started.freeform,
+                self.push(HistoryItem::tool_call(
+                    started.call_id.0.clone(),
+                    started.tool.clone(),
+                    started.freeform,
                     input,
-                });
+                ));
                 self.open_call = Some(started.call_id.0.clone());
             }
             (EventBody::ShellCommandDetached(detached), _) => {

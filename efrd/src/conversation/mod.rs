@@ -16,7 +16,7 @@
 //! `{"overflow": true}` and it resumes with `after_seq` — events are never dropped silently.
 
 mod actor;
-mod history;
+pub mod history;
 pub mod preamble;
 pub mod recovery;
 pub mod rows;
@@ -53,8 +53,27 @@ pub struct Subscription {
     pub snapshot: Snapshot,
     /// The last committed seq at that point: the receiver yields exactly the events after it.
     pub last_seq: u64,
-    /// Every event committed after `last_seq`, in order.
-    pub events: broadcast::Receiver<Arc<Event>>,
+    /// Every event committed after `last_seq`, in order, and the store's failures.
+    pub events: broadcast::Receiver<Live>,
+}
+
+/// What a subscription hears live.
+#[derive(Debug, Clone)]
+pub enum Live {
+    /// An event was committed.
+    Event(Committed),
+    /// A commit failed (a full disk, a read-only database): the events a turn made then are not in the log, and a
+    /// subscriber must be told rather than wait for them. The error is the store's, as `unavailable`.
+    StoreFailed(ErrorBody),
+}
+
+/// One committed event as the broadcast carries it.
+#[derive(Debug, Clone)]
+pub struct Committed {
+    /// The event.
+    pub event: Arc<Event>,
+    /// The bytes of its JSON in the log: what a subscriber that has not sent it yet holds back.
+    pub bytes: u64,
 }
 
 /// What an actor can be asked.

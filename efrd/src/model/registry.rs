@@ -127,6 +127,14 @@ impl Models {
         if let Some(attempts) = retry {
             provider_config.retry.max_attempts = attempts;
         }
+        let idle = match kind {
+            ProviderKind::OpenAiApi => config.providers.openai_api.idle_timeout_secs,
+            ProviderKind::AnthropicApi => config.providers.anthropic_api.idle_timeout_secs,
+            ProviderKind::OpenAiCompat => config.providers.openai_compat.idle_timeout_secs,
+        };
+        if let Some(secs) = idle {
+            provider_config.idle_timeout = std::time::Duration::from_secs(secs);
+        }
         let auth = match kind {
             ProviderKind::OpenAiCompat if !config.providers.openai_compat.key_required => Auth::None,
             _ => Auth::Store(Arc::clone(&self.keys)),

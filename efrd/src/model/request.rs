@@ -63,6 +63,50 @@ impl ModelRequest {
     }
 }
 
+/// The most bytes of one tool call's input that the history keeps (64 KiB). The call itself ran with its whole input
+/// and the log keeps it; a larger input (a patch that adds a 10 MB file) would be sent again with every later
+/// request of the conversation, for a model that wrote it and needs only to know it did.
+pub const MAX_HISTORY_INPUT: usize = 64 << 10;
+
+/// What the history keeps of a call's input before the note that says what was cut.
+const KEPT_INPUT: usize = 8 << 10;
+
+impl HistoryItem {
+    /// A tool call for the history, its input cut to [`MAX_HISTORY_INPUT`] with a note that says what was cut. A
+    /// freeform input keeps its first lines; a JSON input becomes a JSON object (`{"efr_cut": note, "head": text}`),
+    /// so that a provider that parses it still can.
+    #[must_use]
+    pub fn tool_call(call_id: String, tool: String, freeform: bool, input: String) -> Self {
+        let input = if input.len() <= MAX_HISTORY_INPUT {
+            input
+        } else {
+            let mut cut = KEPT_INPUT;
+            while !input.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            let head = input[..cut].rfind('\n').map_or(&input[..cut], |end| &input[..=end]);
+            let note = format!(
+                "efr cut this input for the history: {} bytes and {} lines in all, of which the first {} bytes are \
+                 kept; the call ran with the whole input",
+                input.len(),
+                input.lines().count(),
+                head.len()
+            );
+            if freeform {
+                format!("{head}\n[{note}]")
+            } else {
+                serde_json::json!({"efr_cut": note, "head": head}).to_string()
+            }
+        };
+        Self::ToolCall {
+            call_id,
+            tool,
+            freeform,
+            input,
+        }
+    }
+}
+
 /// One item of the conversation history.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -212,5 +256,53 @@ pub(crate) fn unwrap_freeform_input(json: &str) -> String {
     match serde_json::from_str::<Fallback>(json) {
         Ok(fallback) => fallback.input,
         Err(_) => json.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn input_of(item: &HistoryItem) -> &str {
+        match item {
+            HistoryItem::ToolCall { input, .. } => input,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_large_input_is_cut_for_the_history_with_a_note() {
+        let patch: String = (0..20_000).map(|i| format!("+line {i}\n")).collect();
+        let item = HistoryItem::tool_call("c".into(), "apply_patch".into(), true, patch.clone());
+        let kept = input_of(&item);
+        assert!(kept.len() < KEPT_INPUT + 300, "{}", kept.len());
+        assert!(kept.starts_with("+line 0\n+line 1\n"));
+        assert!(
+            kept.ends_with(&format!(
+                "[efr cut this input for the history: {} bytes and 20000 lines in all, of which the first {} bytes \
+                 are kept; the call ran with the whole input]",
+                patch.len(),
+                kept.find("\n\n[").unwrap() + 1
+            )),
+            "{}",
+            &kept[kept.len() - 200..]
+        );
+
+        // A JSON input stays JSON.
+        let json = serde_json::json!({"command": "x".repeat(100_000)}).to_string();
+        let item = HistoryItem::tool_call("c".into(), "shell".into(), false, json);
+        let value: serde_json::Value = serde_json::from_str(input_of(&item)).unwrap();
+        assert!(value["efr_cut"].as_str().unwrap().contains("100014 bytes"), "{value}");
+        assert!(value["head"].as_str().unwrap().starts_with("{\"command\":\"xxx"));
+
+        // A small input is kept whole, and a cut never splits a character.
+        let small = "é".repeat(100);
+        assert_eq!(
+            input_of(&HistoryItem::tool_call("c".into(), "t".into(), true, small.clone())),
+            small
+        );
+        let wide = "é".repeat(MAX_HISTORY_INPUT);
+        let item = HistoryItem::tool_call("c".into(), "t".into(), true, wide);
+        assert!(input_of(&item).starts_with("éé"));
     }
 }

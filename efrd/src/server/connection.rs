@@ -6,7 +6,10 @@
 //! request, so many requests are in flight and their answers interleave. Every answer goes through one bounded
 //! outbound queue ([`OUTBOUND_FRAMES`] frames) to the writer: a client that stops reading fills the queue, after which
 //! unary handlers wait and a subscription's own bounded buffer overflows (its stream ends with `busy` and
-//! `{"overflow": true}`), so a client that does not read cannot grow efrd's memory.
+//! `{"overflow": true}`), so a client that does not read cannot grow efrd's memory. The queue also counts the bytes of
+//! the live events waiting in it ([`Outbound::pending_bytes`]): a subscription whose connection holds more than
+//! [`MAX_PENDING_BYTES`] of them, and whose client reads nothing for [`PENDING_STALL`], ends with overflow too, so
+//! 256 large events (64 KiB of text each) cannot pile up for a client that does not read.
 //!
 //! # Rules (docs/architecture.md, "The request lifecycle")
 //!
@@ -18,7 +21,9 @@
 //! - At shutdown every stream ends with `end`; unary requests may finish until the connection closes.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use efr_protocol::codec::{FrameCodec, FrameError};
 use efr_protocol::frame::{ClientFrame, Request, RequestId, ServerFrame};
@@ -27,7 +32,7 @@ use efr_protocol::{ErrorBody, ErrorCode};
 use futures::{SinkExt, StreamExt};
 use serde_json::Value;
 use tokio::net::UnixStream;
-use tokio::sync::mpsc;
+use tokio::sync::{Notify, mpsc};
 use tokio_util::codec::{FramedRead, FramedWrite};
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
@@ -39,10 +44,29 @@ use crate::daemon::Daemon;
 /// How many frames may wait in one connection's outbound queue.
 pub const OUTBOUND_FRAMES: usize = 256;
 
+/// The most bytes of counted frames (a subscription's live events) that may wait in one connection's queue: 4 MiB, a
+/// few seconds of the fastest stream. Past it, a subscription waits for the client to read; when the client takes
+/// nothing for [`PENDING_STALL`], the subscription ends with overflow.
+pub const MAX_PENDING_BYTES: u64 = 4 << 20;
+
+/// How long a subscription past [`MAX_PENDING_BYTES`] waits for its client to read anything.
+pub const PENDING_STALL: Duration = Duration::from_secs(5);
+
 /// The sending side of a connection's outbound queue.
 #[derive(Debug, Clone)]
 pub struct Outbound {
-    tx: mpsc::Sender<ServerFrame>,
+    tx: mpsc::Sender<Queued>,
+    /// Bytes of counted frames queued and not yet handed to the socket's writer.
+    pending: Arc<AtomicU64>,
+    /// Woken each time the writer takes a counted frame.
+    taken: Arc<Notify>,
+}
+
+/// A frame in the queue, with the bytes it was counted for (0 for frames that are not counted).
+#[derive(Debug)]
+struct Queued {
+    frame: ServerFrame,
+    bytes: u64,
 }
 
 /// The connection is gone; nothing more can be sent on it.
@@ -56,7 +80,41 @@ impl Outbound {
     /// # Errors
     /// [`Closed`] when the writer has stopped.
     pub async fn send(&self, frame: ServerFrame) -> Result<(), Closed> {
-        self.tx.send(frame).await.map_err(|_| Closed)
+        self.send_counted(frame, 0).await
+    }
+
+    /// Queues a frame counted as `bytes` in [`Self::pending_bytes`] until the writer takes it, waiting while the
+    /// queue is full.
+    ///
+    /// # Errors
+    /// [`Closed`] when the writer has stopped.
+    pub async fn send_counted(&self, frame: ServerFrame, bytes: u64) -> Result<(), Closed> {
+        self.pending.fetch_add(bytes, Ordering::Relaxed);
+        let sent = self.tx.send(Queued { frame, bytes }).await;
+        if sent.is_err() {
+            self.pending.fetch_sub(bytes, Ordering::Relaxed);
+        }
+        sent.map_err(|_| Closed)
+    }
+
+    /// The bytes of counted frames waiting in the queue.
+    #[must_use]
+    pub fn pending_bytes(&self) -> u64 {
+        self.pending.load(Ordering::Relaxed)
+    }
+
+    /// Waits until at most `bound` bytes of counted frames wait, as long as the writer keeps taking them: `false`
+    /// when it took none for `stall` (the client does not read).
+    pub async fn room_for(&self, bound: u64, stall: Duration) -> bool {
+        loop {
+            let taken = self.taken.notified();
+            if self.pending_bytes() <= bound {
+                return true;
+            }
+            if tokio::time::timeout(stall, taken).await.is_err() {
+                return false;
+            }
+        }
     }
 
     /// Queues a frame only if there is room now.
@@ -64,8 +122,8 @@ impl Outbound {
     /// # Errors
     /// `Err(frame)` when the queue is full or closed.
     pub fn try_send(&self, frame: ServerFrame) -> Result<(), ServerFrame> {
-        self.tx.try_send(frame).map_err(|e| match e {
-            mpsc::error::TrySendError::Full(f) | mpsc::error::TrySendError::Closed(f) => f,
+        self.tx.try_send(Queued { frame, bytes: 0 }).map_err(|e| match e {
+            mpsc::error::TrySendError::Full(q) | mpsc::error::TrySendError::Closed(q) => q.frame,
         })
     }
 }
@@ -78,11 +136,18 @@ pub async fn serve(stream: UnixStream, session: Session, daemon: Arc<Daemon>, sh
     let codec = FrameCodec::default();
     let mut reader = FramedRead::new(read_half, codec.clone());
     let (tx, rx) = mpsc::channel(OUTBOUND_FRAMES);
-    let outbound = Outbound { tx };
+    let pending = Arc::new(AtomicU64::new(0));
+    let taken = Arc::new(Notify::new());
+    let outbound = Outbound {
+        tx,
+        pending: Arc::clone(&pending),
+        taken: Arc::clone(&taken),
+    };
     let in_flight: InFlight = Arc::default();
     let writer = tokio::spawn(write_frames(
         FramedWrite::new(write_half, codec),
         rx,
+        (pending, taken),
         Arc::clone(&in_flight),
     ));
     let session = Arc::new(session);
@@ -302,13 +367,18 @@ fn cancel(in_flight: &InFlight, id: RequestId) {
 /// up to its own terminal frame, are dropped.
 async fn write_frames(
     mut sink: FramedWrite<tokio::net::unix::OwnedWriteHalf, FrameCodec>,
-    mut rx: mpsc::Receiver<ServerFrame>,
+    mut rx: mpsc::Receiver<Queued>,
+    (pending, taken): (Arc<AtomicU64>, Arc<Notify>),
     in_flight: InFlight,
 ) {
     // Requests already ended by a `too_large` error: their later frames are dropped, so each request still gets
     // exactly one terminal frame.
     let mut failed: std::collections::HashSet<RequestId> = std::collections::HashSet::new();
-    while let Some(frame) = rx.recv().await {
+    while let Some(Queued { frame, bytes }) = rx.recv().await {
+        if bytes > 0 {
+            pending.fetch_sub(bytes, Ordering::Relaxed);
+            taken.notify_waiters();
+        }
         let id = frame.request_id();
         if let Some(id) = id.filter(|id| failed.contains(id)) {
             if matches!(frame, ServerFrame::End { .. } | ServerFrame::Error { .. }) {

@@ -111,7 +111,7 @@ pub enum StoreError {
     Closed,
 
     /// Any other SQLite failure (an I/O error, a lock held past the busy timeout).
-    #[error("event store: {0}")]
+    #[error("SQLite: {0}")]
     Sqlite(#[source] Arc<rusqlite::Error>),
 }
 

@@ -130,12 +130,12 @@ pub async fn run(plan: TurnPlan, recorder: Sink, cancel: CancellationToken) -> T
         let calls = std::mem::take(&mut state.calls);
         let mut lost = false;
         for call in calls {
-            state.history.push(HistoryItem::ToolCall {
-                call_id: call.call_id.clone(),
-                tool: call.tool.clone(),
-                freeform: call.freeform,
-                input: call.input.clone(),
-            });
+            state.history.push(HistoryItem::tool_call(
+                call.call_id.clone(),
+                call.tool.clone(),
+                call.freeform,
+                call.input.clone(),
+            ));
             // An interrupt stops the running call (SIGINT to a shell call's command, deny for a question) and runs no
             // further call.
             let output = if cancel.is_cancelled() {

@@ -33,6 +33,10 @@ use crate::network::{ProxyPlan, ProxySupervisor};
 use crate::sandbox::git_link::{self, GitLink};
 use crate::tools::shell::{Detached, EndCause, HiddenShell, InputKind, OutputLimits, Run, RunAnswer};
 
+/// What the model is told when the hidden shell itself ended during a call.
+const SHELL_ENDED_NOTE: &str = "\n[the hidden shell itself ended during this command; the next call starts a new \
+     shell, so variables, functions and the folder set before are gone]";
+
 /// How long the `env -0` run before a contained call may take.
 const PREPARE_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -245,6 +249,10 @@ pub async fn run_shell(
                 model_text.push_str(SANDBOX_NOTE);
             }
         }
+    }
+    if answer.how == Some(EndCause::ShellExited) {
+        // A killed shell (out of memory, a stray `kill`) looks like a failed command otherwise.
+        model_text.push_str(SHELL_ENDED_NOTE);
     }
     if left_running {
         model_text.push_str(&format!(

@@ -200,3 +200,33 @@ pub fn text_of(events: &[Value]) -> String {
 pub fn seqs(events: &[Value]) -> Vec<u64> {
     events.iter().map(|e| e["seq"].as_u64().unwrap()).collect()
 }
+
+/// Reads the whole log of a conversation through a fresh subscription.
+pub async fn whole_log(client: &mut Client, conversation: &str) -> Vec<Value> {
+    let list = client.ok("conversations.list", json!({"limit": 200})).await.unwrap();
+    let last = list["conversations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|row| row["conversation_id"] == conversation)
+        .map(|row| row["last_seq"].as_u64().unwrap())
+        .expect("the conversation is listed");
+    let id = client
+        .send(
+            "conversation.subscribe",
+            json!({"conversation_id": conversation, "after_seq": 0}),
+            true,
+        )
+        .await
+        .unwrap();
+    assert_eq!(client.next_of(id).await.unwrap(), StreamFrame::Ack);
+    let mut events = Vec::new();
+    while (events.len() as u64) < last {
+        match client.next_of(id).await.unwrap() {
+            StreamFrame::Item(item) => events.push(item["event"].clone()),
+            other => panic!("{other:?}"),
+        }
+    }
+    client.cancel(id).await.unwrap();
+    events
+}

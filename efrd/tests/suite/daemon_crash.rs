@@ -11,12 +11,11 @@ use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use efr_protocol::frame::ServerFrame;
-use efr_test_support::client::{Client, StreamFrame};
 use efr_test_support::scripted::{Reply, ReplyEvent};
 use rand::{Rng, SeedableRng};
-use serde_json::{Value, json};
+use serde_json::json;
 
-use common::{daemon, model, prompt};
+use common::{daemon, model, prompt, whole_log};
 
 const ROUNDS: usize = 20;
 
@@ -34,36 +33,6 @@ fn slow_reply(round: usize) -> Reply {
         events,
         ..Reply::default()
     }
-}
-
-/// Reads the whole log of a conversation through a fresh subscription.
-async fn whole_log(client: &mut Client, conversation: &str) -> Vec<Value> {
-    let list = client.ok("conversations.list", json!({"limit": 200})).await.unwrap();
-    let last = list["conversations"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|row| row["conversation_id"] == conversation)
-        .map(|row| row["last_seq"].as_u64().unwrap())
-        .expect("the conversation is listed");
-    let id = client
-        .send(
-            "conversation.subscribe",
-            json!({"conversation_id": conversation, "after_seq": 0}),
-            true,
-        )
-        .await
-        .unwrap();
-    assert_eq!(client.next_of(id).await.unwrap(), StreamFrame::Ack);
-    let mut events = Vec::new();
-    while (events.len() as u64) < last {
-        match client.next_of(id).await.unwrap() {
-            StreamFrame::Item(item) => events.push(item["event"].clone()),
-            other => panic!("{other:?}"),
-        }
-    }
-    client.cancel(id).await.unwrap();
-    events
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

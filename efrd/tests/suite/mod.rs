@@ -15,6 +15,7 @@ mod daemon_restart;
 mod daemon_tools;
 mod daemon_turns;
 mod daemon_watch;
+mod faults;
 mod hidden_shell_memory;
 mod model_catalog;
 mod model_keys;

@@ -38,6 +38,9 @@ use serde_json::{Value, json};
 pub use encode::{Action, Format};
 pub use script::{HttpError, ModelsStep, Raw, Reply, ReplyEvent, Script, ScriptToolCall, ScriptUsage, Step};
 
+/// The largest request body the server reads: 64 MiB.
+const REQUEST_LIMIT: usize = 64 << 20;
+
 /// One request the server received.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RecordedRequest {
@@ -121,7 +124,11 @@ impl ScriptedModel {
         }));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
-        let app = Router::new().fallback(handle).with_state(Arc::clone(&shared));
+        // Providers take request bodies of tens of MiB (a long history); axum's default limit is 2 MiB.
+        let app = Router::new()
+            .fallback(handle)
+            .layer(axum::extract::DefaultBodyLimit::max(REQUEST_LIMIT))
+            .with_state(Arc::clone(&shared));
         let task = tokio::spawn(async move {
             if let Err(error) = axum::serve(listener, app).await {
                 tracing::error!(%error, "scripted model server stopped");

@@ -176,6 +176,42 @@ impl Actor {
         }
         self.history.extend(outcome.history);
         self.finish_turn_status();
+        if self.terminal_recorded != Some(turn_id) {
+            self.unclosed = Some(turn_id);
+            // Still failing is no error here: the next prompt tries again, and says why when it cannot.
+            let _ = self.close_unclosed().await;
+        }
+    }
+
+    /// Records turn_failed for a turn that ended without a terminal event in the log (see `unclosed`), so the log
+    /// closes every turn it opened. The error names the store's failure.
+    ///
+    /// # Errors
+    /// The store's error when it still cannot commit.
+    pub(super) async fn close_unclosed(&mut self) -> Result<(), ErrorBody> {
+        let Some(turn_id) = self.unclosed else {
+            return Ok(());
+        };
+        let cause = self
+            .store_failure
+            .as_ref()
+            .map_or_else(|| "the event store failed".to_owned(), |e| e.message.clone());
+        let failed = EventBody::TurnFailed(TurnFailed {
+            error: ErrorBody::new(
+                ErrorCode::Unavailable,
+                format!("efrd could not record this turn's events ({cause}); the turn stopped there"),
+            ),
+            usage: None,
+            context: None,
+            changes: None,
+        });
+        self.commit(vec![(Some(turn_id), failed)], None)
+            .await
+            .map_err(ErrorBody::from)?;
+        self.unclosed = None;
+        self.terminal_recorded = Some(turn_id);
+        self.store_failure = None;
+        Ok(())
     }
 }
 

@@ -11,7 +11,8 @@ use serde_json::{Value, json};
 use tokio::sync::broadcast::error::RecvError;
 
 use super::{params, result};
-use crate::conversation::summary_to_wire;
+use crate::conversation::history::corrupt_event;
+use crate::conversation::{Live, summary_to_wire};
 use crate::server::{RequestCtx, StreamSink};
 use crate::store::{ConversationCursor, PageRequest};
 use crate::tools::changes::CONVERSATION_DIFF_LINES;
@@ -215,8 +216,8 @@ pub async fn subscribe(ctx: &RequestCtx, raw: Option<Value>, sink: &mut StreamSi
                 }
                 for row in rows.into_iter().take_while(|row| row.seq <= subscription.last_seq) {
                     seq = row.seq;
-                    let event: Value = serde_json::from_str(&row.body)
-                        .map_err(|e| ErrorBody::internal(format!("event {} does not parse: {e}", row.seq)))?;
+                    let event: Value =
+                        serde_json::from_str(&row.body).map_err(|e| ErrorBody::internal(corrupt_event(row.seq, &e)))?;
                     if sink.item(json!({"event": event})).await.is_err() {
                         return Ok(());
                     }
@@ -227,11 +228,20 @@ pub async fn subscribe(ctx: &RequestCtx, raw: Option<Value>, sink: &mut StreamSi
     let floor = params.after_seq.unwrap_or(0).max(subscription.last_seq);
     loop {
         match subscription.events.recv().await {
-            Ok(event) => {
-                if event.seq <= floor {
+            Ok(Live::StoreFailed(error)) => return Err(error),
+            Ok(Live::Event(committed)) => {
+                if committed.event.seq <= floor {
                     continue;
                 }
-                if sink.item(event_item(&event)?).await.is_err() {
+                // A client that does not read holds its events in efrd's memory: past the bound it resubscribes.
+                if !sink.room().await {
+                    return Err(overflow());
+                }
+                if sink
+                    .counted_item(event_item(&committed.event)?, committed.bytes)
+                    .await
+                    .is_err()
+                {
                     return Ok(());
                 }
             }
