@@ -21,7 +21,9 @@
 //! ```
 //!
 //! `--new-session` stops a command from typing into the user's terminal (TIOCSTI); `--die-with-parent` ends the
-//! sandbox with the launcher; `--disable-userns` stops a nested user namespace (a way around the mount masks).
+//! sandbox with the launcher; `--disable-userns` stops a nested user namespace (a way around the mount masks), on
+//! top of the inner stage's seccomp filter, which refuses one on every bubblewrap (`LaunchPlan::disable_userns` is
+//! false for a bubblewrap older than 0.8, which does not know the option).
 //! `--share-net` keeps the host's network for `net_view` and `open_network`. The proxy socket is bound read-only
 //! at [`PROXY_SOCKET_INSIDE`] (a connect needs no write access; the call cannot change the socket's mode); the call
 //! reaches it through the bridge on its loopback ([`crate::bridge`]), or directly.
@@ -125,13 +127,10 @@ fn protected_target(path: &Path) -> io::Result<MaskTarget> {
 pub fn bwrap_args(plan: &LaunchPlan, host: &HostFacts, status_fd: i32) -> Result<Vec<OsString>, PlanError> {
     let mounts = plan.mounts()?;
     let mut args = Args::default();
-    args.push([
-        "--new-session",
-        "--die-with-parent",
-        "--unshare-all",
-        "--unshare-user",
-        "--disable-userns",
-    ]);
+    args.push(["--new-session", "--die-with-parent", "--unshare-all", "--unshare-user"]);
+    if plan.disable_userns {
+        args.push(["--disable-userns"]);
+    }
     if plan.network() != Network::None {
         args.push(["--share-net"]);
     }
@@ -350,6 +349,15 @@ mod tests {
         let text = strings(&bwrap_args(&plan, &host(), 3).unwrap()).join(" ");
         assert!(!text.contains("--size"), "{text}");
         assert!(text.contains("--dev /dev --tmpfs /dev/shm --proc /proc"), "{text}");
+    }
+
+    #[test]
+    fn a_bubblewrap_older_than_0_8_gets_no_disable_userns() {
+        let mut plan = plan();
+        plan.disable_userns = false;
+        let text = strings(&bwrap_args(&plan, &host(), 3).unwrap()).join(" ");
+        assert!(!text.contains("--disable-userns"), "{text}");
+        assert!(text.contains("--unshare-user --json-status-fd 3"), "{text}");
     }
 
     #[test]

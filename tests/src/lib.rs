@@ -6,5 +6,6 @@ pub mod client;
 pub mod daemon;
 pub mod netns;
 pub mod scripted;
+pub mod soak;
 pub mod systemd;
 pub mod tls;

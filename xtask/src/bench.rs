@@ -37,3 +37,16 @@ pub fn bench(_root: &Path) -> Result<()> {
     println!("every budget holds");
     Ok(())
 }
+
+/// `soak`: the long soak run on a release efrd (`efrd/benches/soak.rs`), on demand; `args` go to it (`--turns N`,
+/// `--minutes M`, `--clients C`).
+pub fn soak(args: &[String]) -> Result<()> {
+    let status = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+        .args(["bench", "--locked", "-p", "efrd", "--bench", "soak", "--"])
+        .args(args)
+        .status()?;
+    if !status.success() {
+        bail!("the soak run failed or a budget does not hold ({status})");
+    }
+    Ok(())
+}

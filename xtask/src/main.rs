@@ -9,6 +9,7 @@
 //! | `install` | `cargo install` of efr, efrd and efr-launcher (`--root DIR` to choose where) |
 //! | `demo` | the main job end to end: a sample project's failing test fixed through efrd (`--release`: optimised; `--no-systemd`: systemd-socket-activate instead of a user manager) |
 //! | `bench` | runs the benchmarks and prints each number next to its budget (docs/architecture.md, "Budgets") |
+//! | `soak` | the long soak run of a release efrd, on demand (`--turns N`, `--minutes M`, `--clients C`; docs/operations.md) |
 //!
 //! Every command exits non-zero on the first failure and says which step failed.
 
@@ -24,7 +25,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 
-const USAGE: &str = "usage: cargo xtask <bless | protocol-schema [--check] | tidy | ci | demo [--release] [--no-systemd] | install [--root DIR] | bench>";
+const USAGE: &str = "usage: cargo xtask <bless | protocol-schema [--check] | tidy | ci | demo [--release] [--no-systemd] | install [--root DIR] | bench | soak [--turns N] [--minutes M] [--clients C]>";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -48,6 +49,7 @@ fn run(args: &[String]) -> Result<()> {
         (Some("tidy"), []) => ci::tidy(&root),
         (Some("ci"), []) => ci::ci(&root),
         (Some("bench"), []) => bench::bench(&root),
+        (Some("soak"), _) => bench::soak(&args[1..]),
         (Some("demo"), rest) => demo::demo(&root, rest),
         (Some("install"), rest) => install::install(&root, rest),
         _ => bail!("{USAGE}"),

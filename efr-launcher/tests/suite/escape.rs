@@ -242,6 +242,20 @@ fn battery(user: User) {
         findings.expect("mount", refused, Some(&run), "mount or a user namespace worked");
     }
 
+    // The same without `--disable-userns`, as for a bubblewrap older than 0.8: the seccomp filter alone refuses.
+    let mut plan = fx.plan("unshare -Ur true && echo mapped; unshare -U true && echo plain; echo end");
+    plan.disable_userns = false;
+    let run = fx.run(&plan);
+    if findings.ran("userns without --disable-userns", &run) {
+        let refused = !run.stdout.contains("mapped") && !run.stdout.contains("plain") && run.stdout.contains("end");
+        findings.expect(
+            "userns without --disable-userns",
+            refused,
+            Some(&run),
+            "a nested user namespace was made",
+        );
+    }
+
     // A setuid-root binary gaining privilege.
     let suid = fx.suid_helper.display().to_string();
     let control = helper_outside(user, &fx.suid_helper, &["caps"]);

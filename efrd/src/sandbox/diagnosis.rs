@@ -9,9 +9,11 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-/// The oldest bubblewrap efr can use: `--disable-userns` came in 0.8.0 (`--size`, for the bound of `/dev/shm`,
-/// in 0.7.0).
-pub const MIN_BWRAP: (u64, u64) = (0, 8);
+/// The oldest bubblewrap efr can use: 0.6 (Ubuntu 22.04's 0.6.1) has every option efr needs. Two come later and are
+/// left out for an older one (efrd's probe fits the plan to the version found): `--size`, the bound of
+/// `/dev/shm` (0.7.0), and `--disable-userns` (0.8.0), whose refusal of a nested user namespace the inner stage's
+/// seccomp filter makes on every version.
+pub const MIN_BWRAP: (u64, u64) = (0, 6);
 
 /// The command that installs efr's AppArmor profile (efr/src/commands/apparmor.rs).
 pub const SETUP_APPARMOR: &str = "sudo efr sandbox setup-apparmor";
@@ -100,7 +102,9 @@ pub struct Finding {
 /// The fix of a missing bubblewrap.
 #[must_use]
 pub fn bwrap_missing_fix() -> String {
-    "install bubblewrap 0.8.0 or newer (the `bubblewrap` package), or set $EFR_BWRAP to its path".to_owned()
+    "install bubblewrap 0.6.0 or newer, 0.8.0 or newer for every layer (the `bubblewrap` package), or set \
+     $EFR_BWRAP to its path"
+        .to_owned()
 }
 
 /// The problem of an installed bubblewrap at `path` with `mode` (its file mode): setuid root. Checked before any
@@ -130,9 +134,9 @@ pub fn bwrap_too_old(version: &str) -> Option<Finding> {
     };
     ((major, minor) < MIN_BWRAP).then(|| Finding {
         cause: Cause::BwrapTooOld,
-        reason: format!("bubblewrap {version} is too old (efr needs 0.8.0 or newer)"),
-        fix: "install bubblewrap 0.8.0 or newer: efr uses `--disable-userns` (0.8.0) and `--size` for the sandbox's \
-              /dev/shm (0.7.0)"
+        reason: format!("bubblewrap {version} is too old (efr needs 0.6.0 or newer)"),
+        fix: "install bubblewrap 0.6.0 or newer (0.8.0 or newer for every layer: `--size` bounds the sandbox's \
+              /dev/shm from 0.7.0, `--disable-userns` refuses nested user namespaces from 0.8.0)"
             .to_owned(),
     })
 }
@@ -203,9 +207,10 @@ pub fn setup_error_cause(message: &str, version: Option<&str>, facts: &KernelFac
     if lower.contains("landlock is not available") {
         return landlock_problem(facts);
     }
-    if lower.contains("unknown option --disable-userns") || lower.contains("unknown option --size") {
-        let too_old = bwrap_too_old("0.7").map(|finding| Finding {
-            reason: "this bubblewrap does not know an option efr needs (efr needs 0.8.0 or newer)".to_owned(),
+    if lower.contains("unknown option --") {
+        // efrd leaves out the options a bubblewrap of its version lacks: one refused anyway is older than it says.
+        let too_old = bwrap_too_old("0.5").map(|finding| Finding {
+            reason: "this bubblewrap does not know an option efr passes (efr needs 0.6.0 or newer)".to_owned(),
             ..finding
         });
         return version.and_then(bwrap_too_old).or(too_old);
@@ -356,13 +361,15 @@ mod tests {
     #[test]
     fn an_old_or_setuid_bubblewrap_says_what_needs_which_version() {
         let path = Path::new("/usr/bin/bwrap");
-        let old = bwrap_too_old("0.6.1").unwrap();
+        let old = bwrap_too_old("0.5.0").unwrap();
         assert_eq!(old.cause, Cause::BwrapTooOld);
         assert!(
-            old.fix.contains("--disable-userns` (0.8.0)") && old.fix.contains("(0.7.0)"),
+            old.fix.contains("0.6.0 or newer") && old.fix.contains("from 0.8.0") && old.fix.contains("from 0.7.0"),
             "{old:?}"
         );
-        assert_eq!(bwrap_too_old("0.7.0").unwrap().cause, Cause::BwrapTooOld);
+        assert_eq!(bwrap_too_old("0.4.1").unwrap().cause, Cause::BwrapTooOld);
+        assert_eq!(bwrap_too_old("0.6.1"), None);
+        assert_eq!(bwrap_too_old("0.7.0"), None);
         assert_eq!(bwrap_too_old("0.8.0"), None);
         assert_eq!(bwrap_too_old("0.11.0"), None);
         assert_eq!(bwrap_too_old("git"), None);
@@ -376,9 +383,9 @@ mod tests {
             &ubuntu(),
         );
         assert_eq!(found.map(|f| f.cause), Some(Cause::BwrapSetuid));
-        let found = setup_error_cause("bwrap: Unknown option --disable-userns", Some("0.6.1"), &ubuntu()).unwrap();
+        let found = setup_error_cause("bwrap: Unknown option --clearenv", Some("0.4.1"), &ubuntu()).unwrap();
         assert_eq!(found.cause, Cause::BwrapTooOld);
-        assert!(found.reason.starts_with("bubblewrap 0.6.1 is too old"), "{found:?}");
+        assert!(found.reason.starts_with("bubblewrap 0.4.1 is too old"), "{found:?}");
         // A bubblewrap that calls itself new but refuses an option: the refusal decides.
         let found = setup_error_cause("bwrap: Unknown option --size", Some("0.9.0"), &ubuntu()).unwrap();
         assert_eq!(found.cause, Cause::BwrapTooOld);

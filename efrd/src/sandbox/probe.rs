@@ -70,11 +70,9 @@ pub struct Probe {
 }
 
 impl Probe {
-    /// The bound of a contained call's `/dev/shm` that this bubblewrap can set ([`LaunchPlan::shm_size`]):
-    /// [`SHM_SIZE`], or `None` for a bubblewrap older than 0.7.
-    #[must_use]
-    pub fn shm_size(&self) -> Option<u64> {
-        self.bwrap_version.as_deref().is_none_or(takes_size).then_some(SHM_SIZE)
+    /// Fits `plan` to the bubblewrap found (see [`fit_to_bwrap`]).
+    pub fn fit(&self, plan: &mut LaunchPlan) {
+        fit_to_bwrap(plan, self.bwrap_version.as_deref());
     }
 
     pub(crate) fn step(&mut self, name: ProbeName, failed: Option<String>, detail: Option<String>) {
@@ -203,8 +201,8 @@ pub fn probe(options: &ProbeOptions) -> Probe {
         return found.stop(failed.unwrap_or_default());
     };
     // A real contained `true`: bubblewrap, user namespaces, Landlock and seccomp all have to work.
-    let shm_size = found.shm_size();
-    let plan = base_plan(options, &bwrap, vec!["true".into()], shm_size);
+    let version = found.bwrap_version.clone();
+    let plan = base_plan(options, &bwrap, vec!["true".into()], version.as_deref());
     let report = match launch(&options.launcher, plan) {
         Ok(report) => report,
         Err(err) => {
@@ -272,16 +270,16 @@ pub fn probe(options: &ProbeOptions) -> Probe {
     let seccomp_failed = (!found.seccomp).then(|| "the seccomp filters were not loaded".to_owned());
     found.step(ProbeName::Seccomp, seccomp_failed, None);
     found.status.available = true;
-    let net_view = net_view_self_test(options, &bwrap, shm_size);
+    let net_view = net_view_self_test(options, &bwrap, version.as_deref());
     found.status.netview = net_view.is_ok();
     found.step(ProbeName::NetView, net_view.err(), None);
     found
 }
 
 /// The probe's plan: the default masks, no roots, `/` as the working directory.
-pub(crate) fn base_plan(options: &ProbeOptions, bwrap: &Path, argv: Vec<String>, shm_size: Option<u64>) -> LaunchPlan {
+pub(crate) fn base_plan(options: &ProbeOptions, bwrap: &Path, argv: Vec<String>, version: Option<&str>) -> LaunchPlan {
     let mut plan = LaunchPlan::new(bwrap, argv, "/");
-    plan.shm_size = shm_size;
+    fit_to_bwrap(&mut plan, version);
     plan.env.insert("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into());
     plan.masks = default_masks(&options.home, &options.runtime_dir, &[], &[]);
     plan
@@ -292,7 +290,7 @@ pub(crate) fn base_plan(options: &ProbeOptions, bwrap: &Path, argv: Vec<String>,
 ///
 /// # Errors
 /// Why it did not pass, one sentence.
-fn net_view_self_test(options: &ProbeOptions, bwrap: &Path, shm_size: Option<u64>) -> Result<(), String> {
+fn net_view_self_test(options: &ProbeOptions, bwrap: &Path, version: Option<&str>) -> Result<(), String> {
     let name = format!("efr-probe-{}-{}", std::process::id(), rand::random::<u64>());
     let addr =
         SocketAddr::from_abstract_name(name.as_bytes()).map_err(|e| format!("cannot name an abstract socket: {e}"))?;
@@ -304,7 +302,7 @@ fn net_view_self_test(options: &ProbeOptions, bwrap: &Path, shm_size: Option<u64
         "--abstract".into(),
         name,
     ];
-    let mut plan = base_plan(options, bwrap, argv, shm_size);
+    let mut plan = base_plan(options, bwrap, argv, version);
     plan.grants.push(Grant::NetView);
     let report = launch(&options.launcher, plan).map_err(|e| format!("cannot run efr-launcher: {e}"))?;
     match LaunchReport::end(&report) {
@@ -341,14 +339,20 @@ pub(crate) fn launch(launcher: &Path, mut plan: LaunchPlan) -> std::io::Result<V
     LaunchReport::parse_lines(&text).map_err(std::io::Error::other)
 }
 
-/// Whether a bubblewrap of `version` (such as `0.8.0`) takes `--size`, which came in 0.7.0. A version that does not
-/// read as numbers is taken as new: `--size` then fails the probe's contained `true` with bubblewrap's own message.
-fn takes_size(version: &str) -> bool {
+/// Fits `plan` to bubblewrap `version` (`None`, or a version that does not read as numbers: the newest is assumed):
+/// the bound of `/dev/shm` needs 0.7 (`--size`; [`LaunchPlan::shm_size`]), `--disable-userns` 0.8
+/// ([`LaunchPlan::disable_userns`]). An older bubblewrap runs without them (docs/adr/0004-contained-calls.md,
+/// decision 10). A version taken as new that lacks one fails the probe's contained `true` with bubblewrap's words.
+pub fn fit_to_bwrap(plan: &mut LaunchPlan, version: Option<&str>) {
+    let at_least = |wanted: (u64, u64)| version.and_then(version_numbers).is_none_or(|found| found >= wanted);
+    plan.shm_size = at_least((0, 7)).then_some(SHM_SIZE);
+    plan.disable_userns = at_least((0, 8));
+}
+
+/// `0.8.0` → (0, 8); `None` when it does not read as numbers.
+fn version_numbers(version: &str) -> Option<(u64, u64)> {
     let mut numbers = version.split('.').map(|part| part.parse::<u64>().ok());
-    match (numbers.next().flatten(), numbers.next().flatten()) {
-        (Some(major), Some(minor)) => (major, minor) >= (0, 7),
-        _ => true,
-    }
+    Some((numbers.next().flatten()?, numbers.next().flatten()?))
 }
 
 /// `bwrap --version` → `0.8.0`.
@@ -379,17 +383,21 @@ mod tests {
     use super::*;
 
     #[test]
-    fn size_came_with_bubblewrap_0_7() {
-        for (version, takes) in [
-            ("0.6.1", false),
-            ("0.4.0", false),
-            ("0.7.0", true),
-            ("0.8.0", true),
-            ("0.11.0", true),
-            ("1.0", true),
-            ("git", true),
+    fn size_came_with_bubblewrap_0_7_and_disable_userns_with_0_8() {
+        for (version, size, disable_userns) in [
+            (Some("0.6.1"), false, false),
+            (Some("0.4.0"), false, false),
+            (Some("0.7.0"), true, false),
+            (Some("0.8.0"), true, true),
+            (Some("0.11.0"), true, true),
+            (Some("1.0"), true, true),
+            (Some("git"), true, true),
+            (None, true, true),
         ] {
-            assert_eq!(takes_size(version), takes, "{version}");
+            let mut plan = LaunchPlan::new("/usr/bin/bwrap", vec!["true".into()], "/");
+            fit_to_bwrap(&mut plan, version);
+            assert_eq!(plan.shm_size.is_some(), size, "{version:?}");
+            assert_eq!(plan.disable_userns, disable_userns, "{version:?}");
         }
     }
 }

@@ -55,7 +55,7 @@ pub async fn add_proxy_test(found: &mut Probe, options: &ProbeOptions, proxy: &A
         return;
     }
     let outcome = match (found.status.available, found.paths.bwrap.clone()) {
-        (true, Some(bwrap)) => self_test(options, bwrap, found.shm_size(), proxy).await,
+        (true, Some(bwrap)) => self_test(options, bwrap, found.bwrap_version.as_deref(), proxy).await,
         _ => Err("not checked: the sandbox cannot run".to_owned()),
     };
     found.status.proxy = outcome.is_ok();
@@ -65,7 +65,7 @@ pub async fn add_proxy_test(found: &mut Probe, options: &ProbeOptions, proxy: &A
 async fn self_test(
     options: &ProbeOptions,
     bwrap: PathBuf,
-    found_shm: Option<u64>,
+    bwrap_version: Option<&str>,
     proxy: &Arc<ProxySupervisor>,
 ) -> Result<(), String> {
     let pattern = |host: &str| HostPattern::from_str(host).map_err(|e| format!("the test host does not parse: {e}"));
@@ -86,7 +86,7 @@ async fn self_test(
             ALLOWED.into(),
             DENIED.into(),
         ],
-        found_shm,
+        bwrap_version,
     );
     launch_plan.grants.push(Grant::Host {
         host: ALLOWED.into(),

@@ -588,7 +588,7 @@ async fn prepare(
         report: &report,
         read_only,
     });
-    plan.shm_size = probe.shm_size();
+    probe.fit(&mut plan);
     let (proxy, network_note) = call_network::open(env, call_id, &mut plan).await;
     let written = serde_json::to_vec(&plan)
         .map_err(|e| format!("cannot encode the launch plan: {e}"))

@@ -26,3 +26,4 @@ mod prompt_golden;
 mod sandbox_explain_host;
 mod sandbox_methods;
 mod sandbox_probe;
+mod soak;

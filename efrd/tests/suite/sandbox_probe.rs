@@ -178,9 +178,10 @@ fn a_bubblewrap_that_cannot_build_the_sandbox_is_a_setup_error() {
 }
 
 #[test]
-fn a_bubblewrap_older_than_0_7_runs_without_the_shared_memory_bound() {
-    // The real bubblewrap behind a program that says it is 0.6.1 (Ubuntu 22.04's) and, like it, refuses `--size`,
-    // which came in 0.7.0. The launcher passes its options on `--args FD`, so the program reads them from there.
+fn a_bubblewrap_0_6_runs_without_the_shared_memory_bound_and_disable_userns() {
+    // The real bubblewrap behind a program that says it is 0.6.1 (Ubuntu 22.04's) and, like it, refuses `--size`
+    // (0.7.0) and `--disable-userns` (0.8.0). The launcher passes its options on `--args FD`, so the program reads
+    // them from there.
     let real = find_program("bwrap", OsStr::new("/usr/local/bin:/usr/bin:/bin")).expect("bubblewrap is not installed");
     let dir = tempfile::tempdir().unwrap();
     let old = dir.path().join("bwrap");
@@ -190,8 +191,9 @@ fn a_bubblewrap_older_than_0_7_runs_without_the_shared_memory_bound() {
             "#!/bin/bash\n[ \"$1\" = --version ] && {{ echo 'bubblewrap 0.6.1'; exit 0; }}\n\
              [ \"$1\" = --args ] || {{ echo 'bwrap: expected --args' >&2; exit 1; }}\n\
              options=$(mktemp)\ncat <&\"$2\" >\"$options\"\n\
-             if tr '\\0' '\\n' <\"$options\" | grep -qx -- --size; then\n\
-             rm -f \"$options\"; echo 'bwrap: Unknown option --size' >&2; exit 1\nfi\n\
+             for new in --size --disable-userns; do\n\
+             if tr '\\0' '\\n' <\"$options\" | grep -qx -- $new; then\n\
+             rm -f \"$options\"; echo \"bwrap: Unknown option $new\" >&2; exit 1\nfi\ndone\n\
              eval \"exec $2<\\\"\\$options\\\"\"\nrm -f \"$options\"\nexec {} \"$@\"\n",
             real.display()
         ),
@@ -205,7 +207,12 @@ fn a_bubblewrap_older_than_0_7_runs_without_the_shared_memory_bound() {
     assert_eq!(found.bwrap_version.as_deref(), Some("0.6.1"));
     assert!(found.status.available, "{found:#?}");
     assert!(found.status.netview, "{found:#?}");
-    assert_eq!(found.shm_size(), None);
+    let fitted = |found: &efrd::sandbox::probe::Probe| {
+        let mut plan = efr_protocol::internal::LaunchPlan::new("/usr/bin/bwrap", vec!["true".into()], "/");
+        found.fit(&mut plan);
+        (plan.shm_size, plan.disable_userns)
+    };
+    assert_eq!(fitted(&found), (None, false), "neither option for 0.6.1");
     // The same program saying 0.7.0 gets the bound, and refuses it as 0.6.1 would: the stand-in is strict.
     let text = std::fs::read_to_string(&old).unwrap();
     std::fs::write(&old, text.replace("bubblewrap 0.6.1", "bubblewrap 0.7.0")).unwrap();
@@ -213,7 +220,7 @@ fn a_bubblewrap_older_than_0_7_runs_without_the_shared_memory_bound() {
         bwrap: Some(old),
         ..options(dir.path())
     });
-    assert_eq!(refused.shm_size(), Some(efr_protocol::internal::SHM_SIZE));
+    assert_eq!(fitted(&refused), (Some(efr_protocol::internal::SHM_SIZE), false));
     assert!(!refused.status.available);
     assert_eq!(refused.setup_error.as_deref(), Some("bwrap: Unknown option --size"));
 }
@@ -375,21 +382,18 @@ fn a_setuid_bubblewrap_is_refused_with_why() {
 }
 
 #[test]
-fn a_bubblewrap_without_disable_userns_is_too_old() {
-    // Ubuntu 22.04's bubblewrap 0.6.1 refuses the first option it does not know.
+fn a_bubblewrap_older_than_0_6_is_too_old() {
+    // Debian 11's bubblewrap 0.4.1 refuses the first option it does not know.
     let dir = tempfile::tempdir().unwrap();
-    let fake = failing_bwrap(dir.path(), "0.6.1", "bwrap: Unknown option --disable-userns", 0o755);
+    let fake = failing_bwrap(dir.path(), "0.4.1", "bwrap: Unknown option --clearenv", 0o755);
     let found = probe(&ProbeOptions {
         bwrap: Some(fake),
         ..options(dir.path())
     });
     let run = step(&found.steps, ProbeName::ContainedRun);
     assert!(
-        run.reason.as_deref().unwrap().contains("bubblewrap 0.6.1 is too old"),
+        run.reason.as_deref().unwrap().contains("bubblewrap 0.4.1 is too old"),
         "{run:#?}"
     );
-    assert!(
-        run.fix.as_deref().unwrap().contains("`--disable-userns` (0.8.0)"),
-        "{run:#?}"
-    );
+    assert!(run.fix.as_deref().unwrap().contains("0.6.0 or newer"), "{run:#?}");
 }

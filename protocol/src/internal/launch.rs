@@ -98,10 +98,20 @@ pub struct LaunchPlan {
     /// half the memory; docs/adr/0004-contained-calls.md, decision 10).
     #[serde(default = "default_shm_size")]
     pub shm_size: Option<u64>,
+    /// Whether bubblewrap gets `--disable-userns`, which a bubblewrap older than 0.8 does not have. Without it a
+    /// nested user namespace is still refused: the inner stage's seccomp filter refuses `unshare` and `clone` with
+    /// `CLONE_NEWUSER` and `clone3` on every version (docs/adr/0007-denied-system-calls.md); the flag adds
+    /// bubblewrap's own refusal (`user.max_user_namespaces` = 1 inside) on top.
+    #[serde(default = "default_disable_userns")]
+    pub disable_userns: bool,
 }
 
 fn default_shm_size() -> Option<u64> {
     Some(crate::internal::SHM_SIZE)
+}
+
+fn default_disable_userns() -> bool {
+    true
 }
 
 /// What runs inside the sandbox. The launcher execs it directly: it has no shell of its own.
@@ -291,6 +301,7 @@ impl LaunchPlan {
             report: ReportTo::Stderr,
             proxy: None,
             shm_size: default_shm_size(),
+            disable_userns: default_disable_userns(),
         }
     }
 

@@ -73,6 +73,9 @@ async fn a_client_that_never_reads() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_thousand_clients_at_once() {
     const CLIENTS: usize = 1000;
+    // This process holds a descriptor per client too: its soft limit may be systemd's 1024.
+    let (_, hard) = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE).unwrap();
+    nix::sys::resource::setrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE, hard, hard).unwrap();
     let home = tempfile::tempdir().unwrap();
     let server = model(vec![text_reply("after", 8, 0)]).await;
     let efrd = daemon(home.path(), &server);

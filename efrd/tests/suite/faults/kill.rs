@@ -171,7 +171,7 @@ async fn efrd_during_a_question() {
     // The question ended with its turn: an answer now is refused in words, and nothing ran.
     let mut client = efrd.client().await.unwrap();
     let answer = json!({"command_id": command_id(), "conversation_id": conversation, "call_id": "call_touch",
-        "decision": "allow_once"});
+        "decision": "allow"});
     let error = client.call("approval.respond", answer).await.unwrap().unwrap_err();
     assert!(
         matches!(error.code, ErrorCode::NotFound | ErrorCode::Conflict),
