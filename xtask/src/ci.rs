@@ -11,7 +11,8 @@ use crate::protocol;
 /// first: bubblewrap for the sandbox, dbus for a real bus, zsh and bash for the hidden shell, iproute2 for network
 /// namespaces, python3-venv for the independent phone client, systemd for socket activation and `systemd --user`,
 /// tmux to drive the CLI in a real terminal, git for diffs and snapshots, curl and pip as the real clients of the
-/// egress proxy, e2fsprogs and mount for the fault matrix's small loop-mounted data disk (`mkfs.ext4`, `chattr`).
+/// egress proxy, gdbus (libglib2.0-bin) and jeepney as real clients of the bus proxy, e2fsprogs and mount for the
+/// fault matrix's small loop-mounted data disk (`mkfs.ext4`, `chattr`).
 const PACKAGES: &[&str] = &[
     "bubblewrap",
     "dbus",
@@ -27,6 +28,8 @@ const PACKAGES: &[&str] = &[
     "python3-pip",
     "e2fsprogs",
     "mount",
+    "libglib2.0-bin",
+    "python3-jeepney",
 ];
 
 /// Runs a command, failing with its name when it fails.

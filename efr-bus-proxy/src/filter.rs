@@ -1,0 +1,644 @@
+//! The filter of one proxied connection: each message from the client or from the bus is checked against the
+//! policy and forwarded, answered with a synthetic error, or dropped (docs/bus.md, "What the filter checks").
+//!
+//! Serials are renumbered both ways: the bus sees the proxy's serials and the client sees the proxy's serials, so a
+//! reply is forwarded only when it answers a call that went the other way through this filter, and a client cannot
+//! forge a reply to another peer's call. The filter does no I/O: it turns one message into [`Action`]s.
+
+use std::collections::HashMap;
+use std::num::NonZeroU32;
+use std::os::fd::OwnedFd;
+use std::sync::Arc;
+
+use zbus::message::{Builder, Flags, Message, Type};
+
+use crate::policy::{Level, Policy};
+use crate::report::Refusals;
+
+/// The bus driver's name.
+pub const DRIVER: &str = "org.freedesktop.DBus";
+
+/// The most calls in flight one way (the client's awaiting replies, or the bus's awaiting the client's). A client
+/// over it gets LimitsExceeded: the tables stay bounded whatever it sends.
+pub const MAX_PENDING: usize = 4096;
+
+/// The most peers (unique names) the filter remembers as owners of names the client may see.
+pub const MAX_PEERS: usize = 1024;
+
+const ACCESS_DENIED: &str = "org.freedesktop.DBus.Error.AccessDenied";
+const SERVICE_UNKNOWN: &str = "org.freedesktop.DBus.Error.ServiceUnknown";
+const NAME_HAS_NO_OWNER: &str = "org.freedesktop.DBus.Error.NameHasNoOwner";
+const LIMITS_EXCEEDED: &str = "org.freedesktop.DBus.Error.LimitsExceeded";
+const FAILED: &str = "org.freedesktop.DBus.Error.Failed";
+
+/// What to do with a message.
+#[derive(Debug)]
+pub enum Action {
+    /// Send to the client.
+    ToClient(Message),
+    /// Send to the bus.
+    ToBus(Message),
+    /// End the connection, for this reason.
+    Close(String),
+}
+
+/// A call of the client that awaits the bus's reply.
+#[derive(Debug)]
+struct Pending {
+    client_serial: NonZeroU32,
+    kind: ReplyKind,
+}
+
+/// What the filter does with a reply besides renumbering it.
+#[derive(Debug)]
+enum ReplyKind {
+    Plain,
+    /// The call went to this well-known name: its sender owns it.
+    Learn(String),
+    /// A GetNameOwner of this name: the returned unique name owns it.
+    NameOwner(String),
+    /// ListNames or ListActivatableNames: only names the client may see stay in it.
+    ListNames,
+}
+
+/// The state of one connection's filter.
+#[derive(Debug)]
+pub struct Filter {
+    policy: Arc<Policy>,
+    refusals: Arc<Refusals>,
+    /// The unique name the bus gave the proxy's connection, which the client gets as its own.
+    unique: String,
+    /// Whether the client agreed to pass descriptors.
+    client_fds: bool,
+    hello: bool,
+    next_bus: u32,
+    next_client: u32,
+    /// The bus serial of a client's call → the client's serial.
+    to_bus: HashMap<u32, Pending>,
+    /// The client serial of a bus peer's call → its serial on the bus and its caller.
+    to_client: HashMap<u32, (NonZeroU32, String)>,
+    /// Unique names → the well-known names (that the client may see) they own.
+    peers: HashMap<String, Vec<String>>,
+}
+
+impl Filter {
+    /// A filter for a client whose bus connection is `unique`; `first_bus_serial` is the last serial the proxy
+    /// used on the bus (its Hello).
+    #[must_use]
+    pub fn new(policy: Arc<Policy>, refusals: Arc<Refusals>, unique: String, client_fds: bool) -> Self {
+        Self {
+            policy,
+            refusals,
+            unique,
+            client_fds,
+            hello: false,
+            next_bus: 1,
+            next_client: 0,
+            to_bus: HashMap::new(),
+            to_client: HashMap::new(),
+            peers: HashMap::new(),
+        }
+    }
+
+    /// The calls in flight both ways (for tests of memory bounds).
+    #[must_use]
+    pub fn in_flight(&self) -> usize {
+        self.to_bus.len() + self.to_client.len()
+    }
+
+    /// Checks a message from the client.
+    pub fn from_client(&mut self, message: &Message, fds: Vec<OwnedFd>) -> Vec<Action> {
+        let header = message.header();
+        if !self.hello {
+            return if message.message_type() == Type::MethodCall && is_driver(message, "Hello") {
+                self.hello = true;
+                let unique = self.unique.clone();
+                let mut actions = self.driver_reply(message, &(unique.as_str(),));
+                // As dbus-daemon does: the reply, then NameAcquired for the unique name.
+                let serial = self.client_serial();
+                let acquired = Message::signal("/org/freedesktop/DBus", DRIVER, "NameAcquired")
+                    .and_then(|b| b.sender(DRIVER))
+                    .and_then(|b| b.destination(unique.as_str()))
+                    .map(|b| b.serial(serial))
+                    .and_then(|b| b.build(&(unique.as_str(),)));
+                actions.extend(acquired.map(Action::ToClient));
+                actions
+            } else {
+                vec![Action::Close("the client's first message was not Hello".to_owned())]
+            };
+        }
+        if !fds.is_empty() && !self.client_fds {
+            return vec![Action::Close("descriptors without NEGOTIATE_UNIX_FD".to_owned())];
+        }
+        let destination = header.destination().map(ToString::to_string);
+        drop(header);
+        match message.message_type() {
+            Type::MethodCall => match destination.as_deref() {
+                Some(DRIVER) => self.driver_call(message, fds),
+                Some(name) if name == self.unique => self.forward_call(message, fds, ReplyKind::Plain),
+                Some(name) => self.client_call(message, fds, name),
+                None => self.refuse(message, "", ACCESS_DENIED, "a method call needs a destination"),
+            },
+            Type::MethodReturn | Type::Error => self.client_reply(message, fds),
+            Type::Signal => match destination.as_deref() {
+                // A broadcast: its sender is the proxy's unique name, so it cannot pass for another peer's.
+                None => self.forward(message, fds, Side::Bus, None),
+                Some(name) if self.level_of(name) >= Level::Talk => self.forward(message, fds, Side::Bus, None),
+                Some(name) => {
+                    self.report(message, name);
+                    Vec::new()
+                }
+            },
+        }
+    }
+
+    /// Checks a message from the bus.
+    pub fn from_bus(&mut self, message: &Message, fds: Vec<OwnedFd>) -> Vec<Action> {
+        let header = message.header();
+        let sender = header.sender().map(ToString::to_string).unwrap_or_default();
+        let reply_serial = header.reply_serial();
+        drop(header);
+        if !self.hello {
+            // Nothing reaches the client before its Hello is answered (sd-bus takes anything else as an error); the
+            // bus's NameAcquired for the proxy's connection is made again after the reply.
+            return Vec::new();
+        }
+        if !(fds.is_empty() || self.client_fds && self.fds_allowed(&sender)) {
+            // Descriptors the client may not get: the message is dropped, the descriptors closed.
+            return Vec::new();
+        }
+        match message.message_type() {
+            Type::MethodReturn | Type::Error => {
+                let Some(pending) = reply_serial.and_then(|serial| self.to_bus.remove(&serial.get())) else {
+                    return Vec::new();
+                };
+                self.bus_reply(message, fds, &sender, pending)
+            }
+            Type::Signal if sender == DRIVER => self.driver_signal(message, fds),
+            Type::Signal => {
+                let (interface, member, path) = names(message);
+                let mine = self.peers.get(&sender).cloned().unwrap_or_default();
+                let allowed = self.level_of(&sender) >= Level::Talk
+                    || mine.iter().any(|name| {
+                        self.policy
+                            .may_receive(name, interface.as_deref(), member.as_deref(), path.as_deref())
+                    });
+                if allowed {
+                    self.forward(message, fds, Side::Client, None)
+                } else {
+                    Vec::new()
+                }
+            }
+            Type::MethodCall => {
+                if self.level_of(&sender) >= Level::Talk && self.to_client.len() < MAX_PENDING {
+                    let serial = message.primary_header().serial_num();
+                    let actions = self.forward(message, fds, Side::Client, None);
+                    if !no_reply(message) {
+                        self.to_client.insert(self.next_client, (serial, sender));
+                    }
+                    actions
+                } else if no_reply(message) {
+                    Vec::new()
+                } else {
+                    let serial = self.bus_serial();
+                    let error = Message::error(&message.header(), ACCESS_DENIED)
+                        .map(|b| b.serial(serial))
+                        .and_then(|b| b.build(&("the call's bus filter does not let this peer call it",)));
+                    error.map(Action::ToBus).into_iter().collect()
+                }
+            }
+        }
+    }
+
+    fn client_call(&mut self, message: &Message, fds: Vec<OwnedFd>, name: &str) -> Vec<Action> {
+        let (interface, member, path) = names(message);
+        let level = self.level_of(name);
+        let owned = self.names_of(name);
+        let allowed = level >= Level::Talk
+            || owned.iter().any(|n| {
+                self.policy
+                    .may_call(n, interface.as_deref(), member.as_deref(), path.as_deref())
+            });
+        if !allowed {
+            let error = if self.visible(name) {
+                ACCESS_DENIED
+            } else if name.starts_with(':') {
+                NAME_HAS_NO_OWNER
+            } else {
+                SERVICE_UNKNOWN
+            };
+            return self.refuse(
+                message,
+                name,
+                error,
+                &format!("the call's bus filter does not let it call {name}"),
+            );
+        }
+        if !fds.is_empty() && !self.fds_allowed(name) {
+            return self.refuse(
+                message,
+                name,
+                ACCESS_DENIED,
+                &format!("descriptors may not pass to {name}"),
+            );
+        }
+        let kind = if name.starts_with(':') {
+            ReplyKind::Plain
+        } else {
+            ReplyKind::Learn(name.to_owned())
+        };
+        self.forward_call(message, fds, kind)
+    }
+
+    fn client_reply(&mut self, message: &Message, fds: Vec<OwnedFd>) -> Vec<Action> {
+        let Some(serial) = message.header().reply_serial() else {
+            return Vec::new();
+        };
+        // A reply to no call the bus made to the client through this filter (a forgery, or a second reply): dropped.
+        let Some((bus_serial, caller)) = self.to_client.remove(&serial.get()) else {
+            return Vec::new();
+        };
+        if !fds.is_empty() && !self.fds_allowed(&caller) {
+            return Vec::new();
+        }
+        let serial = self.bus_serial();
+        rebuild(message, serial, Some(bus_serial), Some(&caller), fds)
+            .map(Action::ToBus)
+            .into_iter()
+            .collect()
+    }
+
+    fn driver_call(&mut self, message: &Message, fds: Vec<OwnedFd>) -> Vec<Action> {
+        let header = message.header();
+        let interface = header.interface().map_or(DRIVER.to_owned(), ToString::to_string);
+        let member = header.member().map(ToString::to_string).unwrap_or_default();
+        drop(header);
+        let name_arg = || message.body().deserialize::<(String,)>().ok().map(|(s,)| s);
+        let first_arg = || message.body().deserialize_unchecked::<String>().ok();
+        match (interface.as_str(), member.as_str()) {
+            (DRIVER, "Hello") => self.refuse_quietly(message, FAILED, "Already handled an Hello message"),
+            (DRIVER, "AddMatch") => match first_arg() {
+                Some(rule) if !eavesdrops(&rule) => self.forward_call(message, fds, ReplyKind::Plain),
+                _ => self.refuse(message, DRIVER, ACCESS_DENIED, "eavesdropping is not allowed"),
+            },
+            (DRIVER, "RemoveMatch" | "GetId" | "Features")
+            | ("org.freedesktop.DBus.Introspectable", "Introspect")
+            | ("org.freedesktop.DBus.Peer", _)
+            | ("org.freedesktop.DBus.Properties", "Get" | "GetAll") => {
+                self.forward_call(message, fds, ReplyKind::Plain)
+            }
+            (DRIVER, "ListNames" | "ListActivatableNames") => self.forward_call(message, fds, ReplyKind::ListNames),
+            (DRIVER, "GetNameOwner") => match name_arg() {
+                Some(name) if self.visible(&name) => self.forward_call(message, fds, ReplyKind::NameOwner(name)),
+                name => self.refuse_quietly(
+                    message,
+                    NAME_HAS_NO_OWNER,
+                    &format!(
+                        "Could not get owner of name '{}': no such name",
+                        name.unwrap_or_default()
+                    ),
+                ),
+            },
+            (DRIVER, "NameHasOwner") => match name_arg() {
+                Some(name) if self.visible(&name) => self.forward_call(message, fds, ReplyKind::Plain),
+                _ => self.driver_reply(message, &(false,)),
+            },
+            (DRIVER, "StartServiceByName") => match first_arg() {
+                Some(name) if self.level_of(&name) >= Level::Talk => self.forward_call(message, fds, ReplyKind::Plain),
+                name => {
+                    let name = name.unwrap_or_default();
+                    self.refuse(
+                        message,
+                        &name,
+                        SERVICE_UNKNOWN,
+                        &format!("the call's bus filter hides {name}"),
+                    )
+                }
+            },
+            (DRIVER, "RequestName" | "ReleaseName") => match first_arg() {
+                Some(name) if self.policy.level(&name) >= Level::Own => {
+                    self.forward_call(message, fds, ReplyKind::Plain)
+                }
+                name => {
+                    let name = name.unwrap_or_default();
+                    self.refuse(
+                        message,
+                        &name,
+                        ACCESS_DENIED,
+                        &format!("the call's bus filter does not let it own {name}"),
+                    )
+                }
+            },
+            (
+                DRIVER,
+                "GetConnectionUnixUser"
+                | "GetConnectionUnixProcessID"
+                | "GetConnectionCredentials"
+                | "GetAdtAuditSessionData"
+                | "GetConnectionSELinuxSecurityContext"
+                | "ListQueuedOwners",
+            ) => match name_arg() {
+                Some(name) if self.visible(&name) => self.forward_call(message, fds, ReplyKind::Plain),
+                name => {
+                    let name = name.unwrap_or_default();
+                    self.refuse_quietly(message, NAME_HAS_NO_OWNER, &format!("the name {name} has no owner"))
+                }
+            },
+            // BecomeMonitor, UpdateActivationEnvironment, ReloadConfig, Properties.Set and anything new.
+            _ => self.refuse(
+                message,
+                DRIVER,
+                ACCESS_DENIED,
+                &format!("the call's bus filter refuses {interface}.{member}"),
+            ),
+        }
+    }
+
+    fn bus_reply(&mut self, message: &Message, fds: Vec<OwnedFd>, sender: &str, pending: Pending) -> Vec<Action> {
+        let serial = self.client_serial();
+        let is_return = message.message_type() == Type::MethodReturn;
+        match pending.kind {
+            ReplyKind::Learn(name) if sender.starts_with(':') => self.learn(sender, &name),
+            ReplyKind::NameOwner(name) if is_return => {
+                if let Ok(owner) = message.body().deserialize::<String>() {
+                    self.learn(&owner, &name);
+                }
+            }
+            ReplyKind::ListNames if is_return => {
+                let names: Vec<String> = message.body().deserialize().unwrap_or_default();
+                let names: Vec<String> = names.into_iter().filter(|name| self.visible(name)).collect();
+                let reply = Builder::from(message.header())
+                    .serial(serial)
+                    .reply_serial(Some(pending.client_serial))
+                    .build(&(names,));
+                return reply.map(Action::ToClient).into_iter().collect();
+            }
+            _ => {}
+        }
+        rebuild(message, serial, Some(pending.client_serial), None, fds)
+            .map(Action::ToClient)
+            .into_iter()
+            .collect()
+    }
+
+    fn driver_signal(&mut self, message: &Message, fds: Vec<OwnedFd>) -> Vec<Action> {
+        if message.header().member().map(zbus::names::MemberName::as_str) != Some("NameOwnerChanged") {
+            return self.forward(message, fds, Side::Client, None);
+        }
+        let Ok((name, old, new)) = message.body().deserialize::<(String, String, String)>() else {
+            return Vec::new();
+        };
+        if !self.visible(&name) {
+            return Vec::new();
+        }
+        if name.starts_with(':') {
+            if new.is_empty() {
+                self.peers.remove(&name);
+            }
+        } else {
+            if let Some(names) = self.peers.get_mut(&old) {
+                names.retain(|n| *n != name);
+            }
+            if !new.is_empty() {
+                self.learn(&new, &name);
+            }
+        }
+        self.forward(message, fds, Side::Client, None)
+    }
+
+    /// Forwards a client's call to the bus, remembering it for its reply.
+    fn forward_call(&mut self, message: &Message, fds: Vec<OwnedFd>, kind: ReplyKind) -> Vec<Action> {
+        let no_reply = no_reply(message);
+        if !no_reply && self.to_bus.len() >= MAX_PENDING {
+            return self.refuse_quietly(message, LIMITS_EXCEEDED, "too many calls awaiting replies");
+        }
+        let client_serial = message.primary_header().serial_num();
+        let actions = self.forward(message, fds, Side::Bus, None);
+        if !no_reply && !actions.is_empty() {
+            self.to_bus.insert(self.next_bus, Pending { client_serial, kind });
+        }
+        actions
+    }
+
+    fn forward(
+        &mut self,
+        message: &Message,
+        fds: Vec<OwnedFd>,
+        side: Side,
+        reply_serial: Option<NonZeroU32>,
+    ) -> Vec<Action> {
+        let keep = reply_serial.or_else(|| message.header().reply_serial());
+        match side {
+            Side::Bus => {
+                let serial = self.bus_serial();
+                rebuild(message, serial, keep, None, fds).map(Action::ToBus)
+            }
+            Side::Client => {
+                let serial = self.client_serial();
+                rebuild(message, serial, keep, None, fds).map(Action::ToClient)
+            }
+        }
+        .into_iter()
+        .collect()
+    }
+
+    /// A refusal that is reported in `bus_refused`, with its synthetic error.
+    fn refuse(&mut self, message: &Message, name: &str, error: &str, text: &str) -> Vec<Action> {
+        self.report(message, name);
+        self.refuse_quietly(message, error, text)
+    }
+
+    fn report(&self, message: &Message, name: &str) {
+        let (_, member, path) = names(message);
+        self.refusals.add(name, member.as_deref(), path.as_deref());
+    }
+
+    /// A synthetic error from the bus driver to the client's call (none when it expects no reply).
+    fn refuse_quietly(&mut self, message: &Message, error: &str, text: &str) -> Vec<Action> {
+        if no_reply(message) {
+            return Vec::new();
+        }
+        let serial = self.client_serial();
+        Message::error(&message.header(), error)
+            .and_then(|b| b.sender(DRIVER))
+            .and_then(|b| b.destination(self.unique.as_str()))
+            .map(|b| b.serial(serial))
+            .and_then(|b| b.build(&(text,)))
+            .map(Action::ToClient)
+            .into_iter()
+            .collect()
+    }
+
+    /// A reply from the bus driver, made by the filter.
+    fn driver_reply<B>(&mut self, message: &Message, body: &B) -> Vec<Action>
+    where
+        B: serde::Serialize + zbus::zvariant::DynamicType,
+    {
+        if no_reply(message) {
+            return Vec::new();
+        }
+        let serial = self.client_serial();
+        Message::method_return(&message.header())
+            .and_then(|b| b.sender(DRIVER))
+            .and_then(|b| b.destination(self.unique.as_str()))
+            .map(|b| b.serial(serial))
+            .and_then(|b| b.build(body))
+            .map(Action::ToClient)
+            .into_iter()
+            .collect()
+    }
+
+    fn learn(&mut self, unique: &str, name: &str) {
+        if !unique.starts_with(':') || unique == self.unique || !self.policy.mentions(name) {
+            return;
+        }
+        if !self.peers.contains_key(unique) && self.peers.len() >= MAX_PEERS {
+            return;
+        }
+        let names = self.peers.entry(unique.to_owned()).or_default();
+        if !names.iter().any(|n| n == name) {
+            names.push(name.to_owned());
+        }
+    }
+
+    /// The well-known names a destination stands for: itself, or the names its unique name owns.
+    fn names_of(&self, name: &str) -> Vec<String> {
+        if name.starts_with(':') {
+            self.peers.get(name).cloned().unwrap_or_default()
+        } else {
+            vec![name.to_owned()]
+        }
+    }
+
+    fn level_of(&self, name: &str) -> Level {
+        if name == DRIVER || name == self.unique {
+            return Level::Talk;
+        }
+        let level = self
+            .names_of(name)
+            .iter()
+            .map(|n| self.policy.level(n))
+            .max()
+            .unwrap_or(Level::None);
+        if level == Level::None && self.visible(name) {
+            Level::See
+        } else {
+            level
+        }
+    }
+
+    fn visible(&self, name: &str) -> bool {
+        if name == DRIVER || name == self.unique {
+            return true;
+        }
+        if name.starts_with(':') {
+            return self.peers.get(name).is_some_and(|names| !names.is_empty());
+        }
+        self.policy.mentions(name)
+    }
+
+    fn fds_allowed(&self, name: &str) -> bool {
+        self.names_of(name).iter().any(|n| self.policy.fds_allowed(n))
+    }
+
+    fn bus_serial(&mut self) -> NonZeroU32 {
+        next(&mut self.next_bus)
+    }
+
+    fn client_serial(&mut self) -> NonZeroU32 {
+        next(&mut self.next_client)
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Side {
+    Bus,
+    Client,
+}
+
+fn next(counter: &mut u32) -> NonZeroU32 {
+    *counter = counter.wrapping_add(1);
+    if *counter == 0 {
+        *counter = 1;
+    }
+    NonZeroU32::new(*counter).unwrap_or(NonZeroU32::MIN)
+}
+
+fn no_reply(message: &Message) -> bool {
+    message.message_type() != Type::MethodCall || message.primary_header().flags().contains(Flags::NoReplyExpected)
+}
+
+fn is_driver(message: &Message, member: &str) -> bool {
+    let header = message.header();
+    header.destination().map(zbus::names::BusName::as_str) == Some(DRIVER)
+        && header.interface().is_none_or(|i| i.as_str() == DRIVER)
+        && header.member().map(zbus::names::MemberName::as_str) == Some(member)
+}
+
+fn names(message: &Message) -> (Option<String>, Option<String>, Option<String>) {
+    let header = message.header();
+    (
+        header.interface().map(ToString::to_string),
+        header.member().map(ToString::to_string),
+        header.path().map(ToString::to_string),
+    )
+}
+
+/// Whether a match rule asks for messages meant for others (`eavesdrop=true`, or any value but `false`).
+fn eavesdrops(rule: &str) -> bool {
+    let mut rest = rule;
+    loop {
+        let Some((key, after)) = rest.split_once('=') else {
+            return false;
+        };
+        let (value, after) = match after.strip_prefix('\'') {
+            Some(quoted) => match quoted.split_once('\'') {
+                Some((value, after)) => (value, after),
+                None => (quoted, ""),
+            },
+            None => after
+                .split_once(',')
+                .map_or((after, ""), |(value, after)| (value, after)),
+        };
+        if key.trim().trim_start_matches(',').trim() == "eavesdrop" && value.trim() != "false" {
+            return true;
+        }
+        rest = after;
+    }
+}
+
+/// The message with new serials (and a new destination), carrying `fds`.
+fn rebuild(
+    message: &Message,
+    serial: NonZeroU32,
+    reply_serial: Option<NonZeroU32>,
+    destination: Option<&str>,
+    fds: Vec<OwnedFd>,
+) -> zbus::Result<Message> {
+    let body = message.body();
+    let mut builder = Builder::from(message.header())
+        .serial(serial)
+        .reply_serial(reply_serial);
+    if let Some(destination) = destination {
+        builder = builder.destination(destination)?;
+    }
+    let fds = fds.into_iter().map(zbus::zvariant::OwnedFd::from).collect();
+    // SAFETY: the body's bytes are those of a message zbus parsed, in its endianness and with its signature; the
+    // descriptors are the ones that came with it, in order, so its indices name the same descriptors.
+    unsafe { builder.build_raw_body(body.data().bytes(), body.signature().clone(), fds) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::eavesdrops;
+
+    #[test]
+    fn eavesdropping_match_rules_are_caught() {
+        assert!(eavesdrops("type='signal',eavesdrop=true"));
+        assert!(eavesdrops("eavesdrop='true'"));
+        assert!(eavesdrops("type='method_call', eavesdrop = 'true'"));
+        assert!(!eavesdrops("type='signal',eavesdrop='false'"));
+        assert!(!eavesdrops("type='signal',arg0='eavesdrop=true'"));
+        assert!(!eavesdrops("type='signal',interface='org.foo'"));
+    }
+}

@@ -1,0 +1,130 @@
+//! Serving one plan: a listening socket whose every connection gets its own connection to the real bus, filtered.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use tokio::net::{UnixListener, UnixStream};
+use tokio::sync::Semaphore;
+use zbus::message::{Message, Type};
+
+use crate::filter::{Action, DRIVER, Filter};
+use crate::policy::Policy;
+use crate::report::Refusals;
+use crate::sasl;
+use crate::wire::Conn;
+
+/// The largest message either way, in bytes: far above what a notification or a portal call needs, far below
+/// the 128 MiB the specification allows, so that a connection's buffer stays small.
+pub const MAX_MESSAGE: usize = 4 * 1024 * 1024;
+
+/// The most connections one plan serves at once; one more is closed at once.
+pub const MAX_CONNECTIONS: usize = 64;
+
+/// The messages the bus may send before answering the proxy's Hello (NameAcquired and the like).
+const MAX_BEFORE_HELLO: usize = 16;
+
+/// What a plan's connections share.
+#[derive(Debug)]
+pub struct Plan {
+    /// The real bus's socket.
+    pub upstream: PathBuf,
+    /// The call's policy.
+    pub policy: Arc<Policy>,
+    /// Where refusals are counted.
+    pub refusals: Arc<Refusals>,
+    /// The largest message either way, in bytes.
+    pub max_message: usize,
+}
+
+/// Accepts connections until the listener fails, serving each in its own task.
+pub async fn serve(listener: UnixListener, plan: Arc<Plan>) {
+    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    while let Ok((stream, _)) = listener.accept().await {
+        let Ok(slot) = Arc::clone(&slots).try_acquire_owned() else {
+            continue;
+        };
+        let plan = Arc::clone(&plan);
+        tokio::spawn(async move {
+            // A connection's end concerns only that client; a bad one is said on stderr, efrd's log.
+            if let Err(error) = connection(stream, &plan).await {
+                eprintln!("efr-bus-proxy: a connection ended: {error}");
+            }
+            drop(slot);
+        });
+    }
+}
+
+/// Serves one client until either side closes.
+///
+/// # Errors
+/// Why the connection ended badly: the bus could not be reached or refused the login, the client broke the
+/// authentication or the framing, or sent what ends a connection (a message over the limit, none but Hello first).
+pub async fn connection(client: UnixStream, plan: &Plan) -> Result<(), String> {
+    let mut client = Conn::new(client, plan.max_message);
+    let bus = UnixStream::connect(&plan.upstream)
+        .await
+        .map_err(|e| format!("cannot connect to the bus at {}: {e}", plan.upstream.display()))?;
+    let mut bus = Conn::new(bus, plan.max_message);
+    let (guid, _) = sasl::login(&mut bus, nix::unistd::getuid().as_raw()).await?;
+    let unique = hello(&mut bus).await?;
+    let agreed = sasl::accept(&mut client, &guid).await?;
+    let mut filter = Filter::new(
+        Arc::clone(&plan.policy),
+        Arc::clone(&plan.refusals),
+        unique,
+        agreed.unix_fds,
+    );
+    loop {
+        let (from_client, read) = tokio::select! {
+            read = client.read_message() => (true, read),
+            read = bus.read_message() => (false, read),
+        };
+        let side = if from_client { "the client" } else { "the bus" };
+        let Some((message, fds)) = read.map_err(|e| format!("{side}: {e}"))? else {
+            return if from_client {
+                Ok(())
+            } else {
+                Err("the bus closed the connection".to_owned())
+            };
+        };
+        let actions = if from_client {
+            filter.from_client(&message, fds)
+        } else {
+            filter.from_bus(&message, fds)
+        };
+        for action in actions {
+            match action {
+                Action::ToClient(message) => client.send(&message).await.map_err(|e| format!("the client: {e}"))?,
+                Action::ToBus(message) => bus.send(&message).await.map_err(|e| format!("the bus: {e}"))?,
+                Action::Close(why) => return Err(why),
+            }
+        }
+    }
+}
+
+/// Says Hello to the bus (serial 1) and returns the unique name it gave.
+async fn hello(bus: &mut Conn) -> Result<String, String> {
+    let message = Message::method_call("/org/freedesktop/DBus", "Hello")
+        .and_then(|b| b.destination(DRIVER))
+        .and_then(|b| b.interface(DRIVER))
+        .map(|b| b.serial(std::num::NonZeroU32::MIN))
+        .and_then(|b| b.build(&()))
+        .map_err(|e| format!("cannot build Hello: {e}"))?;
+    bus.send(&message).await.map_err(|e| format!("the bus: {e}"))?;
+    for _ in 0..MAX_BEFORE_HELLO {
+        let Some((reply, _)) = bus.read_message().await.map_err(|e| format!("the bus: {e}"))? else {
+            break;
+        };
+        if reply.header().reply_serial() != Some(std::num::NonZeroU32::MIN) {
+            continue;
+        }
+        if reply.message_type() != Type::MethodReturn {
+            return Err("the bus refused Hello".to_owned());
+        }
+        return reply
+            .body()
+            .deserialize::<String>()
+            .map_err(|e| format!("the bus's answer to Hello: {e}"));
+    }
+    Err("the bus did not answer Hello".to_owned())
+}

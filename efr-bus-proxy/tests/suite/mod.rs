@@ -1,0 +1,6 @@
+//! One module per file of this folder; `tests/all.rs` is the binary that holds them.
+
+mod clients;
+mod faults;
+mod harness;
+mod traps;
