@@ -1,8 +1,8 @@
-//! `efr-bus-proxy --listen PATH --upstream ADDRESS [RULES]`: serves one filtered socket (see the library's docs).
+//! `efr-bus-proxy --control-fd N --sockets DIR`: the supervised proxy efrd starts (see the library's docs).
 //!
-//! Rules: `--see NAME`, `--talk NAME`, `--own NAME`, `--call RULE`, `--broadcast RULE`, `--fds NAME`, or
-//! `--default` for the session default (docs/bus.md, "Policy"). efrd's supervised mode over a control socket, like
-//! efr-proxy's, is not built yet.
+//! `efr-bus-proxy --listen PATH --upstream ADDRESS [RULES]` serves one filtered socket by hand, unhardened, for
+//! tests and for trying a policy: `--see NAME`, `--talk NAME`, `--own NAME`, `--call RULE`, `--broadcast RULE`,
+//! `--fds NAME`, or `--default` for the session default (docs/bus.md, "Policy").
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -13,7 +13,7 @@ use efr_bus_proxy::report::Refusals;
 use efr_bus_proxy::serve::{MAX_MESSAGE, Plan, serve};
 use efr_protocol::wire::Bus;
 
-const USAGE: &str = "usage: efr-bus-proxy --listen PATH --upstream ADDRESS [--default] [--see|--talk|--own|--fds NAME] \
+const USAGE: &str = "usage: efr-bus-proxy --control-fd N --sockets DIR\n       efr-bus-proxy --listen PATH --upstream ADDRESS [--default] [--see|--talk|--own|--fds NAME] \
                      [--call|--broadcast NAME=INTERFACE.MEMBER@PATH]";
 
 fn main() -> ExitCode {
@@ -27,6 +27,14 @@ fn main() -> ExitCode {
 }
 
 fn run() -> Result<(), String> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if let [flag, fd, sockets_flag, sockets] = args.as_slice()
+        && flag == "--control-fd"
+        && sockets_flag == "--sockets"
+    {
+        let fd = fd.parse().map_err(|_| format!("--control-fd {fd} is not a number"))?;
+        return efr_bus_proxy::run(fd, std::path::Path::new(sockets));
+    }
     let mut listen = None;
     let mut upstream = None;
     let mut policy = Policy::default();
@@ -68,6 +76,8 @@ fn run() -> Result<(), String> {
             policy: Arc::new(policy),
             refusals: Arc::new(Refusals::new(Bus::Session)),
             max_message: MAX_MESSAGE,
+            uid: nix::unistd::getuid().as_raw(),
+            connections: std::sync::atomic::AtomicU64::new(0),
         };
         serve(listener, Arc::new(plan)).await;
         Ok(())

@@ -2,9 +2,10 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use tokio::net::{UnixListener, UnixStream};
-use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
 use zbus::message::{Message, Type};
 
 use crate::filter::{Action, DRIVER, Filter};
@@ -34,23 +35,34 @@ pub struct Plan {
     pub refusals: Arc<Refusals>,
     /// The largest message either way, in bytes.
     pub max_message: usize,
+    /// The uid the proxy logs in as (read before the proxy hardened itself: `getuid` is not in its allow-list).
+    pub uid: u32,
+    /// Connections accepted so far.
+    pub connections: AtomicU64,
 }
 
-/// Accepts connections until the listener fails, serving each in its own task.
+/// Accepts connections until the listener fails, serving each in a task of its own. Ending (or aborting) this
+/// future ends every connection it serves: they are held in a [`JoinSet`].
 pub async fn serve(listener: UnixListener, plan: Arc<Plan>) {
-    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
-    while let Ok((stream, _)) = listener.accept().await {
-        let Ok(slot) = Arc::clone(&slots).try_acquire_owned() else {
-            continue;
-        };
-        let plan = Arc::clone(&plan);
-        tokio::spawn(async move {
-            // A connection's end concerns only that client; a bad one is said on stderr, efrd's log.
-            if let Err(error) = connection(stream, &plan).await {
-                eprintln!("efr-bus-proxy: a connection ended: {error}");
+    let mut connections = JoinSet::new();
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let Ok((stream, _)) = accepted else { break };
+                if connections.len() >= MAX_CONNECTIONS {
+                    continue;
+                }
+                plan.connections.fetch_add(1, Ordering::Relaxed);
+                let plan = Arc::clone(&plan);
+                connections.spawn(async move {
+                    // A connection's end concerns only that client; a bad one is said on stderr, efrd's log.
+                    if let Err(error) = connection(stream, &plan).await {
+                        eprintln!("efr-bus-proxy: a connection ended: {error}");
+                    }
+                });
             }
-            drop(slot);
-        });
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+        }
     }
 }
 
@@ -65,7 +77,7 @@ pub async fn connection(client: UnixStream, plan: &Plan) -> Result<(), String> {
         .await
         .map_err(|e| format!("cannot connect to the bus at {}: {e}", plan.upstream.display()))?;
     let mut bus = Conn::new(bus, plan.max_message);
-    let (guid, _) = sasl::login(&mut bus, nix::unistd::getuid().as_raw()).await?;
+    let (guid, _) = sasl::login(&mut bus, plan.uid).await?;
     let unique = hello(&mut bus).await?;
     let agreed = sasl::accept(&mut client, &guid).await?;
     let mut filter = Filter::new(

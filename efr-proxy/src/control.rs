@@ -105,7 +105,11 @@ fn to_value<T: serde::Serialize>(value: T) -> Result<Value, ErrorBody> {
 }
 
 /// Reads one frame; `None` at the end of the stream between frames. A body over the limit is read and dropped.
-async fn read_frame<R: AsyncRead + Unpin>(
+/// efr-bus-proxy's control socket reads with it too.
+///
+/// # Errors
+/// The transport's error, a body over [`MAX_CONTROL_FRAME`] (`TooLarge`), or a body that is not a JSON object.
+pub async fn read_frame<R: AsyncRead + Unpin>(
     reader: &mut R,
 ) -> Result<Option<serde_json::Map<String, Value>>, FrameError> {
     let mut header = [0_u8; HEADER_LEN];
@@ -133,7 +137,11 @@ async fn read_frame<R: AsyncRead + Unpin>(
     }
 }
 
-async fn write<W: AsyncWrite + Unpin>(writer: &mut W, frames: &[ServerFrame]) -> std::io::Result<()> {
+/// Writes frames in the public protocol's framing, in one write.
+///
+/// # Errors
+/// The transport's error.
+pub async fn write<W: AsyncWrite + Unpin>(writer: &mut W, frames: &[ServerFrame]) -> std::io::Result<()> {
     if frames.is_empty() {
         return Ok(());
     }

@@ -108,13 +108,22 @@ const IOCTLS: &[u64] = &[libc::FIONBIO as u64, libc::FIOCLEX as u64];
 /// # Errors
 /// The layer that failed, in a sentence: the proxy must not serve without it.
 pub fn apply(sockets: &Path) -> Result<(), String> {
+    apply_with(sockets, FAMILIES)
+}
+
+/// The same layers with `socket` allowed for `families` only: efr-bus-proxy, which opens Unix sockets only, hardens
+/// itself with this.
+///
+/// # Errors
+/// As [`apply`].
+pub fn apply_with(sockets: &Path, families: &[i32]) -> Result<(), String> {
     drop_capabilities()?;
     // SAFETY: prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) only sets a flag of this process.
     if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
         return Err(format!("cannot set no_new_privs: {}", std::io::Error::last_os_error()));
     }
     landlock(sockets)?;
-    seccomp()
+    seccomp(families)
 }
 
 fn drop_capabilities() -> Result<(), String> {
@@ -193,7 +202,7 @@ fn landlock(sockets: &Path) -> Result<(), String> {
     Ok(())
 }
 
-fn seccomp() -> Result<(), String> {
+fn seccomp(families: &[i32]) -> Result<(), String> {
     fn fail(err: impl std::fmt::Display) -> String {
         format!("seccomp: {err}")
     }
@@ -204,7 +213,7 @@ fn seccomp() -> Result<(), String> {
         SeccompCondition::new(arg, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, value)
             .and_then(|condition| SeccompRule::new(vec![condition]))
     };
-    let families = FAMILIES
+    let families = families
         .iter()
         .map(|family| eq(0, u64::from(family.unsigned_abs())))
         .collect::<Result<Vec<_>, _>>()

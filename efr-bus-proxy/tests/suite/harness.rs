@@ -199,6 +199,8 @@ impl Filtered {
             policy: Arc::new(policy),
             refusals: Arc::clone(&refusals),
             max_message,
+            uid: nix::unistd::getuid().as_raw(),
+            connections: std::sync::atomic::AtomicU64::new(0),
         };
         let task = tokio::spawn(serve(listener, Arc::new(plan)));
         Self {

@@ -1,6 +1,7 @@
 //! One module per file of this folder; `tests/all.rs` is the binary that holds them.
 
 mod clients;
+mod control;
 mod faults;
 mod harness;
 mod traps;

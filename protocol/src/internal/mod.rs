@@ -10,7 +10,9 @@
 //! - [`report`]: the JSON lines that `efr-launcher` writes about one launch, and its exit codes.
 //! - [`host`]: host names and patterns, as the network rules compare them.
 //! - [`proxy`]: the control messages between efrd and `efr-proxy`.
+//! - [`bus_proxy`]: the control messages between efrd and `efr-bus-proxy`.
 
+pub mod bus_proxy;
 pub mod host;
 pub mod launch;
 pub mod masks;
