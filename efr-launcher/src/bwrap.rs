@@ -155,6 +155,7 @@ pub fn bwrap_args(plan: &LaunchPlan, host: &HostFacts, status_fd: i32) -> Result
                 args.path("--tmpfs", path);
             }
             MountKind::Writable | MountKind::Socket => args.paths("--bind", path, path),
+            MountKind::BusSocket => args.paths("--bind", mount.source.as_deref().unwrap_or(path), path),
             MountKind::Device => args.paths("--dev-bind", path, path),
             MountKind::Mask => match host.masks.get(path).unwrap_or(&MaskTarget::Missing) {
                 MaskTarget::Dir(real) => {

@@ -4,4 +4,5 @@ mod clients;
 mod control;
 mod faults;
 mod harness;
+mod sandbox;
 mod traps;

@@ -97,7 +97,9 @@ pub fn explain(path: &Path, cwd: Option<&Path>, plan: &LaunchPlan) -> Result<Exp
     let below = path != mount.path;
     let view = match mount.kind {
         MountKind::RootReadOnly | MountKind::Proc => View::ReadOnly,
-        MountKind::Writable | MountKind::Pinned | MountKind::Device | MountKind::Socket => View::Writable,
+        MountKind::Writable | MountKind::Pinned | MountKind::Device | MountKind::Socket | MountKind::BusSocket => {
+            View::Writable
+        }
         MountKind::ReadOnly(_) => View::ReadOnly,
         MountKind::Mask => View::Masked,
         MountKind::Tmp | MountKind::SharedMemory if below => View::Hidden,

@@ -30,10 +30,13 @@
 //! - Every path is absolute and normal (no `.` or `..` component); no string holds a NUL byte, and no argument,
 //!   command line or `NAME=value` is longer than an exec takes ([`crate::internal::MAX_EXEC_STRING`]).
 //! - `/` itself is never writable, and nothing under `/proc` or `/dev` is (a device comes with a `device` grant).
-//! - Grants: `write`, `device`, `unmask`, `socket`, `net_view`, `open_network` and `host` have a plan step. `bus`,
-//!   `bus_filter` and `desktop` come with their issues (the bus proxy, the desktop sockets) and are refused with a
+//! - Grants: `write`, `device`, `unmask`, `socket`, `net_view`, `open_network`, `host` and `bus_filter` have a plan
+//!   step. `bus` and `desktop` come with their issues (the exits, the desktop sockets) and are refused with a
 //!   message that says so; an `unknown` grant is refused (docs/protocol.md, "The contract": "the network view
 //!   (phase D1)").
+//! - `bus_sockets` holds exactly one entry per `bus_filter` grant, of the same bus: the call's filtered socket of
+//!   `efr-bus-proxy` on the host, bound at the bus's usual address inside (docs/bus.md). The rest of a masked
+//!   `/run/user/$UID` stays masked.
 //! - `net_view` and `open_network` exclude each other; an `unmask` names a path of `masks`.
 //! - `proxy` (absolute and normal) is present exactly when the plan holds at least one `host` grant, and never with
 //!   `net_view` or `open_network`: a call with host grants keeps its own network namespace and reaches `efr-proxy`
@@ -52,7 +55,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use crate::wire::Grant;
+use crate::wire::{Bus, Grant};
 
 pub use crate::internal::validate::PlanError;
 
@@ -93,6 +96,9 @@ pub struct LaunchPlan {
     /// the proxy through a bridge on its loopback, named by the proxy variables of its environment.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub proxy: Option<PathBuf>,
+    /// The filtered bus sockets of the call's `bus_filter` grants ([`BusSocket`]), one per grant.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bus_sockets: Vec<BusSocket>,
     /// The bound of the private `/dev/shm`, bytes ([`crate::internal::SHM_SIZE`] unless efrd's probe found a
     /// bubblewrap older than 0.7, which has no `--size`: then `None`, and the tmpfs has the kernel's default bound,
     /// half the memory; docs/adr/0004-contained-calls.md, decision 10).
@@ -130,6 +136,21 @@ pub enum LaunchCommand {
         /// The command line.
         line: String,
     },
+}
+
+/// The filtered socket of one `bus_filter` grant.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BusSocket {
+    /// Which bus (the grant's).
+    pub bus: Bus,
+    /// The listening socket of the call's `efr-bus-proxy` plan on the host
+    /// ([`crate::internal::bus_proxy::OpenedBus::socket`]), absolute.
+    pub socket: PathBuf,
+    /// Where the call finds it, absolute: `/run/user/$UID/bus` for the session bus,
+    /// `/run/dbus/system_bus_socket` for the system bus. The command's environment names it
+    /// (`DBUS_SESSION_BUS_ADDRESS`, `DBUS_SYSTEM_BUS_ADDRESS`).
+    pub path: PathBuf,
 }
 
 /// Why a path is writable.
@@ -300,6 +321,7 @@ impl LaunchPlan {
             rlimits: Vec::new(),
             report: ReportTo::Stderr,
             proxy: None,
+            bus_sockets: Vec::new(),
             shm_size: default_shm_size(),
             disable_userns: default_disable_userns(),
         }

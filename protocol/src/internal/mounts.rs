@@ -53,6 +53,9 @@ pub enum MountKind {
     Device,
     /// A host Unix socket (`--bind`).
     Socket,
+    /// A `bus_filter` grant's socket: the call's filtered socket of efr-bus-proxy, bound at the bus's address
+    /// ([`Mount::source`] is the host path; `--bind SOURCE PATH`).
+    BusSocket,
     /// A path inside a writable root bound over itself, still writable: a mount point cannot be renamed or removed
     /// (`--bind P P`).
     Pinned,
@@ -98,6 +101,8 @@ pub enum Rule {
     DeviceGrant,
     /// A `socket` grant.
     SocketGrant,
+    /// A `bus_filter` grant.
+    BusFilterGrant,
     /// A protected path inside a writable root, and why.
     Protected(ProtectedSource),
 }
@@ -119,6 +124,7 @@ impl fmt::Display for Rule {
             Rule::Mask(MaskSource::RunUser) => "masked: the user's runtime folder /run/user/$UID",
             Rule::DeviceGrant => "a device grant",
             Rule::SocketGrant => "a socket grant",
+            Rule::BusFilterGrant => "a bus_filter grant: the call's filtered bus socket",
             Rule::Protected(ProtectedSource::GitDir) => {
                 "a git folder in a writable root: writable, but it cannot be moved, replaced or removed"
             }
@@ -150,6 +156,8 @@ pub struct Mount {
     pub kind: MountKind,
     /// Why it is there.
     pub rule: Rule,
+    /// The host path when it is not `path` (a [`MountKind::BusSocket`]).
+    pub source: Option<PathBuf>,
 }
 
 impl Mount {
@@ -158,6 +166,7 @@ impl Mount {
             path: path.into(),
             kind,
             rule,
+            source: None,
         }
     }
 }
@@ -202,6 +211,11 @@ impl LaunchPlan {
                 _ => {}
             }
         }
+        for socket in &self.bus_sockets {
+            let mut mount = Mount::new(&socket.path, MountKind::BusSocket, Rule::BusFilterGrant);
+            mount.source = Some(socket.socket.clone());
+            rest.push(mount);
+        }
         for protected in &self.protected {
             rest.push(Mount::new(
                 &protected.path,
@@ -242,7 +256,7 @@ fn class(kind: MountKind) -> u8 {
         MountKind::Pinned => 2,
         MountKind::ReadOnly(_) => 3,
         MountKind::Mask => 4,
-        MountKind::Device | MountKind::Socket => 5,
+        MountKind::Device | MountKind::Socket | MountKind::BusSocket => 5,
     }
 }
 

@@ -201,6 +201,16 @@ impl LaunchPlan {
             }
         }
         self.validate_grants()?;
+        for socket in &self.bus_sockets {
+            check_path("bus socket", &socket.socket)?;
+            check_path("bus socket", &socket.path)?;
+            if !self.grants.contains(&Grant::BusFilter { bus: socket.bus }) {
+                return Err(PlanError::RefusedGrant {
+                    kind: "bus_filter",
+                    reason: "a bus socket in bus_sockets needs a bus_filter grant of its bus",
+                });
+            }
+        }
         self.validate_protected()?;
         for limit in &self.rlimits {
             if limit.soft > limit.hard {
@@ -279,11 +289,13 @@ impl LaunchPlan {
                         reason: "bus grants come with the bus issue; this launcher has no plan step for them yet",
                     });
                 }
-                Grant::BusFilter { .. } => {
-                    return Err(PlanError::RefusedGrant {
-                        kind: "bus_filter",
-                        reason: "bus_filter grants need efr-bus-proxy, which this launcher has no plan step for yet",
-                    });
+                Grant::BusFilter { bus } => {
+                    if self.bus_sockets.iter().filter(|socket| socket.bus == *bus).count() != 1 {
+                        return Err(PlanError::RefusedGrant {
+                            kind: "bus_filter",
+                            reason: "a bus_filter grant needs exactly one bus socket of its bus in bus_sockets",
+                        });
+                    }
                 }
                 Grant::Desktop { .. } => {
                     return Err(PlanError::RefusedGrant {
@@ -382,6 +394,43 @@ mod tests {
         plan.validate().unwrap();
         let json = serde_json::to_string(&plan).unwrap();
         assert_eq!(serde_json::from_str::<LaunchPlan>(&json).unwrap(), plan);
+    }
+
+    #[test]
+    fn a_bus_filter_grant_goes_with_one_bus_socket_of_its_bus() {
+        let socket = |bus| crate::internal::launch::BusSocket {
+            bus,
+            socket: "/run/user/1000/efr/bus/bus-1.sock".into(),
+            path: "/run/user/1000/bus".into(),
+        };
+        let mut p = plan();
+        p.grants.push(Grant::BusFilter { bus: Bus::Session });
+        assert!(matches!(
+            p.validate(),
+            Err(PlanError::RefusedGrant { kind: "bus_filter", .. })
+        ));
+        p.bus_sockets.push(socket(Bus::System));
+        assert!(matches!(
+            p.validate(),
+            Err(PlanError::RefusedGrant { kind: "bus_filter", .. })
+        ));
+        p.bus_sockets = vec![socket(Bus::Session)];
+        assert_eq!(p.validate(), Ok(()));
+        let mounts = p.mounts().unwrap();
+        let bound = mounts
+            .iter()
+            .find(|m| m.kind == crate::internal::MountKind::BusSocket)
+            .unwrap();
+        assert_eq!(bound.path, Path::new("/run/user/1000/bus"));
+        assert_eq!(
+            bound.source.as_deref(),
+            Some(Path::new("/run/user/1000/efr/bus/bus-1.sock"))
+        );
+        p.grants.clear();
+        assert!(matches!(
+            p.validate(),
+            Err(PlanError::RefusedGrant { kind: "bus_filter", .. })
+        ));
     }
 
     #[test]
