@@ -31,6 +31,11 @@ use crate::wire::{
 };
 use crate::wire::{ConversationContextParams, ConversationContextResult};
 use crate::wire::{ConversationsRecentParams, ConversationsRecentResult, ConversationsWatchParams, WatchItem};
+use crate::wire::{
+    DeviceEnrollParams, DeviceEnrollResult, DeviceListParams, DeviceListResult, DevicePairConfirmParams,
+    DevicePairConfirmResult, DevicePairStartParams, DeviceProveParams, DeviceProveResult, DeviceRevokeParams,
+    DeviceRevokeResult, PairStartItem,
+};
 use crate::wire::{SandboxExplainHostParams, SandboxExplainHostResult};
 
 /// The `$schema` of draft 2020-12.
@@ -99,6 +104,18 @@ pub fn protocol_schema() -> Value {
             ShellStatusResult,
             ShellInterruptParams,
             ShellInterruptResult,
+            DevicePairStartParams,
+            PairStartItem,
+            DevicePairConfirmParams,
+            DevicePairConfirmResult,
+            DeviceEnrollParams,
+            DeviceEnrollResult,
+            DeviceProveParams,
+            DeviceProveResult,
+            DeviceListParams,
+            DeviceListResult,
+            DeviceRevokeParams,
+            DeviceRevokeResult,
             Event,
             DaemonEvent,
             ErrorBody,

@@ -17,6 +17,7 @@ pub mod common;
 pub mod config;
 pub mod context;
 pub mod conversation;
+pub mod device;
 pub mod input;
 pub mod login;
 pub mod models;
@@ -48,6 +49,11 @@ pub use context::{
 pub use conversation::{
     ConversationDiffParams, ConversationDiffResult, ConversationStatus, ConversationSummary, ConversationsListParams,
     ConversationsListResult,
+};
+pub use device::{
+    DeviceEnrollParams, DeviceEnrollResult, DeviceInfo, DeviceListParams, DeviceListResult, DevicePairConfirmParams,
+    DevicePairConfirmResult, DevicePairStartParams, DeviceProveParams, DeviceProveResult, DeviceRevokeParams,
+    DeviceRevokeResult, PairEnd, PairStartItem,
 };
 pub use input::{AnswerInput, InputRespondParams, InputRespondResult, InputWait};
 pub use login::{AdminLoginApiKeyParams, AdminLoginApiKeyResult, AdminLogoutParams, AdminLogoutResult};
