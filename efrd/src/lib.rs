@@ -32,6 +32,7 @@ pub mod model;
 pub mod network;
 pub mod policy;
 pub mod prompt;
+pub mod remote;
 pub mod sandbox;
 pub mod server;
 pub mod snapshot;

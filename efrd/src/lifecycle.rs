@@ -145,7 +145,22 @@ async fn start_and_serve(roots: Roots, config: ConfigState) -> Result<(), StartE
             shutdown.clone(),
         ));
     }
+    let remote = daemon.models.config().remote.clone();
+    let tailnet = remote.enabled.then(|| {
+        daemon.remote.set_state(crate::remote::ListenerState::NotListening);
+        tokio::spawn(crate::remote::listener::run(
+            Arc::clone(&daemon),
+            crate::remote::listener::Options {
+                port: remote.port,
+                tailscaled_socket: remote.tailscaled_socket,
+            },
+            shutdown.clone(),
+        ))
+    });
     server::serve(listener.listener(), Arc::clone(&daemon), shutdown.clone()).await;
+    if let Some(tailnet) = tailnet {
+        let _ = tailnet.await;
+    }
 
     daemon.conversations.clear();
     if let Err(e) = daemon.store.close().await {

@@ -8,4 +8,5 @@ pub mod netns;
 pub mod scripted;
 pub mod soak;
 pub mod systemd;
+pub mod tailscaled;
 pub mod tls;

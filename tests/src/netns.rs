@@ -123,6 +123,49 @@ impl NetNs {
     }
 }
 
+impl NetNs {
+    /// Links this namespace and `other` with a veth pair (`tn0` on both sides), puts `here` on this side and `there`
+    /// on the other, each as a /32 or /128 with a route to it from the other side: two machines on one wire, as
+    /// tailnet peers are, and nothing routes off the machine.
+    ///
+    /// # Errors
+    /// `ip` is missing or failed.
+    pub fn link(&self, other: &NetNs, here: &[IpAddr], there: &[IpAddr]) -> Result<()> {
+        ip(&[
+            "link",
+            "add",
+            "tn0",
+            "netns",
+            &self.name,
+            "type",
+            "veth",
+            "peer",
+            "name",
+            "tn0",
+            "netns",
+            &other.name,
+        ])?;
+        for side in [self, other] {
+            ip(&["-n", &side.name, "link", "set", "tn0", "up"])?;
+        }
+        for (side, addresses, far) in [(self, here, other), (other, there, self)] {
+            for address in addresses {
+                let host = match address {
+                    IpAddr::V4(v4) => format!("{v4}/32"),
+                    IpAddr::V6(v6) => format!("{v6}/128"),
+                };
+                let mut args = vec!["-n", &side.name, "addr", "add", &host, "dev", "tn0"];
+                if address.is_ipv6() {
+                    args.push("nodad");
+                }
+                ip(&args)?;
+                ip(&["-n", &far.name, "route", "add", &host, "dev", "tn0"])?;
+            }
+        }
+        Ok(())
+    }
+}
+
 impl Drop for NetNs {
     fn drop(&mut self) {
         let _ = ip(&["netns", "del", &self.name]);

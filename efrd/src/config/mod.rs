@@ -41,6 +41,7 @@ pub use parse::ConfigError;
 pub use roots::{DirError, Root, RootSource, Roots, RootsError, ensure_private_dir};
 pub use schema::{
     CompatSection, Config, DaemonSection, ExtraModel, Mode, ModelSection, NetworkSection, PermissionsSection,
-    ProviderId, ProviderSection, ProvidersSection, RetrySection, SandboxSection, ShellProgram, ShellSection,
+    ProviderId, ProviderSection, ProvidersSection, RemoteSection, RetrySection, SandboxSection, ShellProgram,
+    ShellSection,
 };
 pub use state::{ConfigState, ConfigStatus, EXIT_CONFIG_INVALID, RESTART_SECTIONS, ReloadOutcome};

@@ -44,6 +44,11 @@
 //! log_level = "info"                # a tracing filter directive, such as "info" or "efrd=debug,warn"
 //! idle_exit_secs = 600              # absent: never exit when idle
 //! subscriber_queue = 1024           # events buffered per subscriber before it is ended with overflow
+//!
+//! [remote]                          # the tailnet listener of the phone (docs/remote.md); needs a restart
+//! enabled = true                    # default false: no listener
+//! port = 8765                       # on the tailnet IPv4 address only
+//! tailscaled_socket = "/run/tailscale/tailscaled.sock"  # tailscaled's LocalAPI
 //! ```
 
 use efr_protocol::internal::host::HostPattern;
@@ -69,6 +74,31 @@ pub struct Config {
     pub instructions: super::instructions::InstructionsSection,
     /// `[network]`: which hosts contained calls may reach through efr-proxy.
     pub network: NetworkSection,
+    /// `[remote]`: the tailnet listener of the phone; each key needs a restart.
+    pub remote: RemoteSection,
+}
+
+/// `[remote]`: the tailnet WebSocket that a paired phone connects to (docs/remote.md). Read at the start: a change
+/// needs a restart.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RemoteSection {
+    /// Whether efrd listens on the tailnet at all; default false.
+    pub enabled: bool,
+    /// The TCP port on the tailnet IPv4 address; default 8765.
+    pub port: u16,
+    /// The Unix socket of tailscaled's LocalAPI; default `/run/tailscale/tailscaled.sock`.
+    pub tailscaled_socket: std::path::PathBuf,
+}
+
+impl Default for RemoteSection {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            port: 8765,
+            tailscaled_socket: "/run/tailscale/tailscaled.sock".into(),
+        }
+    }
 }
 
 /// `[network]`: the host rules of contained calls (docs/network.md). Each entry is a host pattern

@@ -33,7 +33,7 @@ pub const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
 
 /// The top-level sections whose keys take effect only at the next start: the `[daemon]` keys shape the process
 /// itself (the log subscriber, the idle timer, the queues of subscriptions already open).
-pub const RESTART_SECTIONS: &[&str] = &["daemon"];
+pub const RESTART_SECTIONS: &[&str] = &["daemon", "remote"];
 
 /// The outcome of one reload, in the form of the `admin.config_reload` result (the contract: "applied, error,
 /// restart_needed, warnings").

@@ -44,6 +44,8 @@ pub struct Daemon {
     pub daemon_events: broadcast::Sender<Arc<DaemonEvent>>,
     /// Changes of conversations' rows, for conversations.watch.
     pub rows: Arc<crate::conversation::watch::RowChanges>,
+    /// The tailnet listener's state (`crate::remote`).
+    pub remote: crate::remote::RemoteState,
     daemon_seq: AtomicU64,
     connections: AtomicUsize,
     running_turns: Arc<AtomicUsize>,
@@ -74,6 +76,7 @@ impl Daemon {
             sandbox: Arc::new(sandbox),
             daemon_events: broadcast::channel(DAEMON_EVENTS).0,
             rows: Arc::new(crate::conversation::watch::RowChanges::new(row_queue)),
+            remote: crate::remote::RemoteState::default(),
             daemon_seq: AtomicU64::new(0),
             connections: AtomicUsize::new(0),
             running_turns: Arc::default(),

@@ -130,11 +130,60 @@ impl Outbound {
 
 type InFlight = Arc<Mutex<HashMap<RequestId, CancellationToken>>>;
 
-/// Serves one connection until the peer closes it, a fatal frame error, or shutdown.
+/// Where a connection's writer puts frames: the length-prefixed Unix socket, or the tailnet WebSocket
+/// (`crate::remote`).
+pub trait FrameSink: Send + 'static {
+    /// Encodes one frame into the sink's buffer.
+    ///
+    /// # Errors
+    /// [`FrameError::TooLarge`] for a frame over the transport's limit (nothing of it is sent); others when the
+    /// connection is gone.
+    fn feed(&mut self, frame: &ServerFrame) -> impl Future<Output = Result<(), FrameError>> + Send;
+
+    /// Sends what is buffered.
+    ///
+    /// # Errors
+    /// When the connection is gone.
+    fn flush(&mut self) -> impl Future<Output = Result<(), FrameError>> + Send;
+
+    /// Flushes and closes the sending side.
+    fn close(&mut self) -> impl Future<Output = ()> + Send;
+}
+
+impl<W: tokio::io::AsyncWrite + Unpin + Send + 'static> FrameSink for FramedWrite<W, FrameCodec> {
+    async fn feed(&mut self, frame: &ServerFrame) -> Result<(), FrameError> {
+        SinkExt::<&ServerFrame>::feed(self, frame).await
+    }
+
+    async fn flush(&mut self) -> Result<(), FrameError> {
+        SinkExt::<&ServerFrame>::flush(self).await
+    }
+
+    async fn close(&mut self) {
+        let _ = SinkExt::<&ServerFrame>::close(self).await;
+    }
+}
+
+/// Serves one Unix-socket connection until the peer closes it, a fatal frame error, or shutdown.
 pub async fn serve(stream: UnixStream, session: Session, daemon: Arc<Daemon>, shutdown: CancellationToken) {
     let (read_half, write_half) = stream.into_split();
     let codec = FrameCodec::default();
-    let mut reader = FramedRead::new(read_half, codec.clone());
+    let reader = FramedRead::new(read_half, codec.clone());
+    serve_frames(reader, FramedWrite::new(write_half, codec), session, daemon, shutdown).await;
+}
+
+/// Serves one connection of any transport: `reader` gives each client frame's JSON object, `writer` takes server
+/// frames. Ends when the reader ends or fails, or at `shutdown`.
+pub async fn serve_frames<R, W>(
+    mut reader: R,
+    writer: W,
+    session: Session,
+    daemon: Arc<Daemon>,
+    shutdown: CancellationToken,
+) where
+    R: futures::Stream<Item = Result<serde_json::Map<String, Value>, FrameError>> + Unpin,
+    W: FrameSink,
+{
     let (tx, rx) = mpsc::channel(OUTBOUND_FRAMES);
     let pending = Arc::new(AtomicU64::new(0));
     let taken = Arc::new(Notify::new());
@@ -144,12 +193,7 @@ pub async fn serve(stream: UnixStream, session: Session, daemon: Arc<Daemon>, sh
         taken: Arc::clone(&taken),
     };
     let in_flight: InFlight = Arc::default();
-    let writer = tokio::spawn(write_frames(
-        FramedWrite::new(write_half, codec),
-        rx,
-        (pending, taken),
-        Arc::clone(&in_flight),
-    ));
+    let writer = tokio::spawn(write_frames(writer, rx, (pending, taken), Arc::clone(&in_flight)));
     let session = Arc::new(session);
     daemon.connection_opened();
 
@@ -365,8 +409,8 @@ fn cancel(in_flight: &InFlight, id: RequestId) {
 /// error for its request, so the client learns what happened and the connection stays usable; the request is
 /// cancelled (a stream would go on sending what the client can no longer take as part of it), and its later frames,
 /// up to its own terminal frame, are dropped.
-async fn write_frames(
-    mut sink: FramedWrite<tokio::net::unix::OwnedWriteHalf, FrameCodec>,
+async fn write_frames<W: FrameSink>(
+    mut sink: W,
     mut rx: mpsc::Receiver<Queued>,
     (pending, taken): (Arc<AtomicU64>, Arc<Notify>),
     in_flight: InFlight,
@@ -408,9 +452,9 @@ async fn write_frames(
         }
         // Flush when nothing else waits, so bursts go out in one write; also after a dropped frame, so that a
         // too_large error is not left in the buffer behind frames that were never sent.
-        if rx.is_empty() && SinkExt::<&ServerFrame>::flush(&mut sink).await.is_err() {
+        if rx.is_empty() && sink.flush().await.is_err() {
             return;
         }
     }
-    let _ = SinkExt::<&ServerFrame>::close(&mut sink).await;
+    sink.close().await;
 }

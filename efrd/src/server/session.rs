@@ -6,6 +6,7 @@ use efr_protocol::methods::{Method, Scope, Transport};
 use efr_protocol::{ErrorBody, ErrorCode};
 
 use super::peer::Peer;
+use crate::remote::RemotePeer;
 
 /// Where a connection's hello stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,7 +35,9 @@ pub struct Session {
     pub transport: Transport,
     /// The peer's credentials (Unix socket only).
     pub peer: Option<Peer>,
-    scopes: Vec<Scope>,
+    /// Who the peer is on the tailnet, and its proof (tailnet listener only).
+    pub remote: Option<RemotePeer>,
+    scopes: Mutex<Vec<Scope>>,
     hello: Mutex<(HelloState, HelloInfo)>,
 }
 
@@ -45,9 +48,32 @@ impl Session {
         Self {
             transport: Transport::Local,
             peer: Some(peer),
-            scopes: Scope::LOCAL.to_vec(),
+            remote: None,
+            scopes: Mutex::new(Scope::LOCAL.to_vec()),
             hello: Mutex::new((HelloState::Waiting, HelloInfo::default())),
         }
+    }
+
+    /// A connection of the tailnet listener: no scope until its device proves itself.
+    #[must_use]
+    pub fn remote(remote: RemotePeer) -> Self {
+        Self {
+            transport: Transport::Remote,
+            peer: None,
+            remote: Some(remote),
+            scopes: Mutex::new(Vec::new()),
+            hello: Mutex::new((HelloState::Waiting, HelloInfo::default())),
+        }
+    }
+
+    /// Gives the connection the scopes of its proven device; admin and terminal are never given to a phone.
+    pub fn grant(&self, scopes: &[Scope]) {
+        let granted = scopes
+            .iter()
+            .copied()
+            .filter(|scope| self.transport == Transport::Local || !matches!(scope, Scope::Admin | Scope::Terminal))
+            .collect();
+        *self.scopes.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = granted;
     }
 
     /// Where the hello stands.
@@ -69,12 +95,20 @@ impl Session {
 
     /// Whether the connection holds `scope`.
     pub fn holds(&self, scope: Scope) -> bool {
-        self.scopes.contains(&scope)
+        self.scopes().contains(&scope)
     }
 
     /// The scopes the connection holds.
-    pub fn scopes(&self) -> &[Scope] {
-        &self.scopes
+    pub fn scopes(&self) -> Vec<Scope> {
+        self.scopes
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Whether this is a tailnet connection whose device has not proved itself yet.
+    pub fn awaits_proof(&self) -> bool {
+        self.remote.as_ref().is_some_and(|remote| !remote.proved())
     }
 
     /// Checks the method table's transport and scope for `method` (before the handler runs:
@@ -93,6 +127,17 @@ impl Session {
                 ErrorCode::Forbidden,
                 format!("`{}` is not served on {on}", spec.name),
             ));
+        }
+        // Before the proof, a tailnet connection may call only hello, device.enroll and device.prove
+        // (docs/protocol.md, "Remote devices": the answers of the tailnet listener).
+        if self.awaits_proof() && !matches!(method, Method::Hello | Method::DeviceEnroll | Method::DeviceProve) {
+            return Err(ErrorBody::new(
+                ErrorCode::Unauthorized,
+                format!("`{}` needs a proven device: call device.prove first", spec.name),
+            ));
+        }
+        if matches!(method, Method::DeviceEnroll | Method::DeviceProve) {
+            return Ok(());
         }
         if !self.holds(spec.scope) {
             return Err(ErrorBody::new(
@@ -124,10 +169,8 @@ mod tests {
 
     #[test]
     fn a_missing_scope_is_forbidden_and_named() {
-        let session = Session {
-            scopes: vec![Scope::Read],
-            ..local()
-        };
+        let session = local();
+        session.grant(&[Scope::Read]);
         let error = session.check_allowed(Method::PromptSend).unwrap_err();
         assert_eq!(error.code, ErrorCode::Forbidden);
         assert!(error.message.contains("operate"), "{}", error.message);

@@ -1,6 +1,6 @@
 //! `hello`: the protocol version check and what the daemon tells a new client.
 
-use efr_protocol::hello::{Capabilities, HelloParams, HelloPaths, HelloResult};
+use efr_protocol::hello::{Capabilities, HelloParams, HelloPaths, HelloResult, Prove};
 use efr_protocol::{ErrorBody, ErrorCode, PROTOCOL_VERSION};
 use serde_json::Value;
 
@@ -42,13 +42,34 @@ pub fn hello(daemon: &Daemon, session: &Session, raw: Option<Value>) -> Result<V
         )
         .with_data(serde_json::json!({"protocol": PROTOCOL_VERSION})));
     }
+    // A remote device sits at no terminal of this computer: its tty is ignored (docs/protocol.md, "Remote devices").
+    let tty = if session.remote.is_some() { None } else { hello.tty };
     session.set_hello(
         HelloState::Done,
         HelloInfo {
-            tty: hello.tty,
+            tty,
             client: Some(hello.client.name),
         },
     );
+    if let Some(remote) = &session.remote {
+        return result(&HelloResult {
+            daemon_id: daemon.daemon_id,
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+            protocol: PROTOCOL_VERSION,
+            capabilities: Capabilities {
+                conversations_watch: true,
+                device_prove: true,
+                ..Capabilities::default()
+            },
+            paths: HelloPaths::default(),
+            challenge: Some(remote.challenge.clone()),
+            prove: Some(Prove {
+                peer_node: remote.peer.node.clone(),
+                daemon_node: remote.me.node.clone(),
+                daemon_tailnet: remote.me.tailnet.clone(),
+            }),
+        });
+    }
     let roots = &daemon.roots;
     result(&HelloResult {
         daemon_id: daemon.daemon_id,

@@ -1,0 +1,139 @@
+//! The phone over the tailnet: efrd's WebSocket listener on its Tailscale address (docs/remote.md,
+//! docs/adr/0015-remote-devices.md, docs/protocol.md "Remote devices").
+//!
+//! - [`localapi`]: tailscaled's LocalAPI (status, whois).
+//! - [`admission`]: the address range and whois rules, before a byte is read.
+//! - [`handshake`]: the HTTP upgrade's rules.
+//! - [`sniff`]: the reader that refuses fragmented messages.
+//! - [`socket`]: one WebSocket connection, bridged to the server's frames, with its pings and its close codes.
+//! - [`listener`]: binds the tailnet IPv4 address while tailscaled says it is on the tailnet, and accepts.
+
+pub mod admission;
+pub mod handshake;
+pub mod listener;
+pub mod localapi;
+pub mod sniff;
+pub mod socket;
+
+use std::net::SocketAddrV4;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Mutex, PoisonError};
+
+use self::admission::PeerFacts;
+use self::localapi::SelfFacts;
+
+/// What the listener does now (device.pair_start and admin.status read it).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum ListenerState {
+    /// `[remote] enabled` is false.
+    #[default]
+    Off,
+    /// Enabled, but tailscaled is not there, this node is not on a tailnet, or the port cannot be bound.
+    NotListening,
+    /// Listening on `addr`.
+    Listening {
+        /// The tailnet IPv4 address and the port.
+        addr: SocketAddrV4,
+        /// This node's facts.
+        me: SelfFacts,
+    },
+}
+
+/// The listener's shared state.
+#[derive(Debug, Default)]
+pub struct RemoteState {
+    state: Mutex<ListenerState>,
+    connections: AtomicUsize,
+}
+
+impl RemoteState {
+    /// What the listener does now.
+    pub fn state(&self) -> ListenerState {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// Records what the listener does now.
+    pub fn set_state(&self, state: ListenerState) {
+        *self.state.lock().unwrap_or_else(PoisonError::into_inner) = state;
+    }
+
+    /// How many WebSocket connections are open.
+    pub fn connections(&self) -> usize {
+        self.connections.load(Ordering::Relaxed)
+    }
+
+    /// Counts an open connection until the guard drops.
+    pub fn connection(&self) -> ConnectionGuard<'_> {
+        self.connections.fetch_add(1, Ordering::Relaxed);
+        ConnectionGuard(self)
+    }
+}
+
+/// Counts one open connection (see [`RemoteState::connection`]).
+#[derive(Debug)]
+pub struct ConnectionGuard<'a>(&'a RemoteState);
+
+impl Drop for ConnectionGuard<'_> {
+    fn drop(&mut self) {
+        self.0.connections.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Who a tailnet connection's peer is, and where its proof stands.
+#[derive(Debug)]
+pub struct RemotePeer {
+    /// What whois said of the peer.
+    pub peer: PeerFacts,
+    /// This node's facts when the connection was admitted.
+    pub me: SelfFacts,
+    /// The listener's address and port (the Origin rule).
+    pub local: SocketAddrV4,
+    /// The challenge of this connection's hello result: 144 random bits, base64url without padding.
+    pub challenge: String,
+    proved: AtomicBool,
+}
+
+impl RemotePeer {
+    /// A peer that has not proved a device yet, with a fresh challenge.
+    #[must_use]
+    pub fn new(peer: PeerFacts, me: SelfFacts, local: SocketAddrV4) -> Self {
+        Self {
+            peer,
+            me,
+            local,
+            challenge: random_token(),
+            proved: AtomicBool::new(false),
+        }
+    }
+
+    /// Whether a device proved itself on this connection.
+    pub fn proved(&self) -> bool {
+        self.proved.load(Ordering::Acquire)
+    }
+
+    /// Records a proof.
+    pub fn set_proved(&self) {
+        self.proved.store(true, Ordering::Release);
+    }
+}
+
+/// 144 random bits as 24 characters of base64url without padding: a challenge or a pairing token.
+#[must_use]
+pub fn random_token() -> String {
+    use base64::Engine as _;
+    let bytes: [u8; 18] = rand::random();
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_token_is_24_url_safe_characters_and_never_repeats() {
+        let a = random_token();
+        assert_eq!(a.len(), 24);
+        assert!(a.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'));
+        assert_ne!(a, random_token());
+    }
+}
