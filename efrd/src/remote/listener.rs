@@ -153,7 +153,8 @@ async fn accept(
             match admit(&api, &me, peer).await {
                 Ok(facts) => {
                     let local = local_of(&me, &stream);
-                    serve_http(stream, RemotePeer::new(facts, me, local), daemon, kick).await;
+                    let kick = kick.child_token();
+                    serve_http(stream, RemotePeer::new(facts, me, local, kick.clone()), daemon, kick).await;
                 }
                 Err(refusal) => info!(%peer, %refusal, "closing a tailnet connection before reading a byte"),
             }

@@ -6,18 +6,25 @@
 //! - [`handshake`]: the HTTP upgrade's rules.
 //! - [`sniff`]: the reader that refuses fragmented messages.
 //! - [`socket`]: one WebSocket connection, bridged to the server's frames, with its pings and its close codes.
+//! - [`pairing`]: the open pairings of device.pair_start, in memory; [`prove`]: the device key and its signature.
 //! - [`listener`]: binds the tailnet IPv4 address while tailscaled says it is on the tailnet, and accepts.
 
 pub mod admission;
 pub mod handshake;
 pub mod listener;
 pub mod localapi;
+pub mod pairing;
+pub mod prove;
 pub mod sniff;
 pub mod socket;
 
+use std::collections::HashMap;
 use std::net::SocketAddrV4;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
+
+use efr_protocol::ids::DeviceId;
+use tokio_util::sync::CancellationToken;
 
 use self::admission::PeerFacts;
 use self::localapi::SelfFacts;
@@ -44,6 +51,10 @@ pub enum ListenerState {
 pub struct RemoteState {
     state: Mutex<ListenerState>,
     connections: AtomicUsize,
+    /// The open pairings.
+    pub pairings: pairing::Pairings,
+    /// The connections of each proven device, for a revoke.
+    proven: Mutex<HashMap<DeviceId, Vec<CancellationToken>>>,
 }
 
 impl RemoteState {
@@ -60,6 +71,26 @@ impl RemoteState {
     /// How many WebSocket connections are open.
     pub fn connections(&self) -> usize {
         self.connections.load(Ordering::Relaxed)
+    }
+
+    /// Remembers that `kick` closes a connection of `device`.
+    pub fn proven(&self, device: DeviceId, kick: CancellationToken) {
+        let mut proven = self.proven.lock().unwrap_or_else(PoisonError::into_inner);
+        let kicks = proven.entry(device).or_default();
+        kicks.retain(|kick| !kick.is_cancelled());
+        kicks.push(kick);
+    }
+
+    /// Closes every connection of `device` (with 1001, by their socket).
+    pub fn kick_device(&self, device: DeviceId) {
+        let kicks = self
+            .proven
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&device);
+        for kick in kicks.into_iter().flatten() {
+            kick.cancel();
+        }
     }
 
     /// Counts an open connection until the guard drops.
@@ -90,20 +121,30 @@ pub struct RemotePeer {
     pub local: SocketAddrV4,
     /// The challenge of this connection's hello result: 144 random bits, base64url without padding.
     pub challenge: String,
+    /// Closes this connection with 1001.
+    pub kick: CancellationToken,
     proved: AtomicBool,
+    refusals: AtomicU32,
 }
 
 impl RemotePeer {
     /// A peer that has not proved a device yet, with a fresh challenge.
     #[must_use]
-    pub fn new(peer: PeerFacts, me: SelfFacts, local: SocketAddrV4) -> Self {
+    pub fn new(peer: PeerFacts, me: SelfFacts, local: SocketAddrV4, kick: CancellationToken) -> Self {
         Self {
             peer,
             me,
             local,
             challenge: random_token(),
+            kick,
             proved: AtomicBool::new(false),
+            refusals: AtomicU32::new(0),
         }
+    }
+
+    /// Counts a refused device.prove and returns how many there were.
+    pub fn refused(&self) -> u32 {
+        self.refusals.fetch_add(1, Ordering::AcqRel) + 1
     }
 
     /// Whether a device proved itself on this connection.
@@ -111,9 +152,9 @@ impl RemotePeer {
         self.proved.load(Ordering::Acquire)
     }
 
-    /// Records a proof.
-    pub fn set_proved(&self) {
-        self.proved.store(true, Ordering::Release);
+    /// Records a proof; false when a device proved itself on this connection before.
+    pub fn set_proved(&self) -> bool {
+        !self.proved.swap(true, Ordering::AcqRel)
     }
 }
 

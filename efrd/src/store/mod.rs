@@ -58,6 +58,7 @@
 //! ```
 
 mod backup;
+mod devices;
 mod error;
 mod read;
 mod rows;
@@ -76,6 +77,7 @@ use efr_protocol::ids::{CommandId, ConversationId};
 use tokio::sync::{Semaphore, oneshot};
 
 pub use backup::{BackupError, BackupOutcome, PAGES_PER_STEP};
+pub use devices::{DeviceRow, Inserted};
 pub use error::{Result, StoreError};
 pub use rows::{
     CommandRecord, Commit, ConversationCursor, ConversationPage, ConversationSummary, EventRow, MAX_PAGE, OpenTurn,

@@ -62,6 +62,8 @@ pub(crate) enum Request {
     },
     /// Finish what was queued before, checkpoint the WAL, close the connection and stop.
     Close { reply: oneshot::Sender<Result<()>> },
+    /// A small write outside the event log (the devices), run on the write connection; it replies itself.
+    Write(WriteJob),
     /// Test hook: run SQL on the write connection (such as `PRAGMA max_page_count`, which is per connection).
     #[cfg(test)]
     Exec {
@@ -74,6 +76,15 @@ pub(crate) enum Request {
         name: String,
         reply: oneshot::Sender<Result<String>>,
     },
+}
+
+/// A write of [`Request::Write`]: runs once on the write connection and sends its own reply.
+pub(crate) struct WriteJob(pub(crate) Box<dyn FnOnce(&Connection) + Send>);
+
+impl std::fmt::Debug for WriteJob {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("WriteJob")
+    }
 }
 
 /// A queued commit with its reply channel and queue permit.
@@ -145,6 +156,7 @@ fn run(conn: Connection, rx: &Receiver<Request>) {
                     pruned = Instant::now();
                 }
             }
+            Request::Write(WriteJob(job)) => job(&conn),
             Request::Close { reply } => {
                 // What was queued after the close is dropped with `rx`: those callers see Closed.
                 let _ = reply.send(close(conn));

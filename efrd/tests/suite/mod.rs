@@ -23,6 +23,7 @@ mod model_parse;
 mod model_provider;
 mod network_clients;
 mod prompt_golden;
+mod remote_devices;
 mod remote_listener;
 mod sandbox_explain_host;
 mod sandbox_methods;

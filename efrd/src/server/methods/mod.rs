@@ -3,6 +3,7 @@
 
 pub mod admin;
 pub mod conversation;
+pub mod device;
 pub mod hello;
 pub mod sandbox;
 pub mod shell;
@@ -81,6 +82,14 @@ pub async fn unary(ctx: &RequestCtx, method: Method, raw: Option<Value>) -> Resu
         Method::AdminLoginApiKey => admin::login_api_key(ctx, raw).await,
         Method::AdminLogout => admin::logout(ctx, raw),
         Method::AdminBackup => admin::backup(ctx, raw).await,
+        Method::DevicePairConfirm => device::pair_confirm(ctx, raw).await,
+        Method::DeviceEnroll => device::enroll(ctx, raw).await,
+        Method::DeviceProve => device::prove(ctx, raw).await,
+        Method::DeviceList => {
+            no_params(raw)?;
+            device::list(ctx).await
+        }
+        Method::DeviceRevoke => device::revoke(ctx, raw).await,
         _ => Err(not_served(method)),
     }
 }
@@ -113,6 +122,7 @@ pub async fn stream(
     match method {
         Method::ConversationSubscribe => conversation::subscribe(ctx, raw, sink).await,
         Method::ConversationsWatch => watch::conversations_watch(ctx, raw, sink).await,
+        Method::DevicePairStart => device::pair_start(ctx, raw, sink).await,
         _ => Err(not_served(method)),
     }
 }
