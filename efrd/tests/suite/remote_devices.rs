@@ -17,7 +17,9 @@ use p256::ecdsa::{Signature, SigningKey};
 use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 
-use super::remote_listener::{PHONE, USER, Ws, call, close_code, desk_status, hello_params, inside, open, tailnet};
+use super::remote_listener::{
+    PHONE, USER, Ws, call, close_code, desk_status, hello_params, inside, open, tailnet, tailnet_with,
+};
 
 fn new_key() -> SigningKey {
     loop {
@@ -58,6 +60,9 @@ fn token_of(url: &str) -> String {
 /// The hello, then device.prove of `device_id` signed with `key`; returns the answer.
 async fn prove(ws: &mut Ws, key: &SigningKey, device_id: &str, daemon_id: &str) -> Value {
     let hello = call(ws, 1, "hello", hello_params()).await;
+    if hello.get("ended").is_some() {
+        return hello;
+    }
     let result = &hello["item"];
     let message = prove_message(&ProveInputs {
         challenge: result["challenge"].as_str().unwrap().to_owned(),
@@ -258,6 +263,7 @@ async fn a_phone_pairs_proves_and_is_revoked_and_each_refusal_holds() {
             loop {
                 if let Ok(mut ws) = open(PHONE).await {
                     let answer = prove(&mut ws, &key, &device_id, &daemon_id).await;
+                    // A connection of the tailnet before the change may still prove, or end under the change.
                     if answer.get("error").is_some() || std::time::Instant::now() > deadline {
                         return answer;
                     }
@@ -325,4 +331,93 @@ async fn pair_start_says_off_without_the_listener() {
         .unwrap_err();
     assert_eq!(error.code, efr_protocol::ErrorCode::Conflict);
     assert_eq!(error.data, Some(json!({"remote": "off"})));
+}
+
+/// Pairs a new key from the phone's address and returns it with its device id and the daemon id.
+async fn pair_phone(
+    terminal: &mut Client,
+    phone: &std::sync::Arc<efr_test_support::netns::NetNs>,
+) -> (SigningKey, String) {
+    let pair = terminal.send("device.pair_start", json!({}), false).await.unwrap();
+    let started = item(terminal, pair).await;
+    let token = token_of(started["qr"].as_str().unwrap());
+    let key = new_key();
+    let point = public_key(&key);
+    let enroll = inside(phone, move || async move {
+        let mut ws = open(PHONE).await.unwrap();
+        call(&mut ws, 1, "hello", hello_params()).await;
+        let params = json!({"token": token, "name": "Pixel", "public_key": STANDARD.encode(point)});
+        call(&mut ws, 2, "device.enroll", params).await
+    });
+    let confirm = async {
+        let pending = item(terminal, pair).await;
+        let params = json!({"pairing_id": pending["pairing_id"], "accept": true});
+        terminal.ok("device.pair_confirm", params).await.unwrap()
+    };
+    let (enrolled, confirmed) = tokio::join!(enroll, confirm);
+    assert_eq!(enrolled["item"]["device_id"], confirmed["device_id"], "{enrolled}");
+    (key, confirmed["device_id"].as_str().unwrap().to_owned())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_proven_phone_keeps_to_its_limits() {
+    let net = tailnet_with(Some(vec![
+        crate::common::tools::shell_call("call_q", "eval \"$x\""),
+        crate::common::tools::text("done"),
+    ]))
+    .await;
+    let mut terminal = Client::connect_raw(&net.daemon.socket()).await.unwrap();
+    let hello = terminal
+        .ok("hello", json!({"protocol": 1, "client": {"name": "t", "version": "1"}}))
+        .await
+        .unwrap();
+    let daemon_id = hello["daemon_id"].as_str().unwrap().to_owned();
+    let (key, device_id) = pair_phone(&mut terminal, &net.phone).await;
+    let answers = inside(&net.phone, move || async move {
+        let mut ws = open(PHONE).await.unwrap();
+        let proved = prove(&mut ws, &key, &device_id, &daemon_id).await;
+        assert!(proved.get("item").is_some(), "{proved}");
+        let cid = || crate::common::command_id();
+        let tty = json!({"command_id": cid(), "text": "hi", "context": {"cwd": "/tmp", "tty": "/dev/pts/3"}});
+        let tty = call(&mut ws, 3, "prompt.send", tty).await;
+        let sent = json!({"command_id": cid(), "text": "run it", "settings": {"mode": "auto"}});
+        let sent = call(&mut ws, 4, "prompt.send", sent).await;
+        let conversation = sent["item"]["conversation_id"].clone();
+        let input = json!({"conversation_id": conversation, "call_id": "call_q", "text": "y"});
+        let input = call(&mut ws, 5, "input.respond", input).await;
+        let undo = call(
+            &mut ws,
+            6,
+            "turn.undo",
+            json!({"command_id": cid(), "conversation_id": conversation}),
+        )
+        .await;
+        let admin = call(&mut ws, 7, "admin.status", json!({})).await;
+        // The question of call_q: allow_always is refused, and the question stays open for an allow.
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        let always = loop {
+            let params = json!({"command_id": cid(), "conversation_id": conversation, "call_id": "call_q",
+                                "decision": "allow_always"});
+            let answer = call(&mut ws, 8, "approval.respond", params).await;
+            if answer["error"]["code"] != "not_found" || std::time::Instant::now() > deadline {
+                break answer;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
+        let params = json!({"command_id": cid(), "conversation_id": conversation, "call_id": "call_q",
+                            "decision": "allow"});
+        let allow = call(&mut ws, 9, "approval.respond", params).await;
+        (tty, sent, input, undo, admin, always, allow)
+    })
+    .await;
+    let (tty, sent, input, undo, admin, always, allow) = answers;
+    assert_eq!(tty["error"]["code"], "invalid", "{tty}");
+    assert_eq!(
+        sent["item"]["settings"]["mode"], "cautious",
+        "a phone's turn runs at most cautious: {sent}"
+    );
+    for refused in [&input, &undo, &admin, &always] {
+        assert_eq!(refused["error"]["code"], "forbidden", "{refused}");
+    }
+    assert!(allow.get("item").is_some(), "the question stayed open: {allow}");
 }

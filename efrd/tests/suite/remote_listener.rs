@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use efr_test_support::daemon::TestDaemon;
 use efr_test_support::netns::NetNs;
+use efr_test_support::scripted::Reply;
 use efr_test_support::tailscaled::{LocalApiDouble, status_json, whois_json};
 use futures::{SinkExt, StreamExt};
 use serde_json::{Value, json};
@@ -43,6 +44,7 @@ pub(super) struct Tailnet {
     pub(super) phone: Arc<NetNs>,
     pub(super) api: LocalApiDouble,
     pub(super) daemon: TestDaemon,
+    _model: Option<tokio::sync::oneshot::Sender<()>>,
     _home: tempfile::TempDir,
 }
 
@@ -51,6 +53,32 @@ pub(super) fn desk_status(tailnet: &str) -> Value {
 }
 
 pub(super) async fn tailnet() -> Tailnet {
+    tailnet_with(None).await
+}
+
+/// A scripted model server inside `ns` (where efrd reaches it), alive until the sender drops.
+fn model_inside(ns: &Arc<NetNs>, replies: Vec<Reply>) -> (String, tokio::sync::oneshot::Sender<()>) {
+    let ns = Arc::clone(ns);
+    let (url_tx, url_rx) = std::sync::mpsc::channel();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    std::thread::spawn(move || {
+        ns.enter().unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let server = common::model(replies).await;
+            url_tx.send(server.base_url()).unwrap();
+            let _ = stop_rx.await;
+            drop(server);
+        });
+    });
+    (url_rx.recv().unwrap(), stop_tx)
+}
+
+/// The tailnet, with a scripted model server in the desk's namespace when `replies` are given.
+pub(super) async fn tailnet_with(replies: Option<Vec<Reply>>) -> Tailnet {
     let v4 = |ip: Ipv4Addr| IpAddr::V4(ip);
     let desk = Arc::new(NetNs::new(&[], &[]).unwrap());
     let phone = Arc::new(NetNs::new(&[], &[]).unwrap());
@@ -60,6 +88,13 @@ pub(super) async fn tailnet() -> Tailnet {
         &[PHONE, OTHER_USER, TAGGED, SHARED, UNKNOWN, OUTSIDE].map(v4),
     )
     .unwrap();
+    let (model_config, model) = match replies {
+        Some(replies) => {
+            let (url, stop) = model_inside(&desk, replies);
+            (Some(efr_test_support::daemon::config_for(&url)), Some(stop))
+        }
+        None => (None, None),
+    };
     let home = tempfile::tempdir().unwrap();
     let api = LocalApiDouble::start(&home.path().join("tailscaled.sock"), desk_status("ada.github")).unwrap();
     let phone_node = |id: &str, user: i64, tags: &[&str], sharer: i64| {
@@ -79,7 +114,8 @@ pub(super) async fn tailnet() -> Tailnet {
     api.set_whois(v4(SHARED), phone_node("nShared", USER, &[], 999));
     api.set_whois(v4(DESK), phone_node("n7fLaptop22CNTRL", USER, &[], 0));
     let config = format!(
-        "[remote]\nenabled = true\nport = {PORT}\ntailscaled_socket = \"{}\"\n",
+        "{}\n[remote]\nenabled = true\nport = {PORT}\ntailscaled_socket = \"{}\"\n",
+        model_config.unwrap_or_default(),
         api.path().display()
     );
     let home_path = home.path().to_owned();
@@ -87,17 +123,27 @@ pub(super) async fn tailnet() -> Tailnet {
     // efrd is started from a thread inside the desk's namespace, so it lives there.
     let daemon = tokio::task::spawn_blocking(move || {
         in_desk
-            .run(|| TestDaemon::start(common::efrd_binary(), &home_path, Some(&config), &[]))
+            .run(|| {
+                TestDaemon::start(
+                    common::efrd_binary(),
+                    &home_path,
+                    Some(&config),
+                    &[("OPENAI_API_KEY", "sk-proj-testkey0000000000000000a1b2")],
+                )
+            })
             .unwrap()
     })
     .await
     .unwrap()
     .unwrap();
+    // Ready once the listener takes a connection.
+    inside(&phone, || async { drop(dial(PHONE).await) }).await;
     Tailnet {
         desk,
         phone,
         api,
         daemon,
+        _model: model,
         _home: home,
     }
 }
@@ -165,10 +211,12 @@ pub(super) async fn open_again(from: Ipv4Addr) -> Ws {
     }
 }
 
-/// Sends one request and returns the first answer frame for it.
+/// Sends one request and returns the first answer frame for it, or `{"ended": ...}` when the connection ends first.
 pub(super) async fn call(ws: &mut Ws, id: u64, method: &str, params: Value) -> Value {
     let frame = json!({"id": id, "method": method, "params": params});
-    ws.send(Message::Text(frame.to_string().into())).await.unwrap();
+    if let Err(error) = ws.send(Message::Text(frame.to_string().into())).await {
+        return json!({"ended": error.to_string()});
+    }
     loop {
         match tokio::time::timeout(Duration::from_secs(10), ws.next()).await.unwrap() {
             Some(Ok(Message::Text(text))) => {
@@ -178,7 +226,7 @@ pub(super) async fn call(ws: &mut Ws, id: u64, method: &str, params: Value) -> V
                 }
             }
             Some(Ok(_)) => {}
-            other => panic!("the connection ended: {other:?}"),
+            other => return json!({"ended": format!("{other:?}")}),
         }
     }
 }

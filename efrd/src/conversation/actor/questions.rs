@@ -154,6 +154,14 @@ impl Actor {
                 )
             });
         };
+        // A phone never makes an always rule, and never answers a local_only question; the question stays open for
+        // the user's terminal (docs/protocol.md, "Remote devices": what a phone may do).
+        if origin == Origin::Phone && params.decision == ApprovalDecision::AllowAlways {
+            return Err(ErrorBody::new(
+                ErrorCode::Forbidden,
+                "a phone may not answer allow_always: answer allow, or use the terminal",
+            ));
+        }
         match params.decision {
             ApprovalDecision::Allow | ApprovalDecision::Deny => {}
             ApprovalDecision::AllowAlways => {

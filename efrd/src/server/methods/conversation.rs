@@ -41,6 +41,12 @@ pub async fn prompt_send(ctx: &RequestCtx, raw: Option<Value>) -> Result<Value, 
     if params.text.trim().is_empty() {
         return Err(ErrorBody::invalid("bad params: `text` is empty"));
     }
+    // A phone sits at no terminal of this computer (docs/protocol.md, "Remote devices").
+    if origin(ctx) == Origin::Phone && params.context.as_ref().is_some_and(|c| c.tty.is_some()) {
+        return Err(ErrorBody::invalid(
+            "bad params: `context.tty`: a phone's prompt names no tty",
+        ));
+    }
     let deps = ctx.daemon.deps();
     let handle = match params.conversation_id {
         Some(id) => ctx.daemon.conversations.get(&deps, id).await?,
