@@ -58,6 +58,12 @@ pub enum Command {
     Logout(LogoutArgs),
     /// Write a consistent copy of efrd's event log (efr.db) to PATH while efrd runs.
     Backup(BackupArgs),
+    /// Phones over the tailnet: `efr device add`, `efr device list`, `efr device revoke ID`.
+    Device {
+        /// What to do.
+        #[command(subcommand)]
+        command: DeviceCommand,
+    },
     /// The sandbox: `efr sandbox check`, `efr sandbox host`.
     Sandbox {
         /// What to do.
@@ -94,6 +100,27 @@ pub enum Command {
         /// What to do.
         #[command(subcommand)]
         command: DaemonCommand,
+    },
+}
+
+/// `efr device ...` (docs/remote.md).
+#[derive(Debug, Subcommand)]
+pub enum DeviceCommand {
+    /// Pair a phone: show a QR code, then the phone's facts, and ask.
+    Add {
+        /// The device's name; absent: the name the phone sends.
+        #[arg(long)]
+        name: Option<String>,
+    },
+    /// List the paired devices.
+    List(JsonArg),
+    /// Revoke a device: it can no longer connect, and its connections close.
+    Revoke {
+        /// The device's id (from `efr device list`).
+        id: String,
+        /// Print the result as JSON (one line) for scripts.
+        #[arg(long)]
+        json: bool,
     },
 }
 

@@ -109,6 +109,7 @@ async fn run(command: Option<Command>, root_prompt: &cli::PromptArgs) -> ExitCod
         Some(Command::Login(args)) => commands::login::login(&args).await,
         Some(Command::Logout(args)) => commands::login::logout(&args).await,
         Some(Command::Backup(args)) => commands::backup::run(&args.path, args.json).await,
+        Some(Command::Device { command }) => commands::device::run(command).await,
         Some(Command::Sandbox {
             command: SandboxCommand::Check(args),
         }) => commands::sandbox::check(args.json).await,

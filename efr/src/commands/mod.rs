@@ -3,6 +3,7 @@
 //!
 //! - [`status`]: `efr status` (admin.status).
 //! - [`backup`]: `efr backup PATH` (admin.backup).
+//! - [`device`]: `efr device add|list|revoke` (device.pair_start and device.pair_confirm, device.list, device.revoke).
 //! - [`models`]: `efr models` (models.list).
 //! - [`login`]: `efr login --api-key` (admin.login_api_key) and `efr logout` (admin.logout).
 //! - [`sandbox`]: `efr sandbox check` (admin.sandbox_check).
@@ -23,6 +24,7 @@ pub mod apparmor;
 pub mod backup;
 pub mod config;
 pub mod context;
+pub mod device;
 pub mod diff;
 pub mod login;
 pub mod models;

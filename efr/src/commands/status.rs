@@ -73,6 +73,9 @@ pub fn render(status: &AdminStatusResult) -> String {
             let _ = writeln!(out, "  fix: {fix}");
         }
     }
+    if let Some(remote) = &status.remote {
+        let _ = writeln!(out, "tailnet: {}", remote_line(remote));
+    }
     if let Some(config) = &status.config {
         let exists = if config.exists { "" } else { " (not there: defaults)" };
         let _ = writeln!(out, "config: {}{exists}", config.path.display());
@@ -85,6 +88,23 @@ pub fn render(status: &AdminStatusResult) -> String {
         let _ = writeln!(out, "no provider is logged in; {LOGIN_HINT}");
     }
     out
+}
+
+/// The tailnet listener in words: `listening on 100.101.102.103:8765 · 1 device connected`, `off`, or why it waits.
+#[must_use]
+pub fn remote_line(remote: &efr_protocol::wire::RemoteStatus) -> String {
+    use efr_protocol::wire::ListenerState;
+    match (remote.state, remote.address, remote.port) {
+        (ListenerState::Listening, Some(address), Some(port)) => {
+            let devices = if remote.connections == 1 { "device" } else { "devices" };
+            format!(
+                "listening on {address}:{port} · {} {devices} connected",
+                remote.connections
+            )
+        }
+        (ListenerState::Off, ..) => "off ([remote] enabled = false)".to_owned(),
+        _ => "not listening: is tailscaled running and this machine on a tailnet?".to_owned(),
+    }
 }
 
 /// Where the model catalog came from, in words: `openai-api's catalog, fetched from the provider`, `... from the
@@ -134,6 +154,38 @@ pub fn sandbox_line(sandbox: &SandboxStatus) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_tailnet_line_says_where_it_listens_or_why_not() {
+        use efr_protocol::wire::{ListenerState, RemoteStatus};
+        let listening = RemoteStatus {
+            state: ListenerState::Listening,
+            address: Some(std::net::Ipv4Addr::new(100, 101, 102, 103)),
+            port: Some(8765),
+            connections: 1,
+        };
+        assert_eq!(
+            remote_line(&listening),
+            "listening on 100.101.102.103:8765 · 1 device connected"
+        );
+        let two = RemoteStatus {
+            connections: 2,
+            ..listening.clone()
+        };
+        assert!(remote_line(&two).ends_with("2 devices connected"));
+        let off = RemoteStatus {
+            state: ListenerState::Off,
+            address: None,
+            port: None,
+            connections: 0,
+        };
+        assert!(remote_line(&off).starts_with("off"));
+        let waiting = RemoteStatus {
+            state: ListenerState::NotListening,
+            ..off
+        };
+        assert!(remote_line(&waiting).starts_with("not listening"));
+    }
+
     use super::*;
 
     #[test]

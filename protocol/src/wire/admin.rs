@@ -135,4 +135,35 @@ pub struct AdminStatusResult {
     /// efrd's `efr-proxy` process; absent from an earlier daemon.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub proxy: Option<ProxyProcess>,
+    /// The tailnet listener of the phone (docs/remote.md); absent from an earlier daemon.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote: Option<RemoteStatus>,
+}
+
+wire_enum! {
+    /// What the tailnet listener does (`state` of [`RemoteStatus`]).
+    pub enum ListenerState {
+        /// `[remote] enabled` is false.
+        Off = "off",
+        /// Enabled, but tailscaled is not there or this machine is not on a tailnet.
+        NotListening = "not_listening",
+        /// Listening on `address`:`port`.
+        Listening = "listening",
+    }
+    unknown
+}
+
+/// The tailnet listener in admin.status.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct RemoteStatus {
+    /// What it does.
+    pub state: ListenerState,
+    /// The tailnet IPv4 address it listens on; absent unless listening.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub address: Option<std::net::Ipv4Addr>,
+    /// The port; absent unless listening.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub port: Option<u16>,
+    /// How many phones are connected now.
+    pub connections: u32,
 }

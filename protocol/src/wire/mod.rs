@@ -32,7 +32,8 @@ pub mod turn;
 pub mod watch;
 
 pub use admin::{
-    AdminStatusParams, AdminStatusResult, ConfigStatus, LoginKind, ProviderStatus, Root, RootSource, Roots,
+    AdminStatusParams, AdminStatusResult, ConfigStatus, ListenerState, LoginKind, ProviderStatus, RemoteStatus, Root,
+    RootSource, Roots,
 };
 pub use approval::{ApprovalDecision, ApprovalRespondParams, ApprovalRespondResult};
 pub use backup::{AdminBackupParams, AdminBackupResult};

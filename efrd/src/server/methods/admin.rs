@@ -130,6 +130,7 @@ pub async fn status(ctx: &RequestCtx) -> Result<Value, ErrorBody> {
         sandbox,
         sandbox_paths,
         proxy: Some(daemon.sandbox.proxy().status()),
+        remote: Some(remote_status(daemon)),
     })
 }
 
@@ -266,4 +267,21 @@ pub async fn backup(ctx: &RequestCtx, raw: Option<Value>) -> Result<Value, Error
         bytes: outcome.bytes,
         events: outcome.events,
     })
+}
+
+/// The tailnet listener's line of admin.status.
+fn remote_status(daemon: &crate::daemon::Daemon) -> efr_protocol::wire::RemoteStatus {
+    use crate::remote::ListenerState as Now;
+    use efr_protocol::wire::ListenerState;
+    let (state, address, port) = match daemon.remote.state() {
+        Now::Off => (ListenerState::Off, None, None),
+        Now::NotListening => (ListenerState::NotListening, None, None),
+        Now::Listening { addr, .. } => (ListenerState::Listening, Some(*addr.ip()), Some(addr.port())),
+    };
+    efr_protocol::wire::RemoteStatus {
+        state,
+        address,
+        port,
+        connections: u32::try_from(daemon.remote.connections()).unwrap_or(u32::MAX),
+    }
 }
