@@ -148,9 +148,9 @@ async fn start_and_serve(roots: Roots, config: ConfigState) -> Result<(), StartE
     let remote = daemon.models.config().remote.clone();
     let tailnet = remote.enabled.then(|| {
         daemon.remote.set_state(crate::remote::ListenerState::NotListening);
-        tokio::spawn(crate::remote::listener::run(
+        tokio::spawn(crate::server::tailnet::run(
             Arc::clone(&daemon),
-            crate::remote::listener::Options {
+            crate::server::tailnet::Options {
                 port: remote.port,
                 tailscaled_socket: remote.tailscaled_socket,
             },

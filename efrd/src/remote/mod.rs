@@ -5,18 +5,17 @@
 //! - [`admission`]: the address range and whois rules, before a byte is read.
 //! - [`handshake`]: the HTTP upgrade's rules.
 //! - [`sniff`]: the reader that refuses fragmented messages.
-//! - [`socket`]: one WebSocket connection, bridged to the server's frames, with its pings and its close codes.
 //! - [`pairing`]: the open pairings of device.pair_start, in memory; [`prove`]: the device key and its signature.
-//! - [`listener`]: binds the tailnet IPv4 address while tailscaled says it is on the tailnet, and accepts.
+//!
+//! The listener itself and the WebSocket bridge are server code (`server::tailnet`, `server::websocket`): this
+//! module imports nothing of the server or the daemon.
 
 pub mod admission;
 pub mod handshake;
-pub mod listener;
 pub mod localapi;
 pub mod pairing;
 pub mod prove;
 pub mod sniff;
-pub mod socket;
 
 use std::collections::HashMap;
 use std::net::SocketAddrV4;

@@ -8,6 +8,8 @@ pub mod connection;
 pub mod methods;
 pub mod peer;
 pub mod session;
+pub mod tailnet;
+pub mod websocket;
 
 use std::sync::Arc;
 use std::time::Duration;

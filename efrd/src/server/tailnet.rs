@@ -2,8 +2,8 @@
 //!
 //! It asks tailscaled's status every [`POLL_INTERVAL`]. A change of the address, the node or the tailnet, or
 //! tailscaled going away, closes the listener and its connections with 1001; it listens again when the tailnet is
-//! back. Each accepted peer is admitted ([`super::admission`]) before a byte is read, then gets the HTTP upgrade
-//! ([`super::handshake`]) and its WebSocket ([`super::socket`]).
+//! back. Each accepted peer is admitted ([`crate::remote::admission`]) before a byte is read, then gets the HTTP
+//! upgrade ([`crate::remote::handshake`]) and its WebSocket ([`super::websocket`]).
 
 use std::net::{SocketAddr, SocketAddrV4};
 use std::path::PathBuf;
@@ -20,12 +20,13 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::{debug, info, warn};
 
-use super::admission::{self, PeerFacts, Refusal};
-use super::localapi::{LocalApi, LocalApiError, SelfFacts};
-use super::sniff::NoFragments;
-use super::{ListenerState, RemotePeer, handshake, socket};
+use super::session::Session;
+use super::websocket;
 use crate::daemon::Daemon;
-use crate::server::session::Session;
+use crate::remote::admission::{self, PeerFacts, Refusal};
+use crate::remote::localapi::{LocalApi, LocalApiError, SelfFacts};
+use crate::remote::sniff::NoFragments;
+use crate::remote::{ListenerState, RemotePeer, handshake};
 
 /// How often the listener asks tailscaled whether the tailnet changed.
 pub const POLL_INTERVAL: Duration = Duration::from_secs(2);
@@ -215,9 +216,9 @@ async fn serve_http(stream: TcpStream, remote: RemotePeer, daemon: Arc<Daemon>, 
                 match upgrade.await {
                     Ok(upgraded) => {
                         let io = NoFragments::new(TokioIo::new(upgraded));
-                        let ws = WebSocketStream::from_raw_socket(io, Role::Server, Some(socket::config())).await;
+                        let ws = WebSocketStream::from_raw_socket(io, Role::Server, Some(websocket::config())).await;
                         let _open = daemon.remote.connection();
-                        socket::serve(ws, Session::remote(remote), Arc::clone(&daemon), kick).await;
+                        websocket::serve(ws, Session::remote(remote), Arc::clone(&daemon), kick).await;
                     }
                     Err(error) => debug!(%error, "the upgrade failed"),
                 }

@@ -28,9 +28,9 @@ use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 use tokio_util::sync::CancellationToken;
 use tracing::debug;
 
+use super::connection::{FrameSink, serve_frames};
+use super::session::Session;
 use crate::daemon::Daemon;
-use crate::server::connection::{FrameSink, serve_frames};
-use crate::server::session::Session;
 
 /// The most bytes of one client message.
 pub const MAX_CLIENT_MESSAGE: usize = 1 << 20;
