@@ -30,6 +30,21 @@
 //!   whose ctime is at least 2 s older than the previous snapshot's start keeps that snapshot's hash and content
 //!   without being read again (git's "racily clean" rule: a write inside the clock's granularity would not show).
 //!
+//! # Cover: what undo can restore
+//!
+//! With [`Limits::cover`] set (a turn's snapshots, `docs/undo.md`), a snapshot also keeps the bytes of every file
+//! it covers in the store's `blobs` (content-addressed by SHA-256, so a file unchanged across turns is stored once):
+//!
+//! - every regular file and symlink up to [`Cover::max_file_bytes`] while the snapshot's stored bytes stay within
+//!   [`Cover::max_bytes`], ignored files included (their content is stored but never shown in a diff);
+//! - the walk enters ignored folders too, except build outputs ([`is_build_output`]): such a folder is listed in
+//!   `not_covered` as a whole and not entered;
+//! - a file over a bound is recorded as without cover (`not_covered` with the reason), never silently;
+//! - the git refs of the repository holding the root (HEAD, branch heads, the stash) and its index file, in `refs`.
+//!
+//! The stat cache (the `previous` snapshot, see below) applies to stored contents too: an unchanged file is neither
+//! read nor stored again.
+//!
 //! # Bounds
 //!
 //! [`Limits::max_files`] recorded files and [`Limits::max_time`] of walking: when one of them cuts the walk, the
@@ -45,10 +60,14 @@
 //! order. The changes come sorted by path in byte order (git's order; a rename at its new path).
 
 mod compare;
+mod cover;
 mod error;
+mod refs;
 mod store;
 mod walk;
 
+#[cfg(test)]
+mod cover_tests;
 #[cfg(test)]
 mod tests;
 
@@ -61,8 +80,10 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 pub use compare::{Comparison, compare};
+pub use cover::{BUILD_OUTPUTS, Cover, NotCovered, is_build_output};
 pub use error::SnapshotError;
-pub use store::SnapshotStore;
+pub use refs::GitRefs;
+pub use store::{SnapshotStore, blob_path};
 
 /// The bounds of one snapshot.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -77,6 +98,8 @@ pub struct Limits {
     pub max_hash_bytes: u64,
     /// The longest a walk may take; it stops at the next entry after that.
     pub max_time: Duration,
+    /// Keep every covered file's bytes in a store, for undo; `None` for a snapshot that only finds changes.
+    pub cover: Option<Cover>,
 }
 
 impl Default for Limits {
@@ -88,6 +111,7 @@ impl Default for Limits {
             max_file_bytes: 1 << 20,
             max_hash_bytes: 64 << 20,
             max_time: Duration::from_secs(5),
+            cover: None,
         }
     }
 }
@@ -112,6 +136,15 @@ pub struct Snapshot {
     /// Entries that could not be recorded: unreadable, vanished during the walk, or a name that is not UTF-8.
     #[serde(default)]
     pub skipped: u64,
+    /// Taken with [`Limits::cover`]: every file with `stored` set can be restored from the store.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub covered: bool,
+    /// What a covered snapshot left without cover, by path (a folder ends with `/`), with the reason.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub not_covered: BTreeMap<String, NotCovered>,
+    /// The git refs of the repository that holds the root, when it is in one (covered snapshots only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refs: Option<GitRefs>,
     /// Where the kept contents are.
     #[serde(skip)]
     pub(crate) blobs: Blobs,
@@ -171,9 +204,27 @@ pub struct FileEntry {
     /// The content has a NUL byte or is not UTF-8.
     #[serde(default, skip_serializing_if = "is_false")]
     pub binary: bool,
-    /// The project's ignore rules ignore the file: metadata only.
+    /// The project's ignore rules ignore the file: never shown in a diff (metadata only, unless covered).
     #[serde(default, skip_serializing_if = "is_false")]
     pub ignored: bool,
+    /// The whole content (bytes, or a symlink's target) is in the store's blobs under `sha256`: undo can restore it.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub stored: bool,
+}
+
+impl FileEntry {
+    /// Whether two entries hold the same file as undo sees it: kind, mode bits (not for a symlink) and content.
+    /// Without a hash on either side, size and mtime stand in for the content.
+    #[must_use]
+    pub fn same_content(&self, other: &FileEntry) -> bool {
+        if self.kind != other.kind || (self.kind == EntryKind::File && self.mode != other.mode) {
+            return false;
+        }
+        match (&self.sha256, &other.sha256) {
+            (Some(a), Some(b)) => a == b,
+            _ => self.size == other.size && self.mtime_ns == other.mtime_ns,
+        }
+    }
 }
 
 /// The kind of a recorded file.

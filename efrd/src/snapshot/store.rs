@@ -13,7 +13,8 @@
 //! Folders are 0700 and files 0600: a project's files can hold secrets even when no ignore rule says so.
 //! A content read back is checked against its hash.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
 use std::fs;
 use std::io::Write as _;
 use std::os::unix::fs::PermissionsExt;
@@ -35,6 +36,8 @@ const MAX_ID_LEN: usize = 128;
 #[derive(Debug, Clone)]
 pub struct SnapshotStore {
     dir: PathBuf,
+    /// The last covered snapshot of each root this process took: the stat cache of the next one.
+    last: Arc<Mutex<HashMap<PathBuf, Snapshot>>>,
 }
 
 #[derive(Serialize)]
@@ -65,7 +68,37 @@ impl SnapshotStore {
         for folder in [dir.to_path_buf(), dir.join("manifests"), dir.join("blobs")] {
             private_folder(&folder)?;
         }
-        Ok(Self { dir: dir.to_path_buf() })
+        Ok(Self {
+            dir: dir.to_path_buf(),
+            last: Arc::default(),
+        })
+    }
+
+    /// The store's `blobs` folder.
+    #[must_use]
+    pub fn blobs(&self) -> PathBuf {
+        self.dir.join("blobs")
+    }
+
+    /// The last snapshot of `root` that [`SnapshotStore::remember`] kept, to reuse its hashes.
+    #[must_use]
+    pub fn last_of(&self, root: &Path) -> Option<Snapshot> {
+        self.last.lock().ok()?.get(root).cloned()
+    }
+
+    /// Keeps `snapshot` as the last of its root (without its contents in memory: a covered snapshot's are stored).
+    pub fn remember(&self, snapshot: &Snapshot) {
+        if !snapshot.covered {
+            return;
+        }
+        let mut kept = snapshot.clone();
+        kept.blobs = Blobs {
+            memory: Default::default(),
+            store: Some(self.blobs()),
+        };
+        if let Ok(mut last) = self.last.lock() {
+            last.insert(kept.root.clone(), kept);
+        }
     }
 
     /// The store's folder.
@@ -205,9 +238,10 @@ impl SnapshotStore {
                 snapshot
                     .files
                     .into_values()
-                    .filter(|entry| entry.kept)
+                    .filter(|entry| entry.kept || entry.stored)
                     .filter_map(|entry| entry.sha256),
             );
+            live.extend(snapshot.refs.and_then(|refs| refs.index));
         }
         let blobs = self.dir.join("blobs");
         let mut removed = 0;
@@ -264,7 +298,9 @@ impl Snapshot {
     }
 }
 
-fn blob_path(blobs: &Path, hash: &str) -> PathBuf {
+/// Where the content of SHA-256 `hash` (lowercase hex) is in a store's `blobs` folder.
+#[must_use]
+pub fn blob_path(blobs: &Path, hash: &str) -> PathBuf {
     let (prefix, rest) = hash.split_at(hash.len().min(2));
     blobs.join(prefix).join(rest)
 }

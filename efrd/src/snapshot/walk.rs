@@ -17,7 +17,8 @@ use chrono::Utc;
 use ignore::IncrementalIgnore;
 use sha2::{Digest, Sha256};
 
-use super::{Blobs, EntryKind, FileEntry, Limits, Snapshot, TruncateReason, Truncated, walk_order};
+use super::cover::{NotCovered, is_build_output, store_bytes_hashed, store_file};
+use super::{Blobs, EntryKind, FileEntry, GitRefs, Limits, Snapshot, TruncateReason, Truncated, walk_order};
 use crate::snapshot::SnapshotError;
 use crate::tools::changes::{is_binary, walk_builder};
 
@@ -45,9 +46,18 @@ impl Snapshot {
             });
         }
         let mut builder = walk_builder(root);
+        let covered = limits.cover.is_some();
+        // A covered walk does not enter build outputs: they stay pending in their folder, which lists them as not
+        // covered when the walk leaves it.
         builder
             .sort_by_file_name(std::ffi::OsStr::cmp)
-            .filter_entry(|entry| entry.file_name() != ".git");
+            .filter_entry(move |entry| {
+                entry.file_name() != ".git"
+                    && !(covered
+                        && entry.depth() > 0
+                        && entry.file_type().is_some_and(|kind| kind.is_dir())
+                        && is_build_output(&entry.file_name().to_string_lossy(), entry.path()))
+            });
         let matcher = builder.build_matchers().into_iter().next();
         let previous = previous.filter(|previous| previous.root == root);
         let mut walk = Walk {
@@ -66,9 +76,13 @@ impl Snapshot {
                 truncated: None,
                 not_kept: 0,
                 skipped: 0,
+                covered: limits.cover.is_some(),
+                not_covered: Default::default(),
+                refs: None,
                 blobs: Blobs::default(),
             },
             kept_bytes: 0,
+            stored_bytes: 0,
             open: Vec::new(),
         };
         for result in builder.build() {
@@ -105,6 +119,9 @@ impl Snapshot {
         }
         walk.close_all();
         let mut snapshot = walk.snapshot;
+        if let Some(cover) = &limits.cover {
+            snapshot.refs = GitRefs::read(root, &cover.blobs);
+        }
         snapshot.elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         Ok(snapshot)
     }
@@ -124,6 +141,8 @@ struct Walk<'a> {
     matcher: Option<IncrementalIgnore>,
     snapshot: Snapshot,
     kept_bytes: u64,
+    /// The bytes a covered walk has stored or reused so far ([`super::Cover::max_bytes`]).
+    stored_bytes: u64,
     open: Vec<OpenFolder>,
 }
 
@@ -164,7 +183,7 @@ impl Walk<'_> {
     }
 
     /// Records the ignored files among the entries of a folder the walk did not yield (only those before the cut,
-    /// when a bound cut the walk).
+    /// when a bound cut the walk); a covered walk also enters its ignored folders, build outputs aside.
     fn close(&mut self, folder: OpenFolder) {
         for name in folder.pending {
             let rel = if folder.rel.is_empty() {
@@ -179,23 +198,63 @@ impl Walk<'_> {
             let Ok(meta) = fs::symlink_metadata(&path) else {
                 continue;
             };
-            let Some(kind) = kind_of(&meta) else {
+            let is_dir = meta.is_dir();
+            if is_dir && self.limits.cover.is_none() {
                 continue;
-            };
+            }
+            if is_dir && is_build_output(&name_of(&rel), &path) {
+                self.snapshot
+                    .not_covered
+                    .insert(format!("{rel}/"), NotCovered::BuildOutput);
+                continue;
+            }
             let ignored = self
                 .matcher
                 .as_mut()
-                .is_some_and(|matcher| matcher.matched(&rel, false).is_ignore());
+                .is_some_and(|matcher| matcher.matched(&rel, is_dir).is_ignore());
             if !ignored {
                 continue;
             }
-            if self.snapshot.files.len() >= self.limits.max_files {
-                self.cut(TruncateReason::Files, rel);
-                continue;
+            if is_dir {
+                self.cover_folder(rel, &path);
+            } else if let Some(kind) = kind_of(&meta) {
+                self.record_meta(rel, &path, kind, &meta, true);
             }
-            let mut entry = entry_of(kind, &meta);
-            entry.ignored = true;
-            self.snapshot.files.insert(rel, entry);
+        }
+    }
+
+    /// Records, in a covered walk, the files of an ignored folder, its folders in name order (build outputs are
+    /// listed as not covered instead).
+    fn cover_folder(&mut self, rel: String, path: &Path) {
+        if is_build_output(&name_of(&rel), path) {
+            self.snapshot
+                .not_covered
+                .insert(format!("{rel}/"), NotCovered::BuildOutput);
+            return;
+        }
+        let Ok(entries) = fs::read_dir(path) else {
+            self.snapshot.skipped += 1;
+            return;
+        };
+        let mut names: Vec<String> = entries
+            .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+            .filter(|name| name != ".git")
+            .collect();
+        names.sort();
+        for name in names {
+            let rel = format!("{rel}/{name}");
+            if !self.snapshot.covers(&rel) {
+                return;
+            }
+            let path = path.join(&name);
+            let Ok(meta) = fs::symlink_metadata(&path) else {
+                continue;
+            };
+            if meta.is_dir() {
+                self.cover_folder(rel, &path);
+            } else if let Some(kind) = kind_of(&meta) {
+                self.record_meta(rel, &path, kind, &meta, true);
+            }
         }
     }
 
@@ -219,30 +278,93 @@ impl Walk<'_> {
             self.snapshot.skipped += 1;
             return;
         };
-        let mut entry = entry_of(kind, &meta);
+        self.record_meta(rel, path, kind, &meta, false);
+    }
+
+    /// Records a file or a symlink from its metadata: reused from the previous snapshot, or read (and stored, in a
+    /// covered walk). Without cover, an ignored file gets its metadata only.
+    fn record_meta(&mut self, rel: String, path: &Path, kind: EntryKind, meta: &Metadata, ignored: bool) {
+        if self.snapshot.files.len() >= self.limits.max_files {
+            self.cut(TruncateReason::Files, rel);
+            return;
+        }
+        let mut entry = entry_of(kind, meta);
+        entry.ignored = ignored;
         if self.reuse(&rel, &mut entry) {
             self.snapshot.files.insert(rel, entry);
             return;
         }
-        let content = match kind {
-            EntryKind::Symlink => fs::read_link(path).map(|target| Some(target.as_os_str().as_bytes().to_vec())),
-            EntryKind::File if entry.size > self.limits.max_hash_bytes => Ok(None),
-            EntryKind::File if entry.size > self.limits.max_file_bytes => hash_in_pieces(path).map(|(hash, binary)| {
-                entry.sha256 = Some(hash);
-                entry.binary = binary;
-                None
-            }),
-            EntryKind::File => fs::read(path).map(Some),
-        };
-        match content {
-            Ok(Some(bytes)) => self.keep(&mut entry, bytes),
-            Ok(None) => {}
-            Err(_) => {
+        if ignored && self.limits.cover.is_none() {
+            self.snapshot.files.insert(rel, entry);
+            return;
+        }
+        match self.read_content(&rel, path, &mut entry) {
+            Ok(()) => {
+                self.snapshot.files.insert(rel, entry);
+            }
+            Err(()) => {
                 self.snapshot.skipped += 1;
-                return;
+                if self.limits.cover.is_some() {
+                    self.snapshot.not_covered.insert(rel, NotCovered::Unreadable);
+                }
             }
         }
-        self.snapshot.files.insert(rel, entry);
+    }
+
+    /// Whether a covered walk stores a file of `size` bytes: within both bounds (else the path is recorded as not
+    /// covered, with the bound).
+    fn may_store(&mut self, rel: &str, size: u64) -> bool {
+        let Some(cover) = &self.limits.cover else {
+            return false;
+        };
+        let reason = if size > cover.max_file_bytes {
+            NotCovered::Size
+        } else if self.stored_bytes + size > cover.max_bytes {
+            NotCovered::Bytes
+        } else {
+            self.stored_bytes += size;
+            return true;
+        };
+        self.snapshot.not_covered.insert(rel.to_owned(), reason);
+        false
+    }
+
+    /// Reads a file's content (a symlink's target): hashes it, keeps it for diffs, and in a covered walk stores it.
+    fn read_content(&mut self, rel: &str, path: &Path, entry: &mut FileEntry) -> Result<(), ()> {
+        let blobs = self.limits.cover.as_ref().map(|cover| cover.blobs.clone());
+        let store = match entry.kind {
+            EntryKind::Symlink => blobs.is_some(),
+            EntryKind::File => self.may_store(rel, entry.size),
+        };
+        let bytes = match entry.kind {
+            EntryKind::Symlink => fs::read_link(path)
+                .map(|target| target.as_os_str().as_bytes().to_vec())
+                .map_err(drop)?,
+            EntryKind::File if entry.size > self.limits.max_file_bytes => {
+                let (hash, binary) = match (&blobs, store) {
+                    (Some(blobs), true) => store_file(blobs, path).map_err(drop)?,
+                    _ if entry.size > self.limits.max_hash_bytes => return Ok(()),
+                    _ => hash_in_pieces(path).map_err(drop)?,
+                };
+                entry.sha256 = Some(hash);
+                entry.binary = binary;
+                entry.stored = store;
+                return Ok(());
+            }
+            EntryKind::File => fs::read(path).map_err(drop)?,
+        };
+        let hash = format!("{:x}", Sha256::digest(&bytes));
+        if let (Some(blobs), true) = (&blobs, store) {
+            store_bytes_hashed(blobs, &hash, &bytes).map_err(drop)?;
+            entry.stored = true;
+        }
+        if entry.ignored {
+            entry.sha256 = Some(hash);
+            entry.binary = is_binary(&bytes);
+        } else {
+            self.keep(entry, hash, bytes);
+        }
+        Ok(())
     }
 
     /// Takes the hash and content of the previous snapshot for a file that did not change since well before it.
@@ -259,7 +381,23 @@ impl Walk<'_> {
             && old.mtime_ns == entry.mtime_ns
             && old.ctime_ns == entry.ctime_ns
             && old.ino == entry.ino;
-        if !same || old.ignored || entry.ctime_ns >= before_ns {
+        if !same || entry.ctime_ns >= before_ns {
+            return false;
+        }
+        if self.limits.cover.is_some() {
+            // A covered walk reuses a stored content, or a file a bound left out that stays over it.
+            let over = self
+                .limits
+                .cover
+                .as_ref()
+                .is_some_and(|cover| old.size > cover.max_file_bytes);
+            if over {
+                self.snapshot.not_covered.insert(rel.to_owned(), NotCovered::Size);
+            } else if !old.stored || !self.may_store(rel, old.size) {
+                return false;
+            }
+            entry.stored = old.stored;
+        } else if old.ignored {
             return false;
         }
         // A text file the byte budget left out is read again: the budget may hold it this time.
@@ -286,12 +424,12 @@ impl Walk<'_> {
         true
     }
 
-    /// Hashes a content and keeps it when it is text within the budgets.
-    fn keep(&mut self, entry: &mut FileEntry, bytes: Vec<u8>) {
-        let hash = format!("{:x}", Sha256::digest(&bytes));
+    /// Records a content's hash and keeps the content when it is text within the budgets (in a covered walk, only a
+    /// stored one: the kept contents of a covered snapshot are read back from the store).
+    fn keep(&mut self, entry: &mut FileEntry, hash: String, bytes: Vec<u8>) {
         entry.binary = is_binary(&bytes);
         entry.sha256 = Some(hash.clone());
-        if entry.binary {
+        if entry.binary || (self.limits.cover.is_some() && !entry.stored) {
             return;
         }
         let len = bytes.len() as u64;
@@ -307,6 +445,11 @@ impl Walk<'_> {
             .entry(hash)
             .or_insert_with(|| Arc::from(bytes));
     }
+}
+
+/// The last component of a relative path.
+fn name_of(rel: &str) -> String {
+    rel.rsplit('/').next().unwrap_or(rel).to_owned()
 }
 
 /// The path of `path` relative to `root`, `/`-separated, when it is UTF-8.
@@ -345,6 +488,7 @@ fn entry_of(kind: EntryKind, meta: &Metadata) -> FileEntry {
         kept: false,
         binary: false,
         ignored: false,
+        stored: false,
     }
 }
 
