@@ -15,6 +15,7 @@
 //! | [`network`] | the network of contained calls: `[network]` rules, credential hosts, the `efr-proxy` supervisor |
 //! | [`sandbox`] | efrd's side of the sandbox: base plans, protected paths, the probe and its cache, explain |
 //! | [`snapshot`] | snapshots of a project tree, their comparison, the snapshot store on disk |
+//! | [`undo`] | undo and redo of a turn from its covered snapshots: the plan, the writes, the journal, the trash |
 //! | [`prompt`] | what the model is told: base instructions, mode, project instructions (`AGENTS.md`), the environment block, per-provider tool texts |
 //! | [`turn`] | the turn loop and the sink its events go to: model stream → events, tool calls decided and run |
 //! | [`conversation`] | the per-conversation actor: queue, turns, questions, subscribers, recorder, restart recovery |
@@ -39,3 +40,4 @@ pub mod snapshot;
 pub mod store;
 pub mod tools;
 pub mod turn;
+pub mod undo;

@@ -44,7 +44,15 @@ fn a_covered_snapshot_stores_every_file_enters_ignored_folders_and_lists_what_it
 
     let snapshot = Snapshot::take(&root, &limits(&store.blobs()), None).expect("snapshot");
     assert!(snapshot.covered);
-    for rel in ["src/main.rs", "bin.dat", ".env", "build/out/gen.txt", "link", "mid.bin", ".gitignore"] {
+    for rel in [
+        "src/main.rs",
+        "bin.dat",
+        ".env",
+        "build/out/gen.txt",
+        "link",
+        "mid.bin",
+        ".gitignore",
+    ] {
         let entry = &snapshot.files[rel];
         assert!(entry.stored, "{rel} is stored");
         let hash = entry.sha256.as_deref().expect("hash");
@@ -60,9 +68,18 @@ fn a_covered_snapshot_stores_every_file_enters_ignored_folders_and_lists_what_it
     assert!(snapshot.files["build/out/gen.txt"].ignored);
     assert_eq!(snapshot.files["bin.dat"].mode, 0o755);
     assert!(!snapshot.files["big.iso"].stored);
-    assert!(!snapshot.files.keys().any(|rel| rel.starts_with("target/") || rel.starts_with("node_modules/")));
+    assert!(
+        !snapshot
+            .files
+            .keys()
+            .any(|rel| rel.starts_with("target/") || rel.starts_with("node_modules/"))
+    );
     assert_eq!(
-        snapshot.not_covered.iter().map(|(k, v)| (k.as_str(), *v)).collect::<Vec<_>>(),
+        snapshot
+            .not_covered
+            .iter()
+            .map(|(k, v)| (k.as_str(), *v))
+            .collect::<Vec<_>>(),
         vec![
             ("big.iso", NotCovered::Size),
             ("node_modules/", NotCovered::BuildOutput),

@@ -82,7 +82,7 @@ use serde::{Deserialize, Serialize};
 pub use compare::{Comparison, compare};
 pub use cover::{BUILD_OUTPUTS, Cover, NotCovered, is_build_output};
 pub use error::SnapshotError;
-pub use refs::GitRefs;
+pub use refs::{GitRefs, git as git_in};
 pub use store::{SnapshotStore, blob_path};
 
 /// The bounds of one snapshot.

@@ -35,7 +35,12 @@ impl GitRefs {
         let head = std::fs::read_to_string(git_dir.join("HEAD")).ok()?.trim().to_owned();
         let listing = git(
             root,
-            &["for-each-ref", "--format=%(refname) %(objectname)", "refs/heads", "refs/stash"],
+            &[
+                "for-each-ref",
+                "--format=%(refname) %(objectname)",
+                "refs/heads",
+                "refs/stash",
+            ],
         )?;
         let refs = listing
             .lines()
@@ -57,7 +62,8 @@ impl GitRefs {
 }
 
 /// Runs efr's own git ([`crate::git::command`]) in `root`; its standard output when it succeeds.
-pub(crate) fn git(root: &Path, args: &[&str]) -> Option<String> {
+#[must_use]
+pub fn git(root: &Path, args: &[&str]) -> Option<String> {
     let output = crate::git::command()
         .arg("-C")
         .arg(root)

@@ -216,7 +216,7 @@ impl Walk<'_> {
                 continue;
             }
             if is_dir {
-                self.cover_folder(rel, &path);
+                self.cover_folder(&rel, &path);
             } else if let Some(kind) = kind_of(&meta) {
                 self.record_meta(rel, &path, kind, &meta, true);
             }
@@ -225,8 +225,8 @@ impl Walk<'_> {
 
     /// Records, in a covered walk, the files of an ignored folder, its folders in name order (build outputs are
     /// listed as not covered instead).
-    fn cover_folder(&mut self, rel: String, path: &Path) {
-        if is_build_output(&name_of(&rel), path) {
+    fn cover_folder(&mut self, rel: &str, path: &Path) {
+        if is_build_output(&name_of(rel), path) {
             self.snapshot
                 .not_covered
                 .insert(format!("{rel}/"), NotCovered::BuildOutput);
@@ -251,7 +251,7 @@ impl Walk<'_> {
                 continue;
             };
             if meta.is_dir() {
-                self.cover_folder(rel, &path);
+                self.cover_folder(&rel, &path);
             } else if let Some(kind) = kind_of(&meta) {
                 self.record_meta(rel, &path, kind, &meta, true);
             }
