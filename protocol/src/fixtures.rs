@@ -18,6 +18,7 @@ mod enums;
 mod events;
 mod methods;
 mod sandbox;
+mod undo;
 mod values;
 mod watch;
 
@@ -106,6 +107,7 @@ pub fn examples() -> Vec<Example> {
     all.extend(enums::examples());
     all.extend(watch::examples());
     all.extend(context::examples());
+    all.extend(undo::examples());
     all
 }
 

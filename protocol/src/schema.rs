@@ -37,6 +37,7 @@ use crate::wire::{
     DeviceRevokeResult, PairStartItem,
 };
 use crate::wire::{SandboxExplainHostParams, SandboxExplainHostResult};
+use crate::wire::{TurnUndoParams, TurnUndoResult, UndoRefusal};
 
 /// The `$schema` of draft 2020-12.
 pub const DIALECT: &str = "https://json-schema.org/draft/2020-12/schema";
@@ -78,6 +79,9 @@ pub fn protocol_schema() -> Value {
             ConversationContextResult,
             TurnInterruptParams,
             TurnInterruptResult,
+            TurnUndoParams,
+            TurnUndoResult,
+            UndoRefusal,
             ModelsListParams,
             ModelsListResult,
             AdminStatusParams,

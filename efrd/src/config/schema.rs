@@ -40,6 +40,13 @@
 //! deny = ["gist.github.com"]        # checked first: deny wins over allow
 //! netview = true                    # false: report `netview_off` in the sandbox status
 //!
+//! [undo]                            # a turn's snapshots for undo (docs/undo.md)
+//! enabled = true                    # false: snapshots find changes only, and turn.undo refuses with `off`
+//! max_files = 100000                # the most files one snapshot covers
+//! max_bytes = 2147483648            # the most bytes one snapshot covers (2 GiB)
+//! max_file_bytes = 67108864         # the biggest file covered (64 MiB); a bigger one is not_covered
+//! max_secs = 30                     # the longest one snapshot's walk takes
+//!
 //! [daemon]                          # every daemon.* key needs a restart
 //! log_level = "info"                # a tracing filter directive, such as "info" or "efrd=debug,warn"
 //! idle_exit_secs = 600              # absent: never exit when idle
@@ -76,6 +83,8 @@ pub struct Config {
     pub network: NetworkSection,
     /// `[remote]`: the tailnet listener of the phone; each key needs a restart.
     pub remote: RemoteSection,
+    /// `[undo]`: the bounds of a turn's snapshots for undo.
+    pub undo: UndoSection,
 }
 
 /// `[remote]`: the tailnet WebSocket that a paired phone connects to (docs/remote.md). Read at the start: a change
@@ -98,6 +107,47 @@ impl Default for RemoteSection {
             port: 8765,
             tailscaled_socket: "/run/tailscale/tailscaled.sock".into(),
         }
+    }
+}
+
+/// `[undo]`: the bounds of a turn's covered snapshots (docs/undo.md). A change applies to turns that start after it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct UndoSection {
+    /// Covered snapshots; false: a turn's snapshots only find its changes, and turn.undo refuses with `off`.
+    pub enabled: bool,
+    /// The most files one snapshot records.
+    pub max_files: usize,
+    /// The most bytes of file contents one snapshot covers.
+    pub max_bytes: u64,
+    /// The biggest file (in bytes) a snapshot covers.
+    pub max_file_bytes: u64,
+    /// The longest one snapshot's walk takes, in seconds.
+    pub max_secs: u64,
+}
+
+impl Default for UndoSection {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            max_files: 100_000,
+            max_bytes: 2 << 30,
+            max_file_bytes: 64 << 20,
+            max_secs: 30,
+        }
+    }
+}
+
+impl UndoSection {
+    /// The snapshot store's bounds; `None` when undo is off.
+    #[must_use]
+    pub fn bounds(&self) -> Option<crate::snapshot::UndoBounds> {
+        self.enabled.then(|| crate::snapshot::UndoBounds {
+            max_files: self.max_files,
+            max_bytes: self.max_bytes,
+            max_file_bytes: self.max_file_bytes,
+            max_time: std::time::Duration::from_secs(self.max_secs),
+        })
     }
 }
 

@@ -83,7 +83,7 @@ pub use compare::{Comparison, compare};
 pub use cover::{BUILD_OUTPUTS, Cover, NotCovered, is_build_output};
 pub use error::SnapshotError;
 pub use refs::{GitRefs, git as git_in};
-pub use store::{SnapshotStore, blob_path};
+pub use store::{SnapshotStore, UndoBounds, blob_path};
 
 /// The bounds of one snapshot.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -23,13 +23,26 @@ use std::sync::{Arc, Mutex};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::{Blobs, Snapshot, SnapshotError};
+use super::{Blobs, Cover, Limits, Snapshot, SnapshotError};
 
 /// The manifest format this efrd writes and reads.
 pub(crate) const MANIFEST_VERSION: u64 = 1;
 
 /// The longest id.
 const MAX_ID_LEN: usize = 128;
+
+/// The bounds of a turn's covered snapshots, as config `[undo]` sets them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UndoBounds {
+    /// The most files a snapshot records.
+    pub max_files: usize,
+    /// The most bytes one snapshot covers.
+    pub max_bytes: u64,
+    /// The biggest file covered, in bytes.
+    pub max_file_bytes: u64,
+    /// The longest a snapshot's walk may take.
+    pub max_time: std::time::Duration,
+}
 
 /// Snapshots stored in one folder. Cheap to clone; several may use one folder (saves of different ids do not meet;
 /// [`SnapshotStore::collect_garbage`] must not run while a save does).
@@ -38,6 +51,8 @@ pub struct SnapshotStore {
     dir: PathBuf,
     /// The last covered snapshot of each root this process took: the stat cache of the next one.
     last: Arc<Mutex<HashMap<PathBuf, Snapshot>>>,
+    /// The bounds of a turn's covered snapshots (config `[undo]`); `None`: undo is off.
+    undo: Arc<Mutex<Option<Limits>>>,
 }
 
 #[derive(Serialize)]
@@ -71,6 +86,7 @@ impl SnapshotStore {
         Ok(Self {
             dir: dir.to_path_buf(),
             last: Arc::default(),
+            undo: Arc::default(),
         })
     }
 
@@ -78,6 +94,30 @@ impl SnapshotStore {
     #[must_use]
     pub fn blobs(&self) -> PathBuf {
         self.dir.join("blobs")
+    }
+
+    /// Sets the bounds of a turn's covered snapshots from config `[undo]` (`None` when undo is off); the cover's
+    /// `blobs` is this store's.
+    pub fn set_undo(&self, bounds: Option<UndoBounds>) {
+        let limits = bounds.map(|bounds| Limits {
+            max_files: bounds.max_files,
+            max_time: bounds.max_time,
+            cover: Some(Cover {
+                blobs: self.blobs(),
+                max_file_bytes: bounds.max_file_bytes,
+                max_bytes: bounds.max_bytes,
+            }),
+            ..Limits::default()
+        });
+        if let Ok(mut undo) = self.undo.lock() {
+            *undo = limits;
+        }
+    }
+
+    /// The bounds of a turn's covered snapshots; `None` when undo is off.
+    #[must_use]
+    pub fn undo_limits(&self) -> Option<Limits> {
+        self.undo.lock().ok()?.clone()
     }
 
     /// The last snapshot of `root` that [`SnapshotStore::remember`] kept, to reuse its hashes.

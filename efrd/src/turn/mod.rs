@@ -96,13 +96,21 @@ pub async fn run(plan: TurnPlan, recorder: Sink, cancel: CancellationToken) -> T
         tools,
     } = plan;
     let base_history = request.history.clone();
-    let snapshots = match tools
-        .as_ref()
-        .and_then(|env| Some((env.snapshots.clone()?, env.roots.first()?.clone())))
-    {
-        Some((store, root)) => Some(snapshots::TurnSnapshots::begin(store, root, turn_id).await),
-        None => None,
-    };
+    let mut snapshots = tools.as_ref().and_then(|env| {
+        let store = env.snapshots.clone()?;
+        let project = env.roots.first()?.clone();
+        let mut roots = vec![snapshots::TurnRoot {
+            path: project,
+            shown: ".".into(),
+        }];
+        if env.scratch.is_dir() {
+            roots.push(snapshots::TurnRoot {
+                path: env.scratch.clone(),
+                shown: "$SCRATCH".into(),
+            });
+        }
+        Some(snapshots::TurnSnapshots::new(store, roots, turn_id))
+    });
     let mut state = CallState::new(turn_id, recorder);
     let mut calls_made = 0;
     let ending = loop {
@@ -126,6 +134,13 @@ pub async fn run(plan: TurnPlan, recorder: Sink, cancel: CancellationToken) -> T
         }
         if state.finish_message().await.is_err() {
             break Ending::Lost;
+        }
+        // The first snapshots, before the turn's first call (docs/undo.md).
+        if let Some(snapshots) = snapshots.as_mut() {
+            let taken = snapshots.before_call().await;
+            if !taken.is_empty() && state.recorder.record(turn_id, taken).await.is_err() {
+                break Ending::Lost;
+            }
         }
         let calls = std::mem::take(&mut state.calls);
         let mut lost = false;
@@ -182,15 +197,14 @@ pub async fn run(plan: TurnPlan, recorder: Sink, cancel: CancellationToken) -> T
             .collect();
     };
     // The turn's changes: its first snapshot against its last (after the model's last word, before the end event).
-    let changes = if matches!(ending, Ending::Lost) {
-        None
-    } else {
-        match snapshots {
-            Some(snapshots) => snapshots.end().await,
-            None => None,
-        }
+    let ended = match snapshots {
+        Some(snapshots) if !matches!(ending, Ending::Lost) => snapshots.end().await,
+        _ => snapshots::Ended::default(),
     };
-    finish(state, ending, turn_id, context_window, changes).await
+    if !ended.events.is_empty() && state.recorder.record(turn_id, ended.events).await.is_err() {
+        return state.outcome();
+    }
+    finish(state, ending, turn_id, context_window, (ended.changes, ended.undo)).await
 }
 
 /// Streams one model call into events until it stops, fails or is interrupted.
@@ -231,7 +245,10 @@ async fn finish(
     ending: Ending,
     turn_id: TurnId,
     context_window: Option<u64>,
-    changes: Option<efr_protocol::wire::FileChanges>,
+    (changes, undo): (
+        Option<efr_protocol::wire::FileChanges>,
+        Option<efr_protocol::wire::TurnUndoSummary>,
+    ),
 ) -> TurnOutcome {
     // Whatever happened, no text that reached efrd is lost: flush it and close the open message.
     if !matches!(ending, Ending::Lost) && state.finish_message().await.is_err() {
@@ -250,18 +267,21 @@ async fn finish(
             usage: usage_member,
             context,
             stop: stop_member(reason, empty),
-            changes: changes.clone(),
+            changes,
+            undo,
         }),
         Ending::Failed(error) => EventBody::TurnFailed(TurnFailed {
             error,
             usage: usage_member,
             context,
-            changes: changes.clone(),
+            changes,
+            undo,
         }),
         Ending::Interrupted => EventBody::TurnInterrupted(TurnInterrupted {
             usage: usage_member,
             context,
-            changes: changes.clone(),
+            changes,
+            undo,
         }),
         Ending::Lost => return state.outcome(),
     };

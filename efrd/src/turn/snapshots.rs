@@ -1,9 +1,11 @@
 //! A turn's first and last snapshot of its project: the `changes` of its end event, and what conversation.diff shows;
 //! and the snapshots around one shell call: the `changes` of its tool_call_completed.
 //!
-//! The turn takes a snapshot of the project before its first model call (`<turn_id>-pre`) and one when it ends
-//! (`<turn_id>-post`), both saved in the snapshot store so that conversation.diff can compare them later, also after a
-//! restart. A snapshot that fails (a vanished folder, a full disk) costs the turn its `changes`, never the turn.
+//! The turn takes a snapshot of each root it could write (the project, `$SCRATCH`) before its first call, the first
+//! that can write (`<turn_id>-pre`, `<turn_id>-pre-1`, ...), and one when it ends (`<turn_id>-post`, ...), all saved in
+//! the snapshot store so that conversation.diff and turn.undo can use them later, also after a restart. With undo on
+//! (config `[undo]`) they are covered snapshots (`docs/undo.md`). Each one is recorded as snapshot_taken. A snapshot
+//! that fails (a vanished folder, a full disk) costs the turn its `changes` and its undo, never the turn.
 //!
 //! A shell call's own changes (docs/protocol.md, "The contract": "what the agent changed in files", tool_call_completed
 //! `changes`: "what changed while a shell call ran in the turn's project, $SCRATCH ..., also a file that another
@@ -17,28 +19,50 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use efr_protocol::events::{EventBody, SnapshotPhase, SnapshotTaken};
 use efr_protocol::ids::TurnId;
-use efr_protocol::wire::FileChanges;
+use efr_protocol::wire::{FileChanges, TurnUndoSummary};
 use efr_protocol::{ErrorBody, ErrorCode};
 use tracing::warn;
 
 use crate::snapshot::{Limits, Snapshot, SnapshotError, SnapshotStore, compare};
 use crate::tools::changes::{Change, DisplayRoots, file_changes, unified_diff};
 
-/// The id of a turn's first snapshot.
+/// The id of a turn's first snapshot of its project.
 #[must_use]
 pub fn pre_id(turn_id: TurnId) -> String {
     format!("{turn_id}-pre")
 }
 
-/// The id of a turn's last snapshot.
+/// The id of a turn's last snapshot of its project.
 #[must_use]
 pub fn post_id(turn_id: TurnId) -> String {
     format!("{turn_id}-post")
 }
 
-async fn take(root: PathBuf, previous: Option<Snapshot>) -> Option<Snapshot> {
-    take_within(root, previous, Limits::default()).await
+/// The id of a turn's snapshot of its root number `index` (0: the project, with the ids of [`pre_id`] and
+/// [`post_id`]; then `$SCRATCH` and the approved write targets).
+#[must_use]
+pub fn root_id(turn_id: TurnId, phase: SnapshotPhase, index: usize) -> String {
+    let phase = if phase == SnapshotPhase::Post { "post" } else { "pre" };
+    if index == 0 {
+        format!("{turn_id}-{phase}")
+    } else {
+        format!("{turn_id}-{phase}-{index}")
+    }
+}
+
+/// The bounds of a turn's snapshot: those of `store`'s undo config (covered), else the defaults (changes only).
+fn turn_limits(store: &SnapshotStore) -> Limits {
+    store.undo_limits().unwrap_or_default()
+}
+
+async fn take(store: &Arc<SnapshotStore>, root: PathBuf, previous: Option<Snapshot>) -> Option<Snapshot> {
+    let limits = turn_limits(store);
+    let previous = previous.or_else(|| store.last_of(&root));
+    let snapshot = take_within(root, previous, limits).await?;
+    store.remember(&snapshot);
+    Some(snapshot)
 }
 
 async fn take_within(root: PathBuf, previous: Option<Snapshot>, limits: Limits) -> Option<Snapshot> {
@@ -56,48 +80,127 @@ async fn take_within(root: PathBuf, previous: Option<Snapshot>, limits: Limits) 
     }
 }
 
-async fn save(store: &Arc<SnapshotStore>, id: String, snapshot: &Snapshot) {
+async fn save(store: &Arc<SnapshotStore>, id: String, snapshot: &Snapshot) -> bool {
     let store = Arc::clone(store);
     let snapshot = snapshot.clone();
     let saved = tokio::task::spawn_blocking(move || store.save(&id, &snapshot)).await;
-    if !matches!(saved, Ok(Ok(()))) {
+    let ok = matches!(saved, Ok(Ok(())));
+    if !ok {
         warn!("a snapshot of the project could not be saved");
     }
+    ok
 }
 
-/// The snapshots of one turn.
+/// A root a turn could write, and how a client shows it.
+#[derive(Debug, Clone)]
+pub struct TurnRoot {
+    /// The absolute folder.
+    pub path: PathBuf,
+    /// `.` for the project, `$SCRATCH`, or the absolute path.
+    pub shown: String,
+}
+
+/// What a turn's end records of its snapshots.
+#[derive(Debug, Default)]
+pub struct Ended {
+    /// The project's first snapshot against its last; `None` when nothing changed.
+    pub changes: Option<FileChanges>,
+    /// What undo of the turn covers; `None` without covered snapshots.
+    pub undo: Option<TurnUndoSummary>,
+    /// The snapshot_taken events of the last snapshots.
+    pub events: Vec<EventBody>,
+}
+
+/// The snapshots of one turn: each root's first one before the turn's first call (the first that can write),
+/// its last one at the end.
 #[derive(Debug)]
 pub struct TurnSnapshots {
     store: Arc<SnapshotStore>,
-    root: PathBuf,
+    roots: Vec<TurnRoot>,
     turn_id: TurnId,
-    pre: Option<Snapshot>,
+    pre: Option<Vec<Option<Snapshot>>>,
 }
 
 impl TurnSnapshots {
-    /// Takes and saves the turn's first snapshot of `root`.
-    pub async fn begin(store: Arc<SnapshotStore>, root: PathBuf, turn_id: TurnId) -> Self {
-        let pre = take(root.clone(), None).await;
-        if let Some(pre) = &pre {
-            save(&store, pre_id(turn_id), pre).await;
-        }
+    /// The snapshots of a turn that can write `roots` (the project first); nothing is walked yet.
+    #[must_use]
+    pub fn new(store: Arc<SnapshotStore>, roots: Vec<TurnRoot>, turn_id: TurnId) -> Self {
         Self {
             store,
-            root,
+            roots,
             turn_id,
-            pre,
+            pre: None,
         }
     }
 
-    /// Takes and saves the last snapshot; returns what changed since the first, `None` when nothing did (or a
-    /// snapshot failed).
-    pub async fn end(self) -> Option<FileChanges> {
-        let pre = self.pre?;
-        let post = take(self.root.clone(), Some(pre.clone())).await?;
-        save(&self.store, post_id(self.turn_id), &post).await;
-        let compared = compare(&pre, &post).ok()?;
-        (!compared.changes.is_empty()).then(|| file_changes(&compared.changes, &roots(&self.root)))
+    /// Before a call: takes and saves the first snapshot of each root, once per turn; returns their snapshot_taken
+    /// events (none after the first call).
+    pub async fn before_call(&mut self) -> Vec<EventBody> {
+        if self.pre.is_some() {
+            return Vec::new();
+        }
+        let mut pre = Vec::new();
+        let mut events = Vec::new();
+        for (index, root) in self.roots.iter().enumerate() {
+            let snapshot = take(&self.store, root.path.clone(), None).await;
+            if let Some(snapshot) = &snapshot {
+                let id = root_id(self.turn_id, SnapshotPhase::Pre, index);
+                if save(&self.store, id.clone(), snapshot).await {
+                    events.push(taken(root, SnapshotPhase::Pre, id, snapshot));
+                }
+            }
+            pre.push(snapshot);
+        }
+        self.pre = Some(pre);
+        events
     }
+
+    /// Takes and saves the last snapshots; returns what changed in the project since the first, what undo covers,
+    /// and the snapshot_taken events. Nothing when the turn ran no call.
+    pub async fn end(self) -> Ended {
+        let Some(pre) = self.pre else {
+            return Ended::default();
+        };
+        let mut ended = Ended::default();
+        let mut summary = TurnUndoSummary::default();
+        let mut covered = false;
+        for (index, (root, pre)) in self.roots.iter().zip(pre).enumerate() {
+            let Some(pre) = pre else { continue };
+            let Some(post) = take(&self.store, root.path.clone(), Some(pre.clone())).await else {
+                continue;
+            };
+            let id = root_id(self.turn_id, SnapshotPhase::Post, index);
+            if save(&self.store, id.clone(), &post).await {
+                ended.events.push(taken(root, SnapshotPhase::Post, id, &post));
+            }
+            if index == 0
+                && let Ok(compared) = compare(&pre, &post)
+                && !compared.changes.is_empty()
+            {
+                ended.changes = Some(file_changes(&compared.changes, &roots(&root.path)));
+            }
+            if pre.covered && post.covered {
+                covered = true;
+                crate::undo::summary::add_root(&mut summary, &root.shown, &pre, &post);
+            }
+        }
+        if covered {
+            summary.undoable = summary.roots.iter().any(|root| root.files > 0 || root.refs > 0);
+            ended.undo = Some(summary);
+        }
+        ended
+    }
+}
+
+fn taken(root: &TurnRoot, phase: SnapshotPhase, commit: String, snapshot: &Snapshot) -> EventBody {
+    EventBody::SnapshotTaken(SnapshotTaken {
+        root: root.shown.clone(),
+        phase,
+        commit,
+        files: snapshot.files.len() as u64,
+        skipped: snapshot.skipped + snapshot.not_covered.len() as u64,
+        ms: snapshot.elapsed_ms,
+    })
 }
 
 fn roots(project: &Path) -> DisplayRoots<'_> {
@@ -160,8 +263,18 @@ pub async fn close_after_restart(store: &Arc<SnapshotStore>, turn_id: TurnId) {
     if !matches!(post, Ok(Err(SnapshotError::NotFound { .. }))) {
         return;
     }
-    if let Some(post) = take(pre.root.clone(), Some(pre)).await {
-        save(store, post_id(turn_id), &post).await;
+    let mut index = 0;
+    let mut pre = Some(pre);
+    while let Some(first) = pre {
+        if let Some(post) = take(store, first.root.clone(), Some(first)).await {
+            save(store, root_id(turn_id, SnapshotPhase::Post, index), &post).await;
+        }
+        index += 1;
+        let (next_store, id) = (Arc::clone(store), root_id(turn_id, SnapshotPhase::Pre, index));
+        pre = tokio::task::spawn_blocking(move || next_store.load(&id).ok())
+            .await
+            .ok()
+            .flatten();
     }
 }
 

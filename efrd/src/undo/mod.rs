@@ -19,6 +19,7 @@ pub mod apply;
 pub mod journal;
 pub mod plan;
 pub mod refs;
+pub mod summary;
 pub mod trash;
 
 #[cfg(test)]

@@ -28,6 +28,7 @@ mod sandbox;
 mod shell;
 mod tool;
 mod turn;
+mod undo;
 
 use schemars::JsonSchema;
 use serde::de::Error as _;
@@ -44,6 +45,7 @@ pub use sandbox::SandboxUnavailable;
 pub use shell::{ShellCommandDetached, ShellCommandEnded, ShellCommandInputChanged};
 pub use tool::{CallStatus, ToolCallCompleted, ToolCallInputChanged, ToolCallStarted};
 pub use turn::{TurnCancelled, TurnCompleted, TurnFailed, TurnInterruptRequested, TurnInterrupted, TurnStarted};
+pub use undo::{SnapshotPhase, SnapshotTaken, UndoApplied};
 
 /// One event of a conversation's log.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -195,6 +197,10 @@ event_body! {
         ShellCommandEnded(ShellCommandEnded) = "shell_command_ended",
         /// The sandbox cannot run, so contained calls cannot either.
         SandboxUnavailable(SandboxUnavailable) = "sandbox_unavailable",
+        /// A turn took a snapshot of a root it could write.
+        SnapshotTaken(SnapshotTaken) = "snapshot_taken",
+        /// An undo or redo of a turn wrote files (it belongs to no turn).
+        UndoApplied(UndoApplied) = "undo_applied",
     }
 }
 

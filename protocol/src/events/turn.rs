@@ -3,14 +3,14 @@
 //!
 //! Source: docs/protocol.md, "The contract": "turn settings", "the daemon applies turn settings", "a restart no longer
 //! holds queued prompts", "what the agent changed in files", "the context window and its compaction" and "why a turn
-//! stopped". The `undo` member of the end events comes with undo (turn.undo); `reason` and `origin` are this
+//! stopped" and "undo of a turn (phase B)" (the `undo` member of the end events); `reason` and `origin` are this
 //! project's members.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::error::ErrorBody;
-use crate::wire::{ContextFill, FileChanges, Origin, Overridden, Stop, TurnSettings, Usage};
+use crate::wire::{ContextFill, FileChanges, Origin, Overridden, Stop, TurnSettings, TurnUndoSummary, Usage};
 
 /// turn_started.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -49,6 +49,9 @@ pub struct TurnInterrupted {
     /// What the turn changed in files.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub changes: Option<FileChanges>,
+    /// What undo of the turn covers; absent for a turn without covered snapshots.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub undo: Option<TurnUndoSummary>,
 }
 
 /// turn_completed: the turn ended with an answer.
@@ -66,6 +69,9 @@ pub struct TurnCompleted {
     /// The turn's first snapshot against its last.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub changes: Option<FileChanges>,
+    /// What undo of the turn covers; absent for a turn without covered snapshots.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub undo: Option<TurnUndoSummary>,
 }
 
 /// turn_failed: the turn ended with an error.
@@ -83,4 +89,7 @@ pub struct TurnFailed {
     /// What the turn changed in files before it failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub changes: Option<FileChanges>,
+    /// What undo of the turn covers; absent for a turn without covered snapshots.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub undo: Option<TurnUndoSummary>,
 }

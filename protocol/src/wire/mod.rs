@@ -29,6 +29,7 @@ pub mod sandbox_methods;
 pub mod shell;
 pub mod subscribe;
 pub mod turn;
+pub mod undo;
 pub mod watch;
 
 pub use admin::{
@@ -77,4 +78,8 @@ pub use subscribe::{
     CompactTrigger, ConversationSubscribeParams, Draft, DraftPart, RunningTurn, Snapshot, SnapshotLive, SubscribeItem,
 };
 pub use turn::{Resent, TurnInterruptParams, TurnInterruptResult, WithdrawnPrompt, WithdrawnSteer};
+pub use undo::{
+    TurnUndoParams, TurnUndoResult, TurnUndoSummary, UndoAction, UndoEntry, UndoReason, UndoRef, UndoRefusal,
+    UndoRefusalKind, UndoRoot, UndoTurn,
+};
 pub use watch::{ConversationsWatchParams, WatchItem};

@@ -79,6 +79,7 @@ impl Actor {
                         usage: None,
                         context: None,
                         changes: None,
+                        undo: None,
                     });
                     self.finish_turn_status();
                     if let Err(error) = self.commit(vec![(Some(turn_id), failed)], None).await {
@@ -106,6 +107,8 @@ impl Actor {
     pub(super) async fn tool_env(&mut self, settings: &TurnSettings, origin: Origin) -> ToolEnv {
         let (cwd, project) = self.place();
         let snapshots = project.as_ref().map(|_| Arc::clone(&self.deps.snapshots));
+        // The config's undo bounds as they are at the turn's start (a reload applies to the next turn).
+        self.deps.snapshots.set_undo(self.deps.models.config().undo.bounds());
         // The config's masks as they are at the turn's start (a reload applies to the next turn).
         let layout = Layout::new(
             self.deps.sandbox.options(),
@@ -204,6 +207,7 @@ impl Actor {
             usage: None,
             context: None,
             changes: None,
+            undo: None,
         });
         self.commit(vec![(Some(turn_id), failed)], None)
             .await
