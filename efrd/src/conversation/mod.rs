@@ -239,6 +239,20 @@ impl ConversationHandle {
         .await?
     }
 
+    /// Records `bodies` as events of the conversation that belong to no turn (such as undo_applied); returns the
+    /// last seq.
+    ///
+    /// # Errors
+    /// `unavailable` for a store failure or a stopped actor.
+    pub async fn record_outside_turn(&self, bodies: Vec<EventBody>) -> Result<u64, ErrorBody> {
+        self.ask(|reply| Command::Record {
+            turn_id: None,
+            bodies,
+            reply,
+        })
+        .await?
+    }
+
     /// Interrupts the running turn (turn.interrupt).
     ///
     /// # Errors

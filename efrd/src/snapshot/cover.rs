@@ -58,11 +58,16 @@ pub const BUILD_OUTPUTS: &[&str] = &[
     "zig-out",
 ];
 
-/// Whether the folder at `path` (named `name`) is a build output: its name is in [`BUILD_OUTPUTS`] or it holds a
+/// Whether the folder at `path` (named `name`) is a build output: its name is in [`BUILD_OUTPUTS`], it is the
+/// `.cache` of a `node_modules` (one of the cache folders of [`crate::tools::changes::CACHE_FOLDERS`]), or it holds a
 /// `CACHEDIR.TAG`.
 #[must_use]
 pub fn is_build_output(name: &str, path: &Path) -> bool {
-    BUILD_OUTPUTS.contains(&name) || path.join("CACHEDIR.TAG").is_file()
+    let in_node_modules = path
+        .parent()
+        .and_then(Path::file_name)
+        .is_some_and(|parent| parent == "node_modules");
+    BUILD_OUTPUTS.contains(&name) || (name == ".cache" && in_node_modules) || path.join("CACHEDIR.TAG").is_file()
 }
 
 /// Puts `bytes`, whose SHA-256 is `hash`, into the store's `blobs` (nothing is written when they are there).

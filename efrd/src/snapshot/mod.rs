@@ -37,8 +37,9 @@
 //!
 //! - every regular file and symlink up to [`Cover::max_file_bytes`] while the snapshot's stored bytes stay within
 //!   [`Cover::max_bytes`], ignored files included (their content is stored but never shown in a diff);
-//! - the walk enters ignored folders too, except build outputs ([`is_build_output`]): such a folder is listed in
-//!   `not_covered` as a whole and not entered;
+//! - the walk enters ignored folders too, except build outputs ([`is_build_output`]), which are listed in
+//!   `not_covered` as a whole: an ignored one is not entered, the files of one that is not ignored are recorded
+//!   (their changes show) but never stored;
 //! - a file over a bound is recorded as without cover (`not_covered` with the reason), never silently;
 //! - the git refs of the repository holding the root (HEAD, branch heads, the stash) and its index file, in `refs`.
 //!
@@ -81,6 +82,7 @@ use serde::{Deserialize, Serialize};
 
 pub use compare::{Comparison, compare};
 pub use cover::{BUILD_OUTPUTS, Cover, NotCovered, is_build_output};
+pub use efr_protocol::events::SnapshotPhase;
 pub use error::SnapshotError;
 pub use refs::{GitRefs, git as git_in};
 pub use store::{SnapshotStore, UndoBounds, blob_path};

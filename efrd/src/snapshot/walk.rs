@@ -46,18 +46,9 @@ impl Snapshot {
             });
         }
         let mut builder = walk_builder(root);
-        let covered = limits.cover.is_some();
-        // A covered walk does not enter build outputs: they stay pending in their folder, which lists them as not
-        // covered when the walk leaves it.
         builder
             .sort_by_file_name(std::ffi::OsStr::cmp)
-            .filter_entry(move |entry| {
-                entry.file_name() != ".git"
-                    && !(covered
-                        && entry.depth() > 0
-                        && entry.file_type().is_some_and(|kind| kind.is_dir())
-                        && is_build_output(&entry.file_name().to_string_lossy(), entry.path()))
-            });
+            .filter_entry(|entry| entry.file_name() != ".git");
         let matcher = builder.build_matchers().into_iter().next();
         let previous = previous.filter(|previous| previous.root == root);
         let mut walk = Walk {
@@ -83,6 +74,7 @@ impl Snapshot {
             },
             kept_bytes: 0,
             stored_bytes: 0,
+            build_outputs: Vec::new(),
             open: Vec::new(),
         };
         for result in builder.build() {
@@ -108,6 +100,7 @@ impl Snapshot {
             }
             let Some(file_type) = entry.file_type() else { continue };
             if file_type.is_dir() {
+                walk.note_build_output(&rel, entry.path());
                 walk.open(rel, entry.path());
             } else if file_type.is_file() || file_type.is_symlink() {
                 if walk.snapshot.files.len() >= limits.max_files {
@@ -143,6 +136,8 @@ struct Walk<'a> {
     kept_bytes: u64,
     /// The bytes a covered walk has stored or reused so far ([`super::Cover::max_bytes`]).
     stored_bytes: u64,
+    /// The build output folders the walk entered (not ignored ones): their files are recorded, never stored.
+    build_outputs: Vec<String>,
     open: Vec<OpenFolder>,
 }
 
@@ -311,12 +306,25 @@ impl Walk<'_> {
         }
     }
 
+    /// Notes, in a covered walk, a folder that is a build output: listed as not covered, its files never stored.
+    fn note_build_output(&mut self, rel: &str, path: &Path) {
+        if self.limits.cover.is_some() && is_build_output(&name_of(rel), path) {
+            self.snapshot
+                .not_covered
+                .insert(format!("{rel}/"), NotCovered::BuildOutput);
+            self.build_outputs.push(format!("{rel}/"));
+        }
+    }
+
     /// Whether a covered walk stores a file of `size` bytes: within both bounds (else the path is recorded as not
     /// covered, with the bound).
     fn may_store(&mut self, rel: &str, size: u64) -> bool {
         let Some(cover) = &self.limits.cover else {
             return false;
         };
+        if self.build_outputs.iter().any(|folder| rel.starts_with(folder.as_str())) {
+            return false;
+        }
         let reason = if size > cover.max_file_bytes {
             NotCovered::Size
         } else if self.stored_bytes + size > cover.max_bytes {

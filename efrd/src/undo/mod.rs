@@ -21,6 +21,7 @@ pub mod plan;
 pub mod refs;
 pub mod summary;
 pub mod trash;
+pub mod turn;
 
 #[cfg(test)]
 mod tests;

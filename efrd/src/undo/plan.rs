@@ -29,6 +29,8 @@ pub enum Reason {
     Conflict,
     /// A file over the one-file bound.
     Size,
+    /// A file in a build output folder.
+    BuildOutput,
     /// The snapshot's total bound was reached.
     Bytes,
     /// The file could not be read when the snapshot was taken.
@@ -112,9 +114,14 @@ pub fn plan(from: &Snapshot, to: &Snapshot, current: &Snapshot, blobs: PathBuf, 
             .into_iter()
             .find(|(side, _)| side.is_some_and(|side| !side.stored));
         if let Some((_, snapshot)) = unstored {
+            let in_build_output = snapshot
+                .not_covered
+                .iter()
+                .any(|(folder, why)| *why == NotCovered::BuildOutput && path.starts_with(folder.as_str()));
             let reason = match snapshot.not_covered.get(path) {
                 Some(NotCovered::Bytes) => Reason::Bytes,
                 Some(NotCovered::Unreadable) => Reason::Unreadable,
+                _ if in_build_output => Reason::BuildOutput,
                 _ => Reason::Size,
             };
             entries.push(entry(Action::NotCovered, Some(reason)));

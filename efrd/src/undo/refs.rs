@@ -64,9 +64,21 @@ pub fn move_refs(
         if source == target {
             continue;
         }
-        let conflict = now != source && now != target;
+        // The index is git's cache of the work tree: any git command may rewrite its bytes (a `git status`
+        // refreshes its stat data), so it is never a conflict; it is put back when it is as the turn left it, or
+        // when this undo moves a ref (HEAD and the index go together).
+        let is_index = name == "index";
+        let moved = moves
+            .iter()
+            .any(|one: &RefMove| one.applied || (!apply && !one.conflict));
+        let conflict = !is_index && now != source && now != target;
         let mut applied = false;
-        if apply && now != target && (!conflict || force) {
+        let allowed = if is_index {
+            now == source || moved || force
+        } else {
+            !conflict || force
+        };
+        if apply && now != target && allowed {
             applied = write_ref(root, blobs, to, &name, target.as_deref(), now.as_deref());
         }
         moves.push(RefMove {

@@ -21,7 +21,8 @@ pub fn add_root(summary: &mut TurnUndoSummary, shown: &str, pre: &Snapshot, post
         }
     }
     for (path, reason) in &post.not_covered {
-        if *reason == NotCovered::BuildOutput {
+        // Tools' caches are never changes (crate::tools::changes::CACHE_FOLDERS): not worth a line either.
+        if *reason == NotCovered::BuildOutput && !is_tool_cache(path) {
             missing.push(show(shown, path));
         }
     }
@@ -48,6 +49,13 @@ pub fn add_root(summary: &mut TurnUndoSummary, shown: &str, pre: &Snapshot, post
             summary.not_covered_more += 1;
         }
     }
+}
+
+/// Whether a build output folder (`a/b/`) is one of the tools' caches that changes never show.
+fn is_tool_cache(folder: &str) -> bool {
+    let name = folder.trim_end_matches('/').rsplit('/').next().unwrap_or_default();
+    matches!(name, "__pycache__" | ".pytest_cache" | ".mypy_cache" | ".ruff_cache")
+        || folder.ends_with("node_modules/.cache/")
 }
 
 /// A path below the root `shown` as a client shows it.

@@ -146,6 +146,7 @@ async fn an_interrupt_while_a_question_waits_ends_the_turn_cleanly() {
             "turn_interrupt_requested",
             "approval_resolved",
             "tool_call_completed",
+            "snapshot_taken",
             "turn_interrupted"
         ]
     );

@@ -14,6 +14,7 @@ mod daemon_protocol;
 mod daemon_restart;
 mod daemon_tools;
 mod daemon_turns;
+mod daemon_undo;
 mod daemon_watch;
 mod faults;
 mod hidden_shell_memory;

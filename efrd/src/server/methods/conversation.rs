@@ -24,6 +24,11 @@ const REPLAY_PAGE: u32 = 500;
 const LIST_DEFAULT: u32 = 50;
 const LIST_MAX: u32 = 200;
 
+/// Where a request came from: a terminal on the Unix socket, a phone on the tailnet listener.
+pub(super) fn origin_of(ctx: &RequestCtx) -> Origin {
+    origin(ctx)
+}
+
 fn origin(ctx: &RequestCtx) -> Origin {
     match ctx.session.transport {
         efr_protocol::methods::Transport::Local => Origin::Terminal,
@@ -134,7 +139,7 @@ pub async fn conversations_list(ctx: &RequestCtx, raw: Option<Value>) -> Result<
 
 /// The conversations of `tty`, newest first, at most `limit`: the store's pages are read until `limit` rows match,
 /// at most [`TTY_SCAN`] rows in all.
-async fn of_tty(
+pub(super) async fn of_tty(
     store: &crate::store::Store,
     tty: &str,
     limit: usize,

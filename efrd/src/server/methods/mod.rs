@@ -7,6 +7,7 @@ pub mod device;
 pub mod hello;
 pub mod sandbox;
 pub mod shell;
+pub mod undo;
 pub mod watch;
 
 use efr_protocol::ErrorBody;
@@ -56,6 +57,7 @@ pub async fn unary(ctx: &RequestCtx, method: Method, raw: Option<Value>) -> Resu
     match method {
         Method::PromptSend => conversation::prompt_send(ctx, raw).await,
         Method::TurnInterrupt => conversation::turn_interrupt(ctx, raw).await,
+        Method::TurnUndo => undo::turn_undo(ctx, raw).await,
         Method::ApprovalRespond => conversation::approval_respond(ctx, raw).await,
         Method::InputRespond => shell::input_respond(ctx, raw).await,
         Method::ShellStatus => shell::status(ctx, raw).await,
