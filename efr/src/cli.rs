@@ -72,6 +72,10 @@ pub enum Command {
     },
     /// Show what a turn changed in files.
     Diff(DiffArgs),
+    /// Undo a turn: every file it changed back as it was, and the git refs it moved (docs/undo.md).
+    Undo(UndoArgs),
+    /// Re-apply an undone turn.
+    Redo(UndoArgs),
     /// Show what fills the model's context: the parts of the next request, the instruction files read, the counts.
     Context(ContextArgs),
     /// The conversation's hidden shell: `efr shell [status]`, `efr shell stop [--close]`.
@@ -303,6 +307,32 @@ pub struct DiffArgs {
     /// The turn; absent: the newest turn that ended.
     #[arg(long, value_name = "ID")]
     pub turn: Option<String>,
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `efr undo` and `efr redo`.
+#[derive(Debug, Args)]
+pub struct UndoArgs {
+    /// The turn; absent: the newest that ended (for redo: the newest undone).
+    #[arg(long, value_name = "ID")]
+    pub turn: Option<String>,
+    /// The conversation; absent: the terminal's.
+    #[arg(long, value_name = "ID")]
+    pub conversation: Option<String>,
+    /// Show what would change, change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Undo files changed since the turn too; their current versions go to efr's trash.
+    #[arg(long)]
+    pub force: bool,
+    /// List the conversation's turns and whether each can be undone.
+    #[arg(long)]
+    pub list: bool,
+    /// Do not ask for a confirmation on a terminal.
+    #[arg(long, short = 'y')]
+    pub yes: bool,
     /// Print the result as JSON.
     #[arg(long)]
     pub json: bool,

@@ -120,6 +120,8 @@ async fn run(command: Option<Command>, root_prompt: &cli::PromptArgs) -> ExitCod
             command: SandboxCommand::SetupApparmor(args),
         }) => commands::apparmor::setup(args.print),
         Some(Command::Diff(args)) => commands::diff::run(&args).await,
+        Some(Command::Undo(args)) => commands::undo::run(&args, false).await,
+        Some(Command::Redo(args)) => commands::undo::run(&args, true).await,
         Some(Command::Context(args)) => commands::context::run(&args).await,
         Some(Command::Shell { command, args }) => match command {
             None => commands::shell::run_status(&args).await,

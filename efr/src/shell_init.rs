@@ -1,4 +1,4 @@
-//! `efr shell-init bash|zsh`: the shell integration that defines `,` and `,new`.
+//! `efr shell-init bash|zsh`: the shell integration that defines `,`, `,new` and `,undo` (`efr undo`).
 //!
 //! `eval "$(efr shell-init zsh)"` (or `bash`) in the shell's rc file defines:
 //!
@@ -105,6 +105,7 @@ mod tests {
             assert!(text.contains(hook), "{shell:?}");
             assert!(text.contains("alias ,="), "{shell:?}");
             assert!(text.contains("alias ,new="), "{shell:?}");
+            assert!(text.contains("alias ,undo="), "{shell:?}");
         }
     }
 

@@ -1,6 +1,7 @@
 # efr shell integration for bash. Load it with: eval "$(efr shell-init bash)"
 #   , why did that fail?   asks efr, with the last command, its exit status and the recent commands
 #   ,new [text]            the next , (or this text, at once) starts a new conversation
+#   ,undo [--dry-run ...]  undoes the last turn of this terminal's conversation (`efr undo`)
 # Loading it twice is harmless. The hook goes first in PROMPT_COMMAND because it must read $? before any other
 # command changes it; it returns that status again, so the hooks after it see the same $?.
 __efr_bin=__EFR_BIN__
@@ -9,7 +10,7 @@ __efr_bin=__EFR_BIN__
 [[ ${__efr_recent+set} == set ]] || __efr_recent=()
 
 __efr_is_comma() {
-    [[ $1 == "," || $1 == ", "* || $1 == ",new" || $1 == ",new "* ]]
+    [[ $1 == "," || $1 == ", "* || $1 == ",new" || $1 == ",new "* || $1 == ",undo" || $1 == ",undo "* ]]
 }
 
 __efr_precmd() {
@@ -63,8 +64,13 @@ __efr_comma_new() {
     fi
 }
 
+__efr_undo() {
+    "$__efr_bin" undo "$@"
+}
+
 alias ,='__efr_flags=$-; set -f; __efr_comma'
 alias ,new='__efr_flags=$-; set -f; __efr_comma_new'
+alias ,undo='__efr_undo'
 
 if [[ ";${PROMPT_COMMAND[*]};" != *";__efr_precmd;"* ]]; then
     PROMPT_COMMAND="__efr_precmd;${PROMPT_COMMAND:-}"

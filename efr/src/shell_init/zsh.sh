@@ -1,6 +1,7 @@
 # efr shell integration for zsh. Load it with: eval "$(efr shell-init zsh)"
 #   , why did that fail?   asks efr, with the last command, its exit status and the recent commands
 #   ,new [text]            the next , (or this text, at once) starts a new conversation
+#   ,undo [--dry-run ...]  undoes the last turn of this terminal's conversation (`efr undo`)
 # Loading it twice is harmless: add-zsh-hook adds each hook once, after the hooks already there.
 # Each function starts with `emulate -L zsh`: the user's options (ksharrays, shwordsplit, ...) stay the user's, and
 # the code here reads as plain zsh.
@@ -12,7 +13,7 @@ typeset -g __efr_new=${__efr_new-} __efr_pending=${__efr_pending-}
 
 __efr_is_comma() {
     emulate -L zsh
-    [[ $1 == "," || $1 == ", "* || $1 == ",new" || $1 == ",new "* ]]
+    [[ $1 == "," || $1 == ", "* || $1 == ",new" || $1 == ",new "* || $1 == ",undo" || $1 == ",undo "* ]]
 }
 
 # preexec: the line as typed, before it runs (precmd then pairs it with its status).
@@ -69,8 +70,13 @@ __efr_comma_new() {
     fi
 }
 
+__efr_undo() {
+    "$__efr_bin" undo "$@"
+}
+
 alias ,='noglob __efr_comma'
 alias ,new='noglob __efr_comma_new'
+alias ,undo='__efr_undo'
 
 autoload -Uz add-zsh-hook
 add-zsh-hook preexec __efr_preexec
