@@ -92,7 +92,7 @@ async fn start_and_serve(roots: Roots, config: ConfigState) -> Result<(), StartE
         .map_err(|e| fail(EXIT_FAILURE)(e.to_string()))?;
     let snapshots = SnapshotStore::open(&roots.state.path.join("snapshots"))
         .map_err(|e| fail(EXIT_FAILURE)(format!("cannot open the snapshot store: {e}")))?;
-    snapshots.set_undo(config.current().undo.bounds());
+    snapshots.set_undo_config(&config.current().undo);
     let keys = Arc::new(KeyStore::open(&roots.state.path, EnvKeys::from_process()));
     let models = Models::new(Arc::new(config), keys, &roots.state.path).map_err(|e| fail(EXIT_FAILURE)(e.message))?;
     let daemon_id = daemon_id(&roots).map_err(fail(EXIT_FAILURE))?;

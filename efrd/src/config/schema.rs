@@ -138,19 +138,6 @@ impl Default for UndoSection {
     }
 }
 
-impl UndoSection {
-    /// The snapshot store's bounds; `None` when undo is off.
-    #[must_use]
-    pub fn bounds(&self) -> Option<crate::snapshot::UndoBounds> {
-        self.enabled.then(|| crate::snapshot::UndoBounds {
-            max_files: self.max_files,
-            max_bytes: self.max_bytes,
-            max_file_bytes: self.max_file_bytes,
-            max_time: std::time::Duration::from_secs(self.max_secs),
-        })
-    }
-}
-
 /// `[network]`: the host rules of contained calls (docs/network.md). Each entry is a host pattern
 /// ([`HostPattern`]: `example.com`, `*.example.com`, `**.example.com` or `*`, with an optional `:port`, 443 when
 /// absent); a pattern that does not parse is a config error at its line, column and key (`network.allow[2]`).

@@ -114,6 +114,16 @@ impl SnapshotStore {
         }
     }
 
+    /// Sets the bounds of a turn's covered snapshots from config `[undo]`.
+    pub fn set_undo_config(&self, section: &crate::config::schema::UndoSection) {
+        self.set_undo(section.enabled.then(|| UndoBounds {
+            max_files: section.max_files,
+            max_bytes: section.max_bytes,
+            max_file_bytes: section.max_file_bytes,
+            max_time: std::time::Duration::from_secs(section.max_secs),
+        }));
+    }
+
     /// The bounds of a turn's covered snapshots; `None` when undo is off.
     #[must_use]
     pub fn undo_limits(&self) -> Option<Limits> {

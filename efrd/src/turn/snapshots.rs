@@ -40,17 +40,7 @@ pub fn post_id(turn_id: TurnId) -> String {
     format!("{turn_id}-post")
 }
 
-/// The id of a turn's snapshot of its root number `index` (0: the project, with the ids of [`pre_id`] and
-/// [`post_id`]; then `$SCRATCH` and the approved write targets).
-#[must_use]
-pub fn root_id(turn_id: TurnId, phase: SnapshotPhase, index: usize) -> String {
-    let phase = if phase == SnapshotPhase::Post { "post" } else { "pre" };
-    if index == 0 {
-        format!("{turn_id}-{phase}")
-    } else {
-        format!("{turn_id}-{phase}-{index}")
-    }
-}
+pub use crate::undo::root_id;
 
 /// The bounds of a turn's snapshot: those of `store`'s undo config (covered), else the defaults (changes only).
 fn turn_limits(store: &SnapshotStore) -> Limits {

@@ -28,3 +28,19 @@ mod tests;
 
 pub use apply::{Applied, apply};
 pub use plan::{Action, Entry, Plan, Reason, plan};
+
+use efr_protocol::events::SnapshotPhase;
+use efr_protocol::ids::TurnId;
+
+/// The id of a turn's snapshot of its root number `index` in the snapshot store (0: the project, `<turn_id>-pre` and
+/// `<turn_id>-post`, the ids conversation.diff reads; then `$SCRATCH` and the approved write targets,
+/// `<turn_id>-pre-<index>`).
+#[must_use]
+pub fn root_id(turn_id: TurnId, phase: SnapshotPhase, index: usize) -> String {
+    let phase = if phase == SnapshotPhase::Post { "post" } else { "pre" };
+    if index == 0 {
+        format!("{turn_id}-{phase}")
+    } else {
+        format!("{turn_id}-{phase}-{index}")
+    }
+}

@@ -12,10 +12,10 @@ use efr_protocol::wire::{UndoAction, UndoEntry, UndoReason, UndoRef, UndoRefusal
 use super::journal::{self, Journal, State};
 use super::plan::{Action, Plan, Reason, plan};
 use super::refs::move_refs;
+use super::root_id;
 use super::summary::show;
 use super::trash::Trash;
 use crate::snapshot::{GitRefs, Snapshot, SnapshotPhase, SnapshotStore};
-use crate::turn::snapshots::root_id;
 
 /// How long the trash keeps an undo's files.
 pub const TRASH_MAX_AGE: Duration = Duration::from_secs(30 * 24 * 3600);

@@ -108,7 +108,7 @@ impl Actor {
         let (cwd, project) = self.place();
         let snapshots = project.as_ref().map(|_| Arc::clone(&self.deps.snapshots));
         // The config's undo bounds as they are at the turn's start (a reload applies to the next turn).
-        self.deps.snapshots.set_undo(self.deps.models.config().undo.bounds());
+        self.deps.snapshots.set_undo_config(&self.deps.models.config().undo);
         // The config's masks as they are at the turn's start (a reload applies to the next turn).
         let layout = Layout::new(
             self.deps.sandbox.options(),
