@@ -1,6 +1,7 @@
 //! Pairing and proof through a real efrd: the terminal's device.pair_start and device.pair_confirm on the Unix
 //! socket, the phone's device.enroll and device.prove on the tailnet WebSocket (inside the test's namespaces, with
-//! tailscaled's double), device.list and device.revoke; and each refusal of the spec.
+//! tailscaled's double), device.list and device.revoke; each refusal of the spec; and a phone that drops mid-turn
+//! and resumes after the last seq it saw.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a failed unwrap is a failed test.
 
@@ -420,4 +421,116 @@ async fn a_proven_phone_keeps_to_its_limits() {
         assert_eq!(refused["error"]["code"], "forbidden", "{refused}");
     }
     assert!(allow.get("item").is_some(), "the question stayed open: {allow}");
+}
+
+/// The events of subscription `id` on `ws` until one of kind `until` (included); `{"ended": ...}` frames fail.
+async fn ws_events(ws: &mut Ws, id: u64, until: &str) -> Vec<Value> {
+    use futures::StreamExt as _;
+    use tokio_tungstenite::tungstenite::Message;
+    let mut events = Vec::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let next = tokio::time::timeout_at(deadline, ws.next())
+            .await
+            .unwrap_or_else(|_| panic!("no {until} within 30 s after {events:?}"));
+        let Some(Ok(Message::Text(text))) = next else {
+            if matches!(next, Some(Ok(_))) {
+                continue;
+            }
+            panic!("the connection ended before {until}: {next:?}");
+        };
+        let frame: Value = serde_json::from_str(&text).unwrap();
+        if frame["id"] != id {
+            continue;
+        }
+        let event = frame["item"]["event"].clone();
+        assert!(!event.is_null(), "expected an event, got {frame}");
+        events.push(event.clone());
+        if event["kind"] == until {
+            return events;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_phone_that_drops_mid_turn_resumes_with_after_seq_and_sees_every_event_once() {
+    let net = tailnet_with(Some(vec![
+        crate::common::tools::shell_call("call_q", "eval \"$x\""),
+        crate::common::tools::text("done"),
+    ]))
+    .await;
+    let mut terminal = Client::connect_raw(&net.daemon.socket()).await.unwrap();
+    let hello = terminal
+        .ok("hello", json!({"protocol": 1, "client": {"name": "t", "version": "1"}}))
+        .await
+        .unwrap();
+    let daemon_id = hello["daemon_id"].as_str().unwrap().to_owned();
+    let (key, device_id) = pair_phone(&mut terminal, &net.phone).await;
+
+    // The phone starts a turn and watches it until the question; then its connection drops without a close.
+    let (conversation, before) = {
+        let (key, device_id, daemon_id) = (key.clone(), device_id.clone(), daemon_id.clone());
+        inside(&net.phone, move || async move {
+            let mut ws = open(PHONE).await.unwrap();
+            let proved = prove(&mut ws, &key, &device_id, &daemon_id).await;
+            assert!(proved.get("item").is_some(), "{proved}");
+            let sent = json!({"command_id": crate::common::command_id(), "text": "run it"});
+            let sent = call(&mut ws, 3, "prompt.send", sent).await;
+            let conversation = sent["item"]["conversation_id"].as_str().unwrap().to_owned();
+            let params = json!({"conversation_id": conversation, "after_seq": 0});
+            let first = call(&mut ws, 4, "conversation.subscribe", params).await;
+            let mut before = vec![first["item"]["event"].clone()];
+            assert!(!before[0].is_null(), "{first}");
+            if before[0]["kind"] != "approval_requested" {
+                before.extend(ws_events(&mut ws, 4, "approval_requested").await);
+            }
+            drop(ws);
+            (conversation, before)
+        })
+        .await
+    };
+    let asked = before.last().unwrap();
+    assert_eq!(asked["call_id"], "call_q", "{asked}");
+
+    // The question waited: the desk answers it while the phone is away, and the turn goes on to its end.
+    let allow = json!({"command_id": crate::common::command_id(), "conversation_id": conversation,
+                       "call_id": "call_q", "decision": "allow"});
+    terminal.ok("approval.respond", allow).await.unwrap();
+
+    // The phone reconnects, proves again and resumes after the last seq it saw.
+    let last = before.last().unwrap()["seq"].as_u64().unwrap();
+    let after = {
+        let conversation = conversation.clone();
+        inside(&net.phone, move || async move {
+            let mut ws = open(PHONE).await.unwrap();
+            let proved = prove(&mut ws, &key, &device_id, &daemon_id).await;
+            assert!(proved.get("item").is_some(), "{proved}");
+            let params = json!({"conversation_id": conversation, "after_seq": last});
+            let first = call(&mut ws, 3, "conversation.subscribe", params).await;
+            let mut after = vec![first["item"]["event"].clone()];
+            assert!(!after[0].is_null(), "{first}");
+            if after[0]["kind"] != "turn_completed" {
+                after.extend(ws_events(&mut ws, 3, "turn_completed").await);
+            }
+            after
+        })
+        .await
+    };
+    let all: Vec<Value> = before.iter().chain(&after).cloned().collect();
+    let seqs: Vec<u64> = all.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
+    let expected: Vec<u64> = (1..=seqs.len() as u64).collect();
+    assert_eq!(seqs, expected, "no gap and no repeat across the reconnect: {all:?}");
+    let kinds: Vec<&str> = all.iter().map(|e| e["kind"].as_str().unwrap()).collect();
+    assert_eq!(
+        kinds.iter().filter(|k| **k == "approval_requested").count(),
+        1,
+        "{kinds:?}"
+    );
+    assert!(
+        after
+            .iter()
+            .any(|e| e["call_id"] == "call_q" && e["kind"] != "approval_requested"),
+        "the desk's answer let the call go on, and the phone saw it: {kinds:?}"
+    );
+    assert_eq!(kinds.last(), Some(&"turn_completed"), "{kinds:?}");
 }
