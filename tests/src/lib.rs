@@ -5,6 +5,7 @@ pub mod binaries;
 pub mod client;
 pub mod daemon;
 pub mod netns;
+pub mod python;
 pub mod scripted;
 pub mod soak;
 pub mod systemd;

@@ -1,7 +1,7 @@
 //! Pairing and proof through a real efrd: the terminal's device.pair_start and device.pair_confirm on the Unix
 //! socket, the phone's device.enroll and device.prove on the tailnet WebSocket (inside the test's namespaces, with
-//! tailscaled's double), device.list and device.revoke; each refusal of the spec; and a phone that drops mid-turn
-//! and resumes after the last seq it saw.
+//! tailscaled's double), device.list and device.revoke; each refusal of the spec; a phone that drops mid-turn and
+//! resumes after the last seq it saw; and the reference phone client (`tests/phone/phone.py`) end to end.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a failed unwrap is a failed test.
 
@@ -533,4 +533,72 @@ async fn a_phone_that_drops_mid_turn_resumes_with_after_seq_and_sees_every_event
         "the desk's answer let the call go on, and the phone saw it: {kinds:?}"
     );
     assert_eq!(kinds.last(), Some(&"turn_completed"), "{kinds:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_reference_phone_client_pairs_proves_and_follows_its_turn() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let python = efr_test_support::python::venv(
+        std::path::Path::new(env!("CARGO_TARGET_TMPDIR")),
+        &root.join("tests/phone/requirements.txt"),
+    )
+    .unwrap();
+    let net = tailnet_with(Some(vec![crate::common::tools::text("hello from the desk")])).await;
+    let mut terminal = Client::connect_raw(&net.daemon.socket()).await.unwrap();
+    terminal
+        .ok("hello", json!({"protocol": 1, "client": {"name": "t", "version": "1"}}))
+        .await
+        .unwrap();
+    let pair = terminal.send("device.pair_start", json!({}), false).await.unwrap();
+    let started = item(&mut terminal, pair).await;
+    let url = started["qr"].as_str().unwrap().to_owned();
+    let script = root.join("tests/phone/phone.py");
+    let mut phone = Box::pin(inside(&net.phone, move || async move {
+        tokio::process::Command::new(python)
+            .arg(script)
+            .arg(url)
+            .arg("say hello")
+            .arg(PHONE.to_string())
+            .kill_on_drop(true)
+            .output()
+            .await
+            .unwrap()
+    }));
+    let confirm = async {
+        let pending = item(&mut terminal, pair).await;
+        assert_eq!(pending["kind"], "pending", "{pending}");
+        assert_eq!(pending["device_name"], "Reference phone");
+        let params = json!({"pairing_id": pending["pairing_id"], "accept": true});
+        terminal.ok("device.pair_confirm", params).await.unwrap()
+    };
+    let confirmed = tokio::select! {
+        confirmed = confirm => confirmed,
+        output = &mut phone => {
+            panic!("phone.py ended before the pairing: {}", String::from_utf8_lossy(&output.stderr));
+        }
+    };
+    let output = tokio::time::timeout(Duration::from_secs(60), phone).await.unwrap();
+    assert!(
+        output.status.success(),
+        "phone.py: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let seen: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(seen["device_id"], confirmed["device_id"], "{seen}");
+    assert_eq!(seen["scopes"], json!(["read", "operate", "approve"]), "{seen}");
+    assert_eq!(seen["text"], "hello from the desk", "{seen}");
+    assert_eq!(
+        seen["kinds"].as_array().unwrap().last().unwrap(),
+        "turn_completed",
+        "{seen}"
+    );
+    let seqs: Vec<u64> = seen["seqs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_u64().unwrap())
+        .collect();
+    assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>(), "{seen}");
+    let list = terminal.ok("device.list", json!({})).await.unwrap();
+    assert_eq!(list["devices"][0]["device_id"], confirmed["device_id"], "{list}");
 }
