@@ -165,6 +165,35 @@ pub fn tidy(root: &Path) -> Result<()> {
     Ok(())
 }
 
+/// The TypeScript check of the protocol schema (`tests/typescript`): json-schema-to-typescript makes types of
+/// `docs/protocol.schema.json` and `tsc --strict` checks a small client against them, both pinned in its lock file.
+/// npm comes with nodesource's nodejs; without npm, Debian's is installed.
+pub fn typescript(root: &Path) -> Result<()> {
+    let npm_runs = || {
+        Command::new("npm")
+            .arg("--version")
+            .output()
+            .is_ok_and(|out| out.status.success())
+    };
+    if !npm_runs() {
+        run(
+            "apt-get install npm",
+            Command::new("apt-get").args(["install", "-y", "-qq", "npm"]),
+        )?;
+    }
+    let dir = root.join("tests/typescript");
+    run(
+        "npm ci (tests/typescript)",
+        Command::new("npm")
+            .args(["ci", "--no-audit", "--no-fund"])
+            .current_dir(&dir),
+    )?;
+    run(
+        "json2ts and tsc --strict (tests/typescript)",
+        Command::new("npm").args(["run", "--silent", "check"]).current_dir(&dir),
+    )
+}
+
 /// Where the build goes when the workspace sits under `/tmp`: a contained call gets a private `/tmp`, so a launcher
 /// built there would be hidden inside its own sandbox (efr-launcher refuses that plan, rightly). `/var/tmp` is seen.
 pub(crate) fn target_outside_tmp(root: &Path) -> Option<std::path::PathBuf> {
@@ -190,6 +219,7 @@ pub fn ci(root: &Path) -> Result<()> {
     install_packages()?;
     install_tools()?;
     tidy(root)?;
+    typescript(root)?;
     run(
         "cargo test",
         cargo().args(["test", "--workspace", "--locked", "--no-fail-fast"]),

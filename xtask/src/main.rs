@@ -5,7 +5,8 @@
 //! | `bless` | rewrites `protocol/fixtures/v1/` from the typed examples in efr-protocol, and the golden requests of `efrd/tests/data/prompt/` |
 //! | `protocol-schema` | rewrites `docs/protocol.schema.json` from the wire types (`--check`: fail when stale) |
 //! | `tidy` | `cargo fmt --check`, no unused dependency (cargo-shear), clippy with `-D warnings`, no cycle between efrd's modules, schema and fixtures current |
-//! | `ci` | installs the Debian packages the tests need (as root, when missing) and cargo-shear, then `tidy`, every test and the demo |
+//! | `typescript` | types from `docs/protocol.schema.json` (json-schema-to-typescript) and `tsc --strict` on a small client (`tests/typescript`) |
+//! | `ci` | installs the Debian packages the tests need (as root, when missing) and cargo-shear, then `tidy`, `typescript`, every test and the demo |
 //! | `install` | `cargo install` of efr, efrd and efr-launcher (`--root DIR` to choose where) |
 //! | `demo` | the main job end to end: a sample project's failing test fixed through efrd (`--release`: optimised; `--no-systemd`: systemd-socket-activate instead of a user manager) |
 //! | `bench` | runs the benchmarks and prints each number next to its budget (docs/architecture.md, "Budgets") |
@@ -25,7 +26,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 
-const USAGE: &str = "usage: cargo xtask <bless | protocol-schema [--check] | tidy | ci | demo [--release] [--no-systemd] | install [--root DIR] | bench | soak [--turns N] [--minutes M] [--clients C]>";
+const USAGE: &str = "usage: cargo xtask <bless | protocol-schema [--check] | tidy | typescript | ci | demo [--release] [--no-systemd] | install [--root DIR] | bench | soak [--turns N] [--minutes M] [--clients C]>";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -47,6 +48,7 @@ fn run(args: &[String]) -> Result<()> {
         (Some("protocol-schema"), []) => protocol::write_schema(&root),
         (Some("protocol-schema"), ["--check"]) => protocol::check_schema(&root),
         (Some("tidy"), []) => ci::tidy(&root),
+        (Some("typescript"), []) => ci::typescript(&root),
         (Some("ci"), []) => ci::ci(&root),
         (Some("bench"), []) => bench::bench(&root),
         (Some("soak"), _) => bench::soak(&args[1..]),
