@@ -118,6 +118,9 @@ pub struct BridgeEnd {
 pub struct Bridge {
     stop: OwnedFd,
     thread: thread::JoinHandle<BridgeEnd>,
+    /// The bridge thread's id (tests read its `/proc` status by it: other tests' bridges share the name).
+    #[cfg_attr(not(test), allow(dead_code))]
+    tid: i32,
 }
 
 impl Bridge {
@@ -136,7 +139,7 @@ impl Bridge {
             .spawn(move || {
                 let confined = confine();
                 let ok = confined.is_ok();
-                let _ = confined_tx.send(confined);
+                let _ = confined_tx.send((confined, nix::unistd::gettid().as_raw()));
                 if ok {
                     serve(&control, &stop_r, &proxy)
                 } else {
@@ -145,8 +148,12 @@ impl Bridge {
             })
             .map_err(|e| format!("cannot start the bridge thread: {e}"))?;
         match confined_rx.recv() {
-            Ok(Ok(())) => Ok(Self { stop: stop_w, thread }),
-            Ok(Err(message)) => {
+            Ok((Ok(()), tid)) => Ok(Self {
+                stop: stop_w,
+                thread,
+                tid,
+            }),
+            Ok((Err(message), _)) => {
                 let _ = thread.join();
                 Err(format!("the proxy bridge cannot confine itself: {message}"))
             }
@@ -352,17 +359,9 @@ mod tests {
     use super::*;
 
     /// The `/proc` status lines of this process's thread named `name`.
-    fn thread_status(name: &str) -> String {
-        for task in std::fs::read_dir("/proc/self/task").unwrap() {
-            let task = task.unwrap().path();
-            // Another test's bridge may end while this one looks: a task that is gone is skipped.
-            if std::fs::read_to_string(task.join("comm")).unwrap_or_default().trim() == name
-                && let Ok(status) = std::fs::read_to_string(task.join("status"))
-            {
-                return status;
-            }
-        }
-        panic!("no thread named {name}");
+    /// The `/proc` status of thread `tid` of this process.
+    fn thread_status(tid: i32) -> String {
+        std::fs::read_to_string(format!("/proc/self/task/{tid}/status")).unwrap()
     }
 
     fn field<'a>(status: &'a str, name: &str) -> &'a str {
@@ -382,7 +381,8 @@ mod tests {
         let bridge = Bridge::start(outer, socket).unwrap();
 
         // Only the bridge's thread is confined: seccomp filters, no_new_privs, no capabilities.
-        let status = thread_status("proxy-bridge");
+        let status = thread_status(bridge.tid);
+        assert!(status.starts_with("Name:\tproxy-bridge\n"), "{status}");
         assert_eq!(field(&status, "NoNewPrivs"), "1", "{status}");
         assert_eq!(field(&status, "Seccomp"), "2", "{status}");
         for caps in ["CapEff", "CapPrm", "CapInh", "CapAmb"] {

@@ -4,8 +4,11 @@
 //!
 //! # What it does
 //!
-//! Each client owns one conversation in a project folder of its own and sends prompts into it one after another,
-//! reading its events to the turn's end and answering every question with `allow`. Before each prompt it adds
+//! Each client works in a project folder of its own and sends prompts one after another, reading its events to the
+//! turn's end and answering every question with `allow`. Every [`TURNS_PER_CONVERSATION`] turns it starts a new
+//! conversation: a daemon that runs for months serves many conversations of bounded length, and one conversation of
+//! thousands of turns would measure its own history (resent with every request until compaction comes) rather than
+//! the daemon. Before each prompt it adds
 //! three steps to the model's script: a shell call, a patch that adds a file, and a text answer. The model server
 //! hands steps out in order to whichever turn calls, so turns of different clients take each other's calls; every
 //! turn still ends at its first text, and the script never runs dry while a turn runs (texts added = turns started).
@@ -135,6 +138,9 @@ fn ms(d: Duration) -> String {
     format!("{:.1} ms", d.as_secs_f64() * 1000.0)
 }
 
+/// Turns of one conversation before its client starts the next.
+pub const TURNS_PER_CONVERSATION: usize = 20;
+
 /// The key efrd gets through the environment: a dummy for the scripted server.
 const SOAK_KEY: &str = "sk-proj-soakkey0000000000000000a1b2";
 
@@ -153,7 +159,8 @@ pub async fn run(efrd_binary: &Path, home: &Path, plan: SoakPlan) -> Result<Soak
     let daemon = TestDaemon::start(
         efrd_binary,
         home,
-        Some(&config_for(&model.base_url())),
+        // Idle conversations retire after 2 s, so the run also checks that they let their shells go.
+        Some(&(config_for(&model.base_url()) + "\n[daemon]\nconversation_idle_secs = 2\n")),
         &[("OPENAI_API_KEY", SOAK_KEY)],
     )?;
     let pid = daemon.pid().context("efrd's pid")?;
@@ -258,11 +265,23 @@ async fn client_loop(
     let mut conversation: Option<String> = None;
     let mut subscription = None;
     let mut last_seq = 0;
+    let mut turns_here = 0;
     loop {
         let turn = shared.next.fetch_add(1, Ordering::Relaxed);
         if turn >= plan.turns || Instant::now() > deadline {
             return Ok(());
         }
+        if turns_here == TURNS_PER_CONVERSATION {
+            if let Some(sub) = subscription.take() {
+                client.cancel(sub).await?;
+            }
+            conversation = None;
+            last_seq = 0;
+            turns_here = 0;
+        }
+        turns_here += 1;
+        // Nobody reads the model server's record of requests in a soak.
+        shared.model.clear_requests();
         for step in steps(turn) {
             shared.model.push(step);
         }
@@ -315,6 +334,8 @@ async fn read_turn(
     answers: &AtomicUsize,
 ) -> Result<u64> {
     let limit = Instant::now() + Duration::from_secs(60);
+    // The last events read, for the error of a turn that stalls.
+    let mut recent: std::collections::VecDeque<String> = std::collections::VecDeque::new();
     loop {
         if Instant::now() > limit {
             bail!("a turn did not end within 60 s");
@@ -328,9 +349,12 @@ async fn read_turn(
             other => bail!("the subscription ended: {other:?}"),
         };
         let event = &item["event"];
-        if std::env::var_os("EFR_SOAK_TRACE").is_some() {
-            eprintln!("{conversation} {}", event["kind"]);
+        if recent.len() == 8 {
+            recent.pop_front();
         }
+        let mut shown = event.to_string();
+        shown.truncate(300);
+        recent.push_back(shown);
         let seq = event["seq"].as_u64().context("an event's seq")?;
         if seq != last_seq + 1 {
             bail!("seq {seq} after {last_seq}: a gap or a repeat");
@@ -402,13 +426,27 @@ fn sample(pid: u32) -> Result<(u64, usize)> {
 }
 
 async fn total_events(client: &mut Client) -> Result<u64> {
-    let list = client.ok("conversations.list", json!({"limit": 200})).await?;
-    Ok(list["conversations"]
-        .as_array()
-        .context("conversations")?
-        .iter()
-        .filter_map(|row| row["last_seq"].as_u64())
-        .sum())
+    let mut total = 0;
+    let mut cursor: Option<String> = None;
+    // Bounded: 10,000 pages of 200 is far more than any soak makes.
+    for _ in 0..10_000 {
+        let mut params = json!({"limit": 200});
+        if let Some(cursor) = &cursor {
+            params["cursor"] = json!(cursor);
+        }
+        let page = client.ok("conversations.list", params).await?;
+        total += page["conversations"]
+            .as_array()
+            .context("conversations")?
+            .iter()
+            .filter_map(|row| row["last_seq"].as_u64())
+            .sum::<u64>();
+        match page["next_cursor"].as_str() {
+            Some(next) => cursor = Some(next.to_owned()),
+            None => return Ok(total),
+        }
+    }
+    bail!("conversations.list did not end")
 }
 
 fn percentiles(mut times: Vec<Duration>) -> (Duration, Duration) {

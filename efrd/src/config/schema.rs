@@ -51,6 +51,7 @@
 //! log_level = "info"                # a tracing filter directive, such as "info" or "efrd=debug,warn"
 //! idle_exit_secs = 600              # absent: never exit when idle
 //! subscriber_queue = 1024           # events buffered per subscriber before it is ended with overflow
+//! conversation_idle_secs = 1800     # an idle conversation's actor and hidden shell are let go after this
 //!
 //! [remote]                          # the tailnet listener of the phone (docs/remote.md); needs a restart
 //! enabled = true                    # default false: no listener
@@ -356,6 +357,10 @@ pub struct DaemonSection {
     /// Events queued per subscriber before its stream ends with `busy` `{"overflow": true}`
     /// (docs/architecture.md, "The request lifecycle"); [`SUBSCRIBER_QUEUE_RANGE`], default 1024.
     pub subscriber_queue: usize,
+    /// Seconds a conversation stays live with nothing to do (no turn, no queued prompt, no subscriber, no command
+    /// left running) before efrd lets it go: its hidden shell closes and its memory is freed; the next request loads
+    /// it from the log again. At least 1; default 1800.
+    pub conversation_idle_secs: u64,
 }
 
 /// The accepted values of `daemon.subscriber_queue`.
@@ -367,6 +372,7 @@ impl Default for DaemonSection {
             log_level: "info".to_owned(),
             idle_exit_secs: None,
             subscriber_queue: 1024,
+            conversation_idle_secs: 1800,
         }
     }
 }

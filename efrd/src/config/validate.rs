@@ -108,6 +108,13 @@ pub fn check(config: &Config) -> Result<(), Invalid> {
         }
     }
 
+    if config.daemon.conversation_idle_secs == 0 {
+        return invalid(
+            KeyPath::keys(&["daemon", "conversation_idle_secs"]),
+            "conversation_idle_secs must be at least 1",
+        );
+    }
+
     for (i, path) in config.sandbox.extra_masks.iter().enumerate() {
         let key = KeyPath::keys(&["sandbox", "extra_masks"]).index(i);
         let normal = path

@@ -14,7 +14,9 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::PoisonError;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
 use efr_protocol::events::{
     ApprovalExpired, ApprovalRequested, ApprovalResolved, ConversationCreated, Event, EventBody, PromptQueued,
@@ -34,7 +36,7 @@ use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
 
-use super::{Command, Committed, ConversationHandle, Live, MAILBOX, Subscription, history, settings};
+use super::{Command, Committed, ConversationHandle, Live, MAILBOX, Registry, Subscription, history, settings};
 use crate::model::HistoryItem;
 use crate::model::registry::Models;
 use crate::policy::Question;
@@ -63,6 +65,7 @@ fn home_dir(roots: &crate::config::Roots) -> PathBuf {
 mod context;
 mod prompt;
 mod questions;
+mod retire;
 mod turns;
 
 /// What an actor needs from the daemon.
@@ -216,17 +219,32 @@ impl Actor {
         Ok(actor)
     }
 
-    /// Starts the actor's task and returns its handle.
-    pub(super) fn spawn(self) -> ConversationHandle {
+    /// Starts the actor's task and returns its handle; `registry` is where the handle is kept, which the actor
+    /// leaves when it retires.
+    pub(super) fn spawn(self, registry: Registry) -> ConversationHandle {
         let (tx, rx) = mpsc::channel(MAILBOX);
         let handle = ConversationHandle { id: self.id, tx };
         let weak = handle.tx.downgrade();
-        tokio::spawn(self.run(rx, weak));
+        tokio::spawn(self.run(rx, weak, registry));
         handle
     }
 
-    async fn run(mut self, mut rx: mpsc::Receiver<Command>, me: mpsc::WeakSender<Command>) {
-        while let Some(command) = rx.recv().await {
+    async fn run(mut self, mut rx: mpsc::Receiver<Command>, me: mpsc::WeakSender<Command>, registry: Registry) {
+        let idle = Duration::from_secs(self.deps.models.config().daemon.conversation_idle_secs.max(1));
+        loop {
+            let command = tokio::select! {
+                command = rx.recv() => command,
+                // Woken after each idle period, also when a subscriber left since (that sends no command).
+                () = tokio::time::sleep(idle) => {
+                    if self.may_retire() && self.retire(&mut rx, &me, &registry) {
+                        // Its hidden shell goes with it; the log keeps everything else.
+                        self.shell.lock().await.close().await;
+                        return;
+                    }
+                    continue;
+                }
+            };
+            let Some(command) = command else { break };
             match command {
                 Command::Prompt { params, origin, reply } => {
                     let answer = match &self.corrupt {

@@ -308,11 +308,15 @@ impl TurnSink for Recorder {
     }
 }
 
-/// The registry of live conversations.
+/// The registry of live conversations. An actor with nothing to do for `[daemon] conversation_idle_secs` removes
+/// itself (see `actor::Actor::retire`): a daemon that runs for months keeps only the conversations in use.
 #[derive(Debug, Default)]
 pub struct Conversations {
-    live: Mutex<HashMap<ConversationId, ConversationHandle>>,
+    live: Registry,
 }
+
+/// The live conversations' handles, shared with the actors so that an idle one can take itself out.
+pub(crate) type Registry = Arc<Mutex<HashMap<ConversationId, ConversationHandle>>>;
 
 impl Conversations {
     /// The actor of `id`, loading the conversation from the store when it is not live.
@@ -329,19 +333,25 @@ impl Conversations {
         if let Some(handle) = live.get(&id) {
             return Ok(handle.clone());
         }
-        let handle = loaded.spawn();
+        let handle = loaded.spawn(Arc::clone(&self.live));
         live.insert(id, handle.clone());
         Ok(handle)
     }
 
     /// A new conversation's actor (not in the store until its first commit).
     pub fn create(&self, deps: &Deps) -> ConversationHandle {
-        let handle = actor::Actor::new(deps.clone(), ConversationId::new()).spawn();
+        let handle = actor::Actor::new(deps.clone(), ConversationId::new()).spawn(Arc::clone(&self.live));
         self.live
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .insert(handle.id, handle.clone());
         handle
+    }
+
+    /// How many conversations are live.
+    #[must_use]
+    pub fn live_count(&self) -> usize {
+        self.live.lock().unwrap_or_else(PoisonError::into_inner).len()
     }
 
     /// Drops every handle, so actors stop once their turns end (at shutdown).

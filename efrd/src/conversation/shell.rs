@@ -153,6 +153,12 @@ impl OpenShellCalls {
         self.open.iter().find(|o| o.left_running).or_else(|| self.open.last())
     }
 
+    /// Whether no shell call is open (none left running, none of a running turn).
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.open.is_empty()
+    }
+
     /// shell.status's `busy`: the call that holds the shell, absent when the shell is free. Its `prompt` is the one
     /// the last event gave, only while the command waits for input (a row of output is no prompt); the actor
     /// replaces it with the live screen's row.

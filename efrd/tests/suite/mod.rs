@@ -8,6 +8,7 @@ mod daemon_auto_reach;
 mod daemon_backup;
 mod daemon_cautious;
 mod daemon_crash;
+mod daemon_idle;
 mod daemon_left_running;
 mod daemon_network;
 mod daemon_protocol;

@@ -155,6 +155,11 @@ impl ScriptedModel {
         lock(&self.shared).requests.clone()
     }
 
+    /// Forgets the requests recorded so far (a long run that does not read them keeps its memory flat).
+    pub fn clear_requests(&self) {
+        lock(&self.shared).requests.clear();
+    }
+
     /// Adds a step for a later model call.
     pub fn push(&self, step: Step) {
         lock(&self.shared).steps.push_back(step);
