@@ -14,6 +14,7 @@ const BENCHES: &[(&str, &str)] = &[
     ("efrd", "model_parse"),
     ("efrd", "store"),
     ("efrd", "daemon"),
+    ("efrd", "undo"),
     ("efr-launcher", "contained_true"),
     ("efr-launcher", "contained_read"),
     ("efr-proxy", "tunnel"),

@@ -213,3 +213,127 @@ async fn a_turn_is_undone_and_redone_byte_for_byte_with_its_commit() {
     );
     assert_eq!(applied[2]["trashed"], 1, "{applied:?}");
 }
+
+/// The folder named `name` below `dir` (depth first), if any.
+fn find_folder(dir: &Path, name: &str) -> Option<std::path::PathBuf> {
+    for entry in std::fs::read_dir(dir).ok()? {
+        let path = entry.ok()?.path();
+        if path.is_dir() {
+            if path.file_name().is_some_and(|n| n == name) {
+                return Some(path);
+            }
+            if let Some(found) = find_folder(&path, name) {
+                return Some(found);
+            }
+        }
+    }
+    None
+}
+
+/// An undo that restores many files, efrd killed with SIGKILL once its journal shows paths done: after a restart
+/// turn.undo says the undo did not finish and how far it got, the next undo finishes it, and every file the user
+/// had before the turn is back byte for byte.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_undo_killed_midway_is_reported_and_finished_after_a_restart() {
+    const FILES: usize = 1000;
+    let home = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let root = project.path();
+    std::fs::create_dir_all(root.join("data")).unwrap();
+    for i in 0..FILES {
+        std::fs::write(root.join(format!("data/f{i:04}.txt")), format!("the user's file {i}\n")).unwrap();
+    }
+    std::fs::write(root.join("notes.txt"), "not touched by the turn\n").unwrap();
+    let before = tree(root);
+    let server = model(vec![shell_call("call_rm", "rm -rf data/"), text("done")]).await;
+    let mut efrd = daemon(home.path(), &server);
+    let mut client = efrd.client().await.unwrap();
+    let (sent, conversation, id) = start(&mut client, root, "full", "remove the data").await;
+    let done = events_until(&mut client, id, "turn_completed").await;
+    assert_eq!(done.last().unwrap()["undo"]["undoable"], true, "{:?}", done.last());
+    assert!(!root.join("data").exists());
+    let turn_id = sent["turn_id"].as_str().unwrap().to_owned();
+    let snapshots = find_folder(home.path(), "snapshots").expect("efrd's snapshot store below its home");
+    let record = snapshots.join("undo").join(format!("{turn_id}.json"));
+
+    // The undo runs in its own task; efrd is killed once its log has paths done and before it finishes.
+    let call = {
+        let conversation = conversation.clone();
+        let params = json!({"conversation_id": conversation, "command_id": command_id()});
+        // The call ends with the connection when efrd is killed: its result is not looked at.
+        tokio::spawn(async move { client.call("turn.undo", params).await.is_ok() })
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let log_lines = || -> usize {
+        let Ok(record) = std::fs::read(&record) else { return 0 };
+        let record: Value = serde_json::from_slice(&record).unwrap();
+        let log = snapshots
+            .join("undo")
+            .join(format!("{}.log", record["undo_id"].as_str().unwrap()));
+        std::fs::read_to_string(log).map_or(0, |text| text.lines().count())
+    };
+    while log_lines() < 10 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the undo's journal never showed a path done"
+        );
+        assert!(
+            !call.is_finished(),
+            "the undo finished before it could be killed: {:?}",
+            call.await
+        );
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    efrd.kill().unwrap();
+    let _ = call.await;
+    let written = log_lines();
+    let restored = std::fs::read_dir(root.join("data")).map_or(0, Iterator::count);
+    assert!(
+        restored >= written && restored < FILES,
+        "the kill came midway: {restored} of {FILES} files restored, {written} journaled"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("notes.txt")).unwrap(),
+        "not touched by the turn\n"
+    );
+
+    efrd.restart().unwrap();
+    let mut client = efrd.client().await.unwrap();
+    // The list says the turn is undone in part (a stopped undo), and a dry run says what was done.
+    let list = undo(&mut client, json!({"conversation_id": conversation, "list": true}))
+        .await
+        .unwrap();
+    assert_eq!(list["turns"][0]["turn_id"], json!(turn_id), "{list}");
+    assert_eq!(list["turns"][0]["undone"], true, "{list}");
+    assert_eq!(list["turns"][0]["stopped"], true, "{list}");
+    let dry = undo(&mut client, json!({"conversation_id": conversation, "dry_run": true}))
+        .await
+        .unwrap();
+    let note = dry["notes"][0].as_str().unwrap_or_default();
+    assert!(
+        note.contains("did not finish") && note.contains(&format!("it had done {written} paths")),
+        "{dry}"
+    );
+    // The second undo finishes the first: every file of the user is back, nothing else changed.
+    let finished = undo(&mut client, json!({"conversation_id": conversation}))
+        .await
+        .unwrap();
+    assert_eq!(finished["applied"], true, "{finished}");
+    assert_eq!(finished["resumed"], true, "{finished}");
+    let after = tree(root);
+    let differ: Vec<&String> = after
+        .keys()
+        .chain(before.keys())
+        .filter(|path| after.get(*path) != before.get(*path))
+        .collect();
+    assert!(differ.is_empty(), "paths not as before the turn: {differ:?}");
+    let again = undo(&mut client, json!({"conversation_id": conversation}))
+        .await
+        .unwrap_err();
+    assert_eq!(again.code, ErrorCode::Conflict, "{again:?}");
+    let list = undo(&mut client, json!({"conversation_id": conversation, "list": true}))
+        .await
+        .unwrap();
+    assert_eq!(list["turns"][0]["undone"], true, "{list}");
+    assert!(list["turns"][0].get("stopped").is_none(), "{list}");
+}

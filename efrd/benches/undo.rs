@@ -1,0 +1,242 @@
+//! Bench: a turn's covered snapshot (the cost of undo) next to git on the same tree (docs/architecture.md,
+//! "Budgets"; docs/undo.md).
+//!
+//! A project of 20,000 small text files in 200 folders, a git repository, on the target's disk
+//! (`CARGO_TARGET_TMPDIR`, not a tmpfs). Three measures, each over several runs, the medians and their ratio printed
+//! next to the budget:
+//!
+//! - `warm`: the covered snapshot after a one-file change (with the previous snapshot, as a turn takes it) against
+//!   `git add -A && git write-tree` on a warm index. Budget: no more than git.
+//! - `first`: the first covered snapshot into an empty store (every file read, hashed and stored) against
+//!   `git add -A` into a new repository. Budget: no more than 2× git.
+//! - `dedup` (printed, no budget): the store's size on disk over 100 turns that each change one file, next to the
+//!   tree's size: the contents are stored once, so each turn adds its manifest and one blob.
+//!
+//! Exits with status 1 when a budget fails. Run with `cargo bench -p efrd --bench undo` (or `cargo xtask bench`).
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use efrd::snapshot::{Limits, Snapshot, SnapshotStore, UndoBounds};
+
+/// Files in the project.
+const FILES: usize = 20_000;
+/// Files per folder.
+const PER_FOLDER: usize = 100;
+/// Runs per measure; the median is reported.
+const RUNS: usize = 5;
+/// Turns of the dedup measure.
+const TURNS: usize = 100;
+/// Budget: the warm snapshot over `git add -A && git write-tree`.
+const BUDGET_WARM: f64 = 1.0;
+/// Budget: the first snapshot over `git add -A` from scratch.
+const BUDGET_FIRST: f64 = 2.0;
+
+fn median(mut times: Vec<Duration>) -> Duration {
+    times.sort();
+    times[times.len() / 2]
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// Runs git with `args` in `dir`; fails with its stderr.
+fn git(dir: &Path, args: &[&str]) -> Result<()> {
+    let out = Command::new("git")
+        .current_dir(dir)
+        .args(["-c", "user.name=bench", "-c", "user.email=bench@example.invalid"])
+        .args(args)
+        .output()
+        .context("running git (is it installed?)")?;
+    if !out.status.success() {
+        bail!("git {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    Ok(())
+}
+
+/// The bytes under `path` (apparent sizes of its files).
+fn size_of(path: &Path) -> Result<u64> {
+    let mut total = 0;
+    for entry in fs::read_dir(path).with_context(|| format!("reading {}", path.display()))? {
+        let entry = entry?;
+        let meta = entry.metadata()?;
+        total += if meta.is_dir() {
+            size_of(&entry.path())?
+        } else {
+            meta.len()
+        };
+    }
+    Ok(total)
+}
+
+/// Writes the project: `FILES` text files of about 1 KiB each, in folders of `PER_FOLDER`.
+fn make_project(root: &Path) -> Result<()> {
+    for i in 0..FILES {
+        let folder = root.join(format!("src/m{:03}", i / PER_FOLDER));
+        if i % PER_FOLDER == 0 {
+            fs::create_dir_all(&folder)?;
+        }
+        let line = format!("pub fn f{i}() -> usize {{ {i} }} // some text so the file is about a kilobyte\n");
+        fs::write(folder.join(format!("f{i:05}.rs")), line.repeat(1024 / line.len() + 1))?;
+    }
+    Ok(())
+}
+
+/// Changes one file of the project (a different one each `turn`).
+fn change_one(root: &Path, turn: usize) -> Result<()> {
+    let i = (turn * 7919) % FILES;
+    let path = root.join(format!("src/m{:03}/f{i:05}.rs", i / PER_FOLDER));
+    let mut text = fs::read_to_string(&path)?;
+    text.push_str(&format!("// turn {turn}\n"));
+    fs::write(path, text)?;
+    Ok(())
+}
+
+/// A store with the covered bounds of config `[undo]`'s defaults.
+fn store(dir: &Path) -> Result<(SnapshotStore, Limits)> {
+    let store = SnapshotStore::open(dir)?;
+    store.set_undo(Some(UndoBounds {
+        max_files: 100_000,
+        max_bytes: 2 << 30,
+        max_file_bytes: 64 << 20,
+        max_time: Duration::from_secs(30),
+    }));
+    let limits = store.undo_limits().context("undo limits")?;
+    Ok((store, limits))
+}
+
+/// Takes a covered snapshot of `root` as a turn does (with the store's last one) and saves it under `id`.
+fn turn_snapshot(store: &SnapshotStore, limits: &Limits, root: &Path, id: &str) -> Result<Snapshot> {
+    let previous = store.last_of(root);
+    let snapshot = Snapshot::take(root, limits, previous.as_ref())?;
+    if snapshot.truncated.is_some() || !snapshot.not_covered.is_empty() || snapshot.files.len() != FILES {
+        bail!(
+            "the snapshot did not cover the project: {} files, truncated {:?}, {} not covered",
+            snapshot.files.len(),
+            snapshot.truncated,
+            snapshot.not_covered.len()
+        );
+    }
+    store.save(id, &snapshot)?;
+    store.remember(&snapshot);
+    Ok(snapshot)
+}
+
+fn verdict(name: &str, ratio: f64, budget: f64) -> bool {
+    let ok = ratio <= budget;
+    println!(
+        "{} {name}: {ratio:.2}× git (budget at most {budget}×)",
+        if ok { "PASS" } else { "FAIL" }
+    );
+    ok
+}
+
+fn run(base: &Path) -> Result<bool> {
+    let root = base.join("project");
+    fs::create_dir_all(&root)?;
+    make_project(&root)?;
+    git(&root, &["init", "-q"])?;
+    // Past git's and the snapshot's racily-clean window (2 s), so unchanged files are trusted by their stat.
+    std::thread::sleep(Duration::from_millis(2100));
+    println!(
+        "project: {FILES} files, {:.1} MiB",
+        size_of(&root.join("src"))? as f64 / f64::from(1 << 20)
+    );
+
+    // first: an empty store against `git add -A` into a new repository (outside the tree).
+    let (mut snap_first, mut git_first) = (Vec::new(), Vec::new());
+    for run in 0..RUNS {
+        let (store, limits) = store(&base.join(format!("first-store-{run}")))?;
+        let started = Instant::now();
+        turn_snapshot(&store, &limits, &root, "first")?;
+        snap_first.push(started.elapsed());
+        fs::remove_dir_all(store.dir())?;
+
+        let git_dir = base.join(format!("first-git-{run}"));
+        let git_dir_arg = format!("--git-dir={}", git_dir.display());
+        let work_tree_arg = format!("--work-tree={}", root.display());
+        git(base, &["init", "-q", "--bare", &git_dir.display().to_string()])?;
+        let started = Instant::now();
+        git(base, &[&git_dir_arg, &work_tree_arg, "add", "-A"])?;
+        git_first.push(started.elapsed());
+        fs::remove_dir_all(&git_dir)?;
+    }
+
+    // warm: one file changed, the previous snapshot and a warm index.
+    let (store_warm, limits) = store(&base.join("warm-store"))?;
+    turn_snapshot(&store_warm, &limits, &root, "warm-0")?;
+    git(&root, &["add", "-A"])?;
+    git(&root, &["write-tree"])?;
+    let (mut snap_warm, mut git_warm) = (Vec::new(), Vec::new());
+    for run in 1..=RUNS {
+        change_one(&root, run)?;
+        let started = Instant::now();
+        turn_snapshot(&store_warm, &limits, &root, &format!("warm-{run}"))?;
+        snap_warm.push(started.elapsed());
+        let started = Instant::now();
+        git(&root, &["add", "-A"])?;
+        git(&root, &["write-tree"])?;
+        git_warm.push(started.elapsed());
+    }
+    fs::remove_dir_all(store_warm.dir())?;
+
+    // dedup: 100 turns, each one file changed, a pre and post snapshot per turn.
+    let (store_dedup, limits) = store(&base.join("dedup-store"))?;
+    turn_snapshot(&store_dedup, &limits, &root, "turn-000-pre")?;
+    let after_first = size_of(store_dedup.dir())?;
+    for turn in 1..=TURNS {
+        change_one(&root, RUNS + turn)?;
+        turn_snapshot(&store_dedup, &limits, &root, &format!("turn-{turn:03}-post"))?;
+    }
+    let after_all = size_of(store_dedup.dir())?;
+    let blobs = size_of(&store_dedup.blobs())?;
+    fs::remove_dir_all(store_dedup.dir())?;
+
+    let (sf, gf) = (median(snap_first), median(git_first));
+    let (sw, gw) = (median(snap_warm), median(git_warm));
+    println!(
+        "first snapshot: {:.1} ms, git add -A from scratch: {:.1} ms (medians of {RUNS})",
+        ms(sf),
+        ms(gf)
+    );
+    println!(
+        "warm snapshot after a one-file change: {:.1} ms, git add -A && git write-tree: {:.1} ms (medians of {RUNS})",
+        ms(sw),
+        ms(gw)
+    );
+    let mib = |b: u64| b as f64 / f64::from(1 << 20);
+    println!(
+        "store: {:.1} MiB after the first snapshot, {:.1} MiB after {TURNS} more one-file turns ({:.1} KiB a turn; \
+         blobs {:.1} MiB, manifests the rest)",
+        mib(after_first),
+        mib(after_all),
+        (after_all - after_first) as f64 / 1024.0 / TURNS as f64,
+        mib(blobs),
+    );
+    let warm_ok = verdict("warm snapshot", sw.as_secs_f64() / gw.as_secs_f64(), BUDGET_WARM);
+    let first_ok = verdict("first snapshot", sf.as_secs_f64() / gf.as_secs_f64(), BUDGET_FIRST);
+    Ok(warm_ok && first_ok)
+}
+
+fn main() -> ExitCode {
+    let base: PathBuf = std::env::var_os("CARGO_TARGET_TMPDIR").map_or_else(std::env::temp_dir, PathBuf::from);
+    let dir = match tempfile::Builder::new().prefix("efr-undo-bench").tempdir_in(&base) {
+        Ok(dir) => dir,
+        Err(error) => {
+            eprintln!("FAIL: cannot make a folder in {}: {error}", base.display());
+            return ExitCode::FAILURE;
+        }
+    };
+    match run(dir.path()) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(error) => {
+            eprintln!("FAIL: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
