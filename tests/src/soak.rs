@@ -138,6 +138,9 @@ fn ms(d: Duration) -> String {
     format!("{:.1} ms", d.as_secs_f64() * 1000.0)
 }
 
+/// `[daemon] conversation_idle_secs` of the soak's efrd.
+const IDLE_SECS: u64 = 2;
+
 /// Turns of one conversation before its client starts the next.
 pub const TURNS_PER_CONVERSATION: usize = 20;
 
@@ -159,8 +162,8 @@ pub async fn run(efrd_binary: &Path, home: &Path, plan: SoakPlan) -> Result<Soak
     let daemon = TestDaemon::start(
         efrd_binary,
         home,
-        // Idle conversations retire after 2 s, so the run also checks that they let their shells go.
-        Some(&(config_for(&model.base_url()) + "\n[daemon]\nconversation_idle_secs = 2\n")),
+        // Idle conversations retire after IDLE_SECS, so the run also checks that they let their shells go.
+        Some(&(config_for(&model.base_url()) + &format!("\n[daemon]\nconversation_idle_secs = {IDLE_SECS}\n"))),
         &[("OPENAI_API_KEY", SOAK_KEY)],
     )?;
     let pid = daemon.pid().context("efrd's pid")?;
@@ -203,6 +206,8 @@ pub async fn run(efrd_binary: &Path, home: &Path, plan: SoakPlan) -> Result<Soak
     }
     let elapsed = started.elapsed();
     let turns = shared.done.load(Ordering::Relaxed);
+    // The end is measured once the conversations the clients left have had the time to retire.
+    tokio::time::sleep(Duration::from_secs(IDLE_SECS * 2 + 1)).await;
     let end = sample(pid)?;
     let latencies = shared.latencies.lock().await.clone();
     if turns < warmup + 2 * plan.window {
