@@ -4,7 +4,7 @@ use std::fs;
 use std::io::Write as _;
 use std::os::unix::ffi::OsStrExt as _;
 use std::os::unix::fs::{PermissionsExt, symlink};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::journal::Journal;
 use super::plan::{Action, Entry, Plan, Reason};
@@ -29,6 +29,7 @@ pub struct Applied {
 /// Writes `plan` to its root; moves conflicting files into `trash`; records each path done in `journal`. Stops at
 /// the first write that fails (a full disk, a folder where a file goes): what follows is `not_done`.
 pub fn apply(plan: &Plan, trash: &Trash, journal: &mut Journal) -> Applied {
+    remove_stale_temporaries(plan);
     let mut applied = Applied::default();
     for entry in &plan.entries {
         let mut entry = entry.clone();
@@ -88,18 +89,40 @@ fn restore(blobs: &Path, target: &FileEntry, path: &Path) -> std::io::Result<()>
     let bytes = fs::read(blob_path(blobs, hash))?;
     match target.kind {
         EntryKind::Symlink => {
-            let temporary = parent.join(format!(".efr-undo-{}", std::process::id()));
+            let temporary = parent.join(format!("{TEMPORARY_PREFIX}{}", std::process::id()));
             let _ = fs::remove_file(&temporary);
             symlink(std::ffi::OsStr::from_bytes(&bytes), &temporary)?;
             fs::rename(&temporary, path)
         }
         EntryKind::File => {
-            let mut file = tempfile::NamedTempFile::new_in(parent)?;
+            let mut file = tempfile::Builder::new().prefix(TEMPORARY_PREFIX).tempfile_in(parent)?;
             file.write_all(&bytes)?;
             file.as_file()
                 .set_permissions(fs::Permissions::from_mode(target.mode))?;
             file.as_file().sync_all()?;
             file.persist(path).map(drop).map_err(|error| error.error)
+        }
+    }
+}
+
+/// The name prefix of the temporary files an undo writes next to the files it restores.
+const TEMPORARY_PREFIX: &str = ".efr-undo-";
+
+/// Removes the temporary files an undo killed midway left in the folders `plan` writes to (they are efr's own: a
+/// restore writes a temporary file, then renames it over its path).
+fn remove_stale_temporaries(plan: &Plan) {
+    let folders: std::collections::BTreeSet<PathBuf> = plan
+        .entries
+        .iter()
+        .filter(|entry| matches!(entry.action, Action::Restore))
+        .filter_map(|entry| plan.root.join(&entry.path).parent().map(Path::to_path_buf))
+        .collect();
+    for folder in folders {
+        let Ok(entries) = fs::read_dir(&folder) else { continue };
+        for entry in entries.flatten() {
+            if entry.file_name().to_string_lossy().starts_with(TEMPORARY_PREFIX) {
+                let _ = fs::remove_file(entry.path());
+            }
         }
     }
 }
