@@ -19,7 +19,7 @@ pub mod sasl;
 pub mod serve;
 pub mod wire;
 
-use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+use std::os::fd::RawFd;
 use std::path::Path;
 
 /// Runs the supervised proxy: checks its arguments, hardens itself, then serves the control socket until it ends.
@@ -27,7 +27,7 @@ use std::path::Path;
 /// # Errors
 /// A sentence for efrd's log: a bad argument or a layer of hardening that failed.
 pub fn run(control_fd: RawFd, sockets: &Path) -> Result<(), String> {
-    let control = take_socket(control_fd)?;
+    let control = efr_proxy::take_socket(control_fd)?;
     let sockets = sockets
         .canonicalize()
         .map_err(|e| format!("the sockets folder {}: {e}", sockets.display()))?;
@@ -55,27 +55,4 @@ pub fn run(control_fd: RawFd, sockets: &Path) -> Result<(), String> {
             .await
             .map_err(|e| format!("the control socket: {e}"))
     })
-}
-
-/// Takes the inherited control descriptor, after checking that it is a socket.
-fn take_socket(fd: RawFd) -> Result<OwnedFd, String> {
-    if fd < 3 {
-        return Err(format!("--control-fd {fd} is a standard stream"));
-    }
-    // SAFETY: fstat writes only into `stat`; a closed descriptor makes it fail.
-    let mut stat: libc::stat = unsafe { std::mem::zeroed() };
-    if unsafe { libc::fstat(fd, &raw mut stat) } != 0 {
-        return Err(format!(
-            "--control-fd {fd} is not open: {}",
-            std::io::Error::last_os_error()
-        ));
-    }
-    if stat.st_mode & libc::S_IFMT != libc::S_IFSOCK {
-        return Err(format!("--control-fd {fd} is not a socket"));
-    }
-    // SAFETY: the descriptor is open, is a socket, and nothing else in this process owns it.
-    let owned = unsafe { OwnedFd::from_raw_fd(fd) };
-    nix::fcntl::fcntl(&owned, nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC))
-        .map_err(|e| format!("--control-fd {fd}: {e}"))?;
-    Ok(owned)
 }

@@ -61,12 +61,16 @@ pub fn run(control_fd: RawFd, sockets: &Path) -> Result<(), String> {
     })
 }
 
-/// Takes the inherited control descriptor, after checking that it is a socket.
-fn take_socket(fd: RawFd) -> Result<OwnedFd, String> {
+/// Takes the inherited control descriptor `fd` (3 or more), after checking that it is an open socket, and marks it
+/// close-on-exec. Shared with efr-bus-proxy, which inherits its control socket the same way.
+///
+/// # Errors
+/// A standard stream, a closed descriptor or one that is not a socket, in words naming `--control-fd`.
+pub fn take_socket(fd: RawFd) -> Result<OwnedFd, String> {
     if fd < 3 {
         return Err(format!("--control-fd {fd} is a standard stream"));
     }
-    // SAFETY: fstat writes only into `stat`.
+    // SAFETY: fstat writes only into `stat`; a closed descriptor makes it fail.
     let mut stat: libc::stat = unsafe { std::mem::zeroed() };
     if unsafe { libc::fstat(fd, &raw mut stat) } != 0 {
         return Err(format!(
@@ -79,8 +83,8 @@ fn take_socket(fd: RawFd) -> Result<OwnedFd, String> {
     }
     // SAFETY: the descriptor is open, is a socket, and nothing else in this process owns it.
     let owned = unsafe { OwnedFd::from_raw_fd(fd) };
-    // SAFETY: setting FD_CLOEXEC only sets a flag on our own descriptor.
-    unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
+    nix::fcntl::fcntl(&owned, nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC))
+        .map_err(|e| format!("--control-fd {fd}: {e}"))?;
     Ok(owned)
 }
 
