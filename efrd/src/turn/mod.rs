@@ -16,13 +16,14 @@
 //! or contained), [`contained`] (a contained call's launch plan and the launcher's report), [`call_network`] (a
 //! contained call's `efr-proxy` plan, opened before it and closed after it), [`git_check`] (what the
 //! repositories of a cautious line's git commands can run), [`snapshots`] (a turn's
-//! and a shell call's changes), [`coalesce`] (text deltas).
+//! and a shell call's changes), [`overlap`] (which turns run at once in a project), [`coalesce`] (text deltas).
 
 pub mod call_network;
 pub mod coalesce;
 pub mod contained;
 pub mod decide;
 pub mod git_check;
+pub mod overlap;
 pub mod patch_call;
 pub mod patch_paths;
 pub mod plan;
@@ -109,7 +110,7 @@ pub async fn run(plan: TurnPlan, recorder: Sink, cancel: CancellationToken) -> T
                 shown: "$SCRATCH".into(),
             });
         }
-        Some(snapshots::TurnSnapshots::new(store, roots, turn_id))
+        Some(snapshots::TurnSnapshots::new(store, roots, turn_id).with_presence(env.presence.clone()))
     });
     let mut state = CallState::new(turn_id, recorder);
     let mut calls_made = 0;

@@ -11,6 +11,7 @@ mod daemon_crash;
 mod daemon_idle;
 mod daemon_left_running;
 mod daemon_network;
+mod daemon_overlap;
 mod daemon_protocol;
 mod daemon_restart;
 mod daemon_tools;
