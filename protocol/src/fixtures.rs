@@ -16,6 +16,7 @@ mod context;
 mod device;
 mod enums;
 mod events;
+mod exits;
 mod methods;
 mod sandbox;
 mod undo;
@@ -105,6 +106,7 @@ pub fn examples() -> Vec<Example> {
     all.extend(device::examples());
     all.extend(events::examples());
     all.extend(enums::examples());
+    all.extend(exits::examples());
     all.extend(watch::examples());
     all.extend(context::examples());
     all.extend(undo::examples());

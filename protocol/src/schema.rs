@@ -19,6 +19,7 @@ use crate::error::{ErrorBody, ErrorCode};
 use crate::events::{DaemonEvent, Event};
 use crate::hello::{HelloParams, HelloResult};
 use crate::methods::Scope;
+use crate::wire::ExitRecord;
 use crate::wire::{AdminBackupParams, AdminBackupResult};
 use crate::wire::{
     AdminConfigReloadParams, AdminConfigReloadResult, AdminLoginApiKeyParams, AdminLoginApiKeyResult,
@@ -120,6 +121,7 @@ pub fn protocol_schema() -> Value {
             DeviceListResult,
             DeviceRevokeParams,
             DeviceRevokeResult,
+            ExitRecord,
             Event,
             DaemonEvent,
             ErrorBody,

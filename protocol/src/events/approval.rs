@@ -2,14 +2,14 @@
 //!
 //! Source: docs/protocol.md, "The contract": interactive, "streams for the phone" (local_only), the approval reason,
 //! "full mode" (expires_in_secs) and "phase A" (away). `summary` is named by the spec ("the target and the reason
-//! stay in summary"); the `exit` member comes with the exit types of the auto sandbox.
+//! stay in summary"); `exit` is the spec's optional exit of "the wire types of the auto sandbox (phase 1)".
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::ids::CallId;
 use crate::macros::is_false;
-use crate::wire::ApprovalDecision;
+use crate::wire::{ApprovalDecision, ExitInfo};
 
 /// approval_requested: a call waits for the user's answer (approval.respond).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -30,6 +30,9 @@ pub struct ApprovalRequested {
     /// Seconds until the question expires; absent when it has no fixed limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_in_secs: Option<u64>,
+    /// The exit of auto mode that the call asks for; absent for a question of another mode.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit: Option<ExitInfo>,
 }
 
 /// approval_resolved: the question was answered.

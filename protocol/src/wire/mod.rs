@@ -18,6 +18,7 @@ pub mod config;
 pub mod context;
 pub mod conversation;
 pub mod device;
+pub mod exits;
 pub mod input;
 pub mod login;
 pub mod models;
@@ -56,6 +57,10 @@ pub use device::{
     DeviceEnrollParams, DeviceEnrollResult, DeviceInfo, DeviceListParams, DeviceListResult, DevicePairConfirmParams,
     DevicePairConfirmResult, DevicePairStartParams, DeviceProveParams, DeviceProveResult, DeviceRevokeParams,
     DeviceRevokeResult, PairEnd, PairStartItem,
+};
+pub use exits::{
+    ChainStep, ExitAction, ExitFacts, ExitInfo, ExitKind, ExitRecord, ExitSource, ExitTarget, GitCode, GitCodeItem,
+    HostFact, JudgeKind, Judgement, Needs, TargetClass, Verdict,
 };
 pub use input::{AnswerInput, InputRespondParams, InputRespondResult, InputWait};
 pub use login::{AdminLoginApiKeyParams, AdminLoginApiKeyResult, AdminLogoutParams, AdminLogoutResult};
