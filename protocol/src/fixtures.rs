@@ -107,6 +107,7 @@ pub fn examples() -> Vec<Example> {
     all.extend(events::examples());
     all.extend(enums::examples());
     all.extend(exits::examples());
+    all.extend(exits::event_examples());
     all.extend(watch::examples());
     all.extend(context::examples());
     all.extend(undo::examples());

@@ -23,6 +23,7 @@
 mod approval;
 mod conversation;
 mod daemon;
+mod exits;
 mod message;
 mod sandbox;
 mod shell;
@@ -40,6 +41,7 @@ use crate::ids::{CallId, ConversationId, Timestamp, TurnId};
 pub use approval::{ApprovalExpired, ApprovalRequested, ApprovalResolved};
 pub use conversation::{ConversationCreated, PromptQueued};
 pub use daemon::{LoginCompleted, LogoutCompleted};
+pub use exits::{ClassifierPaused, ExitJudged, ExitRequested, ExitReviewStarted, PauseReason};
 pub use message::{AssistantMessageCompleted, AssistantMessageUpdated};
 pub use sandbox::SandboxUnavailable;
 pub use shell::{ShellCommandDetached, ShellCommandEnded, ShellCommandInputChanged};
@@ -195,6 +197,14 @@ event_body! {
         ShellCommandInputChanged(ShellCommandInputChanged) = "shell_command_input_changed",
         /// That command ended.
         ShellCommandEnded(ShellCommandEnded) = "shell_command_ended",
+        /// A call asks for an exit from the sandbox.
+        ExitRequested(ExitRequested) = "exit_requested",
+        /// The judge chain starts on a call's exits.
+        ExitReviewStarted(ExitReviewStarted) = "exit_review_started",
+        /// The chain decided an exit.
+        ExitJudged(ExitJudged) = "exit_judged",
+        /// The classifier was paused after too many denials.
+        ClassifierPaused(ClassifierPaused) = "classifier_paused",
         /// The sandbox cannot run, so contained calls cannot either.
         SandboxUnavailable(SandboxUnavailable) = "sandbox_unavailable",
         /// A turn took a snapshot of a root it could write.
@@ -229,6 +239,9 @@ impl EventBody {
             Self::ShellCommandDetached(e) => Some(&e.call_id),
             Self::ShellCommandInputChanged(e) => Some(&e.call_id),
             Self::ShellCommandEnded(e) => Some(&e.call_id),
+            Self::ExitRequested(e) => Some(&e.call_id),
+            Self::ExitReviewStarted(e) => Some(&e.call_id),
+            Self::ExitJudged(e) => Some(&e.call_id),
             _ => None,
         }
     }
