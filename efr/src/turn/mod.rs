@@ -363,7 +363,7 @@ impl Session {
         // The questions that this event asks (only with keys to answer them).
         if self.keys.is_some() {
             let ask = match &event.body {
-                EventBody::ApprovalRequested(question) => Some(Ask::approval(question, raw)),
+                EventBody::ApprovalRequested(question) => Some(Ask::approval(question)),
                 EventBody::ToolCallInputChanged(wait) if ours => {
                     let title = self.calls.get(wait.call_id.as_str()).cloned().unwrap_or_default();
                     Ask::input(wait, &title, prompt.as_deref())

@@ -43,14 +43,11 @@ pub struct Ask {
 }
 
 impl Ask {
-    /// The question of an approval_requested event; `always` comes from the raw event's `exit.always` (the
-    /// rule in words, set only when a rule may cover the call; spec, "phase E").
+    /// The question of an approval_requested event; `always` comes from its `exit.always` (the rule in words, set
+    /// only when a rule may cover the call; spec, "phase E").
     #[must_use]
-    pub fn approval(question: &ApprovalRequested, raw: &serde_json::Value) -> Self {
-        let always = raw
-            .get("exit")
-            .and_then(|exit| exit.get("always"))
-            .is_some_and(|always| !always.is_null());
+    pub fn approval(question: &ApprovalRequested) -> Self {
+        let always = question.exit.as_ref().is_some_and(|exit| exit.always.is_some());
         let reason = question.reason.as_ref().map(|r| format!(" ({r})")).unwrap_or_default();
         let keys = if always {
             "[y]es / [n]o / [a]lways"
@@ -179,8 +176,8 @@ mod tests {
         let mut raw = raw;
         raw["call_id"] = json!(call);
         raw["summary"] = json!("rm -rf build");
-        let question: ApprovalRequested = serde_json::from_value(raw.clone()).unwrap();
-        Ask::approval(&question, &raw)
+        let question: ApprovalRequested = serde_json::from_value(raw).unwrap();
+        Ask::approval(&question)
     }
 
     fn body(value: serde_json::Value) -> EventBody {
@@ -192,16 +189,22 @@ mod tests {
         let plain = approval("c1", json!({}));
         assert_eq!(plain.kind, AskKind::Approval { always: false });
         assert!(plain.text.ends_with("[y]es / [n]o "), "{}", plain.text);
-        let rule = approval("c1", json!({"exit": {"always": "git push to origin"}}));
+        let exit = json!({"kind": "upload", "needs": {"unsandboxed": true}, "target": "git push origin main",
+            "reason": "pushes to a remote of the project", "always": "git push to origin"});
+        let rule = approval("c1", json!({ "exit": exit.clone() }));
         assert_eq!(rule.kind, AskKind::Approval { always: true });
         assert!(rule.text.contains("[a]lways"), "{}", rule.text);
+        let mut no_rule = exit;
+        no_rule.as_object_mut().unwrap().remove("always");
+        let no_rule = approval("c1", json!({ "exit": no_rule }));
+        assert_eq!(no_rule.kind, AskKind::Approval { always: false });
     }
 
     #[test]
     fn a_question_quotes_the_model_without_its_control_sequences() {
         let mut raw = json!({"call_id": "c1", "summary": "rm \u{1b}]2;PWNED\u{7}-rf\r x", "reason": "\u{9b}41mwhy"});
         let question: ApprovalRequested = serde_json::from_value(raw.take()).unwrap();
-        let ask = Ask::approval(&question, &json!({}));
+        let ask = Ask::approval(&question);
         // Shown, never dropped: the user sees all of what they allow.
         assert_eq!(ask.text, "allow rm ␛]2;PWNED␇-rf␍ x? (<U+009B>41mwhy)  [y]es / [n]o ");
         let wait: ToolCallInputChanged = serde_json::from_value(json!({"call_id": "c1", "input": "visible"})).unwrap();
