@@ -12,6 +12,7 @@
 //! | [`policy`] | the permission decision: modes, floors, questions, the read-only list, shell line analysis |
 //! | [`tools`] | the tool specs, the hidden shell, `apply_patch`, changes and unified diffs |
 //! | [`git`] | the git efrd runs itself, outside the sandbox, with what a repository could make it start switched off |
+//! | [`helper_process`] | the supervision of efrd's helper processes (`efr-proxy`, `efr-bus-proxy`): start, restart, status |
 //! | [`network`] | the network of contained calls: `[network]` rules, credential hosts, the `efr-proxy` supervisor |
 //! | [`sandbox`] | efrd's side of the sandbox: base plans, protected paths, the probe and its cache, explain |
 //! | [`snapshot`] | snapshots of a project tree, their comparison, the snapshot store on disk |
@@ -27,6 +28,7 @@ pub mod config;
 pub mod conversation;
 pub mod daemon;
 pub mod git;
+pub mod helper_process;
 pub mod lifecycle;
 pub mod listen;
 pub mod model;
