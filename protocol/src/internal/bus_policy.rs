@@ -193,6 +193,13 @@ impl fmt::Display for RuleError {
 
 impl std::error::Error for RuleError {}
 
+/// The names a `bus_filter` grant on the session bus may talk to by default (docs/bus.md, "The default policy").
+pub const SESSION_DEFAULT_TALK: &[&str] = &["org.freedesktop.Notifications", "org.freedesktop.portal.*"];
+
+/// The names to and from which descriptors pass by default on the session bus: the portals take files as
+/// descriptors.
+pub const SESSION_DEFAULT_FDS: &[&str] = &["org.freedesktop.portal.*"];
+
 /// A call's whole policy on one bus.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Policy {
@@ -208,21 +215,22 @@ pub struct Policy {
 
 impl Policy {
     /// The default policy of a `bus_filter` grant on the session bus: talk to the notification daemon and the
-    /// desktop portals, which may pass descriptors (docs/bus.md, "The default policy").
+    /// desktop portals, which may pass descriptors (docs/bus.md, "The default policy"): [`SESSION_DEFAULT_TALK`]
+    /// and [`SESSION_DEFAULT_FDS`].
     #[must_use]
     pub fn session_default() -> Self {
-        let name = |text: &str| NamePattern {
+        let name = |text: &&str| NamePattern {
             name: text.trim_end_matches(".*").to_owned(),
             prefix: text.ends_with(".*"),
         };
         Self {
-            names: vec![
-                (name("org.freedesktop.Notifications"), Level::Talk),
-                (name("org.freedesktop.portal.*"), Level::Talk),
-            ],
+            names: SESSION_DEFAULT_TALK
+                .iter()
+                .map(|text| (name(text), Level::Talk))
+                .collect(),
             calls: Vec::new(),
             broadcasts: Vec::new(),
-            fds: vec![name("org.freedesktop.portal.*")],
+            fds: SESSION_DEFAULT_FDS.iter().map(name).collect(),
         }
     }
 
