@@ -5,6 +5,7 @@
 //!
 //! | module | owns |
 //! |---|---|
+//! | [`bus`] | the D-Bus of contained calls: `[bus]` and the default policy made into a `bus_filter` grant and a bus plan, the session bus, the `efr-bus-proxy` process, a closed plan's refusals |
 //! | [`config`] | the four roots, `config.toml` (typed sections, errors with line, column and key), reload |
 //! | [`store`] | the SQLite event log, conversation summary rows, command ids; the writer thread and its group commit |
 //! | [`listen`] | socket activation, self-bind, the single-instance lock, sd_notify |
@@ -24,6 +25,7 @@
 //! | [`server`] | connections, hello, scopes, dispatch, streams, cancel, backpressure; thin method handlers |
 //! | [`lifecycle`] | the daemon's life from start to graceful stop: build, recover, ready, serve, stop |
 
+pub mod bus;
 pub mod config;
 pub mod conversation;
 pub mod daemon;

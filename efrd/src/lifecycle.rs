@@ -12,6 +12,7 @@ use tokio::signal::unix::{SignalKind, signal};
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn};
 
+use crate::bus::BusSupervisor;
 use crate::config::{ConfigState, Roots};
 use crate::conversation::recovery;
 use crate::daemon::Daemon;
@@ -98,11 +99,16 @@ async fn start_and_serve(roots: Roots, config: ConfigState) -> Result<(), StartE
     let daemon_id = daemon_id(&roots).map_err(fail(EXIT_FAILURE))?;
     let mut probe_options = SandboxState::default_options(roots.home.as_deref());
     probe_options.netview_off = !models.config().network.netview;
+    probe_options.bus_off = !models.config().bus.enabled;
     let proxy = Arc::new(ProxySupervisor::new(
         ProxySupervisor::default_program(),
         roots.runtime.path.join("proxy"),
     ));
-    let sandbox = SandboxState::new(probe_options, proxy);
+    let bus = Arc::new(BusSupervisor::new(
+        BusSupervisor::default_program(),
+        roots.runtime.path.join("bus"),
+    ));
+    let sandbox = SandboxState::new(probe_options, proxy, bus);
     let daemon = Arc::new(Daemon::new(daemon_id, roots, store, models, snapshots, sandbox));
 
     let (interrupted, recovered) = recovery::close_open_turns(&daemon.store)

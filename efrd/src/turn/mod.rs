@@ -18,6 +18,7 @@
 //! repositories of a cautious line's git commands can run), [`snapshots`] (a turn's
 //! and a shell call's changes), [`coalesce`] (text deltas).
 
+pub mod call_bus;
 pub mod call_network;
 pub mod coalesce;
 pub mod contained;

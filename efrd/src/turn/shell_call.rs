@@ -24,11 +24,12 @@ use efr_protocol::events::{
 use efr_protocol::ids::{CallId, Timestamp, TurnId};
 use efr_protocol::wire::{ApprovedBy, Grant, InputWait as WireInputWait, SandboxSummary};
 
-use super::call_network;
 use super::contained::{self, CallPlan, Outcome};
 use super::sink::Sink;
 use super::snapshots::CallRoots;
 use super::tools::{CallOutput, ToolEnv};
+use super::{call_bus, call_network};
+use crate::bus::{BusPlan, BusSupervisor};
 use crate::network::{ProxyPlan, ProxySupervisor};
 use crate::sandbox::git_link::{self, GitLink};
 use crate::tools::shell::{Detached, EndCause, HiddenShell, InputKind, OutputLimits, Run, RunAnswer};
@@ -60,6 +61,27 @@ struct Prepared {
     proxy: Option<ProxyPlan>,
     /// Why the call runs without the network its grants asked for (the proxy could not take its plan).
     network_note: Option<String>,
+    /// The call's open `efr-bus-proxy` plan, when its grants hold a `bus_filter` grant and the proxy took the plan.
+    bus: Option<BusPlan>,
+    /// Why the call runs without the bus its grants asked for.
+    bus_note: Option<String>,
+}
+
+impl Prepared {
+    /// Closes the call's proxy and bus plans without reading them (the command did not run, or its end has no
+    /// event to report to any more), so that their sockets go.
+    async fn close_plans(&self, proxy: &ProxySupervisor, bus: &BusSupervisor) {
+        if let Some(plan) = &self.proxy
+            && let Err(error) = proxy.close(plan).await
+        {
+            tracing::debug!(%error, "a call's proxy plan did not close cleanly");
+        }
+        if let Some(plan) = &self.bus
+            && let Err(error) = bus.close(plan).await
+        {
+            tracing::debug!(%error, "a call's bus plan did not close cleanly");
+        }
+    }
 }
 
 /// Why a contained call could not be made ready; the command did not run.
@@ -166,9 +188,7 @@ pub async fn run_shell(
         Err(error) => {
             if let Some(prepared) = &prepared {
                 let _ = std::fs::remove_file(&prepared.plan_file);
-                if let Some(plan) = &prepared.proxy {
-                    let _ = env.network.proxy.close(plan).await;
-                }
+                prepared.close_plans(&env.network.proxy, &env.bus.proxy).await;
             }
             return failed(format!("the command did not run: {error}")).await;
         }
@@ -196,7 +216,7 @@ pub async fn run_shell(
             env.sandbox.invalidate().await;
         }
     }
-    let mut network_failed = false;
+    let mut connections_cut = false;
     if let (Some(prepared), Some(summary)) = (prepared.as_ref(), sandbox.as_mut()) {
         notes.extend(prepared.network_note.clone());
         if let Some(plan) = &prepared.proxy {
@@ -205,15 +225,25 @@ pub async fn run_shell(
                 match call_network::close(env, plan, summary).await {
                     Ok(line) => notes.extend(line),
                     Err(line) => {
-                        network_failed = true;
+                        connections_cut = true;
                         notes.push(line);
                     }
                 }
             }
         }
+        notes.extend(prepared.bus_note.clone());
+        if let Some(plan) = prepared.bus.as_ref().filter(|_| !left_running) {
+            match call_bus::close(env, plan, summary).await {
+                Ok(line) => notes.extend(line),
+                Err(line) => {
+                    connections_cut = true;
+                    notes.push(line);
+                }
+            }
+        }
     }
     let setup_failed = sandbox.as_ref().is_some_and(|s| s.setup_error.is_some());
-    let ok = !setup_failed && !network_failed && (exit_code == Some(0) || left_running);
+    let ok = !setup_failed && !connections_cut && (exit_code == Some(0) || left_running);
     let mut model_text = answer.output.for_model(OutputLimits::MODEL);
     if let Some(prepared) = &prepared {
         for note in git_link::put_back(&prepared.git_links) {
@@ -281,6 +311,7 @@ pub async fn run_shell(
             prepared,
             roots: env.roots.clone(),
             proxy: Arc::clone(&env.network.proxy),
+            bus: Arc::clone(&env.bus.proxy),
         };
         follow_left_running(left, detached, sink).await?;
     }
@@ -399,6 +430,8 @@ struct LeftRunning<'a> {
     roots: Vec<PathBuf>,
     /// Closes the command's proxy plan when it ends.
     proxy: Arc<ProxySupervisor>,
+    /// Closes the command's bus plan when it ends.
+    bus: Arc<BusSupervisor>,
 }
 
 /// Records `shell_command_detached` for a command left running, then follows it in a task of its own until it
@@ -412,6 +445,7 @@ async fn follow_left_running(left: LeftRunning<'_>, detached: Detached, sink: &S
         prepared,
         roots,
         proxy,
+        bus,
     } = left;
     let contained = prepared.is_some();
     let mut waits = detached.input();
@@ -456,13 +490,9 @@ async fn follow_left_running(left: LeftRunning<'_>, detached: Detached, sink: &S
             crate::sandbox::protect::remove_planted_commondirs(&roots);
             git_link::put_back(&prepared.git_links);
             let _ = std::fs::remove_file(&prepared.plan_file);
-            // Its refusals have no event to go to any more (tool_call_completed is recorded): the plan is closed
-            // so that its socket and tunnels go.
-            if let Some(plan) = &prepared.proxy
-                && let Err(error) = proxy.close(plan).await
-            {
-                tracing::debug!(%error, "the proxy plan of a command left running did not close cleanly");
-            }
+            // Its refusals have no event to go to any more (tool_call_completed is recorded): the plans are closed
+            // so that their sockets and tunnels go.
+            prepared.close_plans(&proxy, &bus).await;
             if let Some(code) = ContainedEnd::take(&prepared.report).exit_code {
                 exit_code = code;
             }
@@ -590,26 +620,28 @@ async fn prepare(
     });
     probe.fit(&mut plan);
     let (proxy, network_note) = call_network::open(env, call_id, &mut plan).await;
+    let (bus, bus_note) = call_bus::open(env, call_id, &mut plan).await;
     let written = serde_json::to_vec(&plan)
         .map_err(|e| format!("cannot encode the launch plan: {e}"))
         .and_then(|bytes| {
             contained::write_private(&plan_file, &bytes)
                 .map_err(|e| format!("cannot write the launch plan {}: {e}", plan_file.display()))
         });
-    if let Err(why) = written {
-        if let Some(plan) = &proxy {
-            let _ = env.network.proxy.close(plan).await;
-        }
-        return Err(failed(why));
-    }
-    Ok(Prepared {
+    let prepared = Prepared {
         line: contained::launcher_line(&env.sandbox.options().launcher, &plan_file),
         report,
         plan_file,
         git_links,
         proxy,
         network_note,
-    })
+        bus,
+        bus_note,
+    };
+    if let Err(why) = written {
+        prepared.close_plans(&env.network.proxy, &env.bus.proxy).await;
+        return Err(failed(why));
+    }
+    Ok(prepared)
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@ mod daemon_admin;
 mod daemon_auto;
 mod daemon_auto_reach;
 mod daemon_backup;
+mod daemon_bus;
 mod daemon_cautious;
 mod daemon_crash;
 mod daemon_idle;

@@ -143,6 +143,12 @@ impl Actor {
                 home: self.deps.roots.home.clone(),
                 proxy: Arc::clone(self.deps.sandbox.proxy()),
             },
+            bus: crate::bus::CallBus {
+                config: self.deps.models.config().bus.clone(),
+                session: crate::bus::session_bus(),
+                proxy: Arc::clone(self.deps.sandbox.bus()),
+                runtime_dir: self.deps.sandbox.options().runtime_dir.clone(),
+            },
             scratch: layout.scratch_of(self.id),
             layout,
         }
