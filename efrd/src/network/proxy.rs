@@ -1,99 +1,53 @@
-//! The supervisor of `efr-proxy`, the process that alone decides what contained calls reach on the network
-//! (docs/network.md; the control messages are `efr_protocol::internal::proxy`).
+//! `efr-proxy`, the process that alone decides what contained calls reach on the network (docs/network.md; the
+//! control messages are `efr_protocol::internal::proxy`).
 //!
-//! The supervision itself (start on first need, restart with backoff, the status for admin.status) is
-//! [`crate::helper_process`]'s, shared with `efr-bus-proxy`. Here: a call's plan opened and closed. A plan whose
-//! proxy ended while it was open fails at its close with [`ProxyError::Died`]: the proxy took its sockets and
-//! tunnels with it, so the network never stays open. A program that is not installed is never started: auto's
-//! calls get no host grant (no network), and the status says `not_installed`.
+//! The supervision (start on first need, restart with backoff, the status for admin.status) and the plans' life are
+//! [`crate::helper_process`]'s, shared with `efr-bus-proxy`. A plan whose proxy ended while it was open fails at its
+//! close with [`ProxyError::Died`]: the proxy took its sockets and tunnels with it, so the network never stays open.
+//! A program that is not installed is never started: auto's calls get no host grant (no network), and the status
+//! says `not_installed`.
 
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::path::PathBuf;
 
-use efr_protocol::internal::proxy::{CLOSE, ClosePlan, Closed, OPEN, OpenPlan, Opened};
-use efr_protocol::wire::ProxyProcess;
+use efr_protocol::internal::proxy::{CLOSE, Closed, OPEN, OpenPlan, Opened};
 
-use crate::helper_process::{Instance, Supervisor};
+use crate::helper_process::{HelperPlan, OpenedPlan, PlanKind, PlanSupervisor};
 
 pub use crate::helper_process::HelperError as ProxyError;
 
 /// The program's name.
 pub const NAME: &str = "efr-proxy";
 
-/// The efr-proxy of one daemon. One per daemon, in an `Arc`.
-#[derive(Debug)]
-pub struct ProxySupervisor {
-    helper: Arc<Supervisor>,
-}
-
-/// An open plan of one call: close it with [`ProxySupervisor::close`] when the call ends.
+/// efr-proxy's plan messages.
 #[derive(Debug, Clone)]
-pub struct ProxyPlan {
-    instance: Arc<Instance>,
-    /// The plan's number in that proxy.
-    pub plan: u64,
-    /// The plan's listening socket (the launch plan's `proxy`).
-    pub socket: PathBuf,
+pub struct EfrProxy;
+
+impl PlanKind for EfrProxy {
+    const NAME: &'static str = NAME;
+    const VARIABLE: &'static str = "EFR_PROXY";
+    const OPEN: &'static str = OPEN;
+    const CLOSE: &'static str = CLOSE;
+    type Open = OpenPlan;
+    type Opened = Opened;
+    type Closed = Closed;
 }
 
-impl ProxySupervisor {
-    /// A supervisor of `program` whose plan sockets go in `sockets`; nothing starts yet.
-    #[must_use]
-    pub fn new(program: PathBuf, sockets: PathBuf) -> Self {
-        Self {
-            helper: Arc::new(Supervisor::new(NAME, program, sockets)),
-        }
+impl OpenedPlan for Opened {
+    fn plan(&self) -> u64 {
+        self.plan
     }
 
-    /// The program of the default setup: `$EFR_PROXY`, else `efr-proxy` next to the running efrd.
-    #[must_use]
-    pub fn default_program() -> PathBuf {
-        Supervisor::default_program(NAME, "EFR_PROXY")
-    }
-
-    /// The program efrd starts.
-    #[must_use]
-    pub fn program(&self) -> &Path {
-        self.helper.program()
-    }
-
-    /// Whether the program is installed (a file at its path): without it, contained calls have no network.
-    #[must_use]
-    pub fn installed(&self) -> bool {
-        self.helper.installed()
-    }
-
-    /// The state for admin.status.
-    #[must_use]
-    pub fn status(&self) -> ProxyProcess {
-        self.helper.status()
-    }
-
-    /// Opens a plan for one call, starting the proxy first when none runs.
-    ///
-    /// # Errors
-    /// [`ProxyError::NotInstalled`], [`ProxyError::Start`], or [`ProxyError::Control`] when the proxy refused the
-    /// plan or did not answer in time.
-    pub async fn open(&self, plan: &OpenPlan) -> Result<ProxyPlan, ProxyError> {
-        let (instance, opened): (_, Opened) = self.helper.call(OPEN, plan).await?;
-        Ok(ProxyPlan {
-            instance,
-            plan: opened.plan,
-            socket: opened.socket,
-        })
-    }
-
-    /// Closes a call's plan and returns what its connections did.
-    ///
-    /// # Errors
-    /// [`ProxyError::Died`] when the proxy that served the plan ended while it was open (the call must fail: its
-    /// connections were cut), [`ProxyError::Control`] when the proxy refused the close or did not answer.
-    pub async fn close(&self, plan: &ProxyPlan) -> Result<Closed, ProxyError> {
-        self.helper
-            .call_on(&plan.instance, CLOSE, &ClosePlan { plan: plan.plan })
-            .await
+    fn socket(&self) -> PathBuf {
+        self.socket.clone()
     }
 }
+
+/// The efr-proxy of one daemon. One per daemon, in an `Arc`.
+pub type ProxySupervisor = PlanSupervisor<EfrProxy>;
+
+/// An open plan of one call (its socket is the launch plan's `proxy`): close it with [`ProxySupervisor::close`]
+/// when the call ends.
+pub type ProxyPlan = HelperPlan<EfrProxy>;
 
 #[cfg(test)]
 mod tests {
