@@ -12,10 +12,11 @@ use crate::common;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use efr_test_support::binaries::sibling;
 use efr_test_support::daemon::TestDaemon;
+use efr_test_support::dbus::DbusDaemon;
 use serde_json::json;
 use tempfile::TempDir;
 
@@ -47,53 +48,19 @@ GLib.MainLoop().run()
 /// A real session bus in a folder under `/tmp` (which a contained call never sees: its `/tmp` is private, so only
 /// the filtered socket can reach it), with the test service on it; both ended when dropped.
 struct SessionBus {
-    dir: TempDir,
-    daemon: Child,
+    _dir: TempDir,
+    daemon: DbusDaemon,
     service: Child,
 }
 
 impl SessionBus {
     fn start() -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let socket = dir.path().join("bus");
-        let config = dir.path().join("bus.conf");
-        std::fs::write(
-            &config,
-            format!(
-                r#"<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig>
-  <type>session</type>
-  <listen>unix:path={}</listen>
-  <auth>EXTERNAL</auth>
-  <policy context="default">
-    <allow user="*"/>
-    <allow own="*"/>
-    <allow send_destination="*"/>
-    <allow receive_sender="*"/>
-  </policy>
-</busconfig>
-"#,
-                socket.display()
-            ),
-        )
-        .unwrap();
-        let daemon = Command::new("dbus-daemon")
-            .arg(format!("--config-file={}", config.display()))
-            .arg("--nofork")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("dbus-daemon is missing: install the Debian package dbus");
-        let start = Instant::now();
-        while !socket.exists() {
-            assert!(start.elapsed() < Duration::from_secs(10), "the test bus did not start");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        let daemon = DbusDaemon::start("session", &dir.path().join("bus"), false).unwrap();
         let mut service = Command::new("/usr/bin/python3")
             .arg("-c")
             .arg(SERVICE)
-            .arg(format!("unix:path={}", socket.display()))
+            .arg(daemon.address())
             .arg("org.freedesktop.Notifications")
             .arg(HIDDEN)
             .stdout(Stdio::piped())
@@ -106,20 +73,23 @@ impl SessionBus {
             "ready",
             "the test service did not start: install python3-dbus and python3-gi"
         );
-        Self { dir, daemon, service }
+        Self {
+            _dir: dir,
+            daemon,
+            service,
+        }
     }
 
     fn address(&self) -> String {
-        format!("unix:path={}", self.dir.path().join("bus").display())
+        self.daemon.address()
     }
 }
 
 impl Drop for SessionBus {
     fn drop(&mut self) {
-        for child in [&mut self.service, &mut self.daemon] {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
+        let _ = self.service.kill();
+        let _ = self.service.wait();
+        self.daemon.stop();
     }
 }
 
