@@ -12,6 +12,8 @@ pub struct DbusDaemon {
     /// The listening socket.
     pub socket: PathBuf,
     daemon: Child,
+    /// Stopped already: a later stop (the drop) must not remove the socket of a bus started since on the same path.
+    stopped: bool,
 }
 
 impl DbusDaemon {
@@ -56,6 +58,7 @@ impl DbusDaemon {
         let mut running = Self {
             socket: socket.to_owned(),
             daemon,
+            stopped: false,
         };
         let start = Instant::now();
         while !socket.exists() {
@@ -74,8 +77,11 @@ impl DbusDaemon {
         format!("unix:path={}", self.socket.display())
     }
 
-    /// Ends the daemon (a bus that goes away, as when the session's bus restarts).
+    /// Ends the daemon (a bus that goes away, as when the session's bus restarts). Once: a second call does nothing.
     pub fn stop(&mut self) {
+        if std::mem::replace(&mut self.stopped, true) {
+            return;
+        }
         let _ = self.daemon.kill();
         let _ = self.daemon.wait();
         let _ = std::fs::remove_file(&self.socket);

@@ -3,7 +3,8 @@
 //! (Python's dbus module) owning `org.freedesktop.Notifications` and a name the default policy hides: real clients
 //! (dbus-send, busctl, gdbus) inside a call reach the first and are refused the second, the refusal is in the call's
 //! summary and the model's line, the probe's self-test passes, a killed proxy fails the call that used it and the
-//! next gets a restarted one, and a missing program leaves calls without a bus with the status saying why.
+//! next gets a restarted one, a bus restarted mid-call closes the call's connection (the client sees `Disconnected`) and
+//! a new one reaches the new bus, and a missing program leaves calls without a bus with the status saying why.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a failed unwrap is a failed test.
 
@@ -82,6 +83,12 @@ impl SessionBus {
 
     fn address(&self) -> String {
         self.daemon.address()
+    }
+
+    /// Stops the bus and starts a new one on the same socket (the session's bus restarting).
+    fn restart(&mut self) {
+        self.daemon.stop();
+        self.daemon = DbusDaemon::start("session", &self._dir.path().join("bus"), false).unwrap();
     }
 }
 
@@ -340,4 +347,81 @@ async fn a_bad_bus_rule_is_a_config_error_with_line_column_and_key() {
     assert_eq!(error["line"], line, "{reload}");
     assert_eq!(error["column"], 3, "{reload}");
     assert!(error["message"].as_str().unwrap().contains("org..bad"), "{reload}");
+}
+
+/// Inside the call: a client that holds its connection and asks the bus for its id every 100 ms until the
+/// connection closes, then (once the test has restarted the bus) a new client.
+const HOLDER: &str = r#"
+import sys, time, dbus
+bus = dbus.SessionBus()
+open(sys.argv[1], "w").close()
+for _ in range(300):
+    try:
+        bus.call_blocking("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "GetId", "", ())
+    except dbus.exceptions.DBusException as error:
+        print("closed:", error.get_dbus_name(), flush=True)
+        break
+    time.sleep(0.1)
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bus_restarted_mid_call_closes_the_calls_connection_and_a_new_one_works() {
+    bus_proxy();
+    let mut bus = SessionBus::start();
+    let home = tempdir();
+    let project = tempdir();
+    let runtime = home.path().join("run-user");
+    std::fs::create_dir(&runtime).unwrap();
+    let holding = project.path().join("holding");
+    let restarted = project.path().join("restarted");
+    let line = format!(
+        "/usr/bin/python3 -c '{HOLDER}' {holding}; \
+         for i in $(seq 300); do [ -e {restarted} ] && break; sleep 0.1; done; \
+         dbus-send --session --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus \
+         org.freedesktop.DBus.GetId >/dev/null && echo again=ok",
+        holding = holding.display(),
+        restarted = restarted.display(),
+    );
+    let server = model(vec![shell_call("call_restart", &line), text("done")]).await;
+    let address = bus.address();
+    let efrd = daemon_with(
+        home.path(),
+        &server,
+        &[
+            ("DBUS_SESSION_BUS_ADDRESS", &address),
+            ("XDG_RUNTIME_DIR", runtime.to_str().unwrap()),
+        ],
+    );
+    let mut client = efrd.client().await.unwrap();
+    let (_, _, id) = start(&mut client, project.path(), "auto", "hold the bus").await;
+    wait_for(&holding).await;
+    assert!(holding.exists(), "the holder never connected");
+    bus.restart();
+    // The new bus answers before the call tries it.
+    let answers = (0..50).any(|_| {
+        let direct = Command::new("dbus-send")
+            .arg(format!("--bus={address}"))
+            .args(["--print-reply", "--dest=org.freedesktop.DBus", "/org/freedesktop/DBus"])
+            .arg("org.freedesktop.DBus.GetId")
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if !direct {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        direct
+    });
+    assert!(answers, "the restarted bus does not answer");
+    std::fs::write(&restarted, "").unwrap();
+    let events = bounded("the auto turn", events_until(&mut client, id, "turn_completed")).await;
+    let done = event_of(&events, "tool_call_completed", "call_restart");
+    let output = done["output"].as_str().unwrap();
+    assert!(
+        output.contains("closed: org.freedesktop.DBus.Error"),
+        "the held connection closed: {output}"
+    );
+    assert!(
+        output.contains("again=ok"),
+        "a new connection reaches the restarted bus: {output}"
+    );
+    assert_eq!(done["status"], "ok", "{done}");
 }
