@@ -35,24 +35,14 @@ const BATCH: usize = 500;
 const STEP: Duration = Duration::from_secs(10);
 
 fn main() -> ExitCode {
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(error) => {
-            eprintln!("FAIL: no runtime: {error}");
-            return ExitCode::FAILURE;
-        }
-    };
-    match runtime.block_on(bench()) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(error) => {
-            eprintln!("FAIL: {error}");
-            ExitCode::FAILURE
-        }
+    let outcome = tokio::runtime::Runtime::new()
+        .map_err(|e| format!("no runtime: {e}"))
+        .and_then(|runtime| runtime.block_on(bench()));
+    if let Err(error) = outcome {
+        eprintln!("FAIL: {error}");
+        return ExitCode::FAILURE;
     }
+    ExitCode::SUCCESS
 }
 
 /// A child process ended when dropped.

@@ -18,6 +18,7 @@ use std::time::Duration;
 use efr_test_support::binaries::sibling;
 use efr_test_support::daemon::TestDaemon;
 use efr_test_support::dbus::DbusDaemon;
+use efr_test_support::scripted::ScriptedModel;
 use serde_json::json;
 use tempfile::TempDir;
 
@@ -123,6 +124,18 @@ fn bus_proxies(efrd: &TestDaemon) -> Vec<i32> {
         .collect()
 }
 
+/// efrd in `home` whose session bus is at `address` and whose runtime folder is `runtime`.
+fn daemon_on(home: &Path, server: &ScriptedModel, address: &str, runtime: &Path) -> TestDaemon {
+    daemon_with(
+        home,
+        server,
+        &[
+            ("DBUS_SESSION_BUS_ADDRESS", address),
+            ("XDG_RUNTIME_DIR", runtime.to_str().unwrap()),
+        ],
+    )
+}
+
 /// Waits (at most 30 s) until `path` exists.
 async fn wait_for(path: &Path) {
     for _ in 0..600 {
@@ -171,14 +184,7 @@ async fn auto_calls_get_the_filtered_session_bus_and_a_killed_proxy_restarts() {
     let runtime = home.path().join("run-user");
     std::fs::create_dir(&runtime).unwrap();
     std::fs::write(runtime.join("secret"), "do not show").unwrap();
-    let efrd = daemon_with(
-        home.path(),
-        &server,
-        &[
-            ("DBUS_SESSION_BUS_ADDRESS", &address),
-            ("XDG_RUNTIME_DIR", runtime.to_str().unwrap()),
-        ],
-    );
+    let efrd = daemon_on(home.path(), &server, &address, &runtime);
     let mut client = efrd.client().await.unwrap();
 
     // The probe's self-test passes with the real proxy and bus.
@@ -384,14 +390,7 @@ async fn a_bus_restarted_mid_call_closes_the_calls_connection_and_a_new_one_work
     );
     let server = model(vec![shell_call("call_restart", &line), text("done")]).await;
     let address = bus.address();
-    let efrd = daemon_with(
-        home.path(),
-        &server,
-        &[
-            ("DBUS_SESSION_BUS_ADDRESS", &address),
-            ("XDG_RUNTIME_DIR", runtime.to_str().unwrap()),
-        ],
-    );
+    let efrd = daemon_on(home.path(), &server, &address, &runtime);
     let mut client = efrd.client().await.unwrap();
     let (_, _, id) = start(&mut client, project.path(), "auto", "hold the bus").await;
     wait_for(&holding).await;
