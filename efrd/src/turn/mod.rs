@@ -13,8 +13,9 @@
 //! [`MAX_MODEL_CALLS`] calls. The message index counts the turn's messages with text across its model calls.
 //!
 //! Modules: [`tools`] (one call: policy, question, events), [`shell_call`] (a shell call in the hidden shell, direct
-//! or contained), [`contained`] (a contained call's launch plan and the launcher's report), [`call_network`] (a
-//! contained call's `efr-proxy` plan, opened before it and closed after it), [`git_check`] (what the
+//! or contained), [`contained`] (a contained call's launch plan and the launcher's report), [`shell_prepare`] (a
+//! contained call made ready: its plan file and helper plans), [`call_network`] (a contained call's `efr-proxy`
+//! plan, opened before it and closed after it), [`call_bus`] (its `efr-bus-proxy` plan, the same), [`git_check`] (what the
 //! repositories of a cautious line's git commands can run), [`snapshots`] (a turn's
 //! and a shell call's changes), [`coalesce`] (text deltas).
 
@@ -28,6 +29,7 @@ pub mod patch_call;
 pub mod patch_paths;
 pub mod plan;
 pub mod shell_call;
+pub mod shell_prepare;
 pub mod sink;
 pub mod snapshots;
 #[cfg(test)]
