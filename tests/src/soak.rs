@@ -17,10 +17,13 @@
 //!
 //! # What it measures
 //!
-//! After a warm-up (the first tenth of the turns) and at the end: efrd's RSS (`VmRSS`), its open descriptors, and the
+//! After a warm-up (the first fifth of the turns) and at the end: efrd's RSS (`VmRSS`), its open descriptors, and the
 //! latency of a turn (prompt.send sent → the turn's end read) as p50 and p99 over a window of turns; at the end the
 //! database's bytes per event (`efr.db` after efrd's graceful stop checkpointed its WAL, over the events of every
-//! conversation).
+//! conversation). RSS is also sampled after each further tenth, to tell memory that grows all along (a leak) from
+//! memory that settles: in a 10,000-turn run efrd's RSS rises over the first 2,000–3,000 turns, while SQLite's page
+//! caches (2 MiB for each of the store's five connections) fill as the database passes 10 MB, then stays flat; a
+//! warm-up of a tenth measured that rise as growth (docs/operations.md, "A long run").
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -63,6 +66,9 @@ pub struct SoakReport {
     pub start_latency: (Duration, Duration),
     /// Turn latency p50 and p99 of the last window.
     pub end_latency: (Duration, Duration),
+    /// efrd's RSS and its anonymous part (heap, stacks) in KiB, after the warm-up and after each further tenth of the
+    /// turns: whether memory grows all along (a leak) or settles (caches filling).
+    pub rss_trace: Vec<(u64, u64)>,
     /// Events in every conversation's log.
     pub events: u64,
     /// `efr.db` and `efr.db-wal` in bytes.
@@ -104,6 +110,14 @@ impl SoakReport {
                 self.rss_growth() * 100.0
             ),
             format!(
+                "RSS (anonymous) by tenth of the turns, MiB: {}",
+                self.rss_trace
+                    .iter()
+                    .map(|(rss, anon)| format!("{:.1} ({:.1})", kib_mib(*rss), kib_mib(*anon)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            format!(
                 "open descriptors: {} after warm-up, {} at the end",
                 self.fds.0, self.fds.1
             ),
@@ -122,6 +136,10 @@ impl SoakReport {
             ),
         ]
     }
+}
+
+fn kib_mib(kib: u64) -> f64 {
+    ratio(kib, 1024)
 }
 
 fn ratio(a: u64, b: u64) -> f64 {
@@ -175,7 +193,7 @@ pub async fn run(efrd_binary: &Path, home: &Path, plan: SoakPlan) -> Result<Soak
         latencies: Mutex::new(Vec::with_capacity(plan.turns)),
         samples: Mutex::new(Vec::new()),
     });
-    let warmup = plan.turns / 10;
+    let warmup = plan.turns / 5;
     let started = Instant::now();
     let deadline = started + plan.time_limit;
     let mut tasks = Vec::new();
@@ -219,7 +237,9 @@ pub async fn run(efrd_binary: &Path, home: &Path, plan: SoakPlan) -> Result<Soak
     let after = &latencies[warmup..];
     let start_window: Vec<Duration> = after.iter().take(plan.window).copied().collect();
     let end_window: Vec<Duration> = latencies[latencies.len() - plan.window..].to_vec();
-    let warm = shared.samples.lock().await.first().copied().unwrap_or(end);
+    let mut samples = shared.samples.lock().await.clone();
+    let warm = samples.first().copied().unwrap_or(end);
+    samples.push(end);
     let mut client = daemon.client().await?;
     let events = total_events(&mut client).await?;
     drop(client);
@@ -235,8 +255,9 @@ pub async fn run(efrd_binary: &Path, home: &Path, plan: SoakPlan) -> Result<Soak
     Ok(SoakReport {
         turns,
         elapsed,
-        rss_kib: (warm.0, end.0),
-        fds: (warm.1, end.1),
+        rss_kib: (warm.rss, end.rss),
+        fds: (warm.fds, end.fds),
+        rss_trace: samples.iter().map(|s| (s.rss, s.anon)).collect(),
         start_latency: percentiles(start_window),
         end_latency: percentiles(end_window),
         events,
@@ -254,8 +275,8 @@ struct Shared {
     answers: AtomicUsize,
     /// Each turn's latency, in the order the turns ended.
     latencies: Mutex<Vec<Duration>>,
-    /// (RSS KiB, descriptors) taken when the warm-up ended.
-    samples: Mutex<Vec<(u64, usize)>>,
+    /// Samples taken when the warm-up ended and after each further tenth of the turns.
+    samples: Mutex<Vec<Sample>>,
 }
 
 async fn client_loop(
@@ -324,7 +345,7 @@ async fn client_loop(
         let latency = sent_at.elapsed();
         shared.latencies.lock().await.push(latency);
         let done = shared.done.fetch_add(1, Ordering::Relaxed) + 1;
-        if done == warmup {
+        if done >= warmup && done.is_multiple_of((plan.turns / 10).max(1)) && done < plan.turns {
             shared.samples.lock().await.push(sample(pid)?);
         }
     }
@@ -418,16 +439,33 @@ fn uuid(n: usize) -> String {
     format!("00000000-0000-4000-8000-{n:012x}")
 }
 
+/// efrd's memory and descriptors at one moment.
+#[derive(Debug, Clone, Copy)]
+struct Sample {
+    /// `VmRSS`, KiB.
+    rss: u64,
+    /// `RssAnon`, KiB: the heap and stacks, without the mapped binary and files.
+    anon: u64,
+    /// Open descriptors.
+    fds: usize,
+}
+
 /// efrd's RSS in KiB and its open descriptors.
-fn sample(pid: u32) -> Result<(u64, usize)> {
+fn sample(pid: u32) -> Result<Sample> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
-    let rss = status
-        .lines()
-        .find_map(|line| line.strip_prefix("VmRSS:"))
-        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
-        .context("VmRSS")?;
+    let kib = |key: &str| -> Result<u64> {
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix(key))
+            .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+            .with_context(|| key.to_owned())
+    };
     let fds = std::fs::read_dir(format!("/proc/{pid}/fd"))?.count();
-    Ok((rss, fds))
+    Ok(Sample {
+        rss: kib("VmRSS:")?,
+        anon: kib("RssAnon:")?,
+        fds,
+    })
 }
 
 async fn total_events(client: &mut Client) -> Result<u64> {

@@ -15,6 +15,7 @@ const BENCHES: &[(&str, &str)] = &[
     ("efrd", "store"),
     ("efrd", "daemon"),
     ("efrd", "undo"),
+    ("efrd", "phone"),
     ("efr-launcher", "contained_true"),
     ("efr-launcher", "contained_read"),
     ("efr-proxy", "tunnel"),

@@ -29,7 +29,7 @@ use std::process::ExitCode;
 
 use efr_protocol::ErrorCode;
 use efr_protocol::ids::{ConversationId, TurnId};
-use efr_protocol::wire::{ConversationDiffParams, ConversationDiffResult, FileChangeKind, FileChanges};
+use efr_protocol::wire::{ConversationDiffParams, ConversationDiffResult, FileChanges};
 
 use super::{read, unary_on};
 use crate::cli::DiffArgs;
@@ -162,18 +162,7 @@ pub fn stat_lines(changes: &FileChanges) -> String {
     }
     let mut out = String::new();
     for file in &changes.files {
-        let kind = match (file.kind, &file.from) {
-            (FileChangeKind::Added, _) => " (added)".to_owned(),
-            (FileChangeKind::Deleted, _) => " (deleted)".to_owned(),
-            (FileChangeKind::Renamed, Some(from)) => format!(" (from {})", from.display()),
-            _ => String::new(),
-        };
-        let counts = if file.binary {
-            "binary".to_owned()
-        } else {
-            format!("+{} -{}", file.added, file.removed)
-        };
-        let _ = writeln!(out, "{counts} {}{kind}", file.path.display());
+        let _ = writeln!(out, "{}", crate::turn::describe::change_line(file));
     }
     if changes.more > 0 {
         let _ = writeln!(out, "... {} more files", changes.more);
@@ -199,6 +188,11 @@ mod tests {
         for file in &diff.changes.files {
             assert!(out.contains(&file.path.display().to_string()), "{out}");
         }
+        // The fixture marks protocol/src/lib.rs as possibly another turn's.
+        assert!(
+            out.contains("+4 -1 protocol/src/lib.rs, maybe another turn's\n"),
+            "{out}"
+        );
         assert_eq!(
             out.lines().count(),
             diff.changes.files.len() + usize::from(diff.changes.more > 0) + 1,

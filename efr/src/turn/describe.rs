@@ -7,7 +7,7 @@
 use std::borrow::Cow;
 
 use efr_protocol::events::{CallStatus, ToolCallCompleted, ToolCallStarted};
-use efr_protocol::wire::{FileChangeKind, FileChanges, Mode, TurnSettings, Usage};
+use efr_protocol::wire::{FileChange, FileChangeKind, FileChanges, Mode, TurnSettings, Usage};
 
 use super::clean::printable;
 
@@ -95,27 +95,33 @@ pub fn output_tail(output: &str) -> Vec<Cow<'_, str>> {
     lines[from..].iter().map(|line| printable(line)).collect()
 }
 
-/// One line per changed file: `+12 -3 src/lib.rs`, with the kind for an added, deleted or renamed file.
+/// The line of one changed file, as it is (not cleaned for a terminal): `+12 -3 src/lib.rs`, with the kind for an
+/// added, deleted or renamed file, and `maybe another turn's` for a change the turn cannot tell is its own.
+#[must_use]
+pub fn change_line(file: &FileChange) -> String {
+    let counts = if file.binary {
+        "binary".to_owned()
+    } else {
+        format!("+{} -{}", file.added, file.removed)
+    };
+    let kind = match (file.kind, &file.from) {
+        (FileChangeKind::Added, _) => " (added)".to_owned(),
+        (FileChangeKind::Deleted, _) => " (deleted)".to_owned(),
+        (FileChangeKind::Renamed, Some(from)) => format!(" (from {})", from.display()),
+        _ => String::new(),
+    };
+    let other = if file.maybe_other { ", maybe another turn's" } else { "" };
+    format!("{counts} {}{kind}{other}", file.path.display())
+}
+
+/// One line per changed file ([`change_line`], cleaned for a terminal), with the kind for an added, deleted or renamed file, and
+/// `maybe another turn's` for a change the turn cannot tell is its own; then `... N more files`.
 #[must_use]
 pub fn change_lines(changes: &FileChanges) -> Vec<String> {
     let mut lines: Vec<String> = changes
         .files
         .iter()
-        .map(|file| {
-            let counts = if file.binary {
-                "binary".to_owned()
-            } else {
-                format!("+{} -{}", file.added, file.removed)
-            };
-            let kind = match (file.kind, &file.from) {
-                (FileChangeKind::Added, _) => " (added)".to_owned(),
-                (FileChangeKind::Deleted, _) => " (deleted)".to_owned(),
-                (FileChangeKind::Renamed, Some(from)) => format!(" (from {})", from.display()),
-                _ => String::new(),
-            };
-            let line = format!("{counts} {}{kind}", file.path.display());
-            printable(&line).into_owned()
-        })
+        .map(|file| printable(&change_line(file)).into_owned())
         .collect();
     if changes.more > 0 {
         lines.push(format!("... {} more files", changes.more));

@@ -318,3 +318,28 @@ fn a_bad_bus_rule_names_its_line_column_and_key() {
     assert_eq!(e.key.as_deref(), Some("bus.broadcast[0]"), "{e}");
     assert!(e.message.contains("at byte 14"), "{e}");
 }
+
+#[test]
+fn the_remote_timings_default_to_the_spec_and_are_bounded() {
+    let remote = parse("").unwrap().config.remote;
+    assert_eq!((remote.ping_interval_secs, remote.token_lifetime_secs), (25, 300));
+    let remote = parse("[remote]\nping_interval_secs = 2\ntoken_lifetime_secs = 3\n")
+        .unwrap()
+        .config
+        .remote;
+    assert_eq!((remote.ping_interval_secs, remote.token_lifetime_secs), (2, 3));
+
+    let e = err("[remote]\nenabled = true\nping_interval_secs = 0\n");
+    assert_eq!(place(&e), (Some(3), Some(22), Some("remote.ping_interval_secs")), "{e}");
+    assert!(e.message.contains("from 1 to 300"), "{e}");
+    // The spec's 5 minutes are the longest a token may be good.
+    let e = err("[remote]\ntoken_lifetime_secs = 301\n");
+    assert_eq!(
+        place(&e),
+        (Some(2), Some(23), Some("remote.token_lifetime_secs")),
+        "{e}"
+    );
+    assert!(e.message.contains("from 1 to 300"), "{e}");
+    let e = err("[remote]\nping_interval_secs = \"soon\"\n");
+    assert_eq!(e.key.as_deref(), Some("remote.ping_interval_secs"), "{e}");
+}

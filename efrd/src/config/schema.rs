@@ -65,6 +65,8 @@
 //! enabled = true                    # default false: no listener
 //! port = 8765                       # on the tailnet IPv4 address only
 //! tailscaled_socket = "/run/tailscale/tailscaled.sock"  # tailscaled's LocalAPI
+//! ping_interval_secs = 25           # efrd pings each phone this often; two unanswered pings close it (1 to 300)
+//! token_lifetime_secs = 300         # how long a pairing's token is good (1 to 300: the spec's 5 minutes at most)
 //! ```
 
 use efr_protocol::internal::bus_policy::{NamePattern, Rule as BusPolicyRule};
@@ -110,7 +112,19 @@ pub struct RemoteSection {
     pub port: u16,
     /// The Unix socket of tailscaled's LocalAPI; default `/run/tailscale/tailscaled.sock`.
     pub tailscaled_socket: std::path::PathBuf,
+    /// How often efrd pings each WebSocket, in seconds; two pings without their pong close the connection with 1001.
+    /// [`PING_INTERVAL_RANGE`], default 25 (docs/remote.md, "The connection, for client authors").
+    pub ping_interval_secs: u64,
+    /// How long a pairing's token is good, in seconds. [`TOKEN_LIFETIME_RANGE`], default 300: the spec's 5 minutes
+    /// (docs/protocol.md, "Remote devices") are the longest; a shorter one is allowed.
+    pub token_lifetime_secs: u64,
 }
+
+/// The allowed `[remote] ping_interval_secs`: a dead phone's connection stays open at most two intervals.
+pub const PING_INTERVAL_RANGE: std::ops::RangeInclusive<u64> = 1..=300;
+
+/// The allowed `[remote] token_lifetime_secs`: never longer than the spec's 5 minutes.
+pub const TOKEN_LIFETIME_RANGE: std::ops::RangeInclusive<u64> = 1..=300;
 
 impl Default for RemoteSection {
     fn default() -> Self {
@@ -118,6 +132,8 @@ impl Default for RemoteSection {
             enabled: false,
             port: 8765,
             tailscaled_socket: "/run/tailscale/tailscaled.sock".into(),
+            ping_interval_secs: 25,
+            token_lifetime_secs: 300,
         }
     }
 }

@@ -5,7 +5,10 @@
 //! knows the builtin models and their efforts.
 
 use super::key_path::KeyPath;
-use super::schema::{Config, MAX_ATTEMPTS_LIMIT, MAX_IDLE_TIMEOUT_SECS, Mode, ProviderId, SUBSCRIBER_QUEUE_RANGE};
+use super::schema::{
+    Config, MAX_ATTEMPTS_LIMIT, MAX_IDLE_TIMEOUT_SECS, Mode, PING_INTERVAL_RANGE, ProviderId, SUBSCRIBER_QUEUE_RANGE,
+    TOKEN_LIFETIME_RANGE,
+};
 
 /// A value that is well-typed but not allowed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -157,6 +160,18 @@ pub fn check(config: &Config) -> Result<(), Invalid> {
                 d.subscriber_queue
             ),
         );
+    }
+    let remote = &config.remote;
+    for (key, value, range) in [
+        ("ping_interval_secs", remote.ping_interval_secs, PING_INTERVAL_RANGE),
+        ("token_lifetime_secs", remote.token_lifetime_secs, TOKEN_LIFETIME_RANGE),
+    ] {
+        if !range.contains(&value) {
+            return invalid(
+                KeyPath::keys(&["remote", key]),
+                format!("{key} must be from {} to {}, not {value}", range.start(), range.end()),
+            );
+        }
     }
     Ok(())
 }

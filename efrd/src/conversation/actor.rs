@@ -88,6 +88,10 @@ pub struct Deps {
     /// The daemon's count of turns that run now, in every conversation: a running turn keeps an idle efrd from
     /// exiting. The actor counts its turn's start and end.
     pub running_turns: Arc<AtomicUsize>,
+    /// The turns that run now in each project, daemon-wide: a change made while two ran may be either's.
+    pub project_turns: Arc<crate::turn::overlap::ProjectTurns>,
+    /// The memory that the call walks of every turn may keep for their changes' line counts.
+    pub call_texts: Arc<crate::turn::snapshots::CallTextPool>,
 }
 
 /// An approval question that waits for its answer.

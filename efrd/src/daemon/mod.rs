@@ -49,6 +49,8 @@ pub struct Daemon {
     daemon_seq: AtomicU64,
     connections: AtomicUsize,
     running_turns: Arc<AtomicUsize>,
+    project_turns: Arc<crate::turn::overlap::ProjectTurns>,
+    call_texts: Arc<crate::turn::snapshots::CallTextPool>,
 }
 
 impl Daemon {
@@ -80,6 +82,8 @@ impl Daemon {
             daemon_seq: AtomicU64::new(0),
             connections: AtomicUsize::new(0),
             running_turns: Arc::default(),
+            project_turns: Arc::default(),
+            call_texts: Arc::default(),
         }
     }
 
@@ -101,6 +105,8 @@ impl Daemon {
             roots: self.roots.clone(),
             rows: Arc::clone(&self.rows),
             running_turns: Arc::clone(&self.running_turns),
+            project_turns: Arc::clone(&self.project_turns),
+            call_texts: Arc::clone(&self.call_texts),
         }
     }
 

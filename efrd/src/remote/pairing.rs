@@ -2,7 +2,8 @@
 //! pairing).
 //!
 //! - The token has 144 random bits; efrd keeps only its SHA-256, and only here: a restart ends every pairing. It is
-//!   good for one device.enroll and for [`TOKEN_LIFETIME`]. At most [`MAX_OPEN`] pairings are open at one time.
+//!   good for one device.enroll and for its lifetime (`[remote] token_lifetime_secs`, at most the spec's
+//!   [`TOKEN_LIFETIME`]). At most [`MAX_OPEN`] pairings are open at one time.
 //! - While a pairing waits for a phone, wrong tokens are counted; after [`WRONG_TOKENS`] of them, the next one ends
 //!   each pairing that waits for a phone with `attempts`. A pairing that opens while none waits starts the count anew.
 //! - After the phone enrolled, the terminal has until the token expires to answer, but at least [`MIN_ANSWER`].
@@ -21,7 +22,7 @@ use tokio::time::Instant;
 
 use super::admission::PeerFacts;
 
-/// How long a token is good.
+/// How long a token is good at most, and by default (docs/protocol.md, "Remote devices").
 pub const TOKEN_LIFETIME: Duration = Duration::from_secs(5 * 60);
 
 /// The least time the terminal has to answer after the phone enrolled.
@@ -139,7 +140,7 @@ impl Pairings {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Opens a pairing for `token`; its stream hears on `stream`.
+    /// Opens a pairing for `token`, good for `lifetime`; its stream hears on `stream`. Returns when it expires.
     ///
     /// # Errors
     /// [`TooMany`] when [`MAX_OPEN`] are open.
@@ -148,6 +149,7 @@ impl Pairings {
         id: PairingId,
         token: &str,
         name: Option<String>,
+        lifetime: Duration,
         stream: mpsc::UnboundedSender<StreamEvent>,
     ) -> Result<Instant, TooMany> {
         let mut inner = self.lock();
@@ -157,7 +159,7 @@ impl Pairings {
         if !inner.open.values().any(|p| matches!(p.stage, Stage::WaitingForPhone)) {
             inner.wrong_tokens = 0;
         }
-        let expires_at = Instant::now() + TOKEN_LIFETIME;
+        let expires_at = Instant::now() + lifetime;
         inner.open.insert(
             id,
             Pairing {
@@ -315,9 +317,14 @@ mod tests {
         let pairings = Pairings::default();
         let (tx, mut rx) = mpsc::unbounded_channel();
         for n in 0..MAX_OPEN {
-            pairings.open(id(), &format!("token{n}"), None, tx.clone()).unwrap();
+            pairings
+                .open(id(), &format!("token{n}"), None, TOKEN_LIFETIME, tx.clone())
+                .unwrap();
         }
-        assert_eq!(pairings.open(id(), "token5", None, tx.clone()), Err(TooMany));
+        assert_eq!(
+            pairings.open(id(), "token5", None, TOKEN_LIFETIME, tx.clone()),
+            Err(TooMany)
+        );
         for _ in 0..WRONG_TOKENS {
             assert_eq!(pairings.find("nope"), Err(EnrollRefusal::WrongToken));
         }
@@ -335,7 +342,9 @@ mod tests {
         let pairings = Pairings::default();
         let (tx, mut rx) = mpsc::unbounded_channel();
         let pairing = id();
-        pairings.open(pairing, "secret", Some("Ada's".into()), tx).unwrap();
+        pairings
+            .open(pairing, "secret", Some("Ada's".into()), TOKEN_LIFETIME, tx)
+            .unwrap();
         let (found, name) = pairings.find("secret").unwrap();
         assert_eq!((found, name.as_deref()), (pairing, Some("Ada's")));
         let waiting = pairings.enroll(pairing, enrollment()).unwrap();
@@ -355,12 +364,12 @@ mod tests {
         let pairings = Pairings::default();
         let (tx, _rx) = mpsc::unbounded_channel();
         let first = id();
-        pairings.open(first, "a", None, tx.clone()).unwrap();
+        pairings.open(first, "a", None, TOKEN_LIFETIME, tx.clone()).unwrap();
         for _ in 0..3 {
             let _ = pairings.find("wrong");
         }
         pairings.close(first);
-        pairings.open(id(), "b", None, tx).unwrap();
+        pairings.open(id(), "b", None, TOKEN_LIFETIME, tx).unwrap();
         for _ in 0..WRONG_TOKENS {
             let _ = pairings.find("wrong");
         }

@@ -153,6 +153,12 @@ async fn accept(
         tracker.spawn(async move {
             match admit(&api, &me, peer).await {
                 Ok(facts) => {
+                    // The server's messages are small and each is due at once (a draft, an answer): Nagle's
+                    // algorithm would hold one back until the peer acknowledges the last, up to its delayed ACK
+                    // (40 ms on Linux), as the phone bench showed (docs/architecture.md, "Budgets").
+                    if let Err(error) = stream.set_nodelay(true) {
+                        debug!(%error, "cannot set TCP_NODELAY on a tailnet connection");
+                    }
                     let local = local_of(&me, &stream);
                     let kick = kick.child_token();
                     serve_http(stream, RemotePeer::new(facts, me, local, kick.clone()), daemon, kick).await;

@@ -6,7 +6,8 @@
 //!   for its request, as on the Unix socket).
 //! - A binary message (1003), a message over the limit (1009), an unmasked client frame and a fragmented message
 //!   (1002) close the connection.
-//! - A ping goes out every [`PING_INTERVAL`]; when two pings wait for their pong, the connection closes with 1001.
+//! - A ping goes out every `[remote] ping_interval_secs` (25 s by default); when two pings wait for their pong, the
+//!   connection closes with 1001.
 //! - A kick (a revoke, a change of the tailnet, the shutdown of efrd) closes it with 1001; frames that wait are
 //!   dropped.
 
@@ -38,9 +39,6 @@ pub const MAX_CLIENT_MESSAGE: usize = 1 << 20;
 /// The most bytes of one server message.
 pub const MAX_SERVER_MESSAGE: usize = 16 << 20;
 
-/// How often efrd pings.
-pub const PING_INTERVAL: Duration = Duration::from_secs(25);
-
 /// How many messages may wait for the socket.
 const QUEUE: usize = 64;
 
@@ -62,7 +60,16 @@ where
     let shared = Arc::new(Shared::default());
     let (tx, rx) = mpsc::channel(QUEUE);
     let ended = kick.child_token();
-    let pump = tokio::spawn(pump(ws_tx, rx, Arc::clone(&shared), kick.clone(), ended.clone()));
+    // `[remote]` keeps the value efrd started with until a restart.
+    let ping_interval = Duration::from_secs(daemon.models.config().remote.ping_interval_secs);
+    let pump = tokio::spawn(pump(
+        ws_tx,
+        rx,
+        Arc::clone(&shared),
+        ping_interval,
+        kick.clone(),
+        ended.clone(),
+    ));
     let reader = Box::pin(read_frames(ws_rx, Arc::clone(&shared)));
     let sink = WsSink {
         tx,
@@ -137,17 +144,18 @@ fn rule(what: &str) -> FrameError {
     FrameError::Io(io::Error::new(io::ErrorKind::InvalidData, what.to_owned()))
 }
 
-/// The only writer of the socket: the server's messages, the pings, and the close.
+/// The only writer of the socket: the server's messages, a ping every `interval`, and the close.
 async fn pump<W>(
     mut ws_tx: W,
     mut rx: mpsc::Receiver<Message>,
     shared: Arc<Shared>,
+    interval: Duration,
     kick: CancellationToken,
     ended: CancellationToken,
 ) where
     W: futures::Sink<Message, Error = WsError> + Unpin,
 {
-    let mut pings = tokio::time::interval_at(tokio::time::Instant::now() + PING_INTERVAL, PING_INTERVAL);
+    let mut pings = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
     let code = loop {
         tokio::select! {
             message = rx.recv() => match message {

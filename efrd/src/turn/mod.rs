@@ -17,7 +17,7 @@
 //! contained call made ready: its plan file and helper plans), [`call_network`] (a contained call's `efr-proxy`
 //! plan, opened before it and closed after it), [`call_bus`] (its `efr-bus-proxy` plan, the same), [`git_check`] (what the
 //! repositories of a cautious line's git commands can run), [`snapshots`] (a turn's
-//! and a shell call's changes), [`coalesce`] (text deltas).
+//! and a shell call's changes), [`overlap`] (which turns run at once in a project), [`coalesce`] (text deltas).
 
 pub mod call_bus;
 pub mod call_network;
@@ -25,6 +25,7 @@ pub mod coalesce;
 pub mod contained;
 pub mod decide;
 pub mod git_check;
+pub mod overlap;
 pub mod patch_call;
 pub mod patch_paths;
 pub mod plan;
@@ -112,7 +113,7 @@ pub async fn run(plan: TurnPlan, recorder: Sink, cancel: CancellationToken) -> T
                 shown: "$SCRATCH".into(),
             });
         }
-        Some(snapshots::TurnSnapshots::new(store, roots, turn_id))
+        Some(snapshots::TurnSnapshots::new(store, roots, turn_id).with_presence(env.presence.clone()))
     });
     let mut state = CallState::new(turn_id, recorder);
     let mut calls_made = 0;

@@ -93,6 +93,14 @@ fn changes_of(results: Vec<patch::FileResult>, env: &ToolEnv) -> (FileChanges, S
             Change::from_patch(result, ignored)
         })
         .collect();
+    if let Some(presence) = &env.presence {
+        // A patch writes exactly these files: they are the turn's own, whoever else runs in the project.
+        presence.claim(
+            changes
+                .iter()
+                .flat_map(|c| std::iter::once(c.path.clone()).chain(c.from.clone())),
+        );
+    }
     (
         file_changes(&changes, &roots),
         unified_diff(&changes, &roots, TOOL_CALL_DIFF_LINES),

@@ -14,9 +14,10 @@
 //! hashes of the last one (unchanged files are not read again) and stops after [`CALL_LIMITS`]' time, so a call on a
 //! large tree costs at most two short walks, and a cut walk compares only what both walks reached.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use efr_protocol::events::{EventBody, SnapshotPhase, SnapshotTaken};
@@ -25,8 +26,9 @@ use efr_protocol::wire::{FileChanges, TurnUndoSummary};
 use efr_protocol::{ErrorBody, ErrorCode};
 use tracing::warn;
 
+use super::overlap::{Presence, Window, load_maybe_other, save_maybe_other};
 use crate::snapshot::{Limits, Snapshot, SnapshotError, SnapshotStore, compare};
-use crate::tools::changes::{Change, DisplayRoots, file_changes, unified_diff};
+use crate::tools::changes::{Change, DisplayRoots, file_changes_marked, unified_diff};
 
 /// The id of a turn's first snapshot of its project.
 #[must_use]
@@ -109,6 +111,7 @@ pub struct TurnSnapshots {
     roots: Vec<TurnRoot>,
     turn_id: TurnId,
     pre: Option<Vec<Option<Snapshot>>>,
+    presence: Option<Arc<Presence>>,
 }
 
 impl TurnSnapshots {
@@ -120,7 +123,15 @@ impl TurnSnapshots {
             roots,
             turn_id,
             pre: None,
+            presence: None,
         }
+    }
+
+    /// Marks the project's changes that may be another turn's ([`crate::turn::overlap`]) by what `presence` knows.
+    #[must_use]
+    pub fn with_presence(mut self, presence: Option<Arc<Presence>>) -> Self {
+        self.presence = presence;
+        self
     }
 
     /// Before a call: takes and saves the first snapshot of each root, once per turn; returns their snapshot_taken
@@ -147,8 +158,8 @@ impl TurnSnapshots {
 
     /// Takes and saves the last snapshots; returns what changed in the project since the first, what undo covers,
     /// and the snapshot_taken events. Nothing when the turn ran no call.
-    pub async fn end(self) -> Ended {
-        let Some(pre) = self.pre else {
+    pub async fn end(mut self) -> Ended {
+        let Some(pre) = self.pre.take() else {
             return Ended::default();
         };
         let mut ended = Ended::default();
@@ -167,7 +178,9 @@ impl TurnSnapshots {
                 && let Ok(compared) = compare(&pre, &post)
                 && !compared.changes.is_empty()
             {
-                ended.changes = Some(file_changes(&compared.changes, &roots(&root.path)));
+                let others = self.maybe_other(&compared.changes).await;
+                let marked = file_changes_marked(&compared.changes, &roots(&root.path), |c| others.contains(&c.path));
+                ended.changes = Some(marked);
             }
             if pre.covered && post.covered {
                 covered = true;
@@ -179,6 +192,28 @@ impl TurnSnapshots {
             ended.undo = Some(summary);
         }
         ended
+    }
+}
+
+impl TurnSnapshots {
+    /// The changes of the project that may be another turn's, saved for conversation.diff and undo when there are any.
+    async fn maybe_other(&self, changes: &[Change]) -> BTreeSet<PathBuf> {
+        let Some(presence) = &self.presence else {
+            return BTreeSet::new();
+        };
+        let others: BTreeSet<PathBuf> = changes
+            .iter()
+            .filter(|c| presence.maybe_other(&c.path))
+            .map(|c| c.path.clone())
+            .collect();
+        if !others.is_empty() {
+            let (dir, turn_id, paths) = (self.store.dir().to_path_buf(), self.turn_id, others.clone());
+            let saved = tokio::task::spawn_blocking(move || save_maybe_other(&dir, turn_id, &paths)).await;
+            if !matches!(saved, Ok(Ok(()))) {
+                warn!("which changes may be another turn's could not be saved: conversation.diff will not mark them");
+            }
+        }
+        others
     }
 }
 
@@ -213,31 +248,37 @@ pub async fn turn_diff(
     max_lines: usize,
 ) -> Result<(FileChanges, Option<String>), ErrorBody> {
     let store = Arc::clone(store);
-    let loaded = tokio::task::spawn_blocking(move || -> Result<(Vec<Change>, PathBuf), ErrorBody> {
-        let pre = store.load(&pre_id(turn_id)).map_err(|e| match e {
-            SnapshotError::NotFound { .. } => ErrorBody::new(
-                ErrorCode::NotFound,
-                format!("no changes are known of turn {turn_id}: no such turn, or it ran without a project"),
-            ),
-            other => ErrorBody::internal(format!("the first snapshot of turn {turn_id} cannot be read: {other}")),
-        })?;
-        let post = store.load(&post_id(turn_id)).map_err(|e| match e {
-            SnapshotError::NotFound { .. } => ErrorBody::new(
-                ErrorCode::NotFound,
-                format!("turn {turn_id} has not ended: its changes are known when it ends"),
-            ),
-            other => ErrorBody::internal(format!("the last snapshot of turn {turn_id} cannot be read: {other}")),
-        })?;
-        let compared = compare(&pre, &post)
-            .map_err(|e| ErrorBody::internal(format!("the snapshots of turn {turn_id} do not compare: {e}")))?;
-        Ok((compared.changes, pre.root))
-    })
+    let loaded = tokio::task::spawn_blocking(
+        move || -> Result<(Vec<Change>, PathBuf, BTreeSet<PathBuf>), ErrorBody> {
+            let pre = store.load(&pre_id(turn_id)).map_err(|e| match e {
+                SnapshotError::NotFound { .. } => ErrorBody::new(
+                    ErrorCode::NotFound,
+                    format!("no changes are known of turn {turn_id}: no such turn, or it ran without a project"),
+                ),
+                other => ErrorBody::internal(format!("the first snapshot of turn {turn_id} cannot be read: {other}")),
+            })?;
+            let post = store.load(&post_id(turn_id)).map_err(|e| match e {
+                SnapshotError::NotFound { .. } => ErrorBody::new(
+                    ErrorCode::NotFound,
+                    format!("turn {turn_id} has not ended: its changes are known when it ends"),
+                ),
+                other => ErrorBody::internal(format!("the last snapshot of turn {turn_id} cannot be read: {other}")),
+            })?;
+            let compared = compare(&pre, &post)
+                .map_err(|e| ErrorBody::internal(format!("the snapshots of turn {turn_id} do not compare: {e}")))?;
+            let others = load_maybe_other(store.dir(), turn_id);
+            Ok((compared.changes, pre.root, others))
+        },
+    )
     .await
     .map_err(|e| ErrorBody::internal(format!("the diff did not finish: {e}")))?;
-    let (changes, root) = loaded?;
+    let (changes, root, others) = loaded?;
     let display = roots(&root);
     let diff = (!stat).then(|| unified_diff(&changes, &display, max_lines));
-    Ok((file_changes(&changes, &display), diff))
+    Ok((
+        file_changes_marked(&changes, &display, |c| others.contains(&c.path)),
+        diff,
+    ))
 }
 
 /// The last snapshot of a turn that a previous efrd left open (restart recovery records its end): taken now, so that
@@ -271,6 +312,58 @@ pub async fn close_after_restart(store: &Arc<SnapshotStore>, turn_id: TurnId) {
 /// The bounds of the walks around one shell call: those of a turn's snapshot, with at most 2 s per walk.
 pub const CALL_LIMITS: Duration = Duration::from_secs(2);
 
+/// The most bytes of text one root's call walks keep in memory (the old contents that a call's line counts and
+/// diff need). A changed file whose old content was not kept is listed with no line counts ("content not kept").
+pub const CALL_KEPT_PER_ROOT: u64 = 16 << 20;
+
+/// The most bytes of text the call walks of every running turn keep in memory at once, daemon-wide.
+pub const CALL_KEPT_TOTAL: u64 = 64 << 20;
+
+/// The memory the call walks of all turns may keep: a walk gets at most [`CALL_KEPT_PER_ROOT`], and no more than
+/// what the others leave of the pool's limit. A walk's budget is fixed when it starts, so two walks that start at
+/// once may pass the limit by one root's share; a call holds its root's old and new snapshots until it answers, so
+/// the peak is about twice what is counted.
+#[derive(Debug)]
+pub struct CallTextPool {
+    limit: u64,
+    held: AtomicU64,
+}
+
+impl Default for CallTextPool {
+    /// A pool of [`CALL_KEPT_TOTAL`] bytes.
+    fn default() -> Self {
+        Self::new(CALL_KEPT_TOTAL)
+    }
+}
+
+impl CallTextPool {
+    /// A pool of `limit` bytes.
+    #[must_use]
+    pub fn new(limit: u64) -> Self {
+        Self {
+            limit,
+            held: AtomicU64::new(0),
+        }
+    }
+
+    /// The bytes kept now by every turn's call walks.
+    #[must_use]
+    pub fn held(&self) -> u64 {
+        self.held.load(Ordering::Relaxed)
+    }
+
+    /// The budget of a walk whose root already holds `own` bytes of the pool.
+    fn budget(&self, own: u64) -> u64 {
+        let others = self.held().saturating_sub(own);
+        CALL_KEPT_PER_ROOT.min(self.limit.saturating_sub(others))
+    }
+
+    fn swap(&self, old: u64, new: u64) {
+        self.held.fetch_add(new, Ordering::Relaxed);
+        self.held.fetch_sub(old, Ordering::Relaxed);
+    }
+}
+
 /// The roots a shell call's changes are shown against (docs/protocol.md, "The contract": "what the agent changed in
 /// files", file_change `path`).
 #[derive(Debug, Clone, Default)]
@@ -290,10 +383,20 @@ impl CallRoots {
 }
 
 /// The snapshots of a turn's shell calls: the last one of each root, kept so the next walk reads only what changed.
-/// One per turn ([`crate::turn::tools::ToolEnv`]).
+/// One per turn ([`crate::turn::tools::ToolEnv`]); what it keeps in memory counts against the daemon's
+/// [`CallTextPool`] until it is dropped.
 #[derive(Debug, Default)]
 pub struct CallSnapshots {
-    last: std::sync::Mutex<HashMap<PathBuf, Snapshot>>,
+    pool: Arc<CallTextPool>,
+    presence: Option<Arc<Presence>>,
+    last: std::sync::Mutex<HashMap<PathBuf, Kept>>,
+}
+
+/// A root's last snapshot and the pool bytes its contents hold.
+#[derive(Debug)]
+struct Kept {
+    snapshot: Snapshot,
+    bytes: u64,
 }
 
 /// The snapshots taken before one call ([`CallSnapshots::before`]).
@@ -301,41 +404,84 @@ pub struct CallSnapshots {
 pub struct BeforeCall {
     roots: CallRoots,
     snapshots: Vec<Snapshot>,
+    window: Option<Window>,
 }
 
 impl CallSnapshots {
-    fn last_of(&self, root: &Path) -> Option<Snapshot> {
-        self.last.lock().ok().and_then(|last| last.get(root).cloned())
+    /// The call snapshots of a turn: memory from `pool`; `presence` marks changes of calls that overlapped another
+    /// turn in the project as `maybe_other` ([`crate::turn::overlap`]).
+    #[must_use]
+    pub fn new(pool: Arc<CallTextPool>, presence: Option<Arc<Presence>>) -> Self {
+        Self {
+            pool,
+            presence,
+            last: std::sync::Mutex::default(),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<PathBuf, Kept>> {
+        self.last.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The last snapshot of `root` and the limits of its next walk.
+    fn next_walk(&self, root: &Path) -> (Option<Snapshot>, Limits) {
+        let last = self.lock();
+        let kept = last.get(root);
+        let limits = Limits {
+            max_time: CALL_LIMITS,
+            max_kept_bytes: self.pool.budget(kept.map_or(0, |k| k.bytes)),
+            ..Limits::default()
+        };
+        (kept.map(|k| k.snapshot.clone()), limits)
     }
 
     fn keep(&self, snapshot: &Snapshot) {
-        if let Ok(mut last) = self.last.lock() {
-            last.insert(snapshot.root.clone(), snapshot.clone());
-        }
+        let bytes: u64 = snapshot.blobs.memory.values().map(|b| b.len() as u64).sum();
+        let mut last = self.lock();
+        let old = last
+            .insert(
+                snapshot.root.clone(),
+                Kept {
+                    snapshot: snapshot.clone(),
+                    bytes,
+                },
+            )
+            .map_or(0, |k| k.bytes);
+        self.pool.swap(old, bytes);
+    }
+
+    async fn walk(&self, root: PathBuf) -> Option<Snapshot> {
+        let (previous, limits) = self.next_walk(&root);
+        let snapshot = take_within(root, previous, limits).await?;
+        self.keep(&snapshot);
+        Some(snapshot)
     }
 
     /// Takes a snapshot of the project and of `$SCRATCH` (each that exists) before a call.
     pub async fn before(&self, roots: CallRoots) -> BeforeCall {
+        let window = self.presence.as_ref().map(|p| p.window());
         let mut snapshots = Vec::new();
         for root in roots.walked() {
-            let previous = self.last_of(&root);
-            if let Some(snapshot) = take_within(root, previous, call_limits()).await {
-                self.keep(&snapshot);
+            if let Some(snapshot) = self.walk(root).await {
                 snapshots.push(snapshot);
             }
         }
-        BeforeCall { roots, snapshots }
+        BeforeCall {
+            roots,
+            snapshots,
+            window,
+        }
     }
 
     /// Takes the snapshots again and returns what changed since [`CallSnapshots::before`]: `None` when nothing did
-    /// (or a walk failed).
+    /// (or a walk failed). When another turn ran in the project meanwhile, every change is marked `maybe_other`;
+    /// otherwise the changes are claimed as the turn's own.
     pub async fn changes(&self, before: BeforeCall) -> Option<FileChanges> {
         let mut changes: Vec<Change> = Vec::new();
         for old in &before.snapshots {
-            let Some(new) = take_within(old.root.clone(), Some(old.clone()), call_limits()).await else {
+            let Some(new) = self.walk(old.root.clone()).await else {
                 continue;
             };
-            self.keep(&new);
             if let Ok(compared) = compare(old, &new) {
                 changes.extend(compared.changes);
             }
@@ -343,20 +489,31 @@ impl CallSnapshots {
         if changes.is_empty() {
             return None;
         }
+        let overlapped = match (&self.presence, before.window) {
+            (Some(presence), Some(window)) => presence.overlapped_since(window),
+            _ => false,
+        };
+        if let Some(presence) = self.presence.as_ref().filter(|_| !overlapped) {
+            presence.claim(
+                changes
+                    .iter()
+                    .flat_map(|c| std::iter::once(c.path.clone()).chain(c.from.clone())),
+            );
+        }
         let roots = &before.roots;
         let display = DisplayRoots {
             project: roots.project.as_deref(),
             scratch: roots.scratch.as_deref(),
             home: roots.home.as_deref(),
         };
-        Some(file_changes(&changes, &display))
+        Some(file_changes_marked(&changes, &display, |_| overlapped))
     }
 }
 
-fn call_limits() -> Limits {
-    Limits {
-        max_time: CALL_LIMITS,
-        ..Limits::default()
+impl Drop for CallSnapshots {
+    fn drop(&mut self) {
+        let held: u64 = self.lock().values().map(|k| k.bytes).sum();
+        self.pool.swap(held, 0);
     }
 }
 
@@ -415,5 +572,52 @@ mod tests {
             })
             .await;
         assert_eq!(snapshots.changes(before).await, None);
+    }
+
+    #[tokio::test]
+    async fn the_call_walks_of_all_turns_keep_at_most_the_pools_bytes_and_give_them_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let (one, two) = (dir.path().join("one"), dir.path().join("two"));
+        for project in [&one, &two] {
+            std::fs::create_dir_all(project).unwrap();
+            for n in 0..8 {
+                let text = format!("{n}\n{}", "line\n".repeat(1_999));
+                std::fs::write(project.join(format!("f{n}.txt")), text).unwrap();
+            }
+        }
+        // About 10,000 bytes a file: a pool of 50,000 holds five of the sixteen.
+        let pool = Arc::new(CallTextPool::new(50_000));
+        let roots = |project: &Path| CallRoots {
+            project: Some(project.to_path_buf()),
+            ..CallRoots::default()
+        };
+        let first = CallSnapshots::new(Arc::clone(&pool), None);
+        let second = CallSnapshots::new(Arc::clone(&pool), None);
+        let before_one = first.before(roots(&one)).await;
+        let before_two = second.before(roots(&two)).await;
+        assert!(pool.held() <= 50_000, "{} bytes held", pool.held());
+        assert!(
+            pool.held() > 40_000,
+            "the first turn takes what it can: {}",
+            pool.held()
+        );
+        // A change to a file whose old content was not kept is still listed, without line counts.
+        for project in [&one, &two] {
+            for n in 0..8 {
+                let text = format!("{n}\n{}", "line\n".repeat(2_000));
+                std::fs::write(project.join(format!("f{n}.txt")), text).unwrap();
+            }
+        }
+        let changed = second.changes(before_two).await.unwrap();
+        assert_eq!(changed.files.len(), 8);
+        assert_eq!(changed.added, 0, "the second turn kept nothing: {changed:?}");
+        let changed = first.changes(before_one).await.unwrap();
+        assert_eq!(changed.files.len(), 8);
+        // Line counts need both contents: the old five were kept, the new walk keeps what the budget holds.
+        assert!((1..=5).contains(&changed.added), "{changed:?}");
+        assert!(pool.held() <= 50_000);
+        drop(first);
+        drop(second);
+        assert_eq!(pool.held(), 0, "a turn's end gives its bytes back");
     }
 }

@@ -59,6 +59,7 @@ pub fn tool_env(dir: &Path, bwrap: &str, mode: Mode) -> ToolEnv {
         question_limit_secs: None,
         snapshots: None,
         call_snapshots: Arc::default(),
+        presence: None,
         sandbox: Arc::new(SandboxState::new(options, Arc::clone(&proxy), Arc::clone(&bus))),
         network: CallNetwork {
             allow: Vec::new(),

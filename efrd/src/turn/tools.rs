@@ -54,6 +54,9 @@ pub struct ToolEnv {
     pub snapshots: Option<Arc<SnapshotStore>>,
     /// The snapshots around the turn's shell calls (a call's own `changes`).
     pub call_snapshots: Arc<CallSnapshots>,
+    /// The turn's place among the turns running in its project, and the files its calls are known to have changed;
+    /// `None` without a project ([`super::overlap`]).
+    pub presence: Option<Arc<super::overlap::Presence>>,
     /// The sandbox of contained calls: the cached probe, the launcher's path.
     pub sandbox: Arc<SandboxState>,
     /// The network of auto's contained calls: `[network]` as it was at the turn's start, and the proxy.

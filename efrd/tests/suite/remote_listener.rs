@@ -1,252 +1,25 @@
-//! The tailnet listener of a real efrd, inside network namespaces that the test makes: the desk (efrd, at a tailnet
-//! address) and the phone's side, linked by a veth pair, never the host's network. tailscaled is the LocalAPI double
-//! (its JSON shape, its Unix socket, its Host header).
-//!
-//! Admission (the range, self, tagged, shared-in, another user, unknown), the handshake's plain HTTP errors, the
-//! message rules (binary, over 1 MiB, unmasked, fragmented), the hello of a remote connection, the methods before the
-//! proof, and a change of the tailnet or tailscaled going away (1001, and listening again).
+//! The tailnet listener of a real efrd, inside the test's network namespaces (`remote_setup`): admission (the range,
+//! self, tagged, shared-in, another user, unknown), the handshake's plain HTTP errors, the message rules (binary, a
+//! message over 1 MiB and one of exactly 1 MiB, unmasked, fragmented), the pings (1001 after two unanswered ones),
+//! the hello of a remote connection, the methods before the proof, and a change of the tailnet or tailscaled going
+//! away (1001, and listening again).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a failed unwrap is a failed test.
 
-use crate::common;
-
-use std::future::Future;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::sync::Arc;
+use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use efr_test_support::daemon::TestDaemon;
-use efr_test_support::netns::NetNs;
-use efr_test_support::scripted::Reply;
-use efr_test_support::tailscaled::{LocalApiDouble, status_json, whois_json};
 use futures::{SinkExt, StreamExt};
-use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use serde_json::json;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
-use tokio_tungstenite::{WebSocketStream, client_async};
 
-pub(super) const DESK: Ipv4Addr = Ipv4Addr::new(100, 101, 102, 103);
-pub(super) const PHONE: Ipv4Addr = Ipv4Addr::new(100, 90, 1, 2);
-pub(super) const OTHER_USER: Ipv4Addr = Ipv4Addr::new(100, 90, 1, 3);
-const TAGGED: Ipv4Addr = Ipv4Addr::new(100, 90, 1, 4);
-const SHARED: Ipv4Addr = Ipv4Addr::new(100, 90, 1, 5);
-const UNKNOWN: Ipv4Addr = Ipv4Addr::new(100, 90, 1, 6);
-/// A host behind a subnet route: outside Tailscale's ranges.
-const OUTSIDE: Ipv4Addr = Ipv4Addr::new(192, 168, 77, 2);
-pub(super) const PORT: u16 = 8765;
-pub(super) const USER: i64 = 12345;
-
-/// The desk, the phone's side, tailscaled's double and efrd.
-pub(super) struct Tailnet {
-    pub(super) desk: Arc<NetNs>,
-    pub(super) phone: Arc<NetNs>,
-    pub(super) api: LocalApiDouble,
-    pub(super) daemon: TestDaemon,
-    _model: Option<tokio::sync::oneshot::Sender<()>>,
-    _home: tempfile::TempDir,
-}
-
-pub(super) fn desk_status(tailnet: &str) -> Value {
-    status_json(DESK, "n7fLaptop22CNTRL", USER, tailnet, "laptop.tail3f2a.ts.net.")
-}
-
-pub(super) async fn tailnet() -> Tailnet {
-    tailnet_with(None).await
-}
-
-/// A scripted model server inside `ns` (where efrd reaches it), alive until the sender drops.
-fn model_inside(ns: &Arc<NetNs>, replies: Vec<Reply>) -> (String, tokio::sync::oneshot::Sender<()>) {
-    let ns = Arc::clone(ns);
-    let (url_tx, url_rx) = std::sync::mpsc::channel();
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    std::thread::spawn(move || {
-        ns.enter().unwrap();
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        runtime.block_on(async move {
-            let server = common::model(replies).await;
-            url_tx.send(server.base_url()).unwrap();
-            let _ = stop_rx.await;
-            drop(server);
-        });
-    });
-    (url_rx.recv().unwrap(), stop_tx)
-}
-
-/// The tailnet, with a scripted model server in the desk's namespace when `replies` are given.
-pub(super) async fn tailnet_with(replies: Option<Vec<Reply>>) -> Tailnet {
-    let v4 = |ip: Ipv4Addr| IpAddr::V4(ip);
-    let desk = Arc::new(NetNs::new(&[], &[]).unwrap());
-    let phone = Arc::new(NetNs::new(&[], &[]).unwrap());
-    desk.link(
-        &phone,
-        &[v4(DESK)],
-        &[PHONE, OTHER_USER, TAGGED, SHARED, UNKNOWN, OUTSIDE].map(v4),
-    )
-    .unwrap();
-    let (model_config, model) = match replies {
-        Some(replies) => {
-            let (url, stop) = model_inside(&desk, replies);
-            (Some(efr_test_support::daemon::config_for(&url)), Some(stop))
-        }
-        None => (None, None),
-    };
-    let home = tempfile::tempdir().unwrap();
-    let api = LocalApiDouble::start(&home.path().join("tailscaled.sock"), desk_status("ada.github")).unwrap();
-    let phone_node = |id: &str, user: i64, tags: &[&str], sharer: i64| {
-        whois_json(
-            id,
-            "ada-pixel.tail3f2a.ts.net.",
-            user,
-            "ada@github",
-            tags,
-            sharer,
-            "android",
-        )
-    };
-    api.set_whois(v4(PHONE), phone_node("nKq3wPhone11CNTRL", USER, &[], 0));
-    api.set_whois(v4(OTHER_USER), phone_node("nOther", 777, &[], 0));
-    api.set_whois(v4(TAGGED), phone_node("nTagged", USER, &["tag:ci"], 0));
-    api.set_whois(v4(SHARED), phone_node("nShared", USER, &[], 999));
-    api.set_whois(v4(DESK), phone_node("n7fLaptop22CNTRL", USER, &[], 0));
-    let config = format!(
-        "{}\n[remote]\nenabled = true\nport = {PORT}\ntailscaled_socket = \"{}\"\n",
-        model_config.unwrap_or_default(),
-        api.path().display()
-    );
-    let home_path = home.path().to_owned();
-    let in_desk = Arc::clone(&desk);
-    // efrd is started from a thread inside the desk's namespace, so it lives there.
-    let daemon = tokio::task::spawn_blocking(move || {
-        in_desk
-            .run(|| {
-                TestDaemon::start(
-                    common::efrd_binary(),
-                    &home_path,
-                    Some(&config),
-                    &[("OPENAI_API_KEY", "sk-proj-testkey0000000000000000a1b2")],
-                )
-            })
-            .unwrap()
-    })
-    .await
-    .unwrap()
-    .unwrap();
-    // Ready once the listener takes a connection.
-    inside(&phone, || async { drop(dial(PHONE).await) }).await;
-    Tailnet {
-        desk,
-        phone,
-        api,
-        daemon,
-        _model: model,
-        _home: home,
-    }
-}
-
-/// Runs `f` on a thread of its own inside `ns`, with its own runtime.
-pub(super) async fn inside<F, Fut, T>(ns: &Arc<NetNs>, f: F) -> T
-where
-    F: FnOnce() -> Fut + Send + 'static,
-    Fut: Future<Output = T>,
-    T: Send + 'static,
-{
-    let ns = Arc::clone(ns);
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    std::thread::spawn(move || {
-        ns.enter().unwrap();
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        let _ = tx.send(runtime.block_on(f()));
-    });
-    rx.await.expect("the thread inside the namespace panicked")
-}
-
-/// Connects from `from` to the listener, waiting (at most 15 s) for it to listen.
-pub(super) async fn dial(from: Ipv4Addr) -> TcpStream {
-    let deadline = Instant::now() + Duration::from_secs(15);
-    loop {
-        let socket = TcpSocket::new_v4().unwrap();
-        socket.bind(SocketAddr::from((from, 0))).unwrap();
-        match socket.connect(SocketAddr::from((DESK, PORT))).await {
-            Ok(stream) => return stream,
-            Err(error) if Instant::now() < deadline => {
-                let _ = error;
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-            Err(error) => panic!("the listener does not listen: {error}"),
-        }
-    }
-}
-
-pub(super) type Ws = WebSocketStream<TcpStream>;
-
-/// Opens a WebSocket from `from`.
-pub(super) async fn open(from: Ipv4Addr) -> Result<Ws, tokio_tungstenite::tungstenite::Error> {
-    let stream = dial(from).await;
-    client_async(format!("ws://{DESK}:{PORT}/"), stream)
-        .await
-        .map(|(ws, _)| ws)
-}
-
-/// Opens a WebSocket from `from` once the listener takes it: a connection that the listener of the tailnet before a
-/// change accepted is reset when that listener closes, and a client dials again.
-pub(super) async fn open_again(from: Ipv4Addr) -> Ws {
-    let deadline = Instant::now() + Duration::from_secs(15);
-    loop {
-        match open(from).await {
-            Ok(ws) => return ws,
-            Err(error) if Instant::now() < deadline => {
-                let _ = error;
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-            Err(error) => panic!("the listener does not take the phone: {error}"),
-        }
-    }
-}
-
-/// Sends one request and returns the first answer frame for it, or `{"ended": ...}` when the connection ends first.
-pub(super) async fn call(ws: &mut Ws, id: u64, method: &str, params: Value) -> Value {
-    let frame = json!({"id": id, "method": method, "params": params});
-    if let Err(error) = ws.send(Message::Text(frame.to_string().into())).await {
-        return json!({"ended": error.to_string()});
-    }
-    loop {
-        match tokio::time::timeout(Duration::from_secs(10), ws.next()).await.unwrap() {
-            Some(Ok(Message::Text(text))) => {
-                let frame: Value = serde_json::from_str(&text).unwrap();
-                if frame["id"] == id {
-                    return frame;
-                }
-            }
-            Some(Ok(_)) => {}
-            other => return json!({"ended": format!("{other:?}")}),
-        }
-    }
-}
-
-pub(super) fn hello_params() -> Value {
-    json!({"protocol": 1, "client": {"name": "phone-test", "version": "1"}, "tty": "/dev/pts/9"})
-}
-
-/// Reads until the close frame and returns its code (None: the connection ended without one).
-pub(super) async fn close_code(ws: &mut Ws, within: Duration) -> Option<CloseCode> {
-    let deadline = tokio::time::Instant::now() + within;
-    loop {
-        match tokio::time::timeout_at(deadline, ws.next()).await {
-            Err(_) => panic!("no close within {within:?}"),
-            Ok(Some(Ok(Message::Close(frame)))) => return frame.map(|f| f.code),
-            Ok(Some(Ok(_))) => {}
-            Ok(None | Some(Err(_))) => return None,
-        }
-    }
-}
+use super::remote_setup::{
+    DESK, OTHER_USER, OUTSIDE, PHONE, PORT, SHARED, TAGGED, UNKNOWN, call, close_code, desk_status, dial, hello_params,
+    inside, open, open_again, tailnet, tailnet_configured,
+};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn admission_closes_every_peer_but_the_users_own_node_before_a_byte() {
@@ -337,7 +110,7 @@ fn client_frame(fin: bool, opcode: u8, payload: &[u8], masked: bool) -> Vec<u8> 
 }
 
 /// Reads the server's next frame header and payload; `None` at the end of the stream.
-async fn server_frame(stream: &mut TcpStream) -> Option<(u8, Vec<u8>)> {
+async fn server_frame(stream: &mut (impl AsyncRead + Unpin)) -> Option<(u8, Vec<u8>)> {
     let mut head = [0_u8; 2];
     tokio::time::timeout(Duration::from_secs(10), stream.read_exact(&mut head))
         .await
@@ -476,5 +249,112 @@ async fn a_change_of_the_tailnet_or_tailscaled_going_away_closes_with_1001_and_i
     assert_eq!(
         back["item"]["prove"]["daemon_tailnet"], "ada.other",
         "the listener listens again: {back}"
+    );
+}
+
+/// A hello frame of exactly `len` bytes: its client name fills what the rest leaves.
+fn hello_of_len(id: u64, len: usize) -> String {
+    let frame = |name: &str| {
+        json!({"id": id, "method": "hello", "params": {"protocol": 1, "client": {"name": name, "version": "1"}}})
+            .to_string()
+    };
+    let pad = len - frame("").len();
+    let text = frame(&"a".repeat(pad));
+    assert_eq!(text.len(), len);
+    text
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_of_exactly_1_mib_is_read_and_one_byte_more_closes_with_1009() {
+    let net = tailnet().await;
+    let (exact, after) = inside(&net.phone, || async {
+        let mut ws = open(PHONE).await.unwrap();
+        ws.send(Message::Text(hello_of_len(1, 1 << 20).into())).await.unwrap();
+        let exact = loop {
+            match tokio::time::timeout(Duration::from_secs(10), ws.next()).await.unwrap() {
+                Some(Ok(Message::Text(text))) => break serde_json::from_str::<serde_json::Value>(&text).unwrap(),
+                Some(Ok(_)) => {}
+                other => break json!({"ended": format!("{other:?}")}),
+            }
+        };
+        let after = call(&mut ws, 2, "hello", hello_params()).await;
+        (exact, after)
+    })
+    .await;
+    assert_eq!(exact["id"], 1, "the 1 MiB message was read and answered: {exact}");
+    assert!(after.get("ended").is_none(), "the connection stays open: {after}");
+
+    // One byte more, the whole message written (not only its header) while the close is read.
+    let (code, written) = inside(&net.phone, || async {
+        let mut stream = dial(PHONE).await;
+        assert!(raw_upgrade(&mut stream, "/", "").await.starts_with("HTTP/1.1 101"));
+        let (mut read, mut write) = stream.into_split();
+        let bytes = client_frame(true, 1, hello_of_len(1, (1 << 20) + 1).as_bytes(), true);
+        // efrd closes after the frame's header: the rest of the write may meet a reset.
+        let writer = tokio::spawn(async move { write.write_all(&bytes).await.map(|()| bytes.len()) });
+        let code = server_frame(&mut read)
+            .await
+            .filter(|(opcode, _)| *opcode == 8)
+            .map(|(_, payload)| u16::from_be_bytes([payload[0], payload[1]]));
+        (code, writer.await.unwrap())
+    })
+    .await;
+    assert_eq!(code, Some(1009), "written: {written:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_answers_no_ping_is_closed_with_1001_after_two_intervals() {
+    let net = tailnet_configured(None, "ping_interval_secs = 1").await;
+    let (silent, answering) = inside(&net.phone, || async {
+        // A client that reads: tungstenite answers each ping with its pong as it reads.
+        let answering = async {
+            let mut ws = open(PHONE).await.unwrap();
+            call(&mut ws, 1, "hello", hello_params()).await;
+            let until = tokio::time::Instant::now() + Duration::from_secs(4);
+            let mut pings = 0;
+            while let Ok(next) = tokio::time::timeout_at(until, ws.next()).await {
+                match next {
+                    Some(Ok(Message::Ping(_))) => pings += 1,
+                    Some(Ok(_)) => {}
+                    other => panic!("the connection of the client that answers ended: {other:?}"),
+                }
+            }
+            (pings, call(&mut ws, 2, "hello", hello_params()).await)
+        };
+        // A client that never answers: after its upgrade it only reads what efrd sends.
+        let silent = async {
+            let mut stream = dial(PHONE).await;
+            assert!(raw_upgrade(&mut stream, "/", "").await.starts_with("HTTP/1.1 101"));
+            let started = Instant::now();
+            let mut pings = 0;
+            loop {
+                match server_frame(&mut stream).await {
+                    Some((9, _)) => pings += 1,
+                    Some((8, payload)) => {
+                        return (
+                            pings,
+                            Some(u16::from_be_bytes([payload[0], payload[1]])),
+                            started.elapsed(),
+                        );
+                    }
+                    Some(_) => {}
+                    None => return (pings, None, started.elapsed()),
+                }
+            }
+        };
+        tokio::join!(silent, answering)
+    })
+    .await;
+    let (pings, code, after) = silent;
+    assert_eq!((pings, code), (2, Some(1001)), "two unanswered pings, then 1001");
+    assert!(
+        after >= Duration::from_secs(2) && after < Duration::from_secs(8),
+        "closed after {after:?}, not after two intervals of 1 s"
+    );
+    let (pings, probe) = answering;
+    assert!(pings >= 3, "the client that answers saw {pings} pings in 4 s");
+    assert_eq!(
+        probe["error"]["code"], "conflict",
+        "still open, the probe is answered: {probe}"
     );
 }

@@ -42,6 +42,10 @@ pub struct FileChange {
     /// A binary file: `added` and `removed` are 0 (false when absent).
     #[serde(default, skip_serializing_if = "is_false")]
     pub binary: bool,
+    /// Possibly another turn's change: it happened while another turn ran in the same project and no call of this
+    /// turn is known to have made it (false when absent).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub maybe_other: bool,
 }
 
 /// The changed files of a call, a turn or a diff.

@@ -57,7 +57,7 @@ impl Actor {
                 let lines: String = notices.iter().map(|n| format!("- {n}\n")).collect();
                 format!("<shell_notices>\n{lines}</shell_notices>\n\n{}", queued.text)
             };
-            let tools = self.tool_env(&queued.settings, queued.origin).await;
+            let tools = self.tool_env(turn_id, &queued.settings, queued.origin).await;
             let prompt = self.turn_prompt(&queued.settings, &tools).await;
             self.history.push(HistoryItem::UserText {
                 text: format!("{}{text}", prompt.preamble),
@@ -104,8 +104,11 @@ impl Actor {
 
     /// What the turn's tool calls share. The project of a conversation is its working directory (the first
     /// prompt's cwd) until projects come; the hidden shell starts there.
-    pub(super) async fn tool_env(&mut self, settings: &TurnSettings, origin: Origin) -> ToolEnv {
+    pub(super) async fn tool_env(&mut self, turn_id: TurnId, settings: &TurnSettings, origin: Origin) -> ToolEnv {
         let (cwd, project) = self.place();
+        let presence = project
+            .as_ref()
+            .map(|root| Arc::new(self.deps.project_turns.enter(root.clone(), turn_id)));
         let snapshots = project.as_ref().map(|_| Arc::clone(&self.deps.snapshots));
         // The config's undo bounds as they are at the turn's start (a reload applies to the next turn).
         self.deps.snapshots.set_undo_config(&self.deps.models.config().undo);
@@ -135,7 +138,11 @@ impl Actor {
             origin,
             question_limit_secs: self.deps.models.config().permissions.question_limit_secs,
             snapshots,
-            call_snapshots: Arc::default(),
+            call_snapshots: Arc::new(crate::turn::snapshots::CallSnapshots::new(
+                Arc::clone(&self.deps.call_texts),
+                presence.clone(),
+            )),
+            presence,
             sandbox: Arc::clone(&self.deps.sandbox),
             network: crate::network::CallNetwork {
                 allow: self.deps.models.config().network.allow.clone(),

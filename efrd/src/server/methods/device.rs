@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::{params, result};
-use crate::remote::pairing::{EnrollOutcome, Enrollment, Pairings, StreamEvent, TOKEN_LIFETIME};
+use crate::remote::pairing::{EnrollOutcome, Enrollment, Pairings, StreamEvent};
 use crate::remote::{ListenerState, RemotePeer, prove, random_token};
 use crate::server::{RequestCtx, StreamSink};
 use crate::store::{DeviceRow, Inserted};
@@ -74,11 +74,13 @@ pub async fn pair_start(ctx: &RequestCtx, raw: Option<Value>, sink: &mut StreamS
     let token = random_token();
     let pairing_id = PairingId::new();
     let (tx, mut rx) = mpsc::unbounded_channel();
+    // `[remote]` keeps the value efrd started with until a restart.
+    let lifetime = Duration::from_secs(daemon.models.config().remote.token_lifetime_secs);
     pairings
-        .open(pairing_id, &token, params.name, tx)
+        .open(pairing_id, &token, params.name, lifetime, tx)
         .map_err(|_| ErrorBody::new(ErrorCode::Busy, "4 pairings are open: finish or cancel one first"))?;
     let _close = CloseOnDrop(pairings, pairing_id);
-    let lifetime = i64::try_from(TOKEN_LIFETIME.as_millis()).unwrap_or(i64::MAX);
+    let lifetime = i64::try_from(lifetime.as_millis()).unwrap_or(i64::MAX);
     let expires_at =
         Timestamp::from_millis(Timestamp::now().as_millis().saturating_add(lifetime)).unwrap_or_else(Timestamp::now);
     let qr = pairing_qr_url(&PairingPayload {

@@ -85,7 +85,7 @@ pub use display::{DisplayRoots, display_path};
 pub use ignored::IgnoreRules;
 pub(crate) use ignored::walk_builder;
 pub use render::{CONVERSATION_DIFF_LINES, TOOL_CALL_DIFF_LINES, unified_diff};
-pub use stat::file_changes;
+pub use stat::{file_changes, file_changes_marked};
 pub(crate) use unified::counts as line_counts;
 
 /// What is known of one side of a changed file.

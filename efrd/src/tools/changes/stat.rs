@@ -12,6 +12,16 @@ use super::{Body, Change};
 /// order), at most [`FileChanges::MAX_FILES`] listed, `more` for the others, and line totals over all of them. A
 /// binary file counts 0 lines and sets `binary`; an ignored file or one whose content is not known counts 0 lines.
 pub fn file_changes(changes: &[Change], roots: &DisplayRoots<'_>) -> FileChanges {
+    file_changes_marked(changes, roots, |_| false)
+}
+
+/// [`file_changes`], with `maybe_other` set on each change `maybe_other` names (docs/protocol.md, file_change;
+/// [`crate::turn::overlap`]).
+pub fn file_changes_marked(
+    changes: &[Change],
+    roots: &DisplayRoots<'_>,
+    maybe_other: impl Fn(&Change) -> bool,
+) -> FileChanges {
     let mut files: Vec<FileChange> = changes
         .iter()
         .map(|change| {
@@ -23,6 +33,7 @@ pub fn file_changes(changes: &[Change], roots: &DisplayRoots<'_>) -> FileChanges
                 added,
                 removed,
                 binary,
+                maybe_other: maybe_other(change),
             }
         })
         .collect();
