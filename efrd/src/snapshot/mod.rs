@@ -86,7 +86,7 @@ pub(crate) use cover::{Unsynced, sync_blobs};
 pub use efr_protocol::events::SnapshotPhase;
 pub use error::SnapshotError;
 pub use refs::{GitRefs, git as git_in};
-pub use store::{SnapshotStore, UndoBounds, blob_path};
+pub use store::{SnapshotStore, TrashBounds, UndoBounds, blob_path};
 
 /// The bounds of one snapshot.
 #[derive(Debug, Clone, PartialEq, Eq)]

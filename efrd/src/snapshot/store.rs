@@ -44,6 +44,26 @@ pub struct UndoBounds {
     pub max_time: std::time::Duration,
 }
 
+/// The bounds of the trash, config `[undo] trash_max_bytes` and `trash_days`
+/// (`crate::undo::trash`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TrashBounds {
+    /// The most bytes the trash holds; past it the oldest undos' files go first.
+    pub max_bytes: u64,
+    /// How long the trash keeps an undo's files.
+    pub max_age: std::time::Duration,
+}
+
+impl Default for TrashBounds {
+    /// 4 GiB, 30 days.
+    fn default() -> Self {
+        Self {
+            max_bytes: 4 << 30,
+            max_age: std::time::Duration::from_secs(30 * 24 * 3600),
+        }
+    }
+}
+
 /// Snapshots stored in one folder. Cheap to clone; several may use one folder (saves of different ids do not meet;
 /// [`SnapshotStore::collect_garbage`] must not run while a save does).
 #[derive(Debug, Clone)]
@@ -54,7 +74,7 @@ pub struct SnapshotStore {
     /// The bounds of a turn's covered snapshots (config `[undo]`); `None`: undo is off.
     undo: Arc<Mutex<Option<Limits>>>,
     /// The bounds of the trash (config `[undo]`).
-    trash: Arc<Mutex<crate::undo::trash::TrashBounds>>,
+    trash: Arc<Mutex<TrashBounds>>,
 }
 
 #[derive(Serialize)]
@@ -125,14 +145,14 @@ impl SnapshotStore {
 
     /// The trash's bounds, as config `[undo]` last set them.
     #[must_use]
-    pub fn trash_bounds(&self) -> crate::undo::trash::TrashBounds {
+    pub fn trash_bounds(&self) -> TrashBounds {
         self.trash.lock().map(|bounds| *bounds).unwrap_or_default()
     }
 
     /// Sets the bounds of a turn's covered snapshots, and of the trash, from config `[undo]`.
     pub fn set_undo_config(&self, section: &crate::config::schema::UndoSection) {
         if let Ok(mut trash) = self.trash.lock() {
-            *trash = crate::undo::trash::TrashBounds {
+            *trash = TrashBounds {
                 max_bytes: section.trash_max_bytes,
                 max_age: std::time::Duration::from_secs(section.trash_days.saturating_mul(86_400)),
             };

@@ -19,26 +19,9 @@ use std::fs;
 use std::io::ErrorKind;
 use std::os::unix::ffi::OsStrExt as _;
 use std::path::{Component, Path, PathBuf};
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
-/// The bounds of the trash, config `[undo] trash_max_bytes` and `trash_days`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TrashBounds {
-    /// The most bytes the trash holds; past it the oldest undos' files go first.
-    pub max_bytes: u64,
-    /// How long the trash keeps an undo's files.
-    pub max_age: Duration,
-}
-
-impl Default for TrashBounds {
-    /// 4 GiB, 30 days.
-    fn default() -> Self {
-        Self {
-            max_bytes: 4 << 30,
-            max_age: Duration::from_secs(30 * 24 * 3600),
-        }
-    }
-}
+pub use crate::snapshot::TrashBounds;
 
 /// One file in the trash.
 #[derive(Debug, Clone, PartialEq, Eq)]
