@@ -63,6 +63,7 @@
 mod compare;
 mod cover;
 mod error;
+pub mod others;
 mod refs;
 mod store;
 mod walk;

@@ -55,7 +55,11 @@ pub fn collect(
 ) -> Result<(u64, u64), SnapshotError> {
     let with_snapshots: HashSet<TurnId> = store.ids()?.iter().filter_map(|id| turn_of(id)).collect();
     let kept = kept_turns(turns, &with_snapshots, keep_turns);
-    store.prune(|id| turn_of(id).is_some_and(|turn| !kept.contains(&turn)))
+    let removed = store.prune(|id| turn_of(id).is_some_and(|turn| !kept.contains(&turn)))?;
+    for turn in with_snapshots.difference(&kept) {
+        crate::snapshot::others::remove(store.dir(), *turn);
+    }
+    Ok(removed)
 }
 
 #[cfg(test)]

@@ -98,7 +98,7 @@ impl Fixture {
     /// Moves the tree from `from` to `to` as undo does (an undo: post → pre; a redo: pre → post).
     fn apply(&self, from: &Snapshot, to: &Snapshot, force: bool, undo_id: &str) -> (Plan, Applied) {
         let current = self.snapshot();
-        let plan = plan(from, to, &current, self.store.blobs(), force);
+        let plan = plan(from, to, &current, self.store.blobs(), force, &Default::default());
         let mut journal = Journal::begin(&self.state.join("undo"), "turn", undo_id, false).expect("journal");
         let trash = Trash::new(&self.state.join("trash"), undo_id, 0);
         let applied = apply(&plan, &trash, &mut journal);
@@ -217,7 +217,7 @@ fn a_conflict_is_refused_and_with_force_the_users_version_goes_to_the_trash() {
     write(root, "a.txt", "the user's edit after the turn\n");
 
     let current = f.snapshot();
-    let refused = plan(&post, &pre, &current, f.store.blobs(), false);
+    let refused = plan(&post, &pre, &current, f.store.blobs(), false, &Default::default());
     assert_eq!(refused.conflicts, vec!["a.txt".to_owned()]);
     assert!(!refused.writes(), "without force nothing is written");
 
@@ -266,7 +266,14 @@ fn a_write_that_fails_midway_stops_and_a_second_undo_finishes() {
     // b.txt's folder entry is taken by a folder now: its write fails, c.txt is not reached.
     std::fs::remove_file(root.join("b.txt")).expect("rm");
     let current_before_fault = post.clone();
-    let plan_ = plan(&post, &pre, &current_before_fault, f.store.blobs(), false);
+    let plan_ = plan(
+        &post,
+        &pre,
+        &current_before_fault,
+        f.store.blobs(),
+        false,
+        &Default::default(),
+    );
     std::fs::create_dir(root.join("b.txt")).expect("mkdir");
     let mut journal = Journal::begin(&f.state.join("undo"), "turn", "u1", false).expect("journal");
     let applied = apply(&plan_, &Trash::new(&f.state.join("trash"), "u1", 0), &mut journal);

@@ -2,6 +2,7 @@
 //! the writes with their journal, the refs. The method handler resolves the conversation and the turn, lists the
 //! turns and records undo_applied.
 
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -151,6 +152,7 @@ pub fn undo_turn(store: &Arc<SnapshotStore>, ask: Ask, running: bool) -> Result<
             record.done.len()
         ));
     }
+    let maybe_other = crate::snapshot::others::load(store.dir(), ask.turn_id);
     let mut plans: Vec<RootPlan> = Vec::new();
     for (index, (pre, post)) in pairs.into_iter().enumerate() {
         let Some(post) = post else { continue };
@@ -162,7 +164,15 @@ pub fn undo_turn(store: &Arc<SnapshotStore>, ask: Ask, running: bool) -> Result<
             continue;
         };
         store.remember(&current);
-        let root_plan = plan(&from, &to, &current, store.blobs(), ask.force);
+        let others = relative_to(&from.root, &maybe_other);
+        if !others.is_empty() {
+            done.notes.push(format!(
+                "{} changed while another turn ran in the project: those changes may be the other turn's, so they \
+                 are conflicts (force moves what is there now to the trash)",
+                plural(others.len(), "path")
+            ));
+        }
+        let root_plan = plan(&from, &to, &current, store.blobs(), ask.force, &others);
         let refs = match (from.refs.clone(), to.refs.clone(), current.refs.clone()) {
             (Some(a), Some(b), Some(c)) => Some((a, b, c)),
             _ => None,
@@ -337,5 +347,23 @@ fn wire_ref(root: &str, one: super::refs::RefMove) -> UndoRef {
         to: one.to,
         applied: one.applied,
         reason: one.conflict.then_some(UndoReason::Conflict),
+    }
+}
+
+/// The paths of `paths` (absolute) under `root`, relative to it and `/`-separated, as a snapshot names them.
+fn relative_to(root: &std::path::Path, paths: &BTreeSet<PathBuf>) -> BTreeSet<String> {
+    paths
+        .iter()
+        .filter_map(|path| path.strip_prefix(root).ok())
+        .filter_map(|rest| rest.to_str())
+        .map(str::to_owned)
+        .collect()
+}
+
+fn plural(n: usize, word: &str) -> String {
+    if n == 1 {
+        format!("1 {word}")
+    } else {
+        format!("{n} {word}s")
     }
 }
