@@ -121,6 +121,8 @@ async fn start_and_serve(roots: Roots, config: ConfigState) -> Result<(), StartE
     for turn_id in interrupted {
         crate::turn::snapshots::close_after_restart(&daemon.snapshots, turn_id).await;
     }
+    // Before any turn saves a snapshot: the old turns' snapshots and the trash past its bounds go.
+    collect_undo(&daemon).await;
     // The first admin.status and the first auto turn then find the sandbox's state cached.
     daemon.sandbox.probe_in_background();
 
@@ -209,4 +211,32 @@ fn spawn_signal_handler(shutdown: CancellationToken) -> std::io::Result<()> {
         shutdown.cancel();
     });
     Ok(())
+}
+
+/// At the start, before any turn: removes the snapshots of turns past `[undo] keep_turns` in each conversation (and
+/// the contents no kept snapshot holds), and the trash past its bounds (`docs/undo.md`). A failure is logged: it
+/// costs disk, never a start.
+async fn collect_undo(daemon: &Arc<Daemon>) {
+    let keep_turns = daemon.models.config().undo.keep_turns;
+    let turns = match daemon.store.turns_of_kind("turn_started").await {
+        Ok(turns) => turns,
+        Err(error) => {
+            warn!(%error, "cannot list the turns: old snapshots are not collected");
+            return;
+        }
+    };
+    let snapshots = Arc::clone(&daemon.snapshots);
+    let collected = tokio::task::spawn_blocking(move || {
+        let trash = crate::undo::trash::expire(&snapshots.trash_dir(), snapshots.trash_bounds(), None);
+        (crate::undo::collect::collect(&snapshots, &turns, keep_turns), trash)
+    })
+    .await;
+    match collected {
+        Ok((Ok((0, 0)), 0)) => {}
+        Ok((Ok((snapshots, contents)), trash)) => {
+            info!(snapshots, contents, trash, "collected old snapshots and trash");
+        }
+        Ok((Err(error), _)) => warn!(%error, "old snapshots were not collected"),
+        Err(error) => warn!(%error, "the collection of old snapshots did not finish"),
+    }
 }

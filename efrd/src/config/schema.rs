@@ -54,6 +54,9 @@
 //! max_bytes = 2147483648            # the most bytes one snapshot covers (2 GiB)
 //! max_file_bytes = 67108864         # the biggest file covered (64 MiB); a bigger one is not_covered
 //! max_secs = 30                     # the longest one snapshot's walk takes
+//! keep_turns = 30                   # the newest turns per conversation whose snapshots efrd keeps (collected at start)
+//! trash_max_bytes = 4294967296      # the most bytes efr's trash holds (4 GiB); the oldest undos' files go first
+//! trash_days = 30                   # how long the trash keeps a file
 //!
 //! [daemon]                          # every daemon.* key needs a restart
 //! log_level = "info"                # a tracing filter directive, such as "info" or "efrd=debug,warn"
@@ -152,6 +155,13 @@ pub struct UndoSection {
     pub max_file_bytes: u64,
     /// The longest one snapshot's walk takes, in seconds.
     pub max_secs: u64,
+    /// The newest turns of each conversation whose snapshots are kept (so they can be undone); older turns' are
+    /// removed at efrd's start, with the contents no kept snapshot holds.
+    pub keep_turns: usize,
+    /// The most bytes efr's trash holds; past it, the oldest undos' files are removed first.
+    pub trash_max_bytes: u64,
+    /// How many days the trash keeps a file.
+    pub trash_days: u64,
 }
 
 impl Default for UndoSection {
@@ -162,6 +172,9 @@ impl Default for UndoSection {
             max_bytes: 2 << 30,
             max_file_bytes: 64 << 20,
             max_secs: 30,
+            keep_turns: 30,
+            trash_max_bytes: 4 << 30,
+            trash_days: 30,
         }
     }
 }

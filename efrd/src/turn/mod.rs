@@ -107,6 +107,13 @@ pub async fn run(plan: TurnPlan, recorder: Sink, cancel: CancellationToken) -> T
             path: project,
             shown: ".".into(),
         }];
+        // With undo on, $SCRATCH exists before the first snapshot (a contained call would make it later), so what a
+        // turn writes there is covered from its first turn on. Without it, the turn runs; its scratch is not covered.
+        if store.undo_limits().is_some()
+            && let Err(error) = crate::config::ensure_private_dir(&env.scratch)
+        {
+            tracing::warn!(%error, "cannot make $SCRATCH: undo does not cover it this turn");
+        }
         if env.scratch.is_dir() {
             roots.push(snapshots::TurnRoot {
                 path: env.scratch.clone(),

@@ -18,6 +18,8 @@ mod daemon_restart;
 mod daemon_tools;
 mod daemon_turns;
 mod daemon_undo;
+mod daemon_undo_order;
+mod daemon_undo_trash;
 mod daemon_watch;
 mod faults;
 mod hidden_shell_memory;

@@ -7,7 +7,7 @@ use super::*;
 impl Actor {
     /// Starts the next queued prompt when no turn runs.
     pub(super) async fn start_next(&mut self, me: &mpsc::WeakSender<Command>) {
-        while self.running.is_none() {
+        while self.running.is_none() && !self.undoing {
             let Some(queued) = self.queue.pop_front() else { return };
             let Some(tx) = me.upgrade() else { return };
             let turn_id = queued.turn_id;
