@@ -76,6 +76,12 @@ pub enum Command {
     Undo(UndoArgs),
     /// Re-apply an undone turn.
     Redo(UndoArgs),
+    /// efr's trash, where a forced undo put the files it replaced: `efr trash list`, `efr trash restore ID`.
+    Trash {
+        /// What to do.
+        #[command(subcommand)]
+        command: TrashCommand,
+    },
     /// Show what fills the model's context: the parts of the next request, the instruction files read, the counts.
     Context(ContextArgs),
     /// The conversation's hidden shell: `efr shell [status]`, `efr shell stop [--close]`.
@@ -122,6 +128,24 @@ pub enum DeviceCommand {
     Revoke {
         /// The device's id (from `efr device list`).
         id: String,
+        /// Print the result as JSON (one line) for scripts.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// `efr trash` (docs/undo.md, "The trash").
+#[derive(Debug, Subcommand)]
+pub enum TrashCommand {
+    /// List the files in the trash, newest undo first, with their ids and where each was.
+    List(JsonArg),
+    /// Put a file back where it was (or at `--to`); a path that exists is never overwritten.
+    Restore {
+        /// The entry's id (from `efr trash list`).
+        id: String,
+        /// Put it here instead (a relative path is taken from here).
+        #[arg(long, value_name = "PATH")]
+        to: Option<std::path::PathBuf>,
         /// Print the result as JSON (one line) for scripts.
         #[arg(long)]
         json: bool,

@@ -5,6 +5,7 @@
 //!
 //! | module | owns |
 //! |---|---|
+//! | [`bus`] | the D-Bus of contained calls: `[bus]` and the default policy made into a `bus_filter` grant and a bus plan, the session bus, the `efr-bus-proxy` process, a closed plan's refusals |
 //! | [`config`] | the four roots, `config.toml` (typed sections, errors with line, column and key), reload |
 //! | [`store`] | the SQLite event log, conversation summary rows, command ids; the writer thread and its group commit |
 //! | [`listen`] | socket activation, self-bind, the single-instance lock, sd_notify |
@@ -12,6 +13,7 @@
 //! | [`policy`] | the permission decision: modes, floors, questions, the read-only list, shell line analysis |
 //! | [`tools`] | the tool specs, the hidden shell, `apply_patch`, changes and unified diffs |
 //! | [`git`] | the git efrd runs itself, outside the sandbox, with what a repository could make it start switched off |
+//! | [`helper_process`] | the supervision of efrd's helper processes (`efr-proxy`, `efr-bus-proxy`): start, restart, status |
 //! | [`network`] | the network of contained calls: `[network]` rules, credential hosts, the `efr-proxy` supervisor |
 //! | [`sandbox`] | efrd's side of the sandbox: base plans, protected paths, the probe and its cache, explain |
 //! | [`snapshot`] | snapshots of a project tree, their comparison, the snapshot store on disk |
@@ -23,10 +25,12 @@
 //! | [`server`] | connections, hello, scopes, dispatch, streams, cancel, backpressure; thin method handlers |
 //! | [`lifecycle`] | the daemon's life from start to graceful stop: build, recover, ready, serve, stop |
 
+pub mod bus;
 pub mod config;
 pub mod conversation;
 pub mod daemon;
 pub mod git;
+pub mod helper_process;
 pub mod lifecycle;
 pub mod listen;
 pub mod model;

@@ -12,6 +12,7 @@ use tokio::signal::unix::{SignalKind, signal};
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn};
 
+use crate::bus::BusSupervisor;
 use crate::config::{ConfigState, Roots};
 use crate::conversation::recovery;
 use crate::daemon::Daemon;
@@ -98,11 +99,16 @@ async fn start_and_serve(roots: Roots, config: ConfigState) -> Result<(), StartE
     let daemon_id = daemon_id(&roots).map_err(fail(EXIT_FAILURE))?;
     let mut probe_options = SandboxState::default_options(roots.home.as_deref());
     probe_options.netview_off = !models.config().network.netview;
+    probe_options.bus_off = !models.config().bus.enabled;
     let proxy = Arc::new(ProxySupervisor::new(
         ProxySupervisor::default_program(),
         roots.runtime.path.join("proxy"),
     ));
-    let sandbox = SandboxState::new(probe_options, proxy);
+    let bus = Arc::new(BusSupervisor::new(
+        BusSupervisor::default_program(),
+        roots.runtime.path.join("bus"),
+    ));
+    let sandbox = SandboxState::new(probe_options, proxy, bus);
     let daemon = Arc::new(Daemon::new(daemon_id, roots, store, models, snapshots, sandbox));
 
     let (interrupted, recovered) = recovery::close_open_turns(&daemon.store)
@@ -115,6 +121,8 @@ async fn start_and_serve(roots: Roots, config: ConfigState) -> Result<(), StartE
     for turn_id in interrupted {
         crate::turn::snapshots::close_after_restart(&daemon.snapshots, turn_id).await;
     }
+    // Before any turn saves a snapshot: the old turns' snapshots and the trash past its bounds go.
+    collect_undo(&daemon).await;
     // The first admin.status and the first auto turn then find the sandbox's state cached.
     daemon.sandbox.probe_in_background();
 
@@ -203,4 +211,32 @@ fn spawn_signal_handler(shutdown: CancellationToken) -> std::io::Result<()> {
         shutdown.cancel();
     });
     Ok(())
+}
+
+/// At the start, before any turn: removes the snapshots of turns past `[undo] keep_turns` in each conversation (and
+/// the contents no kept snapshot holds), and the trash past its bounds (`docs/undo.md`). A failure is logged: it
+/// costs disk, never a start.
+async fn collect_undo(daemon: &Arc<Daemon>) {
+    let keep_turns = daemon.models.config().undo.keep_turns;
+    let turns = match daemon.store.turns_of_kind("turn_started").await {
+        Ok(turns) => turns,
+        Err(error) => {
+            warn!(%error, "cannot list the turns: old snapshots are not collected");
+            return;
+        }
+    };
+    let snapshots = Arc::clone(&daemon.snapshots);
+    let collected = tokio::task::spawn_blocking(move || {
+        let trash = crate::undo::trash::expire(&snapshots.trash_dir(), snapshots.trash_bounds(), None);
+        (crate::undo::collect::collect(&snapshots, &turns, keep_turns), trash)
+    })
+    .await;
+    match collected {
+        Ok((Ok((0, 0)), 0)) => {}
+        Ok((Ok((snapshots, contents)), trash)) => {
+            info!(snapshots, contents, trash, "collected old snapshots and trash");
+        }
+        Ok((Err(error), _)) => warn!(%error, "old snapshots were not collected"),
+        Err(error) => warn!(%error, "the collection of old snapshots did not finish"),
+    }
 }

@@ -179,6 +179,9 @@ method_table! {
     TurnInterrupt = "turn.interrupt", Operate, Unary, true, Both;
     // A phone may not undo (docs/protocol.md, "The contract": "What a phone may do").
     TurnUndo = "turn.undo", Operate, Unary, true, LocalOnly;
+    // The trash holds what a forced undo moved away: local only, as undo.
+    TrashList = "trash.list", Read, Unary, false, LocalOnly;
+    TrashRestore = "trash.restore", Operate, Unary, true, LocalOnly;
     // A phone may not type into a command (docs/protocol.md, "The contract": "What a phone may do").
     InputRespond = "input.respond", Terminal, Unary, false, LocalOnly;
     ApprovalRespond = "approval.respond", Approve, Unary, true, Both;
@@ -241,7 +244,7 @@ mod tests {
             assert_eq!(Method::from_name(spec.name), Some(spec.method));
             assert_eq!(spec.method.spec(), spec);
         }
-        assert_eq!(METHODS.len(), 44);
+        assert_eq!(METHODS.len(), 46);
         assert_eq!(Method::from_name("prompt.sned"), None);
     }
 

@@ -38,7 +38,10 @@ use crate::wire::{
     DeviceRevokeResult, PairStartItem,
 };
 use crate::wire::{SandboxExplainHostParams, SandboxExplainHostResult};
-use crate::wire::{TurnUndoParams, TurnUndoResult, UndoRefusal};
+use crate::wire::{
+    TrashListParams, TrashListResult, TrashRestoreParams, TrashRestoreResult, TurnUndoParams, TurnUndoResult,
+    UndoRefusal,
+};
 
 /// The `$schema` of draft 2020-12.
 pub const DIALECT: &str = "https://json-schema.org/draft/2020-12/schema";
@@ -83,6 +86,10 @@ pub fn protocol_schema() -> Value {
             TurnUndoParams,
             TurnUndoResult,
             UndoRefusal,
+            TrashListParams,
+            TrashListResult,
+            TrashRestoreParams,
+            TrashRestoreResult,
             ModelsListParams,
             ModelsListResult,
             AdminStatusParams,

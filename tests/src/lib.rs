@@ -1,9 +1,11 @@
 //! Test support for efr: the scripted model server ([`scripted`]), a network namespace of a test's own with a TLS
-//! server and its CA ([`netns`], [`tls`]), and the helpers of the workspace-level integration tests.
+//! server and its CA ([`netns`], [`tls`]), a real `dbus-daemon`
+//! ([`dbus`]), and the helpers of the workspace-level integration tests.
 
 pub mod binaries;
 pub mod client;
 pub mod daemon;
+pub mod dbus;
 pub mod netns;
 pub mod python;
 pub mod scripted;

@@ -19,6 +19,7 @@ const BENCHES: &[(&str, &str)] = &[
     ("efr-launcher", "contained_true"),
     ("efr-launcher", "contained_read"),
     ("efr-proxy", "tunnel"),
+    ("efr-bus-proxy", "roundtrip"),
 ];
 
 /// Runs every benchmark in release mode.

@@ -11,7 +11,8 @@ use crate::protocol;
 /// first: bubblewrap for the sandbox, dbus for a real bus, zsh and bash for the hidden shell, iproute2 for network
 /// namespaces, python3-venv for the independent phone client, systemd for socket activation and `systemd --user`,
 /// tmux to drive the CLI in a real terminal, git for diffs and snapshots, curl and pip as the real clients of the
-/// egress proxy, gdbus (libglib2.0-bin) and jeepney as real clients of the bus proxy, e2fsprogs and mount for the
+/// egress proxy, gdbus (libglib2.0-bin) and jeepney as real clients of the bus proxy, Python's dbus and GLib modules
+/// for the test service of efrd's bus tests (and a client inside their contained calls), e2fsprogs and mount for the
 /// fault matrix's small loop-mounted data disk (`mkfs.ext4`, `chattr`).
 const PACKAGES: &[&str] = &[
     "bubblewrap",
@@ -30,6 +31,8 @@ const PACKAGES: &[&str] = &[
     "mount",
     "libglib2.0-bin",
     "python3-jeepney",
+    "python3-dbus",
+    "python3-gi",
 ];
 
 /// Runs a command, failing with its name when it fails.

@@ -6,7 +6,6 @@
 use std::collections::HashMap;
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -14,6 +13,7 @@ use efr_bus_proxy::policy::{Level, NamePattern, Policy, Rule};
 use efr_bus_proxy::report::Refusals;
 use efr_bus_proxy::serve::{MAX_MESSAGE, Plan, serve};
 use efr_protocol::wire::{Bus, BusRefusal};
+use efr_test_support::dbus::DbusDaemon;
 use tempfile::TempDir;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::UnixStream;
@@ -24,7 +24,7 @@ pub struct RealBus {
     _dir: TempDir,
     pub socket: PathBuf,
     pub kind: Bus,
-    daemon: Child,
+    daemon: DbusDaemon,
 }
 
 impl RealBus {
@@ -43,38 +43,8 @@ impl RealBus {
     }
 
     fn start_in(kind: Bus, dir: TempDir, socket: PathBuf) -> Self {
-        let config = dir.path().join("bus.conf");
         let kind_name = if kind == Bus::System { "system" } else { "session" };
-        std::fs::write(
-            &config,
-            format!(
-                r#"<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig>
-  <type>{kind_name}</type>
-  <listen>unix:path={}</listen>
-  <auth>EXTERNAL</auth>
-  <policy context="default">
-    <allow user="*"/>
-    <allow own="*"/>
-    <allow send_destination="*" eavesdrop="true"/>
-    <allow eavesdrop="true"/>
-  </policy>
-</busconfig>
-"#,
-                socket.display()
-            ),
-        )
-        .expect("the bus's configuration");
-        let daemon = Command::new("dbus-daemon")
-            .arg(format!("--config-file={}", config.display()))
-            .arg("--nofork")
-            .stdout(Stdio::null())
-            // It says it cannot raise its descriptor limit, which does not matter here.
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("dbus-daemon is missing: install the Debian package dbus (cargo xtask ci does)");
-        wait_for(&socket);
+        let daemon = DbusDaemon::start(kind_name, &socket, true).expect("a real bus");
         Self {
             _dir: dir,
             socket,
@@ -85,20 +55,12 @@ impl RealBus {
 
     /// The bus's address.
     pub fn address(&self) -> String {
-        format!("unix:path={}", self.socket.display())
+        self.daemon.address()
     }
 
     /// Ends the daemon (a bus that goes away, as when the session's bus restarts).
     pub fn stop(&mut self) {
-        let _ = self.daemon.kill();
-        let _ = self.daemon.wait();
-        let _ = std::fs::remove_file(&self.socket);
-    }
-}
-
-impl Drop for RealBus {
-    fn drop(&mut self) {
-        self.stop();
+        self.daemon.stop();
     }
 }
 

@@ -32,6 +32,7 @@ pub mod sandbox;
 pub mod sandbox_host;
 pub mod shell;
 pub mod status;
+pub mod trash;
 pub mod undo;
 
 use std::process::ExitCode;

@@ -149,6 +149,13 @@ pub fn sandbox_line(sandbox: &SandboxStatus) -> String {
     if sandbox.bus_proxy {
         parts.push("bus proxy".to_owned());
     }
+    if let Some(off) = sandbox.bus_proxy_off {
+        let reason = serde_json::to_value(off)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_else(|| "unknown".to_owned());
+        parts.push(format!("bus proxy off: {reason}"));
+    }
     parts.join(" · ")
 }
 

@@ -130,7 +130,9 @@ pub fn change_lines(changes: &FileChanges) -> Vec<String> {
 }
 
 /// One line per host that the call's proxy refused: `blocked: github.com:443 denied ×3` (docs/network.md, "What a
-/// user sees"), then `blocked: 4 more` for the refusals the summary leaves out. Empty when nothing was refused.
+/// user sees"), then `blocked: 4 more` for the refusals the summary leaves out; then one line per bus name, member
+/// and path that the bus filter refused, `bus refused: org.freedesktop.secrets OpenSession /org/freedesktop/secrets
+/// ×2` (docs/bus.md, "Reports"), and `bus refused: 3 more`. Empty when nothing was refused.
 #[must_use]
 pub fn blocked_lines(call: &ToolCallCompleted) -> Vec<String> {
     let Some(summary) = &call.sandbox else {
@@ -155,6 +157,20 @@ pub fn blocked_lines(call: &ToolCallCompleted) -> Vec<String> {
         .collect();
     if summary.blocked_more > 0 {
         lines.push(format!("blocked: {} more", summary.blocked_more));
+    }
+    for refused in &summary.bus_refused {
+        let mut line = format!("bus refused: {}", refused.name);
+        for part in [&refused.member, &refused.path].into_iter().flatten() {
+            line.push(' ');
+            line.push_str(part);
+        }
+        if refused.count != 1 {
+            line.push_str(&format!(" ×{}", refused.count));
+        }
+        lines.push(printable(&line).into_owned());
+    }
+    if summary.bus_refused_more > 0 {
+        lines.push(format!("bus refused: {} more", summary.bus_refused_more));
     }
     lines
 }
@@ -324,6 +340,26 @@ mod tests {
             ]
         );
         assert!(blocked_lines(&completed(&json!({"exit_code": 0}))).is_empty());
+    }
+
+    #[test]
+    fn bus_refusals_read_name_member_path_and_count() {
+        let call = completed(&json!({"exit_code": 1, "status": "failed", "sandbox": {
+            "bus_refused": [
+                {"bus": "session", "name": "org.freedesktop.secrets", "member": "OpenSession",
+                 "path": "/org/freedesktop/secrets", "count": 2},
+                {"bus": "session", "name": "org.example.\u{1b}[2J"}
+            ],
+            "bus_refused_more": 3
+        }}));
+        assert_eq!(
+            blocked_lines(&call),
+            [
+                "bus refused: org.freedesktop.secrets OpenSession /org/freedesktop/secrets ×2",
+                "bus refused: org.example.␛[2J",
+                "bus refused: 3 more"
+            ]
+        );
     }
 
     #[test]

@@ -40,8 +40,8 @@ pub use key_path::KeyPath;
 pub use parse::ConfigError;
 pub use roots::{DirError, Root, RootSource, Roots, RootsError, ensure_private_dir};
 pub use schema::{
-    CompatSection, Config, DaemonSection, ExtraModel, Mode, ModelSection, NetworkSection, PermissionsSection,
-    ProviderId, ProviderSection, ProvidersSection, RemoteSection, RetrySection, SandboxSection, ShellProgram,
-    ShellSection,
+    BusName, BusRule, BusSection, CompatSection, Config, DaemonSection, ExtraModel, Mode, ModelSection, NetworkSection,
+    PermissionsSection, ProviderId, ProviderSection, ProvidersSection, RemoteSection, RetrySection, SandboxSection,
+    ShellProgram, ShellSection,
 };
 pub use state::{ConfigState, ConfigStatus, EXIT_CONFIG_INVALID, RESTART_SECTIONS, ReloadOutcome};

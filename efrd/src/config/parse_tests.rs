@@ -284,6 +284,42 @@ fn a_bad_host_pattern_names_its_line_column_and_key() {
 }
 
 #[test]
+fn bus_lists_parse_as_names_and_rules() {
+    let parsed = parse(
+        "[bus]\ntalk = [\"org.gnome.Shell.*\"]\nown = [\"org.example.Test\"]\nsee = [\"org.example.Seen\"]\n\
+         call = [\"org.freedesktop.secrets=org.freedesktop.Secret.Service.SearchItems@/org/freedesktop/secrets\"]\n\
+         broadcast = [\"org.example.Clock=*\"]\n",
+    )
+    .unwrap();
+    let bus = &parsed.config.bus;
+    assert_eq!(bus.talk[0].as_str(), "org.gnome.Shell.*");
+    assert_eq!(bus.own[0].as_str(), "org.example.Test");
+    assert_eq!(bus.see[0].as_str(), "org.example.Seen");
+    assert!(bus.call[0].as_str().starts_with("org.freedesktop.secrets="));
+    assert_eq!(bus.broadcast[0].as_str(), "org.example.Clock=*");
+    assert!(parsed.unknown_keys.is_empty(), "{:?}", parsed.unknown_keys);
+    assert_eq!(Config::default().bus, crate::config::BusSection::default());
+}
+
+#[test]
+fn a_bad_bus_rule_names_its_line_column_and_key() {
+    let e = err("[bus]\ncall = [\"org.foo=org.foo.Iface.Get\",\n  \"org.foo=Iface\"]\n");
+    assert_eq!(place(&e), (Some(3), Some(3), Some("bus.call[1]")), "{e}");
+    assert!(
+        e.message.contains("org.foo=Iface") && e.message.contains("needs a dot"),
+        "{e}"
+    );
+    let e = err("[bus]\ntalk = [\":1.42\"]\n");
+    assert_eq!(place(&e), (Some(2), Some(9), Some("bus.talk[0]")), "{e}");
+    assert!(e.message.contains("is not a bus name"), "{e}");
+    let e = err("[bus]\nown = [\"org\"]\n");
+    assert_eq!(e.key.as_deref(), Some("bus.own[0]"), "{e}");
+    let e = err("[bus]\nbroadcast = [\"org.foo=a.b.M@x\"]\n");
+    assert_eq!(e.key.as_deref(), Some("bus.broadcast[0]"), "{e}");
+    assert!(e.message.contains("at byte 14"), "{e}");
+}
+
+#[test]
 fn the_remote_timings_default_to_the_spec_and_are_bounded() {
     let remote = parse("").unwrap().config.remote;
     assert_eq!((remote.ping_interval_secs, remote.token_lifetime_secs), (25, 300));

@@ -40,12 +40,23 @@
 //! deny = ["gist.github.com"]        # checked first: deny wins over allow
 //! netview = true                    # false: report `netview_off` in the sandbox status
 //!
+//! [bus]                             # the session bus of auto mode's contained calls, through efr-bus-proxy
+//! enabled = true                    # false: no bus in contained calls (`bus_proxy_off: config`)
+//! talk = ["org.gnome.Shell.Screenshot"]  # names they may call and hear, added to the default (notifications, portals)
+//! own = ["org.example.Test.*"]      # names they may also own (RequestName)
+//! see = ["org.example.Seen"]        # names they may only see
+//! call = ["org.freedesktop.secrets=org.freedesktop.Secret.Service.SearchItems@/org/freedesktop/secrets"]
+//! broadcast = ["org.example.Clock=org.example.Clock.Tick@/"]  # signals they may receive
+//!
 //! [undo]                            # a turn's snapshots for undo (docs/undo.md)
 //! enabled = true                    # false: snapshots find changes only, and turn.undo refuses with `off`
 //! max_files = 100000                # the most files one snapshot covers
 //! max_bytes = 2147483648            # the most bytes one snapshot covers (2 GiB)
 //! max_file_bytes = 67108864         # the biggest file covered (64 MiB); a bigger one is not_covered
 //! max_secs = 30                     # the longest one snapshot's walk takes
+//! keep_turns = 30                   # the newest turns per conversation whose snapshots efrd keeps (collected at start)
+//! trash_max_bytes = 4294967296      # the most bytes efr's trash holds (4 GiB); the oldest undos' files go first
+//! trash_days = 30                   # how long the trash keeps a file
 //!
 //! [daemon]                          # every daemon.* key needs a restart
 //! log_level = "info"                # a tracing filter directive, such as "info" or "efrd=debug,warn"
@@ -61,6 +72,7 @@
 //! token_lifetime_secs = 300         # how long a pairing's token is good (1 to 300: the spec's 5 minutes at most)
 //! ```
 
+use efr_protocol::internal::bus_policy::{NamePattern, Rule as BusPolicyRule};
 use efr_protocol::internal::host::HostPattern;
 use serde::{Deserialize, Serialize};
 
@@ -84,6 +96,8 @@ pub struct Config {
     pub instructions: super::instructions::InstructionsSection,
     /// `[network]`: which hosts contained calls may reach through efr-proxy.
     pub network: NetworkSection,
+    /// `[bus]`: what contained calls may do on their filtered session bus, beyond the default policy.
+    pub bus: BusSection,
     /// `[remote]`: the tailnet listener of the phone; each key needs a restart.
     pub remote: RemoteSection,
     /// `[undo]`: the bounds of a turn's snapshots for undo.
@@ -141,6 +155,13 @@ pub struct UndoSection {
     pub max_file_bytes: u64,
     /// The longest one snapshot's walk takes, in seconds.
     pub max_secs: u64,
+    /// The newest turns of each conversation whose snapshots are kept (so they can be undone); older turns' are
+    /// removed at efrd's start, with the contents no kept snapshot holds.
+    pub keep_turns: usize,
+    /// The most bytes efr's trash holds; past it, the oldest undos' files are removed first.
+    pub trash_max_bytes: u64,
+    /// How many days the trash keeps a file.
+    pub trash_days: u64,
 }
 
 impl Default for UndoSection {
@@ -151,6 +172,9 @@ impl Default for UndoSection {
             max_bytes: 2 << 30,
             max_file_bytes: 64 << 20,
             max_secs: 30,
+            keep_turns: 30,
+            trash_max_bytes: 4 << 30,
+            trash_days: 30,
         }
     }
 }
@@ -179,6 +203,99 @@ impl Default for NetworkSection {
             deny: Vec::new(),
             netview: true,
         }
+    }
+}
+
+/// `[bus]`: the rules that auto mode's contained calls get on their filtered session bus (docs/bus.md, "Policy"),
+/// added to the default policy (talk to `org.freedesktop.Notifications` and `org.freedesktop.portal.*`). Names are
+/// [`BusName`]s, rules [`BusRule`]s; one that does not parse is a config error at its line, column and key
+/// (`bus.call[1]`). A change applies to calls that start after it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct BusSection {
+    /// The filtered session bus of auto's contained calls; false: they get no bus, and the sandbox status says
+    /// `bus_proxy_off: config`. Default true.
+    pub enabled: bool,
+    /// Names the calls may see (their owner is visible) but not talk to.
+    pub see: Vec<BusName>,
+    /// Names the calls may talk to: method calls, their replies and signals pass.
+    pub talk: Vec<BusName>,
+    /// Names the calls may also own (`RequestName`).
+    pub own: Vec<BusName>,
+    /// Methods the calls may call on names they may not talk to: `NAME=INTERFACE.MEMBER@PATH`.
+    pub call: Vec<BusRule>,
+    /// Signals the calls may receive from names they may not talk to: `NAME=INTERFACE.MEMBER@PATH`.
+    pub broadcast: Vec<BusRule>,
+}
+
+impl Default for BusSection {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            see: Vec::new(),
+            talk: Vec::new(),
+            own: Vec::new(),
+            call: Vec::new(),
+            broadcast: Vec::new(),
+        }
+    }
+}
+
+/// A bus name as written in `[bus]`: `org.foo.Bar`, or `org.foo.*` for `org.foo` and every name under it; checked
+/// when read by the bus proxy's own grammar (`efr_protocol::internal::bus_policy::NamePattern`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct BusName(String);
+
+/// A call or broadcast rule as written in `[bus]`: `NAME=INTERFACE.MEMBER@PATH` (`INTERFACE.MEMBER` may be `*` or
+/// `INTERFACE.*`; `@PATH` may be left out, or end in `/*`); checked by `efr_protocol::internal::bus_policy::Rule`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct BusRule(String);
+
+impl TryFrom<String> for BusName {
+    type Error = String;
+
+    fn try_from(text: String) -> Result<Self, String> {
+        NamePattern::parse(&text).map_err(|e| format!("{text:?} is not a bus name ({e})"))?;
+        Ok(Self(text))
+    }
+}
+
+impl TryFrom<String> for BusRule {
+    type Error = String;
+
+    fn try_from(text: String) -> Result<Self, String> {
+        BusPolicyRule::parse(&text).map_err(|e| format!("{text:?} is not a bus rule ({e})"))?;
+        Ok(Self(text))
+    }
+}
+
+impl From<BusName> for String {
+    fn from(name: BusName) -> Self {
+        name.0
+    }
+}
+
+impl From<BusRule> for String {
+    fn from(rule: BusRule) -> Self {
+        rule.0
+    }
+}
+
+impl BusName {
+    /// The name as written.
+    #[must_use]
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl BusRule {
+    /// The rule as written.
+    #[must_use]
+    pub fn as_str(&self) -> &str {
+        &self.0
     }
 }
 

@@ -199,6 +199,27 @@ fn warnings_come_once_from_the_reload_that_brings_them() {
 }
 
 #[test]
+fn a_bus_filter_switched_off_is_said_once() {
+    let f = Fixture::new(None);
+    let (state, _) = ConfigState::load(&f.path).unwrap();
+    f.write(
+        "[bus]
+enabled = false
+",
+    );
+    let off = state.reload();
+    assert_eq!(off.warnings.len(), 1, "{off:?}");
+    assert!(off.warnings[0].contains("the bus filter is off"), "{off:?}");
+    assert!(state.reload().warnings.is_empty(), "said once");
+    f.write(
+        "[bus]
+enabled = true
+",
+    );
+    assert!(state.reload().warnings.is_empty());
+}
+
+#[test]
 fn status_reports_a_symlink() {
     let f = Fixture::new(None);
     let dir = f.path.parent().unwrap();

@@ -254,6 +254,13 @@ pub fn warnings(config: &Config) -> Vec<String> {
             "permissions.default_mode is full: every call runs as you, with no sandbox and no question.".to_owned(),
         );
     }
+    if !config.bus.enabled {
+        out.push(
+            "bus.enabled is false: the bus filter is off, and contained calls get no D-Bus (notifications and \
+             portals fail inside them)."
+                .to_owned(),
+        );
+    }
     out
 }
 

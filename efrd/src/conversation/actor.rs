@@ -67,6 +67,7 @@ mod prompt;
 mod questions;
 mod retire;
 mod turns;
+mod undo;
 
 /// What an actor needs from the daemon.
 #[derive(Debug, Clone)]
@@ -152,6 +153,8 @@ pub(super) struct Actor {
     unclosed: Option<TurnId>,
     /// The store's last commit failure.
     store_failure: Option<ErrorBody>,
+    /// A turn.undo writes the conversation's files: no turn starts (`undo.rs`).
+    undoing: bool,
 }
 
 impl Actor {
@@ -181,6 +184,7 @@ impl Actor {
             terminal_recorded: None,
             unclosed: None,
             store_failure: None,
+            undoing: false,
             shell: Arc::new(tokio::sync::Mutex::new(ShellSlot::new(shell_options(
                 kind, home, shell_root,
             )))),
@@ -311,6 +315,13 @@ impl Actor {
                 }
                 Command::TurnEnded { turn_id, outcome } => {
                     self.turn_ended(turn_id, outcome).await;
+                    self.start_next(&me).await;
+                }
+                Command::UndoBegin { reply } => {
+                    let _ = reply.send(self.begin_undo());
+                }
+                Command::UndoEnd { bodies, command, reply } => {
+                    let _ = reply.send(self.end_undo(bodies, command).await);
                     self.start_next(&me).await;
                 }
             }

@@ -130,6 +130,14 @@ enum Command {
         turn_id: TurnId,
         outcome: crate::turn::TurnOutcome,
     },
+    UndoBegin {
+        reply: oneshot::Sender<bool>,
+    },
+    UndoEnd {
+        bodies: Vec<EventBody>,
+        command: Option<crate::store::CommandRecord>,
+        reply: oneshot::Sender<Result<(), ErrorBody>>,
+    },
 }
 
 /// A handle to one conversation's actor. Cheap to clone.
@@ -237,6 +245,28 @@ impl ConversationHandle {
             reply,
         })
         .await?
+    }
+
+    /// turn.undo begins to write: `false` while a turn runs or another undo writes. Until
+    /// [`ConversationHandle::end_undo`], no turn starts (a prompt is recorded and waits in the queue).
+    ///
+    /// # Errors
+    /// `unavailable` when the actor stopped.
+    pub async fn begin_undo(&self) -> Result<bool, ErrorBody> {
+        self.ask(|reply| Command::UndoBegin { reply }).await
+    }
+
+    /// turn.undo ends: records `bodies` (undo_applied, outside any turn) with the undo's outcome under its command
+    /// id, and lets the queued prompts start.
+    ///
+    /// # Errors
+    /// `conflict` when the command id was stored before, `unavailable` for a store failure or a stopped actor.
+    pub async fn end_undo(
+        &self,
+        bodies: Vec<EventBody>,
+        command: Option<crate::store::CommandRecord>,
+    ) -> Result<(), ErrorBody> {
+        self.ask(|reply| Command::UndoEnd { bodies, command, reply }).await?
     }
 
     /// Records `bodies` as events of the conversation that belong to no turn (such as undo_applied); returns the

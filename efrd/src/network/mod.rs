@@ -4,12 +4,10 @@
 //!   lists (the config's `deny` plus the credential hosts that `allow` does not name).
 //! - [`credentials`]: the hosts that the user's credential files and helpers hold a token for.
 //! - [`explain`](mod@explain): which rule decides a host, for `sandbox.explain_host`.
-//! - [`proxy`]: the supervisor of the `efr-proxy` process: started on first need, restarted with backoff, its
-//!   state for admin.status; plans opened and closed for each call.
-//! - [`control`]: efrd's end of the proxy's control socket (requests and their answers by id).
+//! - [`proxy`]: the `efr-proxy` process (supervised by [`crate::helper_process`]): plans opened and closed for
+//!   each call.
 //! - [`report`]: a closed plan's refusals as the call's `sandbox` summary and the one line the model gets.
 
-pub mod control;
 pub mod credentials;
 pub mod explain;
 pub mod proxy;

@@ -3,6 +3,8 @@
 //! - [`probe`](mod@probe): runs real contained commands through `efr-launcher` and reports what works (bubblewrap, user
 //!   namespaces, Landlock, seccomp, the net_view self-test), for `admin.sandbox_check` and `admin.status`.
 //! - [`explain`](mod@explain): what a contained call would see at a path and which rule decides, for `sandbox.explain`.
+//! - [`bus_test`]: the probe's bus self-test (`efr-bus-proxy` answers Hello and refuses a hidden name on the
+//!   session bus).
 //! - [`proxy_test`]: the probe's proxy self-test (a contained call through `efr-proxy`: an allowed host answered,
 //!   a denied one refused).
 //! - [`plan`]: the base plan of a contained call (project root, `$SCRATCH`, the masks) and its [`Layout`].
@@ -14,6 +16,7 @@
 //! The launch plan itself, its mounts and the launcher's report are in `efr_protocol::internal`, shared with
 //! `efr-launcher`.
 
+pub mod bus_test;
 pub mod diagnosis;
 pub mod explain;
 pub mod git_link;

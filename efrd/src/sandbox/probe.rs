@@ -41,6 +41,8 @@ pub struct ProbeOptions {
     pub runtime_dir: PathBuf,
     /// The user's `network.netview` is false (reported as `netview_off`; the self-test still runs).
     pub netview_off: bool,
+    /// The user's `bus.enabled` is false (reported as `bus_proxy_off: config`; the bus self-test does not run).
+    pub bus_off: bool,
     /// Where the kernel's facts are read (`/proc/sys` and the LSM list).
     pub kernel: KernelPaths,
 }

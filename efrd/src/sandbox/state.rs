@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use tokio::sync::Mutex as AsyncMutex;
 
 use super::probe::{Probe, ProbeOptions, probe};
+use crate::bus::BusSupervisor;
 use crate::network::ProxySupervisor;
 
 /// The sandbox as this daemon sees it. One per daemon, in an `Arc`.
@@ -22,6 +23,8 @@ pub struct SandboxState {
     options: ProbeOptions,
     /// The daemon's `efr-proxy`: the probe's proxy self-test and the network of contained calls.
     proxy: Arc<ProxySupervisor>,
+    /// The daemon's `efr-bus-proxy`: the probe's bus self-test and the D-Bus of contained calls.
+    bus: Arc<BusSupervisor>,
     /// The last probe; `None` before the first one and after [`Self::invalidate`].
     cached: Mutex<Option<Arc<Probe>>>,
     /// Held while a probe runs.
@@ -29,12 +32,13 @@ pub struct SandboxState {
 }
 
 impl SandboxState {
-    /// A state that has not probed yet; its probe tests `proxy` too.
+    /// A state that has not probed yet; its probe tests `proxy` and `bus` too.
     #[must_use]
-    pub fn new(options: ProbeOptions, proxy: Arc<ProxySupervisor>) -> Self {
+    pub fn new(options: ProbeOptions, proxy: Arc<ProxySupervisor>, bus: Arc<BusSupervisor>) -> Self {
         Self {
             options,
             proxy,
+            bus,
             cached: Mutex::new(None),
             probing: AsyncMutex::new(()),
         }
@@ -61,6 +65,7 @@ impl SandboxState {
             home,
             runtime_dir,
             netview_off: false,
+            bus_off: false,
             kernel: Default::default(),
         }
     }
@@ -75,6 +80,12 @@ impl SandboxState {
     #[must_use]
     pub fn proxy(&self) -> &Arc<ProxySupervisor> {
         &self.proxy
+    }
+
+    /// The daemon's `efr-bus-proxy`.
+    #[must_use]
+    pub fn bus(&self) -> &Arc<BusSupervisor> {
+        &self.bus
     }
 
     /// The cached probe, probing first when there is none. Callers that come while a probe runs wait for it and
@@ -141,6 +152,7 @@ impl SandboxState {
         match tokio::task::spawn_blocking(move || probe(&options)).await {
             Ok(mut found) => {
                 super::proxy_test::add_proxy_test(&mut found, &self.options, &self.proxy).await;
+                super::bus_test::add_bus_test(&mut found, &self.options, &self.bus).await;
                 Arc::new(found)
             }
             Err(err) => {
@@ -171,11 +183,16 @@ mod tests {
                 home: PathBuf::from("/nonexistent/home"),
                 runtime_dir: PathBuf::from("/nonexistent/run"),
                 netview_off: false,
+                bus_off: false,
                 kernel: Default::default(),
             },
             Arc::new(ProxySupervisor::new(
                 PathBuf::from("/nonexistent/efr-proxy"),
                 PathBuf::from("/nonexistent/run/proxy"),
+            )),
+            Arc::new(BusSupervisor::new(
+                PathBuf::from("/nonexistent/efr-bus-proxy"),
+                PathBuf::from("/nonexistent/run/bus"),
             )),
         ))
     }

@@ -5,6 +5,7 @@ use std::fs::{self, File};
 use std::io::{Read, Write as _};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -70,28 +71,31 @@ pub fn is_build_output(name: &str, path: &Path) -> bool {
     BUILD_OUTPUTS.contains(&name) || (name == ".cache" && in_node_modules) || path.join("CACHEDIR.TAG").is_file()
 }
 
-/// Puts `bytes`, whose SHA-256 is `hash`, into the store's `blobs` (nothing is written when they are there).
+/// Puts `bytes`, whose SHA-256 is `hash`, into the store's `blobs` (nothing is written when they are there); returns
+/// the path of a blob it wrote. The blob is not synced yet: [`sync_blobs`] does it before a manifest names it.
 ///
 /// # Errors
 /// [`SnapshotError::Io`] when the blob cannot be written.
-pub(crate) fn store_bytes_hashed(blobs: &Path, hash: &str, bytes: &[u8]) -> Result<(), SnapshotError> {
+pub(crate) fn store_bytes_hashed(blobs: &Path, hash: &str, bytes: &[u8]) -> Result<Option<PathBuf>, SnapshotError> {
     let path = blob_path(blobs, hash);
     if path.exists() {
-        return Ok(());
+        return Ok(None);
     }
     let folder = private_folder_of(&path)?;
     let mut file = tempfile::NamedTempFile::new_in(&folder).map_err(|error| SnapshotError::io(&folder, error))?;
     file.write_all(bytes)
         .map_err(|error| SnapshotError::io(file.path(), error))?;
-    persist(file, &path)
+    persist(file, &path)?;
+    Ok(Some(path))
 }
 
 /// Copies the file at `path` into the store's `blobs` while hashing it, in pieces (a big file is never held in
-/// memory); returns its hash and whether a NUL byte was seen.
+/// memory); returns its hash, whether a NUL byte was seen, and the path of the blob when it wrote one (not synced
+/// yet, as with [`store_bytes_hashed`]).
 ///
 /// # Errors
 /// [`SnapshotError::Io`] when the file cannot be read or the blob written.
-pub(crate) fn store_file(blobs: &Path, path: &Path) -> Result<(String, bool), SnapshotError> {
+pub(crate) fn store_file(blobs: &Path, path: &Path) -> Result<(String, bool, Option<PathBuf>), SnapshotError> {
     let mut source = File::open(path).map_err(|error| SnapshotError::io(path, error))?;
     let staging = blobs.join("staging");
     fs::create_dir_all(&staging).map_err(|error| SnapshotError::io(&staging, error))?;
@@ -113,11 +117,77 @@ pub(crate) fn store_file(blobs: &Path, path: &Path) -> Result<(String, bool), Sn
     }
     let hash = format!("{:x}", hasher.finalize());
     let target = blob_path(blobs, &hash);
-    if !target.exists() {
-        private_folder_of(&target)?;
-        persist(file, &target)?;
+    if target.exists() {
+        return Ok((hash, binary, None));
     }
-    Ok((hash, binary))
+    private_folder_of(&target)?;
+    persist(file, &target)?;
+    Ok((hash, binary, Some(target)))
+}
+
+/// The blobs a walk wrote and did not sync yet. Clones share the list, so the first sync (by
+/// [`SnapshotStore::save`](super::SnapshotStore::save) or [`SnapshotStore::remember`](super::SnapshotStore::remember),
+/// whichever comes first) empties it for all of them. Never part of a snapshot's equality.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Unsynced(Arc<Mutex<Vec<PathBuf>>>);
+
+impl PartialEq for Unsynced {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for Unsynced {}
+
+impl Unsynced {
+    /// Adds a blob written, if any.
+    pub(crate) fn add(&self, written: Option<PathBuf>) {
+        if let (Some(path), Ok(mut list)) = (written, self.0.lock()) {
+            list.push(path);
+        }
+    }
+
+    fn take(&self) -> Vec<PathBuf> {
+        self.0
+            .lock()
+            .map(|mut list| std::mem::take(&mut *list))
+            .unwrap_or_default()
+    }
+}
+
+/// Above this many blobs, [`sync_blobs`] syncs the whole file system once (`syncfs`) rather than each blob.
+const SYNC_EACH_MAX: usize = 64;
+
+/// Makes the blobs a walk wrote durable, before a manifest names them: each file and its folder when they are few
+/// (a turn after a small change), else one `syncfs(2)` of the store's file system (a first snapshot writes
+/// thousands: one sync each cost more than the walk; git's `core.fsyncMethod=batch` does the same).
+///
+/// # Errors
+/// [`SnapshotError::Io`] when a sync fails.
+pub(crate) fn sync_blobs(blobs: &Path, unsynced: &Unsynced) -> Result<(), SnapshotError> {
+    let written = unsynced.take();
+    if written.is_empty() {
+        return Ok(());
+    }
+    let sync = |path: &Path| {
+        File::open(path)
+            .and_then(|file| file.sync_all())
+            .map_err(|error| SnapshotError::io(path, error))
+    };
+    if written.len() > SYNC_EACH_MAX {
+        let folder = File::open(blobs).map_err(|error| SnapshotError::io(blobs, error))?;
+        return nix::unistd::syncfs(&folder).map_err(|errno| SnapshotError::io(blobs, errno.into()));
+    }
+    let mut folders: Vec<&Path> = Vec::new();
+    for path in &written {
+        sync(path)?;
+        if let Some(folder) = path.parent()
+            && !folders.contains(&folder)
+        {
+            folders.push(folder);
+        }
+    }
+    folders.into_iter().try_for_each(sync)
 }
 
 fn private_folder_of(path: &Path) -> Result<PathBuf, SnapshotError> {
@@ -131,9 +201,6 @@ fn private_folder_of(path: &Path) -> Result<PathBuf, SnapshotError> {
 }
 
 fn persist(file: tempfile::NamedTempFile, path: &Path) -> Result<(), SnapshotError> {
-    file.as_file()
-        .sync_all()
-        .map_err(|error| SnapshotError::io(file.path(), error))?;
     file.persist(path)
         .map(drop)
         .map_err(|error| SnapshotError::io(path, error.error))

@@ -63,6 +63,7 @@
 mod compare;
 mod cover;
 mod error;
+pub mod others;
 mod refs;
 mod store;
 mod walk;
@@ -82,10 +83,11 @@ use serde::{Deserialize, Serialize};
 
 pub use compare::{Comparison, compare};
 pub use cover::{BUILD_OUTPUTS, Cover, NotCovered, is_build_output};
+pub(crate) use cover::{Unsynced, sync_blobs};
 pub use efr_protocol::events::SnapshotPhase;
 pub use error::SnapshotError;
 pub use refs::{GitRefs, git as git_in};
-pub use store::{SnapshotStore, UndoBounds, blob_path};
+pub use store::{SnapshotStore, TrashBounds, UndoBounds, blob_path};
 
 /// The bounds of one snapshot.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -159,6 +161,9 @@ pub(crate) struct Blobs {
     pub(crate) memory: HashMap<String, Arc<[u8]>>,
     /// The `blobs` folder of a [`SnapshotStore`] that holds the others.
     pub(crate) store: Option<PathBuf>,
+    /// The blobs this walk wrote and did not sync yet: [`SnapshotStore::save`] (or [`SnapshotStore::remember`])
+    /// syncs them before a manifest can name them.
+    pub(crate) unsynced: Unsynced,
 }
 
 /// Why and where a bound cut a walk.

@@ -24,10 +24,11 @@ pub struct GitRefs {
 }
 
 impl GitRefs {
-    /// The refs of the repository that holds `root`, with its index stored in `blobs`; `None` outside a repository
-    /// or when git cannot read it (git is needed for refs only, never for files).
+    /// The refs of the repository that holds `root`, with its index stored in `blobs` (a blob written is added to
+    /// `unsynced`); `None` outside a repository or when git cannot read it (git is needed for refs only, never for
+    /// files).
     #[must_use]
-    pub fn read(root: &Path, blobs: &Path) -> Option<Self> {
+    pub(crate) fn read(root: &Path, blobs: &Path, unsynced: &super::Unsynced) -> Option<Self> {
         if !root.ancestors().any(|folder| folder.join(".git").exists()) {
             return None;
         }
@@ -50,8 +51,12 @@ impl GitRefs {
         let index_path = git_dir.join("index");
         let index = index_path
             .is_file()
-            .then(|| store_file(blobs, &index_path).ok().map(|(hash, _)| hash))
-            .flatten();
+            .then(|| store_file(blobs, &index_path).ok())
+            .flatten()
+            .map(|(hash, _, written)| {
+                unsynced.add(written);
+                hash
+            });
         Some(Self {
             git_dir,
             head,

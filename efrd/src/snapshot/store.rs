@@ -44,6 +44,26 @@ pub struct UndoBounds {
     pub max_time: std::time::Duration,
 }
 
+/// The bounds of the trash, config `[undo] trash_max_bytes` and `trash_days`
+/// (`crate::undo::trash`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TrashBounds {
+    /// The most bytes the trash holds; past it the oldest undos' files go first.
+    pub max_bytes: u64,
+    /// How long the trash keeps an undo's files.
+    pub max_age: std::time::Duration,
+}
+
+impl Default for TrashBounds {
+    /// 4 GiB, 30 days.
+    fn default() -> Self {
+        Self {
+            max_bytes: 4 << 30,
+            max_age: std::time::Duration::from_secs(30 * 24 * 3600),
+        }
+    }
+}
+
 /// Snapshots stored in one folder. Cheap to clone; several may use one folder (saves of different ids do not meet;
 /// [`SnapshotStore::collect_garbage`] must not run while a save does).
 #[derive(Debug, Clone)]
@@ -53,6 +73,8 @@ pub struct SnapshotStore {
     last: Arc<Mutex<HashMap<PathBuf, Snapshot>>>,
     /// The bounds of a turn's covered snapshots (config `[undo]`); `None`: undo is off.
     undo: Arc<Mutex<Option<Limits>>>,
+    /// The bounds of the trash (config `[undo]`).
+    trash: Arc<Mutex<TrashBounds>>,
 }
 
 #[derive(Serialize)]
@@ -87,6 +109,7 @@ impl SnapshotStore {
             dir: dir.to_path_buf(),
             last: Arc::default(),
             undo: Arc::default(),
+            trash: Arc::default(),
         })
     }
 
@@ -114,8 +137,26 @@ impl SnapshotStore {
         }
     }
 
-    /// Sets the bounds of a turn's covered snapshots from config `[undo]`.
+    /// The trash's folder (`<dir>/trash`, `crate::undo::trash`).
+    #[must_use]
+    pub fn trash_dir(&self) -> PathBuf {
+        self.dir.join("trash")
+    }
+
+    /// The trash's bounds, as config `[undo]` last set them.
+    #[must_use]
+    pub fn trash_bounds(&self) -> TrashBounds {
+        self.trash.lock().map(|bounds| *bounds).unwrap_or_default()
+    }
+
+    /// Sets the bounds of a turn's covered snapshots, and of the trash, from config `[undo]`.
     pub fn set_undo_config(&self, section: &crate::config::schema::UndoSection) {
+        if let Ok(mut trash) = self.trash.lock() {
+            *trash = TrashBounds {
+                max_bytes: section.trash_max_bytes,
+                max_age: std::time::Duration::from_secs(section.trash_days.saturating_mul(86_400)),
+            };
+        }
         self.set_undo(section.enabled.then(|| UndoBounds {
             max_files: section.max_files,
             max_bytes: section.max_bytes,
@@ -137,14 +178,16 @@ impl SnapshotStore {
     }
 
     /// Keeps `snapshot` as the last of its root (without its contents in memory: a covered snapshot's are stored).
+    /// Its stored contents are synced first: the next snapshot reuses them without writing them again. When the sync
+    /// fails, nothing is kept (the next snapshot reads the files again).
     pub fn remember(&self, snapshot: &Snapshot) {
-        if !snapshot.covered {
+        if !snapshot.covered || super::sync_blobs(&self.blobs(), &snapshot.blobs.unsynced).is_err() {
             return;
         }
         let mut kept = snapshot.clone();
         kept.blobs = Blobs {
-            memory: Default::default(),
             store: Some(self.blobs()),
+            ..Blobs::default()
         };
         if let Ok(mut last) = self.last.lock() {
             last.insert(kept.root.clone(), kept);
@@ -169,7 +212,9 @@ impl SnapshotStore {
             return Err(SnapshotError::Exists { id: id.to_owned() });
         }
         let mut written = HashSet::new();
-        for entry in snapshot.files.values().filter(|entry| entry.kept) {
+        // A covered snapshot's stored contents are in the store already (its walk wrote them): only the kept contents
+        // of a snapshot without cover are written here, so a save does not look up every blob again.
+        for entry in snapshot.files.values().filter(|entry| entry.kept && !entry.stored) {
             let Some(hash) = entry.sha256.as_deref() else { continue };
             if !written.insert(hash) {
                 continue;
@@ -183,6 +228,7 @@ impl SnapshotStore {
             private_folder(folder)?;
             write_new(folder, &path, &bytes, true)?;
         }
+        super::sync_blobs(&self.blobs(), &snapshot.blobs.unsynced)?;
         let json = serde_json::to_vec(&ManifestOut {
             version: MANIFEST_VERSION,
             snapshot,
@@ -236,8 +282,8 @@ impl SnapshotStore {
             return Err(invalid(format!("path {bad:?} is not a relative path below the root")));
         }
         snapshot.blobs = Blobs {
-            memory: Default::default(),
             store: Some(self.dir.join("blobs")),
+            ..Blobs::default()
         };
         Ok(snapshot)
     }
@@ -313,6 +359,23 @@ impl SnapshotStore {
             }
         }
         Ok(removed)
+    }
+
+    /// Removes every stored snapshot whose id `drop` selects, then, when it removed one, the contents that no kept
+    /// snapshot holds ([`SnapshotStore::collect_garbage`], which reads every manifest); returns (snapshots removed,
+    /// contents removed). Run it while no save runs.
+    ///
+    /// # Errors
+    /// As [`SnapshotStore::collect_garbage`]; the snapshots removed before an error stay removed.
+    pub fn prune(&self, drop: impl Fn(&str) -> bool) -> Result<(u64, u64), SnapshotError> {
+        let mut removed = 0;
+        for id in self.ids()? {
+            if drop(&id) && self.remove(&id)? {
+                removed += 1;
+            }
+        }
+        let contents = if removed > 0 { self.collect_garbage()? } else { 0 };
+        Ok((removed, contents))
     }
 
     fn manifest_path(&self, id: &str) -> PathBuf {

@@ -493,8 +493,8 @@ fn the_store_refuses_bad_ids_duplicates_and_damaged_data_clearly() {
         store.load("s1").expect("the first save is intact"),
         Snapshot {
             blobs: Blobs {
-                memory: Default::default(),
-                store: Some(state.path().join("blobs"))
+                store: Some(state.path().join("blobs")),
+                ..Blobs::default()
             },
             ..snapshot.clone()
         }

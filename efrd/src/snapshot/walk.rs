@@ -113,7 +113,7 @@ impl Snapshot {
         walk.close_all();
         let mut snapshot = walk.snapshot;
         if let Some(cover) = &limits.cover {
-            snapshot.refs = GitRefs::read(root, &cover.blobs);
+            snapshot.refs = GitRefs::read(root, &cover.blobs, &snapshot.blobs.unsynced);
         }
         snapshot.elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         Ok(snapshot)
@@ -350,7 +350,11 @@ impl Walk<'_> {
                 .map_err(drop)?,
             EntryKind::File if entry.size > self.limits.max_file_bytes => {
                 let (hash, binary) = match (&blobs, store) {
-                    (Some(blobs), true) => store_file(blobs, path).map_err(drop)?,
+                    (Some(blobs), true) => {
+                        let (hash, binary, written) = store_file(blobs, path).map_err(drop)?;
+                        self.snapshot.blobs.unsynced.add(written);
+                        (hash, binary)
+                    }
                     _ if entry.size > self.limits.max_hash_bytes => return Ok(()),
                     _ => hash_in_pieces(path).map_err(drop)?,
                 };
@@ -363,7 +367,8 @@ impl Walk<'_> {
         };
         let hash = format!("{:x}", Sha256::digest(&bytes));
         if let (Some(blobs), true) = (&blobs, store) {
-            store_bytes_hashed(blobs, &hash, &bytes).map_err(drop)?;
+            let written = store_bytes_hashed(blobs, &hash, &bytes).map_err(drop)?;
+            self.snapshot.blobs.unsynced.add(written);
             entry.stored = true;
         }
         if entry.ignored {

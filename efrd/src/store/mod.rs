@@ -73,7 +73,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 
-use efr_protocol::ids::{CommandId, ConversationId};
+use efr_protocol::ids::{CommandId, ConversationId, TurnId};
 use tokio::sync::{Semaphore, oneshot};
 
 pub use backup::{BackupError, BackupOutcome, PAGES_PER_STEP};
@@ -248,6 +248,16 @@ impl Store {
         let opening: Vec<String> = opening_kinds.iter().map(|k| (*k).to_owned()).collect();
         let terminal: Vec<String> = terminal_kinds.iter().map(|k| (*k).to_owned()).collect();
         self.read(move |conn| read::open_turns(conn, &opening, &terminal)).await
+    }
+
+    /// Every turn that has an event of `kind` (efr: `turn_started`), with its conversation, in log order (the order
+    /// the events were committed). Uses the index on kind: O(turns), not O(events).
+    ///
+    /// # Errors
+    /// [`StoreError::Closed`], [`StoreError::Corrupt`], SQLite errors.
+    pub async fn turns_of_kind(&self, kind: &str) -> Result<Vec<(ConversationId, TurnId)>> {
+        let kind = kind.to_owned();
+        self.read(move |conn| read::turns_of_kind(conn, &kind)).await
     }
 
     /// Writes a consistent copy of the database to `dest`, an absolute path that must not exist, with mode 0600,

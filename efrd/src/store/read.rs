@@ -303,6 +303,26 @@ pub(crate) fn list_sql(with_cursor: bool) -> String {
     }
 }
 
+/// Every turn that has an event of `kind`, with its conversation, in commit order.
+///
+/// # Errors
+/// SQLite errors; [`StoreError::Corrupt`] for an id that is not a UUID.
+pub(crate) fn turns_of_kind(conn: &Connection, kind: &str) -> Result<Vec<(ConversationId, TurnId)>> {
+    let mut statement = conn.prepare_cached(
+        "SELECT conversation_id, turn_id FROM events WHERE kind = ?1 AND turn_id IS NOT NULL ORDER BY rowid",
+    )?;
+    let rows = statement.query_map([kind], |row| Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?)))?;
+    let mut turns = Vec::new();
+    for row in rows {
+        let (conversation, turn) = row?;
+        turns.push((
+            id_from_sql(&conversation, "events.conversation_id")?,
+            id_from_sql(&turn, "events.turn_id")?,
+        ));
+    }
+    Ok(turns)
+}
+
 /// The stored outcome of `command_id`, or `None` when no write with that id was stored.
 ///
 /// # Errors

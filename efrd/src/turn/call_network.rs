@@ -58,7 +58,7 @@ pub(super) async fn close(
             report::fill_summary(summary, &closed);
             Ok(report::model_line(summary))
         }
-        Err(ProxyError::Died(why)) => Err(format!(
+        Err(ProxyError::Died { why, .. }) => Err(format!(
             "[network: efr-proxy stopped while this call ran ({why}); the call's connections were cut, so it may \
              have failed for that; efr starts the proxy again for the next call]"
         )),

@@ -13,11 +13,13 @@
 //! [`MAX_MODEL_CALLS`] calls. The message index counts the turn's messages with text across its model calls.
 //!
 //! Modules: [`tools`] (one call: policy, question, events), [`shell_call`] (a shell call in the hidden shell, direct
-//! or contained), [`contained`] (a contained call's launch plan and the launcher's report), [`call_network`] (a
-//! contained call's `efr-proxy` plan, opened before it and closed after it), [`git_check`] (what the
+//! or contained), [`contained`] (a contained call's launch plan and the launcher's report), [`shell_prepare`] (a
+//! contained call made ready: its plan file and helper plans), [`call_network`] (a contained call's `efr-proxy`
+//! plan, opened before it and closed after it), [`call_bus`] (its `efr-bus-proxy` plan, the same), [`git_check`] (what the
 //! repositories of a cautious line's git commands can run), [`snapshots`] (a turn's
 //! and a shell call's changes), [`overlap`] (which turns run at once in a project), [`coalesce`] (text deltas).
 
+pub mod call_bus;
 pub mod call_network;
 pub mod coalesce;
 pub mod contained;
@@ -28,6 +30,7 @@ pub mod patch_call;
 pub mod patch_paths;
 pub mod plan;
 pub mod shell_call;
+pub mod shell_prepare;
 pub mod sink;
 pub mod snapshots;
 #[cfg(test)]
@@ -104,6 +107,13 @@ pub async fn run(plan: TurnPlan, recorder: Sink, cancel: CancellationToken) -> T
             path: project,
             shown: ".".into(),
         }];
+        // With undo on, $SCRATCH exists before the first snapshot (a contained call would make it later), so what a
+        // turn writes there is covered from its first turn on. Without it, the turn runs; its scratch is not covered.
+        if store.undo_limits().is_some()
+            && let Err(error) = crate::config::ensure_private_dir(&env.scratch)
+        {
+            tracing::warn!(%error, "cannot make $SCRATCH: undo does not cover it this turn");
+        }
         if env.scratch.is_dir() {
             roots.push(snapshots::TurnRoot {
                 path: env.scratch.clone(),

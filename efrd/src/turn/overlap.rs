@@ -12,7 +12,8 @@
 //! same project and no call of the turn is known to have made it: in a shell call's `changes`, every change of a call
 //! that overlapped another turn; in a turn's `changes` (and conversation.diff), every change that none of its patch
 //! calls or its non-overlapped shell calls made, when the turn overlapped another. undo treats such a change as a
-//! conflict (docs/undo.md).
+//! conflict (docs/undo.md); the marks of a turn's `changes` are saved beside its snapshots
+//! ([`crate::snapshot::others`]).
 //!
 //! [`ProjectTurns`] is the daemon's one registry, keyed by project root (the nearest git root, so two folders of one
 //! repository are one project). A turn enters it for its whole life ([`Presence`], left on drop).
@@ -22,10 +23,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
-
 use efr_protocol::ids::TurnId;
-use serde::{Deserialize, Serialize};
 
 /// The turns that run now, by project root. One per daemon.
 #[derive(Debug, Default)]
@@ -172,50 +170,6 @@ impl Drop for Presence {
     }
 }
 
-/// The folder of the saved marks, in the snapshot store's folder.
-const MARKS: &str = "maybe_other";
-
-/// What [`save_maybe_other`] writes: `{"version": 1, "paths": [absolute paths]}`.
-#[derive(Debug, Serialize, Deserialize)]
-struct Marks {
-    version: u32,
-    paths: BTreeSet<PathBuf>,
-}
-
-/// Saves which changes of `turn_id`'s project may be another turn's, for conversation.diff and undo after the turn:
-/// `<dir>/maybe_other/<turn_id>.json` (folder 0700, file 0600, written to a temporary file and renamed).
-///
-/// # Errors
-/// The folder or the file cannot be written.
-pub fn save_maybe_other(dir: &Path, turn_id: TurnId, paths: &BTreeSet<PathBuf>) -> std::io::Result<()> {
-    let folder = dir.join(MARKS);
-    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&folder)?;
-    let marks = Marks {
-        version: 1,
-        paths: paths.clone(),
-    };
-    let mut file = tempfile::Builder::new()
-        .permissions(std::fs::Permissions::from_mode(0o600))
-        .tempfile_in(&folder)?;
-    serde_json::to_writer(&mut file, &marks)?;
-    file.as_file().sync_all()?;
-    file.persist(folder.join(format!("{turn_id}.json")))
-        .map_err(|e| e.error)?;
-    Ok(())
-}
-
-/// The changes of `turn_id`'s project saved as maybe another turn's; empty when none were saved (a turn that ran
-/// alone) or the file cannot be read (then nothing is marked: the diff still shows every change).
-#[must_use]
-pub fn load_maybe_other(dir: &Path, turn_id: TurnId) -> BTreeSet<PathBuf> {
-    let path = dir.join(MARKS).join(format!("{turn_id}.json"));
-    std::fs::read(&path)
-        .ok()
-        .and_then(|bytes| serde_json::from_slice::<Marks>(&bytes).ok())
-        .map(|marks| marks.paths)
-        .unwrap_or_default()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -264,18 +218,6 @@ mod tests {
         let start = first.window();
         drop(turns.enter(PathBuf::from("/p"), turn()));
         assert!(first.overlapped_since(start));
-    }
-
-    #[test]
-    fn saved_marks_read_back_and_a_missing_file_marks_nothing() {
-        let dir = tempfile::tempdir().unwrap();
-        let id = turn();
-        assert!(load_maybe_other(dir.path(), id).is_empty());
-        let paths: BTreeSet<PathBuf> = [PathBuf::from("/p/a"), PathBuf::from("/p/b c")].into();
-        save_maybe_other(dir.path(), id, &paths).unwrap();
-        assert_eq!(load_maybe_other(dir.path(), id), paths);
-        let file = dir.path().join(MARKS).join(format!("{id}.json"));
-        assert_eq!(std::fs::metadata(file).unwrap().permissions().mode() & 0o777, 0o600);
     }
 
     #[test]

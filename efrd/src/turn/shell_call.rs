@@ -24,21 +24,21 @@ use efr_protocol::events::{
 use efr_protocol::ids::{CallId, Timestamp, TurnId};
 use efr_protocol::wire::{ApprovedBy, Grant, InputWait as WireInputWait, SandboxSummary};
 
+use super::call_bus;
 use super::call_network;
-use super::contained::{self, CallPlan, Outcome};
+use super::contained::Outcome;
+use super::shell_prepare::{NotPrepared, Prepared, prepare};
 use super::sink::Sink;
 use super::snapshots::CallRoots;
 use super::tools::{CallOutput, ToolEnv};
-use crate::network::{ProxyPlan, ProxySupervisor};
-use crate::sandbox::git_link::{self, GitLink};
+use crate::bus::BusSupervisor;
+use crate::network::ProxySupervisor;
+use crate::sandbox::git_link;
 use crate::tools::shell::{Detached, EndCause, HiddenShell, InputKind, OutputLimits, Run, RunAnswer};
 
 /// What the model is told when the hidden shell itself ended during a call.
 const SHELL_ENDED_NOTE: &str = "\n[the hidden shell itself ended during this command; the next call starts a new \
      shell, so variables, functions and the folder set before are gone]";
-
-/// How long the `env -0` run before a contained call may take.
-const PREPARE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The wire form of a wait's kind.
 fn wire_wait(kind: InputKind) -> WireInputWait {
@@ -47,27 +47,6 @@ fn wire_wait(kind: InputKind) -> WireInputWait {
         InputKind::Visible => WireInputWait::Visible,
         InputKind::Hidden => WireInputWait::Hidden,
     }
-}
-
-/// A contained call made ready to type: the launcher's line and its report file.
-struct Prepared {
-    line: String,
-    report: PathBuf,
-    plan_file: PathBuf,
-    /// The project roots' `.git` links when the plan was made: put back after the call if it changed them.
-    git_links: Vec<GitLink>,
-    /// The call's open `efr-proxy` plan, when its grants hold a `host` grant and the proxy took the plan.
-    proxy: Option<ProxyPlan>,
-    /// Why the call runs without the network its grants asked for (the proxy could not take its plan).
-    network_note: Option<String>,
-}
-
-/// Why a contained call could not be made ready; the command did not run.
-enum NotPrepared {
-    /// The sandbox cannot run (the probe says why): `sandbox_unavailable` is recorded for the call.
-    Unavailable(String),
-    /// Anything else (the shell is busy or gone, a file could not be written).
-    Failed(String),
 }
 
 /// Told to the model after a contained call that failed: what the sandbox allows (ADR 0004).
@@ -166,9 +145,7 @@ pub async fn run_shell(
         Err(error) => {
             if let Some(prepared) = &prepared {
                 let _ = std::fs::remove_file(&prepared.plan_file);
-                if let Some(plan) = &prepared.proxy {
-                    let _ = env.network.proxy.close(plan).await;
-                }
+                prepared.close_plans(&env.network.proxy, &env.bus.proxy).await;
             }
             return failed(format!("the command did not run: {error}")).await;
         }
@@ -196,7 +173,7 @@ pub async fn run_shell(
             env.sandbox.invalidate().await;
         }
     }
-    let mut network_failed = false;
+    let mut connections_cut = false;
     if let (Some(prepared), Some(summary)) = (prepared.as_ref(), sandbox.as_mut()) {
         notes.extend(prepared.network_note.clone());
         if let Some(plan) = &prepared.proxy {
@@ -205,15 +182,25 @@ pub async fn run_shell(
                 match call_network::close(env, plan, summary).await {
                     Ok(line) => notes.extend(line),
                     Err(line) => {
-                        network_failed = true;
+                        connections_cut = true;
                         notes.push(line);
                     }
                 }
             }
         }
+        notes.extend(prepared.bus_note.clone());
+        if let Some(plan) = prepared.bus.as_ref().filter(|_| !left_running) {
+            match call_bus::close(env, plan, summary).await {
+                Ok(line) => notes.extend(line),
+                Err(line) => {
+                    connections_cut = true;
+                    notes.push(line);
+                }
+            }
+        }
     }
     let setup_failed = sandbox.as_ref().is_some_and(|s| s.setup_error.is_some());
-    let ok = !setup_failed && !network_failed && (exit_code == Some(0) || left_running);
+    let ok = !setup_failed && !connections_cut && (exit_code == Some(0) || left_running);
     let mut model_text = answer.output.for_model(OutputLimits::MODEL);
     if let Some(prepared) = &prepared {
         for note in git_link::put_back(&prepared.git_links) {
@@ -281,6 +268,7 @@ pub async fn run_shell(
             prepared,
             roots: env.roots.clone(),
             proxy: Arc::clone(&env.network.proxy),
+            bus: Arc::clone(&env.bus.proxy),
         };
         follow_left_running(left, detached, sink).await?;
     }
@@ -399,6 +387,8 @@ struct LeftRunning<'a> {
     roots: Vec<PathBuf>,
     /// Closes the command's proxy plan when it ends.
     proxy: Arc<ProxySupervisor>,
+    /// Closes the command's bus plan when it ends.
+    bus: Arc<BusSupervisor>,
 }
 
 /// Records `shell_command_detached` for a command left running, then follows it in a task of its own until it
@@ -412,6 +402,7 @@ async fn follow_left_running(left: LeftRunning<'_>, detached: Detached, sink: &S
         prepared,
         roots,
         proxy,
+        bus,
     } = left;
     let contained = prepared.is_some();
     let mut waits = detached.input();
@@ -456,13 +447,9 @@ async fn follow_left_running(left: LeftRunning<'_>, detached: Detached, sink: &S
             crate::sandbox::protect::remove_planted_commondirs(&roots);
             git_link::put_back(&prepared.git_links);
             let _ = std::fs::remove_file(&prepared.plan_file);
-            // Its refusals have no event to go to any more (tool_call_completed is recorded): the plan is closed
-            // so that its socket and tunnels go.
-            if let Some(plan) = &prepared.proxy
-                && let Err(error) = proxy.close(plan).await
-            {
-                tracing::debug!(%error, "the proxy plan of a command left running did not close cleanly");
-            }
+            // Its refusals have no event to go to any more (tool_call_completed is recorded): the plans are closed
+            // so that their sockets and tunnels go.
+            prepared.close_plans(&proxy, &bus).await;
             if let Some(code) = ContainedEnd::take(&prepared.report).exit_code {
                 exit_code = code;
             }
@@ -510,140 +497,4 @@ fn failed_completion(call_id: &CallId, output: String, sandbox: Option<SandboxSu
         diff: None,
         sandbox,
     })
-}
-
-/// Makes a contained call ready: the sandbox's probe, the shell's cwd and environment, the plan file; `read_only`
-/// for cautious's read-only sandbox.
-async fn prepare(
-    env: &ToolEnv,
-    shell: &HiddenShell,
-    call_id: &CallId,
-    line: &str,
-    grants: &[Grant],
-    read_only: bool,
-) -> Result<Prepared, NotPrepared> {
-    let probe = env.sandbox.current().await;
-    let bwrap = match (&probe.paths.bwrap, probe.status.available) {
-        (Some(bwrap), true) => bwrap.clone(),
-        _ => {
-            let reason = probe
-                .status
-                .reason
-                .clone()
-                .unwrap_or_else(|| "the sandbox probe failed and said no more".to_owned());
-            return Err(NotPrepared::Unavailable(reason));
-        }
-    };
-    let failed = NotPrepared::Failed;
-    let work = shell.work_dir().to_path_buf();
-    let id = format!("{:016x}", rand::random::<u64>());
-    let env_file = work.join(format!("env-{id}"));
-    // The shell's exported environment and working directory now, so `cd` and `export` of earlier calls carry over.
-    let run = shell
-        .run(&contained::env_line(&env_file), PREPARE_TIMEOUT)
-        .await
-        .map_err(|e| failed(e.to_string()))?;
-    let answer = run.answer().await;
-    let exported = std::fs::read(&env_file);
-    let _ = std::fs::remove_file(&env_file);
-    if answer.left_running() {
-        let _ = shell.interrupt().await;
-        return Err(failed(
-            "the hidden shell did not report its environment in time".to_owned(),
-        ));
-    }
-    let exported = match (answer.exit_code, exported) {
-        (Some(0), Ok(bytes)) => contained::parse_env(&bytes),
-        (code, _) => {
-            return Err(failed(format!(
-                "the hidden shell could not report its environment (`env -0` ended with {code:?}): {}",
-                answer.output.for_model(OutputLimits::MODEL)
-            )));
-        }
-    };
-    let cwd = answer
-        .cwd
-        .ok_or_else(|| failed("the hidden shell's working directory is not known".to_owned()))?;
-    let program = std::fs::read_link(format!("/proc/{}/exe", shell.pid()))
-        .map_err(|e| failed(format!("cannot find the hidden shell's program: {e}")))?;
-    let report = work.join(format!("report-{id}"));
-    let plan_file = work.join(format!("plan-{id}.json"));
-    let project_roots: Vec<PathBuf> = if env.snapshots.is_some() {
-        env.roots.clone()
-    } else {
-        Vec::new()
-    };
-    // Read with the plan, which protects the links' targets as they are now.
-    let git_links = git_link::git_links(&project_roots);
-    let mut plan = contained::call_plan(&CallPlan {
-        layout: &env.layout,
-        bwrap: &bwrap,
-        shell: &program,
-        line,
-        cwd: &cwd,
-        env: &exported,
-        project_roots: &project_roots,
-        scratch: &env.scratch,
-        grants,
-        report: &report,
-        read_only,
-    });
-    probe.fit(&mut plan);
-    let (proxy, network_note) = call_network::open(env, call_id, &mut plan).await;
-    let written = serde_json::to_vec(&plan)
-        .map_err(|e| format!("cannot encode the launch plan: {e}"))
-        .and_then(|bytes| {
-            contained::write_private(&plan_file, &bytes)
-                .map_err(|e| format!("cannot write the launch plan {}: {e}", plan_file.display()))
-        });
-    if let Err(why) = written {
-        if let Some(plan) = &proxy {
-            let _ = env.network.proxy.close(plan).await;
-        }
-        return Err(failed(why));
-    }
-    Ok(Prepared {
-        line: contained::launcher_line(&env.sandbox.options().launcher, &plan_file),
-        report,
-        plan_file,
-        git_links,
-        proxy,
-        network_note,
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use efr_protocol::wire::Mode;
-
-    use super::*;
-    use crate::turn::testing::tool_env;
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_sandbox_that_cannot_run_is_unavailable_and_the_shell_runs_nothing() {
-        let dir = tempfile::tempdir().unwrap();
-        let env = tool_env(dir.path(), "/nonexistent/bwrap", Mode::Auto);
-        let shell = env.shell.lock().await.shell().await.unwrap().clone();
-        let marker = dir.path().join("home/ran");
-        let line = format!("touch {}", marker.display());
-        match prepare(&env, &shell, &CallId("c1".into()), &line, &[], false).await {
-            Err(NotPrepared::Unavailable(reason)) => {
-                assert_eq!(reason, "bubblewrap is not installed at /nonexistent/bwrap");
-            }
-            Err(NotPrepared::Failed(why)) => panic!("expected unavailable, got {why}"),
-            Ok(prepared) => panic!("expected unavailable, got {}", prepared.line),
-        }
-        assert!(!marker.exists());
-        let status = shell.status().await.unwrap();
-        assert_eq!(status.busy, None);
-        // No one-time file is left in the shell's folder.
-        let left: Vec<_> = std::fs::read_dir(shell.work_dir())
-            .unwrap()
-            .flatten()
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .filter(|name| name.starts_with("plan-") || name.starts_with("env-") || name.starts_with("report-"))
-            .collect();
-        assert!(left.is_empty(), "{left:?}");
-        shell.close().await;
-    }
 }

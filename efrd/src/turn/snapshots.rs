@@ -26,7 +26,8 @@ use efr_protocol::wire::{FileChanges, TurnUndoSummary};
 use efr_protocol::{ErrorBody, ErrorCode};
 use tracing::warn;
 
-use super::overlap::{Presence, Window, load_maybe_other, save_maybe_other};
+use super::overlap::{Presence, Window};
+use crate::snapshot::others;
 use crate::snapshot::{Limits, Snapshot, SnapshotError, SnapshotStore, compare};
 use crate::tools::changes::{Change, DisplayRoots, file_changes_marked, unified_diff};
 
@@ -208,7 +209,7 @@ impl TurnSnapshots {
             .collect();
         if !others.is_empty() {
             let (dir, turn_id, paths) = (self.store.dir().to_path_buf(), self.turn_id, others.clone());
-            let saved = tokio::task::spawn_blocking(move || save_maybe_other(&dir, turn_id, &paths)).await;
+            let saved = tokio::task::spawn_blocking(move || others::save(&dir, turn_id, &paths)).await;
             if !matches!(saved, Ok(Ok(()))) {
                 warn!("which changes may be another turn's could not be saved: conversation.diff will not mark them");
             }
@@ -266,7 +267,7 @@ pub async fn turn_diff(
             })?;
             let compared = compare(&pre, &post)
                 .map_err(|e| ErrorBody::internal(format!("the snapshots of turn {turn_id} do not compare: {e}")))?;
-            let others = load_maybe_other(store.dir(), turn_id);
+            let others = others::load(store.dir(), turn_id);
             Ok((compared.changes, pre.root, others))
         },
     )

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use efr_protocol::wire::{Mode, Origin};
 
 use super::tools::ToolEnv;
+use crate::bus::{BusSupervisor, CallBus};
 use crate::network::{CallNetwork, ProxySupervisor};
 use crate::sandbox::plan::Layout;
 use crate::sandbox::{ProbeOptions, SandboxState};
@@ -25,11 +26,16 @@ pub fn tool_env(dir: &Path, bwrap: &str, mode: Mode) -> ToolEnv {
         home: home.clone(),
         runtime_dir: dir.join("run-user"),
         netview_off: false,
+        bus_off: false,
         kernel: Default::default(),
     };
     let proxy = Arc::new(ProxySupervisor::new(
         "/nonexistent/efr-proxy".into(),
         dir.join("run/proxy"),
+    ));
+    let bus = Arc::new(BusSupervisor::new(
+        "/nonexistent/efr-bus-proxy".into(),
+        dir.join("run/bus"),
     ));
     let layout = Layout {
         home: home.clone(),
@@ -54,12 +60,18 @@ pub fn tool_env(dir: &Path, bwrap: &str, mode: Mode) -> ToolEnv {
         snapshots: None,
         call_snapshots: Arc::default(),
         presence: None,
-        sandbox: Arc::new(SandboxState::new(options, Arc::clone(&proxy))),
+        sandbox: Arc::new(SandboxState::new(options, Arc::clone(&proxy), Arc::clone(&bus))),
         network: CallNetwork {
             allow: Vec::new(),
             deny: Vec::new(),
             home: None,
             proxy,
+        },
+        bus: CallBus {
+            config: crate::config::BusSection::default(),
+            session: None,
+            proxy: bus,
+            runtime_dir: dir.join("run-user"),
         },
         scratch: layout.scratch_root.join("c1"),
         layout,

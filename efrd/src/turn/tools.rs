@@ -61,6 +61,9 @@ pub struct ToolEnv {
     pub sandbox: Arc<SandboxState>,
     /// The network of auto's contained calls: `[network]` as it was at the turn's start, and the proxy.
     pub network: CallNetwork,
+    /// The D-Bus of auto's contained calls: `[bus]` and the session bus as they were at the turn's start, and the
+    /// bus proxy.
+    pub bus: crate::bus::CallBus,
     /// The folders of a contained call's base plan.
     pub layout: Layout,
     /// The conversation's `$SCRATCH` (`<state root>/scratch/<conversation id>`), made (mode 0700) by the first
@@ -126,12 +129,14 @@ pub async fn run_call(
     };
     let mut launch = kind.map(LaunchKind::to_wire);
     // Auto's shell calls reach the hosts of `[network] allow` through efr-proxy, one host grant each (none without
-    // an allow list or without the proxy program: no network).
+    // an allow list or without the proxy program: no network), and the session bus through efr-bus-proxy's filter
+    // (none without a session bus or without the program).
     if kind == Some(LaunchKind::Contained)
         && matches!(work, CallWork::Shell { .. })
         && let Some(Launch::Contained { grants }) = launch.as_mut()
     {
         grants.extend(env.network.grants());
+        grants.extend(env.bus.grants());
     }
     let manual_input = matches!(&work, CallWork::Shell { command, .. } if !nested_shell(command));
     let started = EventBody::ToolCallStarted(ToolCallStarted {

@@ -16,6 +16,7 @@
 //! afresh against the tree, finishes it: what was done is now `skip` (done).
 
 pub mod apply;
+pub mod collect;
 pub mod journal;
 pub mod plan;
 pub mod refs;

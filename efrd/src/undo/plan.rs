@@ -89,9 +89,18 @@ fn same(a: Option<&FileEntry>, b: Option<&FileEntry>) -> bool {
 
 /// Plans the move of `root` from `from` (the state the turn left, for an undo its post snapshot) to `to` (for an
 /// undo its pre snapshot), given `current`, a snapshot of the tree now. Three snapshots of the same root; `blobs` is
-/// the store they stored their contents in. With `force`, a conflict becomes a `trash` entry and its write.
+/// the store they stored their contents in. With `force`, a conflict becomes a `trash` entry and its write. A path of
+/// `others` (relative to the root: a change that may be another turn's, [`crate::snapshot::others`]) is a conflict
+/// even when the tree still holds what the turn left: undoing it could undo another turn's work.
 #[must_use]
-pub fn plan(from: &Snapshot, to: &Snapshot, current: &Snapshot, blobs: PathBuf, force: bool) -> Plan {
+pub fn plan(
+    from: &Snapshot,
+    to: &Snapshot,
+    current: &Snapshot,
+    blobs: PathBuf,
+    force: bool,
+    others: &BTreeSet<String>,
+) -> Plan {
     let paths: BTreeSet<&String> = from.files.keys().chain(to.files.keys()).collect();
     let mut entries = Vec::new();
     let mut conflicts = Vec::new();
@@ -135,7 +144,7 @@ pub fn plan(from: &Snapshot, to: &Snapshot, current: &Snapshot, blobs: PathBuf, 
         };
         if same(now, target) {
             entries.push(entry(Action::Skip, Some(Reason::Done)));
-        } else if same(now, source) {
+        } else if same(now, source) && !others.contains(path) {
             entries.push(entry(write, None));
         } else {
             conflicts.push(path.clone());

@@ -10,7 +10,7 @@ pub const MAX_NOT_COVERED: usize = 20;
 /// Adds the root `shown` (its pre and post snapshots) to `summary`: the changed files undo can restore, the refs the
 /// turn moved, the changed paths it cannot restore and the build outputs it does not cover.
 pub fn add_root(summary: &mut TurnUndoSummary, shown: &str, pre: &Snapshot, post: &Snapshot) {
-    let plan = super::plan::plan(post, pre, post, std::path::PathBuf::new(), false);
+    let plan = super::plan::plan(post, pre, post, std::path::PathBuf::new(), false, &Default::default());
     let mut files = 0;
     let mut missing: Vec<String> = Vec::new();
     for entry in &plan.entries {

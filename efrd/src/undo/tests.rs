@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use super::journal::{self, Journal, State};
-use super::trash::Trash;
+use super::trash::{self, Trash, TrashBounds};
 use super::*;
 use crate::snapshot::{Cover, Limits, Snapshot, SnapshotStore};
 use crate::tools::changes::git_tests::{git, init_repo};
@@ -98,9 +98,9 @@ impl Fixture {
     /// Moves the tree from `from` to `to` as undo does (an undo: post → pre; a redo: pre → post).
     fn apply(&self, from: &Snapshot, to: &Snapshot, force: bool, undo_id: &str) -> (Plan, Applied) {
         let current = self.snapshot();
-        let plan = plan(from, to, &current, self.store.blobs(), force);
+        let plan = plan(from, to, &current, self.store.blobs(), force, &Default::default());
         let mut journal = Journal::begin(&self.state.join("undo"), "turn", undo_id, false).expect("journal");
-        let trash = Trash::new(&self.state.join("trash"), undo_id);
+        let trash = Trash::new(&self.state.join("trash"), undo_id, 0);
         let applied = apply(&plan, &trash, &mut journal);
         journal
             .finish(if applied.stopped { State::Stopped } else { State::Done })
@@ -217,7 +217,7 @@ fn a_conflict_is_refused_and_with_force_the_users_version_goes_to_the_trash() {
     write(root, "a.txt", "the user's edit after the turn\n");
 
     let current = f.snapshot();
-    let refused = plan(&post, &pre, &current, f.store.blobs(), false);
+    let refused = plan(&post, &pre, &current, f.store.blobs(), false, &Default::default());
     assert_eq!(refused.conflicts, vec!["a.txt".to_owned()]);
     assert!(!refused.writes(), "without force nothing is written");
 
@@ -231,21 +231,23 @@ fn a_conflict_is_refused_and_with_force_the_users_version_goes_to_the_trash() {
     );
     assert_eq!(std::fs::read(root.join("a.txt")).expect("read"), b"mine\n");
     let trash = f.state.join("trash");
-    let items = Trash::list(&trash);
+    let items = trash::list(&trash);
     assert_eq!(items.len(), 1);
     assert_eq!(
         std::fs::read(trash.join("u1/files/a.txt")).expect("trashed"),
         b"the user's edit after the turn\n"
     );
     // Restore from the trash refuses to overwrite, and puts the file back once the path is free.
-    assert!(Trash::restore(&trash, &items[0]).is_err());
+    assert!(trash::restore(&trash, &items[0], None).is_err());
     std::fs::remove_file(root.join("a.txt")).expect("rm");
-    Trash::restore(&trash, &items[0]).expect("restore");
+    trash::restore(&trash, &items[0], None).expect("restore");
     assert_eq!(
         std::fs::read(root.join("a.txt")).expect("read"),
         b"the user's edit after the turn\n"
     );
-    assert_eq!(Trash::expire(&trash, std::time::Duration::ZERO, 0), 1);
+    // The restore took the undo's last file: its folder went with it.
+    assert!(trash::list(&trash).is_empty());
+    assert_eq!(trash::expire(&trash, TrashBounds::default(), None), 0);
 }
 
 #[test]
@@ -264,10 +266,17 @@ fn a_write_that_fails_midway_stops_and_a_second_undo_finishes() {
     // b.txt's folder entry is taken by a folder now: its write fails, c.txt is not reached.
     std::fs::remove_file(root.join("b.txt")).expect("rm");
     let current_before_fault = post.clone();
-    let plan_ = plan(&post, &pre, &current_before_fault, f.store.blobs(), false);
+    let plan_ = plan(
+        &post,
+        &pre,
+        &current_before_fault,
+        f.store.blobs(),
+        false,
+        &Default::default(),
+    );
     std::fs::create_dir(root.join("b.txt")).expect("mkdir");
     let mut journal = Journal::begin(&f.state.join("undo"), "turn", "u1", false).expect("journal");
-    let applied = apply(&plan_, &Trash::new(&f.state.join("trash"), "u1"), &mut journal);
+    let applied = apply(&plan_, &Trash::new(&f.state.join("trash"), "u1", 0), &mut journal);
     assert!(applied.stopped);
     assert_eq!(
         actions(&applied),

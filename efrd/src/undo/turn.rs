@@ -2,9 +2,9 @@
 //! the writes with their journal, the refs. The method handler resolves the conversation and the turn, lists the
 //! turns and records undo_applied.
 
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 use efr_protocol::ids::TurnId;
 use efr_protocol::wire::{UndoAction, UndoEntry, UndoReason, UndoRef, UndoRefusal, UndoRefusalKind};
@@ -14,14 +14,8 @@ use super::plan::{Action, Plan, Reason, plan};
 use super::refs::move_refs;
 use super::root_id;
 use super::summary::show;
-use super::trash::Trash;
+use super::trash::{self, Trash};
 use crate::snapshot::{GitRefs, Snapshot, SnapshotPhase, SnapshotStore};
-
-/// How long the trash keeps an undo's files.
-pub const TRASH_MAX_AGE: Duration = Duration::from_secs(30 * 24 * 3600);
-
-/// The most bytes the trash holds; the oldest undos' files go first past it.
-pub const TRASH_MAX_BYTES: u64 = 4 << 30;
 
 /// The plan of one root: its index, the paths, and its refs as the turn left them, as undo leaves them and now.
 type RootPlan = (usize, Plan, Option<(GitRefs, GitRefs, GitRefs)>);
@@ -158,6 +152,7 @@ pub fn undo_turn(store: &Arc<SnapshotStore>, ask: Ask, running: bool) -> Result<
             record.done.len()
         ));
     }
+    let maybe_other = crate::snapshot::others::load(store.dir(), ask.turn_id);
     let mut plans: Vec<RootPlan> = Vec::new();
     for (index, (pre, post)) in pairs.into_iter().enumerate() {
         let Some(post) = post else { continue };
@@ -169,7 +164,15 @@ pub fn undo_turn(store: &Arc<SnapshotStore>, ask: Ask, running: bool) -> Result<
             continue;
         };
         store.remember(&current);
-        let root_plan = plan(&from, &to, &current, store.blobs(), ask.force);
+        let others = relative_to(&from.root, &maybe_other);
+        if !others.is_empty() {
+            done.notes.push(format!(
+                "{} changed while another turn ran in the project: those changes may be the other turn's, so they \
+                 are conflicts (force moves what is there now to the trash)",
+                plural(others.len(), "path")
+            ));
+        }
+        let root_plan = plan(&from, &to, &current, store.blobs(), ask.force, &others);
         let refs = match (from.refs.clone(), to.refs.clone(), current.refs.clone()) {
             (Some(a), Some(b), Some(c)) => Some((a, b, c)),
             _ => None,
@@ -230,9 +233,7 @@ pub fn undo_turn(store: &Arc<SnapshotStore>, ask: Ask, running: bool) -> Result<
     }
     // A random id (the uuid of a fresh id of the protocol crate: v4).
     let undo_id = format!("undo-{}", efr_protocol::ids::CommandId::new().0.simple());
-    let trash_dir = store.dir().join("trash");
-    Trash::expire(&trash_dir, TRASH_MAX_AGE, TRASH_MAX_BYTES);
-    let trash = Trash::new(&trash_dir, &undo_id);
+    let trash_dir = store.trash_dir();
     let Ok(mut journal) = Journal::begin(&undo_dir, &turn, &undo_id, ask.redo) else {
         done.notes
             .push("the undo journal cannot be written: nothing was changed".to_owned());
@@ -250,7 +251,11 @@ pub fn undo_turn(store: &Arc<SnapshotStore>, ask: Ask, running: bool) -> Result<
             }));
             continue;
         }
+        let trash = Trash::new(&trash_dir, &undo_id, *index);
         let applied = super::apply(root_plan, &trash, &mut journal);
+        if applied.trashed > 0 && done.trash.is_none() {
+            done.trash = Some(trash.folder());
+        }
         done.restored += applied.restored;
         done.trashed += applied.trashed;
         done.deleted += applied.deleted;
@@ -270,8 +275,9 @@ pub fn undo_turn(store: &Arc<SnapshotStore>, ask: Ask, running: bool) -> Result<
     if journal.finish(state).is_err() {
         done.notes.push("the undo journal could not be closed".to_owned());
     }
-    if done.trashed > 0 {
-        let folder = trash.folder();
+    if let Some(folder) = done.trash.clone() {
+        // The trash is bounded when it is written: the oldest undos' files go (never this undo's).
+        trash::expire(&trash_dir, store.trash_bounds(), Some(&undo_id));
         done.notes.push(format!(
             "{} changed since the turn: {} in efr's trash, {}",
             if done.trashed == 1 { "a file" } else { "files" },
@@ -282,7 +288,6 @@ pub fn undo_turn(store: &Arc<SnapshotStore>, ask: Ask, running: bool) -> Result<
             },
             folder.display()
         ));
-        done.trash = Some(folder);
     }
     count(&mut done);
     done.undo_id = Some(undo_id);
@@ -342,5 +347,23 @@ fn wire_ref(root: &str, one: super::refs::RefMove) -> UndoRef {
         to: one.to,
         applied: one.applied,
         reason: one.conflict.then_some(UndoReason::Conflict),
+    }
+}
+
+/// The paths of `paths` (absolute) under `root`, relative to it and `/`-separated, as a snapshot names them.
+fn relative_to(root: &std::path::Path, paths: &BTreeSet<PathBuf>) -> BTreeSet<String> {
+    paths
+        .iter()
+        .filter_map(|path| path.strip_prefix(root).ok())
+        .filter_map(|rest| rest.to_str())
+        .map(str::to_owned)
+        .collect()
+}
+
+fn plural(n: usize, word: &str) -> String {
+    if n == 1 {
+        format!("1 {word}")
+    } else {
+        format!("{n} {word}s")
     }
 }

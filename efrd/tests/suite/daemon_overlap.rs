@@ -59,7 +59,7 @@ async fn two_turns_in_one_project_claim_their_own_changes_and_mark_the_others() 
     let efrd = daemon(home.path(), &server);
     let mut first = efrd.client().await.unwrap();
     let mut second = efrd.client().await.unwrap();
-    let (sent_a, _, sub_a) = start(&mut first, root, "full", "write a").await;
+    let (sent_a, conversation_a, sub_a) = start(&mut first, root, "full", "write a").await;
     let started = events_until(&mut first, sub_a, "tool_call_started").await;
     assert_eq!(started.last().unwrap()["call_id"], "call_a");
     let running = std::time::Instant::now();
@@ -107,6 +107,33 @@ async fn two_turns_in_one_project_claim_their_own_changes_and_mark_the_others() 
         .await
         .unwrap();
     assert_eq!(diff["changes"], done_a["changes"]);
+
+    // Undo of A would undo B's work too: each change that may be B's is a conflict, and nothing is written.
+    let refused = first
+        .call(
+            "turn.undo",
+            json!({"command_id": common::command_id(), "conversation_id": conversation_a, "turn_id": sent_a["turn_id"]}),
+        )
+        .await
+        .unwrap()
+        .unwrap_err();
+    let data = refused.data.as_ref().unwrap_or_else(|| panic!("{refused:?}"));
+    assert_eq!(data["refused"]["kind"], "conflicts", "{refused:?}");
+    assert_eq!(
+        data["refused"]["paths"],
+        json!(["a.txt", "b.txt", "go", "started"]),
+        "{refused:?}"
+    );
+    assert!(root.join("b.txt").exists() && root.join("a.txt").exists());
+    let planned = first
+        .ok(
+            "turn.undo",
+            json!({"command_id": common::command_id(), "conversation_id": conversation_a, "turn_id": sent_a["turn_id"], "dry_run": true}),
+        )
+        .await
+        .unwrap();
+    let notes = planned["notes"].to_string();
+    assert!(notes.contains("another turn ran in the project"), "{planned}");
 
     // A later turn that runs alone claims what it changes.
     server.push(Step::Reply(shell_call("call_c", "echo c > c.txt")));

@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use common::tools::{patch_call, shell_call, start, text};
 use common::{command_id, daemon, events_until, model};
 
-fn git(dir: &Path, args: &[&str]) -> String {
+pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
     let out = std::process::Command::new("git")
         .args(["-c", "user.name=t", "-c", "user.email=t@t"])
         .args(args)
@@ -34,7 +34,7 @@ fn git(dir: &Path, args: &[&str]) -> String {
 }
 
 /// Every file below `root` but `.git`: (symlink, mode, bytes or target).
-fn tree(root: &Path) -> BTreeMap<String, (bool, u32, Vec<u8>)> {
+pub(crate) fn tree(root: &Path) -> BTreeMap<String, (bool, u32, Vec<u8>)> {
     let mut found = BTreeMap::new();
     let mut stack = vec![root.to_path_buf()];
     while let Some(folder) = stack.pop() {
@@ -60,7 +60,10 @@ fn tree(root: &Path) -> BTreeMap<String, (bool, u32, Vec<u8>)> {
     found
 }
 
-async fn undo(client: &mut efr_test_support::client::Client, params: Value) -> Result<Value, efr_protocol::ErrorBody> {
+pub(crate) async fn undo(
+    client: &mut efr_test_support::client::Client,
+    params: Value,
+) -> Result<Value, efr_protocol::ErrorBody> {
     let mut params = params;
     params["command_id"] = json!(command_id());
     client.call("turn.undo", params).await.unwrap()
@@ -215,7 +218,7 @@ async fn a_turn_is_undone_and_redone_byte_for_byte_with_its_commit() {
 }
 
 /// The folder named `name` below `dir` (depth first), if any.
-fn find_folder(dir: &Path, name: &str) -> Option<std::path::PathBuf> {
+pub(crate) fn find_folder(dir: &Path, name: &str) -> Option<std::path::PathBuf> {
     for entry in std::fs::read_dir(dir).ok()? {
         let path = entry.ok()?.path();
         if path.is_dir() {
@@ -331,6 +334,15 @@ async fn an_undo_killed_midway_is_reported_and_finished_after_a_restart() {
         .await
         .unwrap_err();
     assert_eq!(again.code, ErrorCode::Conflict, "{again:?}");
+    // The turn is undone (not "nothing to undo"), with or without its id named.
+    assert_eq!(again.data.as_ref().unwrap()["refused"]["kind"], "undone", "{again:?}");
+    let named = undo(
+        &mut client,
+        json!({"conversation_id": conversation, "turn_id": turn_id}),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(named.data.as_ref().unwrap()["refused"]["kind"], "undone", "{named:?}");
     let list = undo(&mut client, json!({"conversation_id": conversation, "list": true}))
         .await
         .unwrap();

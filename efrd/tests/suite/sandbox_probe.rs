@@ -33,6 +33,7 @@ fn options(dir: &Path) -> ProbeOptions {
         home: dir.join("home"),
         runtime_dir: dir.join("run-user"),
         netview_off: false,
+        bus_off: false,
         kernel: Default::default(),
     }
 }
@@ -81,6 +82,7 @@ fn a_working_sandbox_reports_its_layers() {
     // The user's setting is reported as it is.
     let found = probe(&ProbeOptions {
         netview_off: true,
+        bus_off: false,
         ..options(dir.path())
     });
     assert!(found.status.netview_off && found.status.available);

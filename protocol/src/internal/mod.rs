@@ -11,7 +11,10 @@
 //! - [`host`]: host names and patterns, as the network rules compare them.
 //! - [`proxy`]: the control messages between efrd and `efr-proxy`.
 //! - [`bus_proxy`]: the control messages between efrd and `efr-bus-proxy`.
+//! - [`bus_policy`]: a call's bus policy and the grammar of its names and rules, shared by `efr-bus-proxy` (which
+//!   enforces it) and efrd (which checks the config's `[bus]` rules).
 
+pub mod bus_policy;
 pub mod bus_proxy;
 pub mod host;
 pub mod launch;

@@ -29,6 +29,7 @@ pub mod sandbox;
 pub mod sandbox_methods;
 pub mod shell;
 pub mod subscribe;
+pub mod trash;
 pub mod turn;
 pub mod undo;
 pub mod watch;
@@ -82,6 +83,7 @@ pub use shell::{
 pub use subscribe::{
     CompactTrigger, ConversationSubscribeParams, Draft, DraftPart, RunningTurn, Snapshot, SnapshotLive, SubscribeItem,
 };
+pub use trash::{TrashEntry, TrashListParams, TrashListResult, TrashRestoreParams, TrashRestoreResult};
 pub use turn::{Resent, TurnInterruptParams, TurnInterruptResult, WithdrawnPrompt, WithdrawnSteer};
 pub use undo::{
     TurnUndoParams, TurnUndoResult, TurnUndoSummary, UndoAction, UndoEntry, UndoReason, UndoRef, UndoRefusal,

@@ -12,6 +12,7 @@ impl Actor {
     /// Whether the actor has nothing that needs it live (see the module docs).
     pub(super) fn may_retire(&self) -> bool {
         self.running.is_none()
+            && !self.undoing
             && self.queue.is_empty()
             && self.approvals.is_empty()
             && self.open_calls.is_empty()

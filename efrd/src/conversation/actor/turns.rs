@@ -7,7 +7,7 @@ use super::*;
 impl Actor {
     /// Starts the next queued prompt when no turn runs.
     pub(super) async fn start_next(&mut self, me: &mpsc::WeakSender<Command>) {
-        while self.running.is_none() {
+        while self.running.is_none() && !self.undoing {
             let Some(queued) = self.queue.pop_front() else { return };
             let Some(tx) = me.upgrade() else { return };
             let turn_id = queued.turn_id;
@@ -149,6 +149,12 @@ impl Actor {
                 deny: self.deps.models.config().network.deny.clone(),
                 home: self.deps.roots.home.clone(),
                 proxy: Arc::clone(self.deps.sandbox.proxy()),
+            },
+            bus: crate::bus::CallBus {
+                config: self.deps.models.config().bus.clone(),
+                session: crate::bus::session_bus(),
+                proxy: Arc::clone(self.deps.sandbox.bus()),
+                runtime_dir: self.deps.sandbox.options().runtime_dir.clone(),
             },
             scratch: layout.scratch_of(self.id),
             layout,

@@ -7,6 +7,7 @@ pub mod device;
 pub mod hello;
 pub mod sandbox;
 pub mod shell;
+pub mod trash;
 pub mod undo;
 pub mod watch;
 
@@ -58,6 +59,8 @@ pub async fn unary(ctx: &RequestCtx, method: Method, raw: Option<Value>) -> Resu
         Method::PromptSend => conversation::prompt_send(ctx, raw).await,
         Method::TurnInterrupt => conversation::turn_interrupt(ctx, raw).await,
         Method::TurnUndo => undo::turn_undo(ctx, raw).await,
+        Method::TrashList => trash::trash_list(ctx, raw).await,
+        Method::TrashRestore => trash::trash_restore(ctx, raw).await,
         Method::ApprovalRespond => conversation::approval_respond(ctx, raw).await,
         Method::InputRespond => shell::input_respond(ctx, raw).await,
         Method::ShellStatus => shell::status(ctx, raw).await,

@@ -1,6 +1,10 @@
 //! turn.undo (scope operate, unary, with a command id, local only): undo, redo, dry run and list of a
 //! conversation's turns (`docs/undo.md`). The work is [`crate::undo::turn::undo_turn`]; this handler resolves the
 //! conversation and the turn from the event log, adds the commands undo cannot reverse, and records undo_applied.
+//!
+//! An undo that may write holds the conversation's gate ([`crate::conversation::ConversationHandle::begin_undo`])
+//! from its plan to its record: no turn starts meanwhile (a prompt waits in the queue). Its outcome is stored under
+//! the command id with undo_applied, so a repeat of the command id returns the first result and changes nothing.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -16,7 +20,9 @@ use serde_json::{Value, json};
 use super::conversation::of_tty;
 use super::{params, result};
 use crate::server::RequestCtx;
-use crate::undo::turn::{Ask, state_of, undo_turn};
+use crate::snapshot::SnapshotStore;
+use crate::store::CommandRecord;
+use crate::undo::turn::{Ask, Done, state_of, undo_turn};
 
 /// How many events one read of the log takes.
 const PAGE: u32 = 500;
@@ -60,6 +66,14 @@ fn unavailable(e: crate::store::StoreError) -> ErrorBody {
     ErrorBody::new(ErrorCode::Unavailable, format!("the event store failed: {e}"))
 }
 
+fn refused(kind: UndoRefusalKind) -> UndoRefusal {
+    UndoRefusal {
+        kind,
+        paths: Vec::new(),
+        more: 0,
+    }
+}
+
 /// turn.undo.
 ///
 /// # Errors
@@ -67,6 +81,18 @@ fn unavailable(e: crate::store::StoreError) -> ErrorBody {
 /// `unavailable` when the store fails.
 pub async fn turn_undo(ctx: &RequestCtx, raw: Option<Value>) -> Result<Value, ErrorBody> {
     let params: TurnUndoParams = params(raw)?;
+    if !params.list && !params.dry_run {
+        let stored = ctx
+            .daemon
+            .store
+            .command_outcome(params.command_id)
+            .await
+            .map_err(unavailable)?;
+        if let Some(stored) = stored {
+            return serde_json::from_str(&stored.result)
+                .map_err(|e| ErrorBody::internal(format!("a stored outcome does not parse: {e}")));
+        }
+    }
     let conversation = conversation_of(ctx, params.conversation_id).await?;
     let turns = read_turns(ctx, conversation).await?;
     let store = Arc::clone(&ctx.daemon.snapshots);
@@ -105,15 +131,13 @@ pub async fn turn_undo(ctx: &RequestCtx, raw: Option<Value>) -> Result<Value, Er
             ));
         }
         None => default_turn(&store, &turns, params.redo).ok_or_else(|| {
-            refusal(&UndoRefusal {
-                kind: if params.redo {
-                    UndoRefusalKind::NotUndone
-                } else {
-                    UndoRefusalKind::Nothing
-                },
-                paths: Vec::new(),
-                more: 0,
-            })
+            refusal(&refused(if params.redo {
+                UndoRefusalKind::NotUndone
+            } else if newest_is_undone(&store, &turns) {
+                UndoRefusalKind::Undone
+            } else {
+                UndoRefusalKind::Nothing
+            }))
         })?,
     };
     let info = &turns.info[&turn_id];
@@ -125,42 +149,97 @@ pub async fn turn_undo(ctx: &RequestCtx, raw: Option<Value>) -> Result<Value, Er
         force: params.force,
         redo: params.redo,
     };
-    let worker = Arc::clone(&store);
-    let done = tokio::task::spawn_blocking(move || undo_turn(&worker, ask, running))
-        .await
-        .map_err(|e| ErrorBody::internal(format!("the undo did not finish: {e}")))?
-        .map_err(|refused| refusal(&refused))?;
-    let mut entries = done.entries.clone();
-    if !params.redo {
-        entries.extend(info.commands.iter().map(|command| UndoEntry {
-            action: UndoAction::Command,
-            path: command.clone(),
-            reason: None,
-        }));
+    let title = info.title.clone();
+    let commands = if params.redo { Vec::new() } else { info.commands.clone() };
+    if params.dry_run {
+        let done = run(&store, ask, running).await?.map_err(|refused| refusal(&refused))?;
+        return result(&answer(conversation, turn_id, title, done, commands));
     }
+    let handle = ctx.daemon.conversations.get(&ctx.daemon.deps(), conversation).await?;
+    if !handle.begin_undo().await? {
+        return Err(refusal(&refused(UndoRefusalKind::Running)));
+    }
+    let origin = super::conversation::origin_of(ctx);
+    let (command_id, redo) = (params.command_id, params.redo);
+    // The undo runs to its record even when the request goes away (a closed connection): the gate opens only then.
+    let undo = tokio::spawn(async move {
+        let done = match run(&store, ask, running).await {
+            Ok(Ok(done)) => done,
+            Ok(Err(refused)) => {
+                handle.end_undo(Vec::new(), None).await?;
+                return Err(refusal(&refused));
+            }
+            Err(error) => {
+                handle.end_undo(Vec::new(), None).await?;
+                return Err(error);
+            }
+        };
+        let applied = done
+            .undo_id
+            .clone()
+            .filter(|_| done.applied || done.stopped)
+            .map(|undo_id| {
+                EventBody::UndoApplied(UndoApplied {
+                    undone_turn_id: turn_id,
+                    undo_id,
+                    redo,
+                    origin,
+                    restored: done.restored,
+                    trashed: done.trashed,
+                    deleted: done.deleted,
+                    conflicts: done.conflicts,
+                    not_covered: done.not_covered,
+                    refs: Some(done.refs.iter().filter(|one| one.applied).count() as u64).filter(|n| *n > 0),
+                    trash: done.trash.as_ref().map(|path| path.display().to_string()),
+                    stopped: done.stopped,
+                })
+            });
+        let answer = answer(conversation, turn_id, title, done, commands);
+        let command = CommandRecord {
+            command_id,
+            method: "turn.undo".to_owned(),
+            conversation_id: Some(conversation),
+            result: serde_json::to_string(&answer)
+                .map_err(|e| ErrorBody::internal(format!("cannot serialize an outcome: {e}")))?,
+            at: efr_protocol::ids::Timestamp::now(),
+        };
+        handle.end_undo(applied.into_iter().collect(), Some(command)).await?;
+        Ok(answer)
+    });
+    let answer = undo
+        .await
+        .map_err(|e| ErrorBody::internal(format!("the undo did not finish: {e}")))??;
+    result(&answer)
+}
+
+/// Runs [`undo_turn`] on a blocking thread.
+async fn run(store: &Arc<SnapshotStore>, ask: Ask, running: bool) -> Result<Result<Done, UndoRefusal>, ErrorBody> {
+    let worker = Arc::clone(store);
+    tokio::task::spawn_blocking(move || undo_turn(&worker, ask, running))
+        .await
+        .map_err(|e| ErrorBody::internal(format!("the undo did not finish: {e}")))
+}
+
+/// The result of an undo (or a dry run): its entries, then the commands undo cannot reverse, at most
+/// [`TurnUndoResult::MAX_ENTRIES`].
+fn answer(
+    conversation: ConversationId,
+    turn_id: TurnId,
+    title: Option<String>,
+    done: Done,
+    commands: Vec<String>,
+) -> TurnUndoResult {
+    let mut entries = done.entries;
+    entries.extend(commands.into_iter().map(|command| UndoEntry {
+        action: UndoAction::Command,
+        path: command,
+        reason: None,
+    }));
     let entries_more = entries.len().saturating_sub(TurnUndoResult::MAX_ENTRIES) as u64;
     entries.truncate(TurnUndoResult::MAX_ENTRIES);
-    if let Some(undo_id) = done.undo_id.clone().filter(|_| done.applied || done.stopped) {
-        let handle = ctx.daemon.conversations.get(&ctx.daemon.deps(), conversation).await?;
-        let applied = EventBody::UndoApplied(UndoApplied {
-            undone_turn_id: turn_id,
-            undo_id,
-            redo: params.redo,
-            origin: super::conversation::origin_of(ctx),
-            restored: done.restored,
-            trashed: done.trashed,
-            deleted: done.deleted,
-            conflicts: done.conflicts,
-            not_covered: done.not_covered,
-            refs: Some(done.refs.iter().filter(|one| one.applied).count() as u64).filter(|n| *n > 0),
-            trash: done.trash.as_ref().map(|path| path.display().to_string()),
-            stopped: done.stopped,
-        });
-        handle.record_outside_turn(vec![applied]).await?;
-    }
-    result(&TurnUndoResult {
+    TurnUndoResult {
         turn_id: Some(turn_id),
-        title: info.title.clone(),
+        title,
         undo_id: done.undo_id,
         trash: done.trash.map(|path| path.display().to_string()),
         applied: done.applied,
@@ -171,7 +250,7 @@ pub async fn turn_undo(ctx: &RequestCtx, raw: Option<Value>) -> Result<Value, Er
         refs: done.refs,
         notes: done.notes,
         ..empty(conversation)
-    })
+    }
 }
 
 fn empty(conversation_id: ConversationId) -> TurnUndoResult {
@@ -208,8 +287,19 @@ fn refusal(refused: &UndoRefusal) -> ErrorBody {
     ErrorBody::new(ErrorCode::Conflict, message).with_data(json!({ "refused": refused }))
 }
 
+/// Whether the newest ended turn with snapshots is undone (and its undo finished): an undo without a turn named
+/// is then refused as `undone`, not `nothing`.
+fn newest_is_undone(store: &SnapshotStore, turns: &Turns) -> bool {
+    turns
+        .order
+        .iter()
+        .rev()
+        .find(|turn_id| turns.info[*turn_id].ended && store.load(&format!("{turn_id}-pre")).is_ok())
+        .is_some_and(|turn_id| state_of(store, *turn_id) == (true, false))
+}
+
 /// The newest ended turn with covered snapshots that is not undone; with `redo`, the newest undone one.
-fn default_turn(store: &crate::snapshot::SnapshotStore, turns: &Turns, redo: bool) -> Option<TurnId> {
+fn default_turn(store: &SnapshotStore, turns: &Turns, redo: bool) -> Option<TurnId> {
     turns.order.iter().rev().copied().find(|turn_id| {
         let info = &turns.info[turn_id];
         let (undone, stopped) = state_of(store, *turn_id);

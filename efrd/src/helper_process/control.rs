@@ -1,8 +1,8 @@
-//! efrd's end of `efr-proxy`'s control socket: requests out, their answers back by id
-//! (`efr_protocol::internal::proxy`: the public protocol's framing and request frames, no `hello`).
+//! efrd's end of a helper's control socket (`efr-proxy`, `efr-bus-proxy`): requests out, their answers back by id
+//! (`efr_protocol::internal::proxy` and `bus_proxy`: the public protocol's framing and request frames, no `hello`).
 //!
 //! One task owns the socket. A request gets an id, goes out as `{"id", "method", "params"}`, and waits for its
-//! `item` and `end` (or `error`). When the socket closes (the proxy ended), every waiting request fails and
+//! `item` and `end` (or `error`). When the socket closes (the helper ended), every waiting request fails and
 //! [`Control::closed`] fires.
 
 use std::collections::HashMap;
@@ -26,41 +26,43 @@ const QUEUE: usize = 64;
 
 type Answer = Result<Value, String>;
 
-/// A handle to one proxy's control socket. Cheap to clone.
+/// A handle to one helper's control socket. Cheap to clone.
 #[derive(Debug, Clone)]
 pub struct Control {
+    /// The helper's program name, for messages.
+    name: &'static str,
     requests: mpsc::Sender<(String, Value, oneshot::Sender<Answer>)>,
     closed: CancellationToken,
 }
 
 impl Control {
-    /// Starts the task that owns `stream`.
+    /// Starts the task that owns `stream`, the control socket of the helper `name` (such as `efr-proxy`).
     #[must_use]
-    pub fn start(stream: UnixStream) -> Self {
+    pub fn start(name: &'static str, stream: UnixStream) -> Self {
         let (requests, queue) = mpsc::channel(QUEUE);
         let closed = CancellationToken::new();
-        tokio::spawn(serve(stream, queue, closed.clone()));
-        Self { requests, closed }
+        tokio::spawn(serve(name, stream, queue, closed.clone()));
+        Self { name, requests, closed }
     }
 
     /// Sends `method` with `params` and waits for its one item.
     ///
     /// # Errors
-    /// The proxy answered with an error (its message), or the socket closed before the answer.
+    /// The helper answered with an error (its message), or the socket closed before the answer.
     pub async fn call<P: Serialize, T: DeserializeOwned>(&self, method: &str, params: &P) -> Result<T, String> {
         let params = serde_json::to_value(params).map_err(|e| format!("cannot encode {method}: {e}"))?;
         let (tx, rx) = oneshot::channel();
         self.requests
             .send((method.to_owned(), params, tx))
             .await
-            .map_err(|_| "efr-proxy's control socket is closed".to_owned())?;
+            .map_err(|_| format!("{}'s control socket is closed", self.name))?;
         let item = rx
             .await
-            .map_err(|_| "efr-proxy's control socket closed before it answered".to_owned())??;
-        serde_json::from_value(item).map_err(|e| format!("efr-proxy's answer to {method} does not parse: {e}"))
+            .map_err(|_| format!("{}'s control socket closed before it answered", self.name))??;
+        serde_json::from_value(item).map_err(|e| format!("{}'s answer to {method} does not parse: {e}", self.name))
     }
 
-    /// Fires when the socket has closed (the proxy ended or broke the protocol).
+    /// Fires when the socket has closed (the helper ended or broke the protocol).
     #[must_use]
     pub fn closed(&self) -> CancellationToken {
         self.closed.clone()
@@ -69,6 +71,7 @@ impl Control {
 
 /// The task: writes requests, reads answers, until the socket closes or every handle is gone.
 async fn serve(
+    name: &'static str,
     stream: UnixStream,
     mut queue: mpsc::Receiver<(String, Value, oneshot::Sender<Answer>)>,
     closed: CancellationToken,
@@ -86,16 +89,16 @@ async fn serve(
                 next_id += 1;
                 let frame = ClientFrame::Request(Request { id, method, params: Some(params), ack: false });
                 if let Err(error) = framed.send(frame).await {
-                    let _ = answer.send(Err(format!("cannot write to efr-proxy: {error}")));
-                    break format!("cannot write to efr-proxy: {error}");
+                    let _ = answer.send(Err(format!("cannot write to {name}: {error}")));
+                    break format!("cannot write to {name}: {error}");
                 }
                 waiting.insert(id, (None, answer));
             }
             frame = framed.next() => {
                 let object = match frame {
                     Some(Ok(object)) => object,
-                    Some(Err(error)) => break format!("efr-proxy's control frames broke: {error}"),
-                    None => break "efr-proxy closed its control socket".to_owned(),
+                    Some(Err(error)) => break format!("{name}'s control frames broke: {error}"),
+                    None => break format!("{name} closed its control socket"),
                 };
                 match ServerFrame::from_object(object) {
                     Ok(ServerFrame::Item { id, item }) => {
@@ -105,7 +108,7 @@ async fn serve(
                     }
                     Ok(ServerFrame::End { id }) => {
                         if let Some((item, answer)) = waiting.remove(&id) {
-                            let _ = answer.send(item.ok_or_else(|| "efr-proxy ended the request without an answer".to_owned()));
+                            let _ = answer.send(item.ok_or_else(|| format!("{name} ended the request without an answer")));
                         }
                     }
                     Ok(ServerFrame::Error { id: Some(id), error }) => {
@@ -114,15 +117,15 @@ async fn serve(
                         }
                     }
                     Ok(ServerFrame::Error { id: None, error }) => {
-                        break format!("efr-proxy refused a control frame: {}", error.message);
+                        break format!("{name} refused a control frame: {}", error.message);
                     }
                     Ok(ServerFrame::Ack(_)) => {}
-                    Err(error) => break format!("efr-proxy sent a frame that does not parse: {error}"),
+                    Err(error) => break format!("{name} sent a frame that does not parse: {error}"),
                 }
             }
         }
     };
-    tracing::debug!(reason = %why, "efr-proxy's control socket ended");
+    tracing::debug!(helper = name, reason = %why, "a helper's control socket ended");
     for (_, (_, answer)) in waiting.drain() {
         let _ = answer.send(Err(why.clone()));
     }

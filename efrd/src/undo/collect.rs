@@ -1,0 +1,91 @@
+//! The collection of old snapshots (`docs/undo.md`, "What the store keeps"): at efrd's start, before any turn, the
+//! snapshots of each conversation's turns older than its newest `[undo] keep_turns` with snapshots are removed, and
+//! those of turns that no conversation holds any more (a deleted conversation); then the contents that no kept
+//! snapshot holds. A turn's snapshots are named `<turn_id>-pre`, `<turn_id>-post` and `<turn_id>-{pre,post}-<n>`
+//! ([`super::root_id`]); a snapshot of another name is left alone.
+
+use std::collections::{HashMap, HashSet};
+
+use efr_protocol::ids::{ConversationId, TurnId};
+
+use crate::snapshot::{SnapshotError, SnapshotStore};
+
+/// The length of a turn id's text (a hyphenated UUID).
+const TURN_ID_LEN: usize = 36;
+
+/// The turn a snapshot id belongs to, when it is a turn's.
+fn turn_of(id: &str) -> Option<TurnId> {
+    let (turn, rest) = id.split_at_checked(TURN_ID_LEN)?;
+    (rest.starts_with("-pre") || rest.starts_with("-post"))
+        .then(|| turn.parse().ok())
+        .flatten()
+}
+
+/// The turns whose snapshots are kept: of each conversation, the newest `keep_turns` that have snapshots. `turns`
+/// is every turn with its conversation, oldest first (the event log's order).
+#[must_use]
+pub fn kept_turns(
+    turns: &[(ConversationId, TurnId)],
+    with_snapshots: &HashSet<TurnId>,
+    keep_turns: usize,
+) -> HashSet<TurnId> {
+    let mut per: HashMap<ConversationId, Vec<TurnId>> = HashMap::new();
+    for (conversation, turn) in turns {
+        if with_snapshots.contains(turn) {
+            per.entry(*conversation).or_default().push(*turn);
+        }
+    }
+    per.into_values()
+        .flat_map(|turns| {
+            let skip = turns.len().saturating_sub(keep_turns);
+            turns.into_iter().skip(skip)
+        })
+        .collect()
+}
+
+/// Removes the snapshots of the turns [`kept_turns`] does not keep, then the contents no kept snapshot holds;
+/// returns (snapshots removed, contents removed). Blocks: call it from `spawn_blocking`, while no turn runs.
+///
+/// # Errors
+/// [`SnapshotError`] from the store (what was removed before it stays removed).
+pub fn collect(
+    store: &SnapshotStore,
+    turns: &[(ConversationId, TurnId)],
+    keep_turns: usize,
+) -> Result<(u64, u64), SnapshotError> {
+    let with_snapshots: HashSet<TurnId> = store.ids()?.iter().filter_map(|id| turn_of(id)).collect();
+    let kept = kept_turns(turns, &with_snapshots, keep_turns);
+    let removed = store.prune(|id| turn_of(id).is_some_and(|turn| !kept.contains(&turn)))?;
+    for turn in with_snapshots.difference(&kept) {
+        crate::snapshot::others::remove(store.dir(), *turn);
+    }
+    Ok(removed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_snapshot_id_names_its_turn_and_other_ids_name_none() {
+        let turn = TurnId::new();
+        for id in [format!("{turn}-pre"), format!("{turn}-post"), format!("{turn}-post-2")] {
+            assert_eq!(turn_of(&id), Some(turn), "{id}");
+        }
+        for id in ["first", "warm-0", &format!("{turn}-other"), &format!("{turn}")] {
+            assert_eq!(turn_of(id), None, "{id}");
+        }
+    }
+
+    #[test]
+    fn each_conversation_keeps_its_newest_turns_with_snapshots() {
+        let (a, b) = (ConversationId::new(), ConversationId::new());
+        let t: Vec<TurnId> = (0..6).map(|_| TurnId::new()).collect();
+        // a: t0, t1 (no snapshots), t2, t3; b: t4, t5.
+        let turns = [(a, t[0]), (a, t[1]), (b, t[4]), (a, t[2]), (a, t[3]), (b, t[5])];
+        let with: HashSet<TurnId> = [t[0], t[2], t[3], t[4], t[5]].into();
+        let kept = kept_turns(&turns, &with, 2);
+        assert_eq!(kept, [t[2], t[3], t[4], t[5]].into());
+        assert_eq!(kept_turns(&turns, &with, 0), HashSet::new());
+    }
+}
