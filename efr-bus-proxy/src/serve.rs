@@ -66,20 +66,48 @@ pub async fn serve(listener: UnixListener, plan: Arc<Plan>) {
     }
 }
 
-/// Serves one client until either side closes.
+/// Serves one client until either side closes. When the bus is unreachable or ends the connection (a bus that
+/// stops or restarts), the plan's refusals count it as `org.freedesktop.DBus` `Disconnected` at
+/// `/org/freedesktop/DBus/Local` (the D-Bus specification's name for a connection's end), so the call's report says
+/// its bus went away.
 ///
 /// # Errors
 /// Why the connection ended badly: the bus could not be reached or refused the login, the client broke the
 /// authentication or the framing, or sent what ends a connection (a message over the limit, none but Hello first).
 pub async fn connection(client: UnixStream, plan: &Plan) -> Result<(), String> {
+    let served = relay(client, plan).await;
+    if let Err(Ended::Bus(_)) = &served {
+        plan.refusals
+            .add(DRIVER, Some("Disconnected"), Some("/org/freedesktop/DBus/Local"));
+    }
+    served.map_err(Ended::into_message)
+}
+
+/// How a connection ended badly, by side.
+enum Ended {
+    /// The bus could not be reached, refused the login, or closed.
+    Bus(String),
+    /// The client, or what the filter makes of it.
+    Client(String),
+}
+
+impl Ended {
+    fn into_message(self) -> String {
+        match self {
+            Self::Bus(why) | Self::Client(why) => why,
+        }
+    }
+}
+
+async fn relay(client: UnixStream, plan: &Plan) -> Result<(), Ended> {
     let mut client = Conn::new(client, plan.max_message);
     let bus = UnixStream::connect(&plan.upstream)
         .await
-        .map_err(|e| format!("cannot connect to the bus at {}: {e}", plan.upstream.display()))?;
+        .map_err(|e| Ended::Bus(format!("cannot connect to the bus at {}: {e}", plan.upstream.display())))?;
     let mut bus = Conn::new(bus, plan.max_message);
-    let (guid, _) = sasl::login(&mut bus, plan.uid).await?;
-    let unique = hello(&mut bus).await?;
-    let agreed = sasl::accept(&mut client, &guid).await?;
+    let (guid, _) = sasl::login(&mut bus, plan.uid).await.map_err(Ended::Bus)?;
+    let unique = hello(&mut bus).await.map_err(Ended::Bus)?;
+    let agreed = sasl::accept(&mut client, &guid).await.map_err(Ended::Client)?;
     let mut filter = Filter::new(
         Arc::clone(&plan.policy),
         Arc::clone(&plan.refusals),
@@ -91,12 +119,16 @@ pub async fn connection(client: UnixStream, plan: &Plan) -> Result<(), String> {
             read = client.read_message() => (true, read),
             read = bus.read_message() => (false, read),
         };
-        let side = if from_client { "the client" } else { "the bus" };
-        let Some((message, fds)) = read.map_err(|e| format!("{side}: {e}"))? else {
+        let read = match read {
+            Ok(read) => read,
+            Err(e) if from_client => return Err(Ended::Client(format!("the client: {e}"))),
+            Err(e) => return Err(Ended::Bus(format!("the bus: {e}"))),
+        };
+        let Some((message, fds)) = read else {
             return if from_client {
                 Ok(())
             } else {
-                Err("the bus closed the connection".to_owned())
+                Err(Ended::Bus("the bus closed the connection".to_owned()))
             };
         };
         let actions = if from_client {
@@ -106,9 +138,15 @@ pub async fn connection(client: UnixStream, plan: &Plan) -> Result<(), String> {
         };
         for action in actions {
             match action {
-                Action::ToClient(message) => client.send(&message).await.map_err(|e| format!("the client: {e}"))?,
-                Action::ToBus(message) => bus.send(&message).await.map_err(|e| format!("the bus: {e}"))?,
-                Action::Close(why) => return Err(why),
+                Action::ToClient(message) => client
+                    .send(&message)
+                    .await
+                    .map_err(|e| Ended::Client(format!("the client: {e}")))?,
+                Action::ToBus(message) => bus
+                    .send(&message)
+                    .await
+                    .map_err(|e| Ended::Bus(format!("the bus: {e}")))?,
+                Action::Close(why) => return Err(Ended::Client(why)),
             }
         }
     }

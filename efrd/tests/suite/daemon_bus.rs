@@ -423,4 +423,12 @@ async fn a_bus_restarted_mid_call_closes_the_calls_connection_and_a_new_one_work
         "a new connection reaches the restarted bus: {output}"
     );
     assert_eq!(done["status"], "ok", "{done}");
+    // The bus's end is in the call's report: the held connection's Disconnected.
+    let refused = &done["sandbox"]["bus_refused"];
+    assert!(
+        refused.as_array().is_some_and(|all| all
+            .iter()
+            .any(|r| r["member"] == "Disconnected" && r["name"] == "org.freedesktop.DBus")),
+        "{done}"
+    );
 }
