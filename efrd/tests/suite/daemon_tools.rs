@@ -140,6 +140,7 @@ async fn an_interrupt_while_a_question_waits_ends_the_turn_cleanly() {
         .unwrap();
     let rest = common::events_through(&mut client, id, "turn_interrupted").await;
     let kinds: Vec<&str> = rest.iter().map(|e| e["kind"].as_str().unwrap()).collect();
+    // The last snapshots of the project and of `$SCRATCH` (made before the turn's first snapshot, for undo).
     assert_eq!(
         kinds,
         [
@@ -147,9 +148,12 @@ async fn an_interrupt_while_a_question_waits_ends_the_turn_cleanly() {
             "approval_resolved",
             "tool_call_completed",
             "snapshot_taken",
+            "snapshot_taken",
             "turn_interrupted"
         ]
     );
+    assert_eq!(rest[3]["root"], ".");
+    assert_eq!(rest[4]["root"], "$SCRATCH");
     assert_eq!(rest[1]["decision"], "deny");
     assert_eq!(rest[2]["status"], "denied");
     // No model call after the interrupt.
