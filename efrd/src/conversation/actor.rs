@@ -7,7 +7,7 @@
 //!   stored outcome and records nothing (also when two arrive at once: the store keeps the first).
 //! - One turn runs at a time; queued prompts run in order as turns end.
 //!
-//! Parts: `context` (conversation.context), `prompt` (the inputs of a turn's prompt), `questions` (approval
+//! Parts: `commit` (numbering, committing and broadcasting events; stored outcomes), `context` (conversation.context), `prompt` (the inputs of a turn's prompt), `questions` (approval
 //! questions, input.respond, shell.status, shell.interrupt) and `turns` (starting the next queued prompt, a turn's
 //! end).
 
@@ -62,6 +62,9 @@ fn home_dir(roots: &crate::config::Roots) -> PathBuf {
     roots.home.clone().unwrap_or_else(|| PathBuf::from("/"))
 }
 
+mod commit;
+pub(in crate::conversation) use commit::store_error;
+use commit::{CommitRefused, decode_outcome};
 mod context;
 mod prompt;
 mod questions;
@@ -522,143 +525,6 @@ impl Actor {
                 last_seq: 0,
             },
         }
-    }
-
-    async fn stored_outcome<T: DeserializeOwned>(&self, command_id: CommandId) -> Result<Option<T>, ErrorBody> {
-        match self.deps.store.command_outcome(command_id).await.map_err(store_error)? {
-            Some(record) => decode_outcome(&record).map(Some),
-            None => Ok(None),
-        }
-    }
-
-    fn command_record<T: Serialize>(
-        &self,
-        command_id: CommandId,
-        method: &str,
-        result: &T,
-    ) -> Result<CommandRecord, ErrorBody> {
-        Ok(CommandRecord {
-            command_id,
-            method: method.to_owned(),
-            conversation_id: Some(self.id),
-            result: serde_json::to_string(result)
-                .map_err(|e| ErrorBody::internal(format!("cannot serialize an outcome: {e}")))?,
-            at: Timestamp::now(),
-        })
-    }
-
-    /// Numbers, commits and broadcasts `bodies` (with the summary row and an optional command outcome).
-    async fn commit(
-        &mut self,
-        bodies: Vec<(Option<TurnId>, EventBody)>,
-        command: Option<CommandRecord>,
-    ) -> Result<Vec<Arc<Event>>, CommitRefused> {
-        let at = Timestamp::now();
-        let events: Vec<Event> = bodies
-            .into_iter()
-            .zip(self.last_seq + 1..)
-            .map(|((turn_id, body), seq)| Event {
-                seq,
-                at,
-                conversation_id: self.id,
-                turn_id,
-                body,
-            })
-            .collect();
-        let mut rows = Vec::with_capacity(events.len());
-        for event in &events {
-            let body = serde_json::to_string(event)
-                .map_err(|e| CommitRefused::Failed(ErrorBody::internal(format!("cannot serialize an event: {e}"))))?;
-            rows.push(EventRow {
-                conversation_id: self.id,
-                seq: event.seq,
-                kind: event.body.kind().to_owned(),
-                turn_id: event.turn_id,
-                at,
-                body,
-            });
-        }
-        let sizes: Vec<u64> = rows.iter().map(|row| row.body.len() as u64).collect();
-        let mut commit = Commit::events(rows);
-        let last_seq = self.last_seq + events.len() as u64;
-        if let Some(summary) = self.summary.as_mut() {
-            summary.updated_at = at;
-            // Kept in the row so that a list of conversations needs no query per row.
-            summary.extra.insert("last_seq".to_owned(), last_seq.into());
-            commit = commit.with_conversation(summary.clone());
-        }
-        if let Some(command) = command {
-            commit = commit.with_command(command);
-        }
-        match self.deps.store.commit(commit).await {
-            Ok(()) => {}
-            Err(StoreError::DuplicateCommand { stored, .. }) => return Err(CommitRefused::Duplicate(*stored)),
-            Err(error) => {
-                let error = store_error(error);
-                let _ = self.events.send(Live::StoreFailed(error.clone()));
-                self.store_failure = Some(error.clone());
-                return Err(CommitRefused::Failed(error));
-            }
-        }
-        self.last_seq = last_seq;
-        for event in &events {
-            self.open_calls.observe(event);
-        }
-        let events: Vec<Arc<Event>> = events.into_iter().map(Arc::new).collect();
-        for (event, bytes) in events.iter().zip(sizes) {
-            // No receiver is not an error: nobody watches right now.
-            let _ = self.events.send(Live::Event(Committed {
-                event: Arc::clone(event),
-                bytes,
-            }));
-        }
-        if let Some(summary) = &self.summary {
-            self.deps.rows.committed(&mut self.row_facts, summary);
-        }
-        Ok(events)
-    }
-}
-
-/// Why a commit did not happen.
-enum CommitRefused {
-    /// The command id was stored before: here is its first outcome.
-    Duplicate(CommandRecord),
-    /// The store refused it; nothing changed.
-    Failed(ErrorBody),
-}
-
-impl CommitRefused {
-    fn body(&self) -> ErrorBody {
-        match self {
-            Self::Duplicate(_) => ErrorBody::new(ErrorCode::Conflict, "the command id was used before"),
-            Self::Failed(error) => error.clone(),
-        }
-    }
-}
-
-impl From<CommitRefused> for ErrorBody {
-    fn from(committed: CommitRefused) -> Self {
-        committed.body()
-    }
-}
-
-fn decode_outcome<T: DeserializeOwned>(record: &CommandRecord) -> Result<T, ErrorBody> {
-    serde_json::from_str(&record.result).map_err(|_| {
-        ErrorBody::new(
-            ErrorCode::Conflict,
-            format!(
-                "the command id {} was used before by `{}`",
-                record.command_id, record.method
-            ),
-        )
-    })
-}
-
-/// The error a request gets when the store fails. A full disk says so; nothing was written either way.
-pub(super) fn store_error(error: StoreError) -> ErrorBody {
-    match error {
-        StoreError::DiskFull => ErrorBody::new(ErrorCode::Unavailable, "the disk is full: nothing was recorded"),
-        other => ErrorBody::new(ErrorCode::Unavailable, format!("the event store failed: {other}")),
     }
 }
 
