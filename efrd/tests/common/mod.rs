@@ -230,3 +230,22 @@ pub async fn whole_log(client: &mut Client, conversation: &str) -> Vec<Value> {
     client.cancel(id).await.unwrap();
     events
 }
+
+/// Runs git in `dir` with a fixed identity and no system or user config; its standard output. Fails the test when
+/// git fails.
+pub fn git(dir: &std::path::Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@t", "-c", "core.autocrlf=false"])
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("HOME", dir)
+        .output()
+        .expect("git (install the Debian package git)");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}

@@ -10,7 +10,7 @@ use efr_test_support::scripted::Reply;
 use serde_json::{Value, json};
 
 use common::tools::{next_event, patch_call, prompt_in, shell_call, start, text, tool_output};
-use common::{command_id, daemon, events_until, model, subscribe};
+use common::{command_id, daemon, events_until, git, model, subscribe};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cautious_runs_ls_at_once_and_the_model_gets_its_output() {
@@ -434,23 +434,6 @@ async fn shell_program_zsh_runs_the_calls_in_zsh_and_carries_cd_and_export() {
     let second = tool_output(&server, "call_2");
     let sub = project.path().join("sub").canonicalize().unwrap();
     assert!(second.contains(&format!("{} yes", sub.display())), "{second:?}");
-}
-
-fn git(dir: &std::path::Path, args: &[&str]) -> String {
-    let out = std::process::Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@t", "-c", "core.autocrlf=false"])
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("HOME", dir)
-        .output()
-        .expect("git (install the Debian package git)");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

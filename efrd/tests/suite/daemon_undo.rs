@@ -14,24 +14,7 @@ use efr_protocol::ErrorCode;
 use serde_json::{Value, json};
 
 use common::tools::{patch_call, shell_call, start, text};
-use common::{command_id, daemon, events_until, model};
-
-pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
-    let out = std::process::Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("HOME", dir)
-        .output()
-        .expect("git (install the Debian package git)");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
+use common::{command_id, daemon, events_until, git, model};
 
 /// Every file below `root` but `.git`: (symlink, mode, bytes or target).
 pub(crate) fn tree(root: &Path) -> BTreeMap<String, (bool, u32, Vec<u8>)> {
