@@ -29,6 +29,7 @@ pub mod bus;
 pub mod config;
 pub mod conversation;
 pub mod daemon;
+pub mod exits;
 pub mod git;
 pub mod helper_process;
 pub mod lifecycle;
