@@ -25,6 +25,7 @@ use efrd::model::registry::Models;
 use efrd::model::{EnvKeys, KeyStore};
 
 const OPENAI_KEY: &str = "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789a1b2";
+const ANTHROPIC_KEY: &str = "sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789c3d4";
 const CLASSIFIER: &str = "gpt-5-mini";
 const TURN_MODEL: &str = "gpt-5";
 /// A floor edit's payload (a file's content): it must reach no model.
@@ -41,23 +42,29 @@ struct Fixture {
 /// A scripted server playing `steps`, listing gpt-5 and gpt-5-mini, and the model layer of a config with `auto`
 /// as its `[auto]` section, its catalog fetched from the server.
 async fn fixture(steps: Vec<Step>, auto: &str) -> Fixture {
+    fixture_of("openai-api", &[TURN_MODEL, CLASSIFIER], steps, auto).await
+}
+
+/// As [`fixture`], for `provider` listing `listed`.
+async fn fixture_of(provider: &str, listed: &[&str], steps: Vec<Step>, auto: &str) -> Fixture {
     let server = ScriptedModel::start(Script {
         steps,
-        models: vec![TURN_MODEL.into(), CLASSIFIER.into()],
+        models: listed.iter().map(|id| (*id).to_owned()).collect(),
         ..Script::default()
     })
     .await
     .expect("scripted model server");
     let dir = tempfile::tempdir().expect("tempdir");
     let config_text = format!(
-        "[model]\nprovider = \"openai-api\"\n\n[providers.openai-api]\nbase_url = \"{}\"\nretry = {{ max_attempts = \
-         1 }}\n\n[auto]\n{auto}\n",
+        "[model]\nprovider = \"{provider}\"\n\n[providers.{provider}]\nbase_url = \"{}\"\nretry = {{ max_attempts \
+         = 1 }}\n\n[auto]\n{auto}\n",
         server.base_url()
     );
     let path = dir.path().join("config.toml");
     std::fs::write(&path, &config_text).unwrap();
     let (config, _) = ConfigState::load(&path).expect("config");
-    let keys = Arc::new(KeyStore::open(dir.path(), EnvKeys::new(Some(OPENAI_KEY.into()), None)));
+    let env = EnvKeys::new(Some(OPENAI_KEY.into()), Some(ANTHROPIC_KEY.into()));
+    let keys = Arc::new(KeyStore::open(dir.path(), env));
     let models = Models::new(Arc::new(config), keys, dir.path()).expect("models");
     models.refresh_catalog().await;
     Fixture {
@@ -70,8 +77,12 @@ async fn fixture(steps: Vec<Step>, auto: &str) -> Fixture {
 
 impl Fixture {
     fn judges(&self) -> Judges {
+        self.judges_of(TURN_MODEL)
+    }
+
+    fn judges_of(&self, turn_model: &str) -> Judges {
         let provider = self.models.provider_for_turn().expect("provider");
-        Judges::for_turn(&self.models.config().auto, &self.models, &provider, TURN_MODEL)
+        Judges::for_turn(&self.models.config().auto, &self.models, &provider, turn_model)
     }
 
     /// The model calls the server received (not the model list).
@@ -79,7 +90,7 @@ impl Fixture {
         self.server
             .requests()
             .into_iter()
-            .filter(|r| r.path == "/v1/responses")
+            .filter(|r| r.method == "POST")
             .collect()
     }
 }
@@ -493,4 +504,48 @@ async fn a_classifier_that_is_not_listed_is_a_config_error_and_skipped() {
     // A listed one passes the check.
     let ok = fixture(Vec::new(), "classifier_model = \"gpt-5-mini\"").await;
     assert_eq!(check_classifier_listed(&ok.models), Ok(()));
+}
+
+#[tokio::test]
+async fn anthropics_classifier_is_its_haiku_model_asked_without_thinking() {
+    let listed = ["claude-sonnet-4-5", "claude-haiku-4-5"];
+    let f = fixture_of("anthropic-api", &listed, vec![answer("approve", GOOD_REASON)], "").await;
+    let judges = f.judges_of("claude-sonnet-4-5");
+    assert_eq!(
+        judges.classifier.as_ref().unwrap().name(),
+        "anthropic-api/claude-haiku-4-5"
+    );
+    let result = decide(&judges, &mut TurnDenials::default(), &[host_record()]).await;
+    assert_eq!(result.outcome, ChainOutcome::Approved);
+    let calls = f.calls();
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0].path, "/v1/messages");
+    let body = &calls[0].body;
+    assert_eq!(body["model"], "claude-haiku-4-5");
+    assert_eq!(body["max_tokens"], 4096);
+    assert!(body.get("thinking").is_none() && body.get("tools").is_none(), "{body}");
+    assert!(body["system"][0]["text"].as_str().unwrap().contains("You judge exits"));
+    let sent = body.to_string();
+    assert!(
+        sent.contains("index.crates.io") && !sent.contains(PLANTED_EDIT),
+        "{sent}"
+    );
+}
+
+#[tokio::test]
+async fn without_a_classifier_the_turns_model_judges_on_a_compat_server() {
+    let steps = vec![answer("deny", "the user asked for no network access at all")];
+    let f = fixture_of("openai-compat", &["qwen3-coder"], steps, "").await;
+    let judges = f.judges_of("qwen3-coder");
+    assert!(judges.classifier.is_none() && judges.unavailable.is_empty());
+    let result = decide(&judges, &mut TurnDenials::default(), &[host_record()]).await;
+    let judged = judged(&result);
+    assert_eq!(
+        (judged[0].judge, judged[0].chain_step, judged[0].verdict),
+        (JudgeKind::TurnModel, Some(ChainStep::TurnModel), Verdict::Deny)
+    );
+    assert!(judged[0].skipped.is_empty());
+    let calls = f.calls();
+    assert_eq!(calls[0].path, "/v1/chat/completions");
+    assert_eq!(calls[0].body["model"], "qwen3-coder");
 }
