@@ -14,7 +14,7 @@ use std::time::Duration;
 use futures::StreamExt;
 
 use super::{JudgeFuture, JudgeModel, JudgeRequest, Judges};
-use crate::config::{AutoSection, ClassifierModel, ConfigError};
+use crate::config::{AutoSection, ClassifierModel};
 use crate::model::registry::{Models, kind_of};
 use crate::model::{Catalog, HistoryItem, ModelEvent, ModelRequest, Provider, ProviderKind, StopReason};
 
@@ -238,25 +238,6 @@ impl Judges {
         judges.turn_model = Some(Arc::new(ProviderJudge::new(turn_provider.clone(), turn_model, effort)));
         judges
     }
-}
-
-/// Checks `[auto] classifier_model` of the config in force against models.list (the active provider's catalog, or
-/// another provider's cached list), reading `config.toml` again for the error's place. Call it when the config or
-/// the catalog changes (start, reload, a catalog refresh).
-///
-/// # Errors
-/// A [`ConfigError`] at the line, column and key `auto.classifier_model` of a model that is not listed; an unreadable
-/// file has nothing to point at and passes (the config's own load reports it).
-pub fn check_classifier_listed(models: &Models) -> Result<(), ConfigError> {
-    let config = models.config();
-    let Ok(text) = std::fs::read_to_string(models.config_state().path()) else {
-        return Ok(());
-    };
-    let active = models.active();
-    crate::config::auto::check_listed(&text, &config.auto, |provider, id| {
-        let catalog = models.catalog_of(provider.map_or(active, kind_of));
-        (!catalog.models.is_empty()).then(|| catalog.models.iter().any(|m| m.id == id))
-    })
 }
 
 #[cfg(test)]
