@@ -348,4 +348,30 @@ mod tests {
             ClassifierChoice::Model { .. }
         ));
     }
+
+    #[test]
+    fn a_classifier_of_a_provider_without_a_key_is_unavailable() {
+        let config = crate::model::ProviderConfig::new(ProviderKind::OpenAiApi, "http://127.0.0.1:9");
+        let turn = Provider::new(config, crate::model::Auth::None).unwrap();
+        let auto = AutoSection {
+            judge_timeout_secs: 7,
+            pause_after_denials_in_a_row: 4,
+            pause_after_denials_per_turn: 9,
+            ..configured("anthropic-api/claude-haiku-4-5")
+        };
+        let no_key = |kind: ProviderKind| Err(format!("no API key for {}", kind.name()));
+        let judges = Judges::from_parts(&auto, &turn, "gpt-5", &catalogs, &no_key);
+        assert!(judges.classifier.is_none());
+        assert_eq!(judges.unavailable, ["anthropic-api/claude-haiku-4-5"]);
+        assert_eq!(judges.turn_model.as_ref().unwrap().name(), "openai-api/gpt-5");
+        assert_eq!(
+            (judges.timeout, judges.pause_in_a_row, judges.pause_per_turn),
+            (Duration::from_secs(7), 4, 9)
+        );
+
+        // The turn's own provider needs no other client.
+        let judges = Judges::from_parts(&configured("o3"), &turn, "gpt-5", &catalogs, &no_key);
+        assert_eq!(judges.classifier.as_ref().unwrap().name(), "openai-api/o3");
+        assert!(judges.unavailable.is_empty());
+    }
 }
