@@ -215,8 +215,8 @@ pub fn refused_writes(output: &str) -> Vec<(PathBuf, bool)> {
     out
 }
 
-/// The absolute paths a message line names: quoted (`'…'`, `"…"`, `` `…` ``, `‘…’`) or before a `: ` (`bash:
-/// /etc/x: Read-only file system`).
+/// The absolute paths a message line names: quoted (`'…'`, `"…"`, `` `…` ``, `‘…’`), or else its words that start
+/// with `/` (`bash: /etc/x: Read-only file system`).
 fn line_paths(line: &str) -> Vec<PathBuf> {
     let mut out = Vec::new();
     for (open, close) in [('\'', '\''), ('"', '"'), ('`', '`'), ('‘', '’')] {
@@ -232,10 +232,10 @@ fn line_paths(line: &str) -> Vec<PathBuf> {
         }
     }
     if out.is_empty() {
-        for part in line.split(": ") {
-            let part = part.trim();
-            if part.starts_with('/') && !part.contains(' ') {
-                out.push(PathBuf::from(part));
+        for word in line.split_whitespace() {
+            let word = word.trim_end_matches([':', ',', ';']);
+            if word.starts_with('/') && word.len() > 1 {
+                out.push(PathBuf::from(word));
             }
         }
     }

@@ -5,6 +5,7 @@
 //! hosts and `allowed.example`, the project's remote on `github.com`, a Wayland desktop with Hyprland and X11 (no
 //! Sway, i3 or niri), the bus filter running, and one process of the user, 1234, running `/usr/bin/node`.
 
+mod lines;
 mod report;
 mod table;
 
