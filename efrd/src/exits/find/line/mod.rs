@@ -35,6 +35,16 @@ pub(super) fn exits(call: &ShellCall, analysis: &LineAnalysis, ctx: &ExitContext
     if analysis.refusal.is_some() || unparsed {
         return Vec::new();
     }
+    find(call, analysis, ctx).found.into_records()
+}
+
+/// Whether a line sends data to a remote (a file, the repository, a package), whatever its hosts: a host that the
+/// proxy refused to such a line is an upload (`super::report`).
+pub(super) fn sends_data(call: &ShellCall, analysis: &LineAnalysis, ctx: &ExitContext<'_>) -> bool {
+    find(call, analysis, ctx).sends
+}
+
+fn find<'c>(call: &ShellCall, analysis: &LineAnalysis, ctx: &'c ExitContext<'c>) -> Finder<'c> {
     let mut finder = Finder {
         ctx,
         found: Found::new(ExitAction {
@@ -42,6 +52,7 @@ pub(super) fn exits(call: &ShellCall, analysis: &LineAnalysis, ctx: &ExitContext
             command: Some(call.command.clone()),
             edit: None,
         }),
+        sends: false,
     };
     for command in &analysis.commands {
         finder.command(command);
@@ -52,7 +63,7 @@ pub(super) fn exits(call: &ShellCall, analysis: &LineAnalysis, ctx: &ExitContext
         exit.facts.outside_commands.clone_from(&analysis.privileged_commands);
         finder.add(ExitKind::Privilege, exit);
     }
-    finder.found.into_records()
+    finder
 }
 
 use efr_protocol::wire::ExitRecord;
@@ -61,6 +72,8 @@ use efr_protocol::wire::ExitRecord;
 struct Finder<'c> {
     ctx: &'c ExitContext<'c>,
     found: Found,
+    /// Some command sends data to a remote, even when it needs no exit (its host is allowed, or expands).
+    sends: bool,
 }
 
 /// Registries that package managers reach through the proxy.

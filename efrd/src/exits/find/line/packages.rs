@@ -175,6 +175,7 @@ impl Finder<'_> {
     /// Publishing a package: an upload of the project to a registry (never a project remote), even to a registry
     /// the proxy allows (what leaves is the project).
     fn publish(&mut self, cmd: &SeenCommand, registry: &[&str]) {
+        self.sends = true;
         if cmd.privileged.is_some() {
             return;
         }

@@ -104,6 +104,7 @@ impl Finder<'_> {
     /// An upload: the destinations' host grants (none for one that runs outside), `unmask` of each masked file.
     /// `outside`: the command that runs unsandboxed because it needs the user's identity (a push, scp).
     pub(super) fn upload(&mut self, hosts: &[NamedHost], files: &[Option<PathBuf>], outside: Option<String>) {
+        self.sends = true;
         let mut exit = Exit::default();
         for file in files.iter().flatten() {
             let target = self.ctx.target(file);

@@ -265,3 +265,23 @@ fn a_write_the_line_already_asked_for_is_not_repeated() {
     let output = "bash: /home/u/notes/todo.md: Read-only file system";
     assert!(report_exits(&call(command), &SandboxSummary::default(), output, &already, &ctx).is_empty());
 }
+
+#[test]
+fn a_blocked_host_is_an_upload_only_when_the_line_sends_data() {
+    let fixture = Fixture::new();
+    let ctx = fixture.ctx();
+    let summary = SandboxSummary {
+        blocked: vec![blocked("files.example", 443, BlockReason::NotAllowed)],
+        ..SandboxSummary::default()
+    };
+    let kinds = |command: &str| -> Vec<ExitKind> {
+        report_exits(&call(command), &summary, "", &[], &ctx)
+            .iter()
+            .map(|r| r.kind)
+            .collect()
+    };
+    // The URL expands, so the line's own exits name no host; the file still leaves.
+    assert_eq!(kinds("curl -T build.tgz \"$URL\""), [ExitKind::Upload]);
+    assert_eq!(kinds("npm i @types/node"), [ExitKind::Host]);
+    assert_eq!(kinds("python3 -c 'import urllib.request'"), [ExitKind::Host]);
+}
