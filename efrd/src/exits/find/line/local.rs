@@ -113,8 +113,9 @@ impl Finder<'_> {
         }
     }
 
-    /// kill, pkill, killall: the signal runs outside. A process group, pid 0 or 1, or `-1` (every process) gets no
-    /// exit: it fails in the sandbox's own process namespace.
+    /// kill, pkill, killall: the signal runs outside. A process group, pid 0 or 1, `-1` (every process), a pid that
+    /// is not a process of the user ([`ExitContext::program_of`](crate::exits::find::ExitContext::program_of)) or
+    /// one of efr's own programs gets no exit: it fails in the sandbox's own process namespace.
     fn kill(&mut self, cmd: &SeenCommand, values: &[&str]) {
         let mut targets = Vec::new();
         if cmd.name == "kill" {
@@ -142,14 +143,20 @@ impl Finder<'_> {
                 return;
             }
             for pid in pids {
-                if let Some(program) = (self.ctx.program_of)(pid) {
-                    targets.push(ExitTarget {
-                        path: program,
-                        class: TargetClass::Process,
-                        masked: false,
-                        backup_before_write: false,
-                    });
+                // No such process of the user, or one of efr's own: refused (ADR 0016, kind 14), so no exit.
+                let Some(program) = (self.ctx.program_of)(pid) else {
+                    return;
+                };
+                let name = program.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+                if matches!(name, "efrd" | "efr-launcher" | "efr-proxy" | "efr-bus-proxy") {
+                    return;
                 }
+                targets.push(ExitTarget {
+                    path: program,
+                    class: TargetClass::Process,
+                    masked: false,
+                    backup_before_write: false,
+                });
             }
         }
         self.add(ExitKind::Kill, Exit::unsandboxed(cmd.text()).targets(targets));

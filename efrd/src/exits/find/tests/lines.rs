@@ -171,7 +171,10 @@ pub const TABLE: &[(&str, &[X])] = &[
     // kill.
     ("kill 1234",                                                &["kill unsandboxed >/usr/bin/node(process)"]),
     ("kill -9 1234",                                             &["kill unsandboxed >/usr/bin/node(process)"]),
-    ("kill -s TERM 4321",                                        &["kill unsandboxed"]),
+    ("kill -s TERM 1234",                                        &["kill unsandboxed >/usr/bin/node(process)"]),
+    ("kill 4321",                                                &[]),
+    ("kill 1234 4321",                                           &[]),
+    ("kill 999",                                                 &[]),
     ("pkill -f 'node server.js'",                                &["kill unsandboxed"]),
     ("killall node",                                             &["kill unsandboxed"]),
     // socket, device.

@@ -3,7 +3,8 @@
 //! Every test runs in [`Fixture`]: home `/home/u`, the project `/home/u/proj` (where each line starts), `$SCRATCH`
 //! writable, the default credential stores and the runtime folder masked, `[network] allow` holding the crates.io
 //! hosts and `allowed.example`, the project's remote on `github.com`, a Wayland desktop with Hyprland and X11 (no
-//! Sway, i3 or niri), the bus filter running, and one process of the user, 1234, running `/usr/bin/node`.
+//! Sway, i3 or niri), the bus filter running, and two processes of the user: 1234 running `/usr/bin/node`, 999
+//! running efrd.
 
 mod lines;
 mod report;
@@ -75,7 +76,11 @@ impl Fixture {
             project_remotes: &self.project_remotes,
             desktop: Some(&self.desktop),
             bus_filter: true,
-            program_of: &|pid| (pid == 1234).then(|| PathBuf::from("/usr/bin/node")),
+            program_of: &|pid| match pid {
+                1234 => Some(PathBuf::from("/usr/bin/node")),
+                999 => Some(PathBuf::from("/usr/local/bin/efrd")),
+                _ => None,
+            },
         }
     }
 }

@@ -94,3 +94,26 @@ fn a_push_to_a_host_that_is_not_the_project_s_is_for_the_user_alone() {
     assert_eq!(one("curl https://example.org"), Some(Approvers::Any));
     assert_eq!(one("hyprctl dispatch exec kitty"), Some(Approvers::Any));
 }
+
+#[test]
+fn sway_and_i3_reads_are_desktop_read_and_their_commands_are_not() {
+    let fixture = Fixture::new();
+    let mut ctx = fixture.ctx();
+    let tiling = efr_protocol::wire::Desktop {
+        swaysock: Some("/run/user/1000/sway-ipc.sock".into()),
+        i3sock: Some("/run/user/1000/i3/ipc".into()),
+        niri_socket: Some("/run/user/1000/niri.sock".into()),
+        ..Default::default()
+    };
+    ctx.desktop = Some(&tiling);
+    let got = |l: &str| -> Vec<String> { line(l, &ctx).iter().map(render).collect() };
+    assert_eq!(got("swaymsg -t get_tree"), ["desktop desktop:sway read"]);
+    assert_eq!(got("swaymsg reload"), ["desktop desktop:sway read"]);
+    assert_eq!(got("swaymsg exec foot"), ["desktop desktop:sway"]);
+    assert_eq!(got("i3-msg reload"), ["desktop desktop:i3 read"]);
+    assert_eq!(got("i3-msg -t get_workspaces"), ["desktop desktop:i3 read"]);
+    assert_eq!(got("i3-msg 'exec xterm'"), ["desktop desktop:i3"]);
+    assert_eq!(got("niri msg windows"), ["desktop desktop:niri read"]);
+    assert_eq!(got("niri msg action spawn -- foot"), ["desktop desktop:niri"]);
+    assert!(got("hyprctl clients").is_empty(), "no Hyprland in this shell");
+}
