@@ -140,20 +140,19 @@ impl Finder<'_> {
     /// git: a push is an upload (outside: it needs the user's identity); a fetch, pull or clone reaches its
     /// remote's hosts, over ssh from outside.
     pub(super) fn git(&mut self, cmd: &SeenCommand) {
-        const NETWORK: &[&str] = &[
-            "push",
-            "fetch",
-            "pull",
-            "clone",
-            "ls-remote",
-            "submodule",
-            "remote",
-            "archive",
-        ];
-        let sub = git::subcommand(&cmd.args).or_else(|| cmd.values().find(|v| NETWORK.contains(v)));
+        let sub = git::subcommand(&cmd.args).or_else(|| subcommand_after_config(cmd));
         match sub {
             Some("config") => self.git_config(cmd),
-            _ if !crate::policy::readonly::kinds::network("git", &cmd.args) => {}
+            // `git -c x push` is not read by the policy's git reader, which stops at `-c`; the subcommand still is.
+            Some("push" | "fetch" | "pull" | "clone" | "ls-remote") => self.git_network(cmd, sub),
+            _ if crate::policy::readonly::kinds::network("git", &cmd.args) => self.git_network(cmd, sub),
+            _ => {}
+        }
+    }
+
+    /// A git command that reaches a remote.
+    fn git_network(&mut self, cmd: &SeenCommand, sub: Option<&str>) {
+        match sub {
             Some("push") => {
                 let hosts = self.git_hosts(cmd);
                 self.upload(&hosts, &[], Some(cmd.text()));
@@ -388,4 +387,20 @@ fn split_option(value: &str) -> (&str, Option<&str>) {
 /// Whether a git operand is a remote's URL (not a remote's name or a refspec).
 fn remote_url(value: &str) -> bool {
     value.contains("://") || (scp_host(value).is_some() && value.contains('@'))
+}
+
+/// The subcommand of a git line whose global options the policy's git reader stops at (`-c`, `--config-env`): the
+/// first word that is not an option or an option's value.
+fn subcommand_after_config(cmd: &SeenCommand) -> Option<&str> {
+    let mut values = cmd.values();
+    while let Some(value) = values.next() {
+        match value {
+            "-c" | "-C" | "--config-env" | "--git-dir" | "--work-tree" | "--namespace" => {
+                values.next();
+            }
+            v if v.starts_with('-') => {}
+            v => return Some(v),
+        }
+    }
+    None
 }
