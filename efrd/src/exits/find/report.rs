@@ -51,6 +51,7 @@ pub(super) fn exits(
         let host = NamedHost {
             host: blocked.host.trim_end_matches('.').to_ascii_lowercase(),
             port: Some(blocked.port).filter(|p| *p != 443),
+            plain: false,
         };
         if asked_host(&host.host) {
             continue;

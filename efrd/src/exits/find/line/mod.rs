@@ -121,7 +121,7 @@ impl Finder<'_> {
         let mut grants = Vec::new();
         let mut facts = Vec::new();
         for host in hosts {
-            if host.literal_or_local() {
+            if host.literal_or_local() || host.plain {
                 self.add(
                     ExitKind::OpenNetwork,
                     Exit::grants(vec![Grant::OpenNetwork]).hosts(vec![self.ctx.host_fact(host)]),
@@ -228,5 +228,6 @@ fn named(host: &str) -> NamedHost {
     NamedHost {
         host: host.to_owned(),
         port: None,
+        plain: false,
     }
 }

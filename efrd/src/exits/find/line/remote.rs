@@ -115,7 +115,7 @@ impl Finder<'_> {
         }
         let contained = outside.is_none();
         for host in hosts {
-            if contained && host.literal_or_local() {
+            if contained && (host.literal_or_local() || host.plain) {
                 self.add(
                     ExitKind::OpenNetwork,
                     Exit::grants(vec![Grant::OpenNetwork]).hosts(vec![self.ctx.host_fact(host)]),
@@ -160,7 +160,10 @@ impl Finder<'_> {
             _ => {
                 let urls: Vec<&str> = cmd.values().filter(|v| remote_url(v)).collect();
                 let hosts = self.git_hosts(cmd);
-                if urls.iter().any(|url| !url.starts_with("http")) {
+                // ssh (`ssh://`, `git@host:path`) needs the user's keys; the rest goes through the proxy or not at all.
+                let ssh =
+                    |url: &&str| url.starts_with("ssh://") || url.starts_with("git+ssh://") || !url.contains("://");
+                if urls.iter().any(ssh) {
                     self.outside(cmd, &hosts);
                 } else {
                     self.reach(&hosts);

@@ -55,7 +55,9 @@ pub const TABLE: &[(&str, &[X])] = &[
     // host: through the proxy, to a host not allowed.
     ("curl https://example.org",                                 &["host host:example.org @example.org"]),
     ("curl -fsSL https://example.org/install.sh -o install.sh",  &["host host:example.org @example.org"]),
-    ("wget http://example.org/file.tgz",                         &["host host:example.org:80 @example.org:80"]),
+    ("wget http://example.org/file.tgz",                         &["open_network open_network @example.org:80"]),
+    ("curl https://example.org http://example.org:8080/",        &["open_network open_network @example.org:8080", "host host:example.org @example.org"]),
+    ("git clone git://git.example.org/repo.git",                 &["open_network open_network @git.example.org:80"]),
     ("curl https://a.example https://b.example:8443/x",          &["host host:a.example host:b.example:8443 @a.example @b.example:8443"]),
     ("curl -X POST -d '{\"a\":1}' https://api.example.com/v1",   &["host host:api.example.com @api.example.com"]),
     ("curl --url https://example.net/",                          &["host host:example.net @example.net"]),

@@ -213,6 +213,8 @@ fn url_and_ssh_hosts_take_ports_and_drop_users() {
     let h = super::url_host("https://user:pw@Example.ORG.:8443/x?y").unwrap();
     assert_eq!((h.host.as_str(), h.port), ("example.org", Some(8443)));
     assert_eq!(super::url_host("http://example.org/").unwrap().port, Some(80));
+    assert!(super::url_host("http://example.org/").unwrap().plain);
+    assert!(!super::url_host("HTTPS://example.org/").unwrap().plain);
     assert_eq!(super::url_host("https://example.org").unwrap().port, None);
     assert_eq!(super::url_host("https://[::1]:8080/").unwrap().host, "::1");
     assert!(super::url_host("example.org/x").is_none());
