@@ -116,6 +116,8 @@ struct Queued {
     settings: TurnSettings,
     overridden: Overridden,
     origin: Origin,
+    /// The desktop of the prompt's terminal, whose control socket a `desktop` grant of the turn binds.
+    desktop: Option<efr_protocol::wire::Desktop>,
 }
 
 /// The turn that runs.
@@ -431,12 +433,18 @@ impl Actor {
             params.last_command.as_ref(),
             &params.recent_commands,
         );
+        let desktop = params
+            .context
+            .as_ref()
+            .and_then(|c| c.shell_context.as_ref())
+            .and_then(|s| s.desktop.clone());
         self.queue.push_back(Queued {
             turn_id,
             text,
             settings,
             overridden,
             origin,
+            desktop,
         });
         Ok(result)
     }

@@ -6,8 +6,8 @@
 
 use std::sync::PoisonError;
 
-use efr_protocol::ErrorBody;
 use efr_protocol::wire::{Presence, PresenceSetParams, PresenceSetResult, PresenceSource};
+use efr_protocol::{ErrorBody, ErrorCode};
 
 use super::actor::{PresenceSet, decode_outcome, store_error};
 use super::{Command, ConversationHandle, Conversations, Deps};
@@ -69,19 +69,26 @@ impl Conversations {
         {
             return decode_outcome(&stored);
         }
+        // A conversation deleted since its input is no longer reached.
         let ids = self.inputs.lock().unwrap_or_else(PoisonError::into_inner).clone();
-        let Some((&last, before)) = ids.split_last() else {
+        let mut handles = Vec::new();
+        for id in ids {
+            match self.get(deps, id).await {
+                Ok(handle) => handles.push(handle),
+                Err(error) if error.code == ErrorCode::NotFound => {}
+                Err(error) => return Err(error),
+            }
+        }
+        let Some((last, before)) = handles.split_last() else {
             return Ok(result);
         };
-        for &id in before {
-            let handle = self.get(deps, id).await?;
+        for handle in before {
             let changed = handle.set_presence(set(None)).await?;
             if !changed.changed.is_empty() {
                 result.changed.extend(changed.changed);
                 result.seq = changed.seq;
             }
         }
-        let handle = self.get(deps, last).await?;
-        handle.set_presence(set(Some((params.command_id, result)))).await
+        last.set_presence(set(Some((params.command_id, result)))).await
     }
 }

@@ -137,8 +137,7 @@ pub(super) async fn prepare(
         grants,
         report: &report,
         read_only,
-        // The prompt's desktop does not reach a turn's calls yet: a desktop grant is refused by the launcher.
-        desktop: None,
+        desktop: env.desktop.as_ref(),
     });
     probe.fit(&mut plan);
     let (proxy, network_note) = call_network::open(env, call_id, &mut plan).await;

@@ -69,6 +69,8 @@ pub struct ToolEnv {
     /// The conversation's `$SCRATCH` (`<state root>/scratch/<conversation id>`), made (mode 0700) by the first
     /// contained call.
     pub scratch: PathBuf,
+    /// The desktop of the prompt's terminal (`shell_context.desktop`), whose control socket a `desktop` grant binds.
+    pub desktop: Option<efr_protocol::wire::Desktop>,
 }
 
 /// What goes back to the model for one call.

@@ -1,7 +1,7 @@
 //! Presence through the daemon (docs/auto.md, "Presence"): presence.set of an unknown conversation is not_found,
 //! present → away → present each record presence_changed once (a prompt sets present with source `input`), an away
-//! user's question expires with `away` after `[permissions] away_question_secs`, and a user who is present again
-//! before then keeps it waiting.
+//! user's question expires with `away` after `[permissions] away_question_secs`, a user who is present again
+//! before then keeps it waiting, and a restart keeps the presence the log says.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a failed unwrap is a failed test.
 
@@ -146,4 +146,29 @@ async fn a_user_present_again_keeps_the_question_waiting() {
     assert!(events.iter().all(|e| e["kind"] != "approval_expired"), "{events:#?}");
     assert_eq!(event_of(&events, "approval_resolved", "call_echo")["decision"], "allow");
     assert_eq!(event_of(&events, "tool_call_completed", "call_echo")["status"], "ok");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_keeps_the_presence_of_the_log() {
+    let home = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let server = model(vec![text("one")]).await;
+    let mut efrd = daemon(home.path(), &server);
+    let mut client = efrd.client().await.unwrap();
+    let (_, conversation, id) = start(&mut client, project.path(), "manual", "hello").await;
+    events_until(&mut client, id, "turn_completed").await;
+    set(&mut client, Some(&conversation), "away").await;
+    drop(client);
+    efrd.stop(std::time::Duration::from_secs(10)).unwrap();
+    efrd.restart().unwrap();
+    let mut client = efrd.client().await.unwrap();
+    // Still away: away again changes nothing; present does.
+    assert_eq!(
+        set(&mut client, Some(&conversation), "away").await,
+        json!({"presence": "away"})
+    );
+    let present = set(&mut client, Some(&conversation), "present").await;
+    assert_eq!(present["changed"], json!([conversation]), "{present}");
+    // No conversation had input since this efrd started.
+    assert_eq!(set(&mut client, None, "away").await, json!({"presence": "away"}));
 }
