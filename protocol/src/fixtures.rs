@@ -19,6 +19,7 @@ mod events;
 mod exits;
 mod methods;
 mod sandbox;
+mod surface;
 mod undo;
 mod values;
 mod watch;
@@ -111,6 +112,7 @@ pub fn examples() -> Vec<Example> {
     all.extend(watch::examples());
     all.extend(context::examples());
     all.extend(undo::examples());
+    all.extend(surface::examples());
     all
 }
 

@@ -38,6 +38,7 @@ use crate::wire::{
     DeviceRevokeResult, PairStartItem,
 };
 use crate::wire::{SandboxExplainHostParams, SandboxExplainHostResult};
+use crate::wire::{SandboxSurfaceRespondParams, SandboxSurfaceRespondResult};
 use crate::wire::{
     TrashListParams, TrashListResult, TrashRestoreParams, TrashRestoreResult, TurnUndoParams, TurnUndoResult,
     UndoRefusal,
@@ -108,6 +109,8 @@ pub fn protocol_schema() -> Value {
             SandboxExplainResult,
             SandboxExplainHostParams,
             SandboxExplainHostResult,
+            SandboxSurfaceRespondParams,
+            SandboxSurfaceRespondResult,
             InputRespondParams,
             InputRespondResult,
             ApprovalRespondParams,
