@@ -264,7 +264,17 @@ mod tests {
         assert_eq!(id.number(), 12);
         assert_eq!(id, QuestionId::nth(12));
         assert_eq!(serde_json::to_string(&id).unwrap(), "\"s12\"");
-        for bad in ["\"s0\"", "\"s01\"", "\"s\"", "\"q1\"", "\"S1\"", "\"s1x\"", "\"\"", "1", "\"s99999999999999999999\""] {
+        for bad in [
+            "\"s0\"",
+            "\"s01\"",
+            "\"s\"",
+            "\"q1\"",
+            "\"S1\"",
+            "\"s1x\"",
+            "\"\"",
+            "1",
+            "\"s99999999999999999999\"",
+        ] {
             assert!(serde_json::from_str::<QuestionId>(bad).is_err(), "{bad} was read");
         }
     }

@@ -42,6 +42,8 @@ pub struct Rebuilt {
     pub notices: Vec<String>,
     /// The first event that does not parse, in words ([`corrupt_event`]): the history stops before it.
     pub corrupt: Option<String>,
+    /// The surface questions of the log: their numbering, which were answered ([`crate::turn::surface::Book`]).
+    pub surface: crate::turn::surface::Book,
 }
 
 /// The words for event `seq` of a log that does not parse: a corrupt log is readable up to it.
@@ -62,6 +64,7 @@ pub async fn rebuild(store: &Store, id: ConversationId) -> Result<Rebuilt, Error
     let mut history = Rebuild::default();
     let mut last_seq = 0;
     let mut corrupt = None;
+    let mut surface = crate::turn::surface::Book::default();
     loop {
         let rows = store.events_after(id, last_seq, PAGE).await.map_err(store_error)?;
         let full = rows.len() == PAGE as usize;
@@ -71,7 +74,10 @@ pub async fn rebuild(store: &Store, id: ConversationId) -> Result<Rebuilt, Error
                 continue;
             }
             match serde_json::from_str::<Event>(&row.body) {
-                Ok(event) => history.apply(&event),
+                Ok(event) => {
+                    surface.replay(&event.body);
+                    history.apply(&event);
+                }
                 Err(error) => {
                     tracing::error!(conversation = %id, seq = row.seq, %error, "an event of the log does not parse");
                     corrupt = Some(corrupt_event(row.seq, &error));
@@ -93,6 +99,7 @@ pub async fn rebuild(store: &Store, id: ConversationId) -> Result<Rebuilt, Error
                 left_running,
                 notices,
                 corrupt,
+                surface,
             });
         }
     }

@@ -15,6 +15,7 @@ mod daemon_network;
 mod daemon_overlap;
 mod daemon_protocol;
 mod daemon_restart;
+mod daemon_surface;
 mod daemon_tools;
 mod daemon_turns;
 mod daemon_undo;
