@@ -18,6 +18,7 @@ mod enums;
 mod events;
 mod exits;
 mod methods;
+mod presence;
 mod sandbox;
 mod surface;
 mod undo;
@@ -113,6 +114,7 @@ pub fn examples() -> Vec<Example> {
     all.extend(context::examples());
     all.extend(undo::examples());
     all.extend(surface::examples());
+    all.extend(presence::examples());
     all
 }
 

@@ -37,6 +37,7 @@ use crate::wire::{
     DevicePairConfirmResult, DevicePairStartParams, DeviceProveParams, DeviceProveResult, DeviceRevokeParams,
     DeviceRevokeResult, PairStartItem,
 };
+use crate::wire::{PresenceSetParams, PresenceSetResult};
 use crate::wire::{SandboxExplainHostParams, SandboxExplainHostResult};
 use crate::wire::{SandboxSurfaceRespondParams, SandboxSurfaceRespondResult};
 use crate::wire::{
@@ -115,6 +116,8 @@ pub fn protocol_schema() -> Value {
             InputRespondResult,
             ApprovalRespondParams,
             ApprovalRespondResult,
+            PresenceSetParams,
+            PresenceSetResult,
             ShellStatusParams,
             ShellStatusResult,
             ShellInterruptParams,

@@ -25,6 +25,7 @@
 //!
 //! [permissions]
 //! default_mode = "cautious"         # manual | cautious | auto | full
+//! away_question_secs = 120          # an away user's approval question expires after this; default 120
 //!
 //! [shell]
 //! program = "zsh"                   # bash | zsh: the hidden shell of the model's shell calls; default bash
@@ -57,6 +58,10 @@
 //! keep_turns = 30                   # the newest turns per conversation whose snapshots efrd keeps (collected at start)
 //! trash_max_bytes = 4294967296      # the most bytes efr's trash holds (4 GiB); the oldest undos' files go first
 //! trash_days = 30                   # how long the trash keeps a file
+//!
+//! [auto]                            # the judges of auto mode's exits, see config/auto.rs
+//! classifier_model = "gpt-5-mini"   # absent: the provider's small model; "none": the turn's model judges
+//! judge_timeout_secs = 20           # a model judge that does not answer in time denies
 //!
 //! [daemon]                          # every daemon.* key needs a restart
 //! log_level = "info"                # a tracing filter directive, such as "info" or "efrd=debug,warn"
@@ -102,6 +107,8 @@ pub struct Config {
     pub remote: RemoteSection,
     /// `[undo]`: the bounds of a turn's snapshots for undo.
     pub undo: UndoSection,
+    /// `[auto]`: the judges of auto mode's exits (`config/auto.rs`).
+    pub auto: super::auto::AutoSection,
 }
 
 /// `[remote]`: the tailnet WebSocket that a paired phone connects to (docs/remote.md). Read at the start: a change
@@ -476,6 +483,23 @@ pub struct PermissionsSection {
     /// Seconds a question with a limit waits before it expires and its call does not run (full mode's guarded
     /// deletes); absent: the policy's own limit, 120 s.
     pub question_limit_secs: Option<u32>,
+    /// Seconds an approval question waits while the conversation's user is away (presence.set, or efr's idle
+    /// watch) before it expires with approval_expired `away: true` and its call does not run; absent:
+    /// [`DEFAULT_AWAY_QUESTION_SECS`]. A user who becomes present before then keeps the question waiting.
+    /// Source: docs/protocol.md, "The contract": "phase A"; docs/auto.md, "Presence".
+    pub away_question_secs: Option<u32>,
+}
+
+/// Seconds an away user's question waits when `[permissions] away_question_secs` is absent: two minutes, as long
+/// as a question with a limit waits, so a user who stepped away briefly still finds it.
+pub const DEFAULT_AWAY_QUESTION_SECS: u32 = 120;
+
+impl PermissionsSection {
+    /// `away_question_secs`, or its default; at least 1.
+    #[must_use]
+    pub fn away_question_secs(&self) -> u32 {
+        self.away_question_secs.unwrap_or(DEFAULT_AWAY_QUESTION_SECS).max(1)
+    }
 }
 
 /// `[daemon]`. Every key here needs a restart (see [`super::RESTART_SECTIONS`]).

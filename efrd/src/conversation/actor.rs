@@ -44,7 +44,7 @@ use crate::sandbox::plan::Layout;
 use crate::snapshot::SnapshotStore;
 use crate::store::{CommandRecord, Commit, ConversationSummary, EventRow, Store, StoreError};
 use crate::tools::shell::{ShellKind, ShellOptions, ShellSlot};
-use crate::turn::sink::Sink;
+use crate::turn::sink::{Answer, Sink};
 use crate::turn::tools::ToolEnv;
 use crate::turn::{self, TurnOutcome, TurnPlan};
 
@@ -63,9 +63,11 @@ fn home_dir(roots: &crate::config::Roots) -> PathBuf {
 }
 
 mod commit;
-pub(in crate::conversation) use commit::store_error;
-use commit::{CommitRefused, decode_outcome};
+use commit::CommitRefused;
+pub(in crate::conversation) use commit::{decode_outcome, store_error};
 mod context;
+mod presence;
+pub(crate) use presence::PresenceSet;
 mod prompt;
 mod questions;
 mod retire;
@@ -104,7 +106,7 @@ pub struct Deps {
 struct PendingApproval {
     turn_id: TurnId,
     local_only: bool,
-    reply: oneshot::Sender<ApprovalDecision>,
+    reply: oneshot::Sender<Answer>,
 }
 
 /// A prompt that waits for its turn.
@@ -161,6 +163,11 @@ pub(super) struct Actor {
     undoing: bool,
     /// The surface changes of its turns and their questions (`surface.rs`).
     surface: crate::turn::surface::Book,
+    /// The user's presence (`presence.rs`): present until presence.set says away; a loaded conversation takes its
+    /// log's last presence_changed.
+    presence: efr_protocol::wire::Presence,
+    /// Counts the changes of `presence`: an away timer acts only in the epoch it started in.
+    presence_epoch: u64,
 }
 
 impl Actor {
@@ -192,6 +199,8 @@ impl Actor {
             store_failure: None,
             undoing: false,
             surface: crate::turn::surface::Book::default(),
+            presence: efr_protocol::wire::Presence::Present,
+            presence_epoch: 0,
             shell: Arc::new(tokio::sync::Mutex::new(ShellSlot::new(shell_options(
                 kind, home, shell_root,
             )))),
@@ -217,6 +226,7 @@ impl Actor {
         actor.open_calls.push_notices(rebuilt.notices);
         actor.corrupt = rebuilt.corrupt;
         actor.surface = rebuilt.surface;
+        actor.presence = rebuilt.presence.unwrap_or(efr_protocol::wire::Presence::Present);
         if !rebuilt.left_running.is_empty() {
             let ends = rebuilt
                 .left_running
@@ -271,6 +281,9 @@ impl Actor {
                             Err(error) => Err(error),
                         },
                     };
+                    if answer.is_ok() {
+                        self.note_input(&me).await;
+                    }
                     let _ = reply.send(answer);
                     self.start_next(&me).await;
                 }
@@ -305,7 +318,11 @@ impl Actor {
                 } => {
                     self.ask(turn_id, call_id, *question, reply, &me).await;
                 }
-                Command::Expire { call_id } => self.expire(call_id).await,
+                Command::Expire { call_id } => self.expire(call_id, false).await,
+                Command::ExpireAway { call_id, epoch } => self.expire_away(call_id, epoch).await,
+                Command::Presence { set, reply } => {
+                    let _ = reply.send(self.set_presence(*set, &me).await);
+                }
                 Command::InputRespond { params, reply } => {
                     let _ = reply.send(self.input_respond(*params).await);
                 }

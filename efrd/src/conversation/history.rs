@@ -44,6 +44,8 @@ pub struct Rebuilt {
     pub corrupt: Option<String>,
     /// The surface questions of the log: their numbering, which were answered ([`crate::turn::surface::Book`]).
     pub surface: crate::turn::surface::Book,
+    /// The presence of the log's last presence_changed; `None` when it has none (present).
+    pub presence: Option<efr_protocol::wire::Presence>,
 }
 
 /// The words for event `seq` of a log that does not parse: a corrupt log is readable up to it.
@@ -65,6 +67,7 @@ pub async fn rebuild(store: &Store, id: ConversationId) -> Result<Rebuilt, Error
     let mut last_seq = 0;
     let mut corrupt = None;
     let mut surface = crate::turn::surface::Book::default();
+    let mut presence = None;
     loop {
         let rows = store.events_after(id, last_seq, PAGE).await.map_err(store_error)?;
         let full = rows.len() == PAGE as usize;
@@ -76,6 +79,9 @@ pub async fn rebuild(store: &Store, id: ConversationId) -> Result<Rebuilt, Error
             match serde_json::from_str::<Event>(&row.body) {
                 Ok(event) => {
                     surface.replay(&event.body);
+                    if let EventBody::PresenceChanged(changed) = &event.body {
+                        presence = Some(changed.presence);
+                    }
                     history.apply(&event);
                 }
                 Err(error) => {
@@ -100,6 +106,7 @@ pub async fn rebuild(store: &Store, id: ConversationId) -> Result<Rebuilt, Error
                 notices,
                 corrupt,
                 surface,
+                presence,
             });
         }
     }

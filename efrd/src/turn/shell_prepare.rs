@@ -139,6 +139,8 @@ pub(super) async fn prepare(
         grants,
         report: &report,
         read_only,
+        // The prompt's desktop does not reach a turn's calls yet: a desktop grant is refused by the launcher.
+        desktop: None,
     });
     probe.fit(&mut plan);
     let (proxy, network_note) = call_network::open(env, call_id, &mut plan).await;

@@ -161,7 +161,7 @@ pub async fn run_call(
             if question.expires_in_secs.is_some() {
                 question.expires_in_secs = env.question_limit_secs.or(question.expires_in_secs);
             }
-            match sink.ask(turn_id, call_id.clone(), question).await.ok()? {
+            match sink.ask(turn_id, call_id.clone(), question).await.ok()?.decision() {
                 ApprovalDecision::Allow | ApprovalDecision::AllowAlways => {}
                 _ => {
                     let output = "the user denied this call (or did not answer in time); it did not run".to_owned();

@@ -25,6 +25,7 @@ mod conversation;
 mod daemon;
 mod exits;
 mod message;
+mod presence;
 mod sandbox;
 mod shell;
 mod surface;
@@ -44,6 +45,7 @@ pub use conversation::{ConversationCreated, PromptQueued};
 pub use daemon::{LoginCompleted, LogoutCompleted};
 pub use exits::{ClassifierPaused, ExitJudged, ExitRequested, ExitReviewStarted, PauseReason};
 pub use message::{AssistantMessageCompleted, AssistantMessageUpdated};
+pub use presence::PresenceChanged;
 pub use sandbox::SandboxUnavailable;
 pub use shell::{ShellCommandDetached, ShellCommandEnded, ShellCommandInputChanged};
 pub use surface::{SandboxSurfaceChanged, SurfaceQuestionAnswered, SurfaceQuestionRequested, TurnSurfaceReport};
@@ -207,6 +209,8 @@ event_body! {
         ExitJudged(ExitJudged) = "exit_judged",
         /// The classifier was paused after too many denials.
         ClassifierPaused(ClassifierPaused) = "classifier_paused",
+        /// The user became present or away (it belongs to no turn).
+        PresenceChanged(PresenceChanged) = "presence_changed",
         /// The sandbox cannot run, so contained calls cannot either.
         SandboxUnavailable(SandboxUnavailable) = "sandbox_unavailable",
         /// A contained call changed files that code outside the sandbox may run from.
