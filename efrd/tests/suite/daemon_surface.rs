@@ -180,3 +180,67 @@ async fn surface_changes_are_reported_held_asked_and_answered() {
         [("s1", false, "removed"), ("s3", true, "kept"), ("s2", false, "removed")]
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_without_surface_changes_reports_none_and_numbering_survives_a_restart() {
+    let home = tempdir();
+    let project = tempdir();
+    let root = project.path();
+    let server = model(vec![
+        shell_call(
+            "call_src",
+            "echo 'fn main() {}' > main.rs && mkdir -p src && echo x > src/lib.rs",
+        ),
+        text("plain"),
+        shell_call("call_envrc", "echo 'export A=1' > .envrc"),
+        text("envrc"),
+        shell_call("call_tasks", "mkdir -p .vscode && echo '{}' > .vscode/tasks.json"),
+        text("tasks"),
+    ])
+    .await;
+    let mut efrd = daemon_with(home.path(), &server, &[]);
+    let mut client = efrd.client().await.unwrap();
+    let (_, conversation, id) = start(&mut client, root, "auto", "plain files").await;
+    let events = bounded("the plain turn", events_until(&mut client, id, "turn_completed")).await;
+    assert!(
+        !events.iter().any(|e| {
+            let kind = e["kind"].as_str().unwrap();
+            kind.contains("surface")
+        }),
+        "{events:#?}"
+    );
+
+    let sent = common::tools::prompt_to(&mut client, Some(&conversation), root, "auto", "an envrc").await;
+    let turn = sent["turn_id"].as_str().unwrap().to_owned();
+    let events = bounded(
+        "the envrc turn",
+        common::events_through(&mut client, id, "turn_completed"),
+    )
+    .await;
+    let asked = event_of(&events, "surface_question_requested", "call_envrc");
+    assert_eq!(asked["question_id"], "s1", "{asked}");
+    assert_eq!(asked["turn_id"], turn.as_str());
+
+    // After a restart the hold is gone from memory: the question is unavailable, the change stays, and the next
+    // question is s2, not s1 again.
+    efrd.stop(std::time::Duration::from_secs(20)).unwrap();
+    efrd.restart().unwrap();
+    let mut client = efrd.client().await.unwrap();
+    let orphan = client
+        .call("sandbox.surface_respond", respond(&conversation, "s1", false))
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(orphan.code.as_str(), "unavailable", "{orphan:?}");
+    assert_eq!(std::fs::read_to_string(root.join(".envrc")).unwrap(), "export A=1\n");
+    let (id, _) = common::subscribe(&mut client, &conversation, None).await;
+    common::tools::prompt_to(&mut client, Some(&conversation), root, "auto", "tasks").await;
+    let events = bounded(
+        "the tasks turn",
+        common::events_through(&mut client, id, "turn_completed"),
+    )
+    .await;
+    let asked = event_of(&events, "surface_question_requested", "call_tasks");
+    assert_eq!(asked["question_id"], "s2", "{asked}");
+    assert_eq!(asked["change"]["surface"], "editor_tasks", "{asked}");
+}
