@@ -54,7 +54,7 @@ pub struct SurfaceQuestionAnswered {
     pub outcome: SurfaceOutcome,
     /// Where the answer came from.
     pub origin: Origin,
-    /// Why the change could not be put back (with outcome `failed`); absent otherwise.
+    /// Why efrd could not do what the answer asked (with outcome `failed`); absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }

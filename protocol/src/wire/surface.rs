@@ -66,8 +66,8 @@ wire_enum! {
         /// Its question waits for an answer; until then the change is held (an executable's executable bits are
         /// removed).
         Pending = "pending",
-        /// The user did not keep it, but efrd could not put it back (the old content was not kept, the file changed
-        /// since); the change is still held.
+        /// efrd could not do what the answer asked: put back the old content (it was not kept), or give a kept
+        /// executable its bits back (its content changed after the question); the change is still held.
         Failed = "failed",
     }
     unknown
