@@ -20,6 +20,7 @@ mod exits;
 mod methods;
 mod presence;
 mod sandbox;
+mod surface;
 mod undo;
 mod values;
 mod watch;
@@ -112,6 +113,7 @@ pub fn examples() -> Vec<Example> {
     all.extend(watch::examples());
     all.extend(context::examples());
     all.extend(undo::examples());
+    all.extend(surface::examples());
     all.extend(presence::examples());
     all
 }

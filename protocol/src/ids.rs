@@ -100,6 +100,82 @@ impl From<&str> for CallId {
     }
 }
 
+/// A surface question's id: `s1`, `s2`, ... numbered per conversation (docs/protocol.md, "The contract": the type
+/// question_id of "the wire types of the auto sandbox (phase 1)"). Any other string is refused when read.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct QuestionId(String);
+
+impl QuestionId {
+    /// The `n`th question of a conversation (from 1).
+    #[must_use]
+    pub fn nth(n: u64) -> Self {
+        Self(format!("s{n}"))
+    }
+
+    /// Its number (`s3` → 3).
+    #[must_use]
+    pub fn number(&self) -> u64 {
+        self.0[1..].parse().unwrap_or(0)
+    }
+
+    /// The id as text.
+    #[must_use]
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::str::FromStr for QuestionId {
+    type Err = String;
+
+    /// Reads `s<n>`, n from 1 without leading zeros.
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let digits = text.strip_prefix('s').unwrap_or("");
+        let valid = !digits.is_empty()
+            && !digits.starts_with('0')
+            && digits.len() <= 19
+            && digits.bytes().all(|b| b.is_ascii_digit());
+        if valid {
+            Ok(Self(text.to_owned()))
+        } else {
+            Err(format!("`{text}` is not a question id (s1, s2, ...)"))
+        }
+    }
+}
+
+impl fmt::Display for QuestionId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl Serialize for QuestionId {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for QuestionId {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+impl JsonSchema for QuestionId {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "QuestionId".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "pattern": "^s[1-9][0-9]*$",
+            "description": "A surface question's id: s1, s2, ... per conversation."
+        })
+    }
+}
+
 /// A point in time: RFC 3339 UTC with milliseconds on the wire, such as `2026-11-30T14:33:11.042Z`.
 ///
 /// Any RFC 3339 time reads; the output is always UTC with exactly three fraction digits, so fixtures are stable.
@@ -180,6 +256,27 @@ mod tests {
             "\"0f8fad5b-d9cb-469f-a165-70867728950e\""
         );
         assert_eq!(id.to_string(), "0f8fad5b-d9cb-469f-a165-70867728950e");
+    }
+
+    #[test]
+    fn question_ids_are_s_and_a_number_and_nothing_else() {
+        let id: QuestionId = serde_json::from_str("\"s12\"").unwrap();
+        assert_eq!(id.number(), 12);
+        assert_eq!(id, QuestionId::nth(12));
+        assert_eq!(serde_json::to_string(&id).unwrap(), "\"s12\"");
+        for bad in [
+            "\"s0\"",
+            "\"s01\"",
+            "\"s\"",
+            "\"q1\"",
+            "\"S1\"",
+            "\"s1x\"",
+            "\"\"",
+            "1",
+            "\"s99999999999999999999\"",
+        ] {
+            assert!(serde_json::from_str::<QuestionId>(bad).is_err(), "{bad} was read");
+        }
     }
 
     #[test]

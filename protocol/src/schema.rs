@@ -39,6 +39,7 @@ use crate::wire::{
 };
 use crate::wire::{PresenceSetParams, PresenceSetResult};
 use crate::wire::{SandboxExplainHostParams, SandboxExplainHostResult};
+use crate::wire::{SandboxSurfaceRespondParams, SandboxSurfaceRespondResult};
 use crate::wire::{
     TrashListParams, TrashListResult, TrashRestoreParams, TrashRestoreResult, TurnUndoParams, TurnUndoResult,
     UndoRefusal,
@@ -109,6 +110,8 @@ pub fn protocol_schema() -> Value {
             SandboxExplainResult,
             SandboxExplainHostParams,
             SandboxExplainHostResult,
+            SandboxSurfaceRespondParams,
+            SandboxSurfaceRespondResult,
             InputRespondParams,
             InputRespondResult,
             ApprovalRespondParams,

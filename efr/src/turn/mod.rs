@@ -23,7 +23,9 @@
 //! # Keys
 //!
 //! When stdin is a terminal, efr reads keys itself ([`keys`]): `y`/`n` (and `a` when offered) answer an approval
-//! with one key; an input wait takes a line, with echo off for a hidden wait or one that looks secret; Ctrl+C sends
+//! with one key, and `y`/`n` a surface question (keep a file a sandboxed call wrote that code outside the sandbox
+//! runs from; [`surface`]): the turn does not wait for those, so efr asks the ones left after the turn's end and
+//! leaves once they are answered (Ctrl+C leaves them held); an input wait takes a line, with echo off for a hidden wait or one that looks secret; Ctrl+C sends
 //! turn.interrupt once, and a second Ctrl+C leaves at once (130); Ctrl+B is reserved and ignored.
 //!
 //! Without a terminal on stdin efr cannot ask, and a turn must not hang in a pipeline or a script: an approval of
@@ -54,6 +56,7 @@ mod plain;
 mod presence;
 mod prompt;
 mod questions;
+mod surface;
 mod term;
 mod view;
 
@@ -68,7 +71,8 @@ use efr_protocol::ids::{CallId, CommandId, ConversationId, TurnId};
 use efr_protocol::secret::SecretText;
 use efr_protocol::wire::{
     ApprovalDecision, ApprovalRespondParams, ConversationSubscribeParams, InputRespondParams, InputWait, Mode,
-    PromptSendParams, PromptSendResult, PromptSettings, ShellStatusParams, ShellStatusResult, TurnInterruptParams,
+    PromptSendParams, PromptSendResult, PromptSettings, SandboxSurfaceRespondParams, SandboxSurfaceRespondResult,
+    ShellStatusParams, ShellStatusResult, TurnInterruptParams,
 };
 use serde_json::Value;
 use tokio::signal::unix::{SignalKind, signal};
@@ -205,6 +209,8 @@ struct Session {
 
     interrupt_sent: bool,
     last_seq: u64,
+    /// The turn ended while surface questions wait: efr leaves with this code once they are answered.
+    leave_with: Option<ExitCode>,
     /// The user's keys against `--away-after` ([`presence`]).
     idle: presence::Idle,
 }
@@ -239,6 +245,7 @@ impl Session {
 
             interrupt_sent: false,
             last_seq: 0,
+            leave_with: None,
             idle,
         }
     }
@@ -293,6 +300,9 @@ impl Session {
                 }
             };
             if let Step::Exit(code) = step {
+                return code;
+            }
+            if let Some(code) = self.leave_with.filter(|_| !self.questions.has_surface()) {
                 return code;
             }
         }
@@ -373,6 +383,7 @@ impl Session {
         if self.keys.is_some() {
             let ask = match &event.body {
                 EventBody::ApprovalRequested(question) => Some(Ask::approval(question)),
+                EventBody::SurfaceQuestionRequested(question) if ours => Some(Ask::surface(question)),
                 EventBody::ToolCallInputChanged(wait) if ours => {
                     let title = self.calls.get(wait.call_id.as_str()).cloned().unwrap_or_default();
                     Ask::input(wait, &title, prompt.as_deref())
@@ -405,6 +416,17 @@ impl Session {
             EventBody::Unknown(unknown) if unknown.kind == "prompt_withdrawn" => report::FAILED,
             _ => return Step::Go,
         };
+        if self.keys.is_some() && self.questions.has_surface() {
+            // The turn did not wait for these answers; efr asks them before it leaves (docs/auto.md).
+            if self.questions.end_turn() == Change::Withdrawn {
+                self.view.resume("");
+                self.show_next_current();
+            }
+            self.view
+                .notice("the turn ended; answer its surface questions (Ctrl+C leaves them held for later)");
+            self.leave_with = Some(ExitCode::from(code));
+            return Step::Go;
+        }
         if self.questions.clear() == Change::Withdrawn {
             self.view.resume("");
         }
@@ -447,6 +469,13 @@ impl Session {
                     self.view.notice(&format!("the denial was not taken: {error}"));
                 }
             }
+            EventBody::SurfaceQuestionRequested(question) => {
+                self.view.notice(&format!(
+                    "held for your answer: {} (efr cannot ask without a terminal on stdin; sandbox.surface_respond \
+                     answers it)",
+                    surface::question_text(question, false)
+                ));
+            }
             EventBody::ToolCallInputChanged(wait) if wait.input != InputWait::None && !self.interrupt_sent => {
                 let title = self.calls.get(wait.call_id.as_str()).cloned().unwrap_or_default();
                 self.view.notice(&format!(
@@ -455,6 +484,14 @@ impl Session {
                 self.interrupt().await;
             }
             _ => {}
+        }
+    }
+
+    /// Shows the open question again (after the turn's end made another one open).
+    fn show_next_current(&mut self) {
+        if let Some(current) = self.questions.current() {
+            let text = current.text.clone();
+            self.view.ask(&text);
         }
     }
 
@@ -494,6 +531,14 @@ impl Session {
                     _ => return Step::Go,
                 };
                 self.answer_approval(&ask, decision).await;
+            }
+            AskKind::Surface { question_id } => {
+                let keep = match key {
+                    Key::Char('y' | 'Y') => true,
+                    Key::Char('n' | 'N') => false,
+                    _ => return Step::Go,
+                };
+                self.answer_surface(&question_id, keep).await;
             }
             AskKind::Input { input, hidden } => match key {
                 Key::Char(c) => {
@@ -541,6 +586,29 @@ impl Session {
         self.show_next();
     }
 
+    async fn answer_surface(&mut self, question_id: &str, keep: bool) {
+        let Ok(question_id) = question_id.parse() else {
+            self.view.resume("(not taken: a bad question id)");
+            self.show_next();
+            return;
+        };
+        let params = SandboxSurfaceRespondParams {
+            command_id: CommandId::new(),
+            conversation_id: self.conversation_id,
+            question_id,
+            keep,
+        };
+        match self
+            .client
+            .call::<_, SandboxSurfaceRespondResult>("sandbox.surface_respond", &params)
+            .await
+        {
+            Ok(result) => self.view.resume(&surface::answer_word(keep, result.outcome)),
+            Err(error) => self.view.resume(&format!("(not taken: {error})")),
+        }
+        self.show_next();
+    }
+
     async fn answer_input(&mut self, ask: &Ask, input: efr_protocol::wire::AnswerInput, hidden: bool) {
         let params = InputRespondParams {
             conversation_id: self.conversation_id,
@@ -559,6 +627,11 @@ impl Session {
     }
 
     async fn on_interrupt(&mut self) -> Step {
+        if let Some(code) = self.leave_with {
+            self.view.resume("");
+            self.view.notice("left; the surface changes stay held until answered");
+            return Step::Exit(code);
+        }
         if self.interrupt_sent {
             self.view.notice("left; the turn may still be ending in efrd");
             return Step::Exit(ExitCode::from(report::INTERRUPTED));

@@ -159,6 +159,11 @@ impl PlainView {
                 vec![printable(&format!("approval: {}{reason}", question.summary)).into_owned()]
             }
             EventBody::ApprovalResolved(answer) => vec![format!("answer: {}", decision_word(answer.decision))],
+            EventBody::SandboxSurfaceChanged(changed) => super::surface::changed_lines(changed),
+            EventBody::SurfaceQuestionRequested(question) => {
+                vec![format!("question: {}", super::surface::question_text(question, false))]
+            }
+            EventBody::TurnSurfaceReport(report) => super::surface::report_lines(report),
             EventBody::ApprovalExpired(_) => vec!["approval expired".to_owned()],
             EventBody::TurnInterruptRequested(_) => vec!["interrupt requested".to_owned()],
             EventBody::TurnCompleted(done) => {

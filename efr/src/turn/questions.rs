@@ -1,14 +1,14 @@
-//! The questions a turn asks the user: approvals (`approval_requested`) and input waits
-//! (`tool_call_input_changed`), one at a time, first come first asked.
+//! The questions a turn asks the user: approvals (`approval_requested`), input waits (`tool_call_input_changed`) and
+//! surface questions (`surface_question_requested`), one at a time, first come first asked.
 //!
-//! A question goes away when it is answered here, when its answer arrives from elsewhere (`approval_resolved` from
-//! another client), when it expires, when the command stops waiting, or when its call completes.
+//! A question goes away when it is answered here, when its answer arrives from elsewhere (`approval_resolved` or
+//! `surface_question_answered` from another client), when it expires, when the command stops waiting, or when its call completes.
 //!
 //! A question's text quotes the model (the summary of a call, the program's prompt): it is made [`printable`].
 
 use std::collections::VecDeque;
 
-use efr_protocol::events::ApprovalRequested;
+use efr_protocol::events::{ApprovalRequested, SurfaceQuestionRequested};
 use efr_protocol::events::{EventBody, ToolCallInputChanged};
 use efr_protocol::wire::{AnswerInput, InputWait};
 
@@ -28,6 +28,11 @@ pub enum AskKind {
         input: AnswerInput,
         /// Echo off while it is typed (a hidden wait, or a visible one that looks secret).
         hidden: bool,
+    },
+    /// `[y]es / [n]o`: keep a surface change (sandbox.surface_respond). The turn does not wait for it.
+    Surface {
+        /// The question's id (`s1`, ...).
+        question_id: String,
     },
 }
 
@@ -58,6 +63,18 @@ impl Ask {
             call_id: question.call_id.0.clone(),
             kind: AskKind::Approval { always },
             text: printable(&format!("allow {}?{reason}  {keys} ", question.summary)).into_owned(),
+        }
+    }
+
+    /// The question of a surface_question_requested event.
+    #[must_use]
+    pub fn surface(question: &SurfaceQuestionRequested) -> Self {
+        Self {
+            call_id: question.call_id.0.clone(),
+            kind: AskKind::Surface {
+                question_id: question.question_id.to_string(),
+            },
+            text: super::surface::question_text(question, true),
         }
     }
 
@@ -151,9 +168,43 @@ impl Questions {
             EventBody::ToolCallInputChanged(e) if e.input == InputWait::None => {
                 self.drop_where(e.call_id.as_str(), input)
             }
-            EventBody::ToolCallCompleted(e) => self.drop_where(e.call_id.as_str(), |_| true),
+            EventBody::ToolCallCompleted(e) => {
+                self.drop_where(e.call_id.as_str(), |k| !matches!(k, AskKind::Surface { .. }))
+            }
+            EventBody::SurfaceQuestionAnswered(e) => self.drop_surface(e.question_id.as_str()),
             _ => Change::None,
         }
+    }
+
+    /// Drops the surface question `question_id` (answered, here or elsewhere); tells whether the open one went.
+    fn drop_surface(&mut self, question_id: &str) -> Change {
+        let is_it = |a: &Ask| matches!(&a.kind, AskKind::Surface { question_id: q } if q == question_id);
+        self.waiting.retain(|a| !is_it(a));
+        if self.current.as_ref().is_some_and(is_it) {
+            self.current = None;
+            return Change::Withdrawn;
+        }
+        Change::None
+    }
+
+    /// Whether a surface question is open or waits: efr stays after the turn's end until it is answered.
+    #[must_use]
+    pub fn has_surface(&self) -> bool {
+        self.current
+            .iter()
+            .chain(&self.waiting)
+            .any(|a| matches!(a.kind, AskKind::Surface { .. }))
+    }
+
+    /// At the turn's end: drops every question but the surface ones; tells whether the open one went.
+    pub fn end_turn(&mut self) -> Change {
+        let surface = |a: &Ask| matches!(a.kind, AskKind::Surface { .. });
+        self.waiting.retain(surface);
+        if self.current.as_ref().is_some_and(|a| !surface(a)) {
+            self.current = self.waiting.pop_front();
+            return Change::Withdrawn;
+        }
+        Change::None
     }
 
     /// Drops every question (the turn ended).
@@ -182,6 +233,38 @@ mod tests {
 
     fn body(value: serde_json::Value) -> EventBody {
         serde_json::from_value(value).unwrap()
+    }
+
+    #[test]
+    fn a_surface_question_outlives_its_call_and_the_turn_and_goes_when_answered() {
+        let surface = |id: &str| {
+            let question: SurfaceQuestionRequested = serde_json::from_value(json!({
+                "question_id": id, "call_id": "c1",
+                "change": {"path": ".envrc", "surface": "envrc", "change": "added", "runs_code": true}
+            }))
+            .unwrap();
+            Ask::surface(&question)
+        };
+        let mut questions = Questions::default();
+        assert!(questions.push(approval("c2", json!({}))).is_some());
+        assert!(questions.push(surface("s1")).is_none());
+        assert!(questions.push(surface("s2")).is_none());
+        let completed = body(json!({"kind": "tool_call_completed", "call_id": "c1", "status": "ok", "output": ""}));
+        assert_eq!(questions.on_event(&completed), Change::None);
+        assert!(questions.has_surface());
+        // The turn ends: the approval goes, the surface questions stay, the first one open.
+        assert_eq!(questions.end_turn(), Change::Withdrawn);
+        assert!(matches!(&questions.current().unwrap().kind, AskKind::Surface { question_id } if question_id == "s1"));
+        let answered = |id: &str| {
+            body(
+                json!({"kind": "surface_question_answered", "question_id": id, "keep": true, "outcome": "kept",
+                        "origin": "phone"}),
+            )
+        };
+        assert_eq!(questions.on_event(&answered("s2")), Change::None);
+        assert!(questions.has_surface());
+        assert_eq!(questions.on_event(&answered("s1")), Change::Withdrawn);
+        assert!(!questions.has_surface());
     }
 
     #[test]

@@ -228,6 +228,16 @@ impl<W: Write> TermView<W> {
                 self.print(&format!("{DIM}→ {word}{RESET}"));
             }
             EventBody::ApprovalExpired(_) => self.print(&format!("{DIM}→ the question expired{RESET}")),
+            EventBody::SandboxSurfaceChanged(changed) => {
+                for line in super::surface::changed_lines(changed) {
+                    self.print(&format!("  {YELLOW}{line}{RESET}"));
+                }
+            }
+            EventBody::TurnSurfaceReport(report) => {
+                for line in super::surface::report_lines(report) {
+                    self.print(&format!("{YELLOW}{line}{RESET}"));
+                }
+            }
             EventBody::ToolCallInputChanged(wait) if wait.input == InputWait::None => {}
             EventBody::TurnInterruptRequested(_) => self.print(&format!("{DIM}interrupting…{RESET}")),
             EventBody::TurnCompleted(done) => {

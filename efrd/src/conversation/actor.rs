@@ -71,6 +71,7 @@ pub(crate) use presence::PresenceSet;
 mod prompt;
 mod questions;
 mod retire;
+mod surface;
 mod turns;
 mod undo;
 
@@ -162,6 +163,8 @@ pub(super) struct Actor {
     store_failure: Option<ErrorBody>,
     /// A turn.undo writes the conversation's files: no turn starts (`undo.rs`).
     undoing: bool,
+    /// The surface changes of its turns and their questions (`surface.rs`).
+    surface: crate::turn::surface::Book,
     /// The user's presence (`presence.rs`): present until presence.set says away; a loaded conversation takes its
     /// log's last presence_changed.
     presence: efr_protocol::wire::Presence,
@@ -197,6 +200,7 @@ impl Actor {
             unclosed: None,
             store_failure: None,
             undoing: false,
+            surface: crate::turn::surface::Book::default(),
             presence: efr_protocol::wire::Presence::Present,
             presence_epoch: 0,
             shell: Arc::new(tokio::sync::Mutex::new(ShellSlot::new(shell_options(
@@ -223,6 +227,7 @@ impl Actor {
         actor.last_seq = rebuilt.last_seq;
         actor.open_calls.push_notices(rebuilt.notices);
         actor.corrupt = rebuilt.corrupt;
+        actor.surface = rebuilt.surface;
         actor.presence = rebuilt.presence.unwrap_or(efr_protocol::wire::Presence::Present);
         if !rebuilt.left_running.is_empty() {
             let ends = rebuilt
@@ -338,6 +343,21 @@ impl Actor {
                 Command::TurnEnded { turn_id, outcome } => {
                     self.turn_ended(turn_id, outcome).await;
                     self.start_next(&me).await;
+                }
+                Command::SurfaceChanged {
+                    turn_id,
+                    call_id,
+                    changes,
+                    held,
+                    reply,
+                } => {
+                    let _ = reply.send(self.surface_changed(turn_id, call_id, changes, held).await);
+                }
+                Command::SurfaceReport { turn_id, reply } => {
+                    let _ = reply.send(self.surface_report(turn_id).await);
+                }
+                Command::SurfaceRespond { params, origin, reply } => {
+                    let _ = reply.send(self.surface_respond(*params, origin).await);
                 }
                 Command::UndoBegin { reply } => {
                     let _ = reply.send(self.begin_undo());

@@ -42,6 +42,8 @@ pub struct Rebuilt {
     pub notices: Vec<String>,
     /// The first event that does not parse, in words ([`corrupt_event`]): the history stops before it.
     pub corrupt: Option<String>,
+    /// The surface questions of the log: their numbering, which were answered ([`crate::turn::surface::Book`]).
+    pub surface: crate::turn::surface::Book,
     /// The presence of the log's last presence_changed; `None` when it has none (present).
     pub presence: Option<efr_protocol::wire::Presence>,
 }
@@ -64,6 +66,7 @@ pub async fn rebuild(store: &Store, id: ConversationId) -> Result<Rebuilt, Error
     let mut history = Rebuild::default();
     let mut last_seq = 0;
     let mut corrupt = None;
+    let mut surface = crate::turn::surface::Book::default();
     let mut presence = None;
     loop {
         let rows = store.events_after(id, last_seq, PAGE).await.map_err(store_error)?;
@@ -75,6 +78,7 @@ pub async fn rebuild(store: &Store, id: ConversationId) -> Result<Rebuilt, Error
             }
             match serde_json::from_str::<Event>(&row.body) {
                 Ok(event) => {
+                    surface.replay(&event.body);
                     if let EventBody::PresenceChanged(changed) = &event.body {
                         presence = Some(changed.presence);
                     }
@@ -101,6 +105,7 @@ pub async fn rebuild(store: &Store, id: ConversationId) -> Result<Rebuilt, Error
                 left_running,
                 notices,
                 corrupt,
+                surface,
                 presence,
             });
         }

@@ -143,6 +143,22 @@ enum Command {
     UndoBegin {
         reply: oneshot::Sender<bool>,
     },
+    SurfaceChanged {
+        turn_id: TurnId,
+        call_id: CallId,
+        changes: Vec<efr_protocol::wire::SurfaceChange>,
+        held: Vec<crate::turn::surface::Held>,
+        reply: oneshot::Sender<Result<Vec<efr_protocol::ids::QuestionId>, ErrorBody>>,
+    },
+    SurfaceReport {
+        turn_id: TurnId,
+        reply: oneshot::Sender<Result<(), ErrorBody>>,
+    },
+    SurfaceRespond {
+        params: Box<efr_protocol::wire::SandboxSurfaceRespondParams>,
+        origin: Origin,
+        reply: oneshot::Sender<Result<efr_protocol::wire::SandboxSurfaceRespondResult, ErrorBody>>,
+    },
     UndoEnd {
         bodies: Vec<EventBody>,
         command: Option<crate::store::CommandRecord>,
@@ -209,6 +225,24 @@ impl ConversationHandle {
         origin: Origin,
     ) -> Result<ApprovalRespondResult, ErrorBody> {
         self.ask(|reply| Command::Respond {
+            params: Box::new(params),
+            origin,
+            reply,
+        })
+        .await?
+    }
+
+    /// Answers a surface question (sandbox.surface_respond): keeps the change or puts back what was there.
+    ///
+    /// # Errors
+    /// `not_found` for a question the conversation never asked, `conflict` for one already answered, `unavailable`
+    /// for one asked before efrd restarted (its hold is not known any more) or a store failure.
+    pub async fn surface_respond(
+        &self,
+        params: efr_protocol::wire::SandboxSurfaceRespondParams,
+        origin: Origin,
+    ) -> Result<efr_protocol::wire::SandboxSurfaceRespondResult, ErrorBody> {
+        self.ask(|reply| Command::SurfaceRespond {
             params: Box::new(params),
             origin,
             reply,
@@ -344,6 +378,40 @@ impl TurnSink for Recorder {
                 .await
                 .map_err(|_| gone())?;
             answer.await.map_err(|_| gone())
+        })
+    }
+
+    fn surface_changed(
+        &self,
+        turn_id: TurnId,
+        call_id: CallId,
+        changes: Vec<efr_protocol::wire::SurfaceChange>,
+        held: Vec<crate::turn::surface::Held>,
+    ) -> SinkFuture<'_, Vec<efr_protocol::ids::QuestionId>> {
+        Box::pin(async move {
+            let (reply, answer) = oneshot::channel();
+            self.tx
+                .send(Command::SurfaceChanged {
+                    turn_id,
+                    call_id,
+                    changes,
+                    held,
+                    reply,
+                })
+                .await
+                .map_err(|_| gone())?;
+            answer.await.map_err(|_| gone())?
+        })
+    }
+
+    fn surface_report(&self, turn_id: TurnId) -> SinkFuture<'_, ()> {
+        Box::pin(async move {
+            let (reply, answer) = oneshot::channel();
+            self.tx
+                .send(Command::SurfaceReport { turn_id, reply })
+                .await
+                .map_err(|_| gone())?;
+            answer.await.map_err(|_| gone())?
         })
     }
 }

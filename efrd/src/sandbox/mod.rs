@@ -11,6 +11,8 @@
 //! - [`protect`]: what a call may not change inside its writable roots (git's config and hooks, efr's roots).
 //! - [`grants`]: the sockets of a call's `desktop` and whole-`bus` grants, resolved into its plan.
 //! - [`git_link`]: a project's `.git` link, read before a contained call and put back after it if the call changed it.
+//! - [`surface`]: which changed files of a contained call are a surface that code outside the sandbox runs from
+//!   (`docs/auto.md`, "Surface changes").
 //! - [`state`]: the cached probe of the daemon.
 //! - [`live`]: whether a sandbox efrd started still runs (a command left running in one).
 //!
@@ -28,6 +30,7 @@ pub mod probe;
 pub mod protect;
 pub mod proxy_test;
 pub mod state;
+pub mod surface;
 
 pub use diagnosis::{KernelFacts, KernelPaths};
 pub use explain::{ExplainError, Explanation, View, explain};

@@ -17,7 +17,8 @@
 //! contained call made ready: its plan file and helper plans), [`call_network`] (a contained call's `efr-proxy`
 //! plan, opened before it and closed after it), [`call_bus`] (its `efr-bus-proxy` plan, the same), [`git_check`] (what the
 //! repositories of a cautious line's git commands can run), [`snapshots`] (a turn's
-//! and a shell call's changes), [`overlap`] (which turns run at once in a project), [`coalesce`] (text deltas).
+//! and a shell call's changes), [`surface`] (an auto call's surface changes and their questions), [`overlap`] (which
+//! turns run at once in a project), [`coalesce`] (text deltas).
 
 pub mod call_bus;
 pub mod call_network;
@@ -33,6 +34,7 @@ pub mod shell_call;
 pub mod shell_prepare;
 pub mod sink;
 pub mod snapshots;
+pub mod surface;
 #[cfg(test)]
 mod testing;
 pub mod tools;
@@ -213,6 +215,10 @@ pub async fn run(plan: TurnPlan, recorder: Sink, cancel: CancellationToken) -> T
         _ => snapshots::Ended::default(),
     };
     if !ended.events.is_empty() && state.recorder.record(turn_id, ended.events).await.is_err() {
+        return state.outcome();
+    }
+    // What became of the turn's surface changes (`surface`), before its end.
+    if !matches!(ending, Ending::Lost) && state.recorder.surface_report(turn_id).await.is_err() {
         return state.outcome();
     }
     finish(state, ending, turn_id, context_window, (ended.changes, ended.undo)).await

@@ -151,7 +151,7 @@ pub async fn run_shell(
         }
     };
     let (answer, interrupted) = follow(&shell, run, sink, turn_id, call_id, cancel).await?;
-    let changes = env.call_snapshots.changes(before).await;
+    let (changes, raw_changes) = env.call_snapshots.changes_and_raw(before).await;
     let left_running = answer.left_running();
     let mut exit_code = answer.exit_code;
     let mut sandbox = prepared.as_ref().map(|_| SandboxSummary::default());
@@ -260,6 +260,18 @@ pub async fn run_shell(
     });
     // The completion belongs to the turn; the detached command belongs to the conversation (spec).
     sink.record(turn_id, vec![completed]).await.ok()?;
+    // What auto's call changed that code outside the sandbox runs from: recorded and held (docs/auto.md).
+    if launch == ShellLaunch::Contained
+        && let Some(prepared) = &prepared
+    {
+        let project = call_roots(env).project;
+        let shell = prepared.shell.clone();
+        let raw = raw_changes;
+        if let Some(note) = super::surface::after_call(sink, turn_id, call_id, project.as_deref(), raw, shell).await? {
+            model_text.push('\n');
+            model_text.push_str(&note);
+        }
+    }
     if let Some(detached) = answer.detached {
         let left = LeftRunning {
             call_id: call_id.clone(),

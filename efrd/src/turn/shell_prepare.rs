@@ -35,6 +35,8 @@ pub(super) struct Prepared {
     pub(super) bus: Option<BusPlan>,
     /// Why the call runs without the bus its grants asked for.
     pub(super) bus_note: Option<String>,
+    /// The shell's PATH and working folder, for the call's surface changes ([`super::surface`]).
+    pub(super) shell: super::surface::CallShell,
 }
 
 impl Prepared {
@@ -148,7 +150,15 @@ pub(super) async fn prepare(
             contained::write_private(&plan_file, &bytes)
                 .map_err(|e| format!("cannot write the launch plan {}: {e}", plan_file.display()))
         });
+    let shell_facts = super::surface::CallShell {
+        path_var: exported
+            .iter()
+            .find(|(name, _)| name == "PATH")
+            .map(|(_, value)| value.clone()),
+        cwd: Some(cwd.clone()),
+    };
     let prepared = Prepared {
+        shell: shell_facts,
         line: contained::launcher_line(&env.sandbox.options().launcher, &plan_file),
         report,
         plan_file,

@@ -10,9 +10,10 @@ use std::sync::Arc;
 
 use efr_protocol::ErrorBody;
 use efr_protocol::events::EventBody;
-use efr_protocol::ids::{CallId, TurnId};
-use efr_protocol::wire::ApprovalDecision;
+use efr_protocol::ids::{CallId, QuestionId, TurnId};
+use efr_protocol::wire::{ApprovalDecision, SurfaceChange};
 
+use super::surface::Held;
 use crate::policy::Question;
 
 /// A future the sink returns: boxed, so that the trait can be used as `dyn TurnSink`.
@@ -62,6 +63,38 @@ pub trait TurnSink: Send + Sync + std::fmt::Debug {
     /// # Errors
     /// `unavailable` when the conversation stopped.
     fn ask(&self, turn_id: TurnId, call_id: CallId, question: Question) -> SinkFuture<'_, Answer>;
+
+    /// Records sandbox_surface_changed for `call_id` and a surface_question_requested for each of `held`, committed
+    /// in one step, and keeps the questions for sandbox.surface_respond; yields their ids, in `held`'s order. Does
+    /// not wait for answers ([`super::surface`]).
+    ///
+    /// # Errors
+    /// `unavailable` when the events cannot be committed or the conversation stopped. This default, for a sink
+    /// that keeps no questions, records nothing and says so.
+    fn surface_changed(
+        &self,
+        turn_id: TurnId,
+        call_id: CallId,
+        changes: Vec<SurfaceChange>,
+        held: Vec<Held>,
+    ) -> SinkFuture<'_, Vec<QuestionId>> {
+        let _ = (turn_id, call_id, changes, held);
+        Box::pin(async {
+            Err(ErrorBody::new(
+                efr_protocol::ErrorCode::Unavailable,
+                "this sink keeps no surface questions",
+            ))
+        })
+    }
+
+    /// At a turn's end, before its terminal event: records turn_surface_report when the turn made a surface change.
+    ///
+    /// # Errors
+    /// `unavailable` when the conversation stopped.
+    fn surface_report(&self, turn_id: TurnId) -> SinkFuture<'_, ()> {
+        let _ = turn_id;
+        Box::pin(async { Ok(()) })
+    }
 }
 
 /// The sink a turn holds: shared with the tasks that follow a command left running.

@@ -478,6 +478,12 @@ impl CallSnapshots {
     /// (or a walk failed). When another turn ran in the project meanwhile, every change is marked `maybe_other`;
     /// otherwise the changes are claimed as the turn's own.
     pub async fn changes(&self, before: BeforeCall) -> Option<FileChanges> {
+        self.changes_and_raw(before).await.0
+    }
+
+    /// [`CallSnapshots::changes`], and the changes themselves (absolute paths, the old content where the walks
+    /// kept it) for the call's surface changes ([`super::surface`]).
+    pub async fn changes_and_raw(&self, before: BeforeCall) -> (Option<FileChanges>, Vec<Change>) {
         let mut changes: Vec<Change> = Vec::new();
         for old in &before.snapshots {
             let Some(new) = self.walk(old.root.clone()).await else {
@@ -488,7 +494,7 @@ impl CallSnapshots {
             }
         }
         if changes.is_empty() {
-            return None;
+            return (None, changes);
         }
         let overlapped = match (&self.presence, before.window) {
             (Some(presence), Some(window)) => presence.overlapped_since(window),
@@ -507,7 +513,8 @@ impl CallSnapshots {
             scratch: roots.scratch.as_deref(),
             home: roots.home.as_deref(),
         };
-        Some(file_changes_marked(&changes, &display, |_| overlapped))
+        let shown = file_changes_marked(&changes, &display, |_| overlapped);
+        (Some(shown), changes)
     }
 }
 

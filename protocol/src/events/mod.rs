@@ -28,6 +28,7 @@ mod message;
 mod presence;
 mod sandbox;
 mod shell;
+mod surface;
 mod tool;
 mod turn;
 mod undo;
@@ -47,6 +48,7 @@ pub use message::{AssistantMessageCompleted, AssistantMessageUpdated};
 pub use presence::PresenceChanged;
 pub use sandbox::SandboxUnavailable;
 pub use shell::{ShellCommandDetached, ShellCommandEnded, ShellCommandInputChanged};
+pub use surface::{SandboxSurfaceChanged, SurfaceQuestionAnswered, SurfaceQuestionRequested, TurnSurfaceReport};
 pub use tool::{CallStatus, ToolCallCompleted, ToolCallInputChanged, ToolCallStarted};
 pub use turn::{TurnCancelled, TurnCompleted, TurnFailed, TurnInterruptRequested, TurnInterrupted, TurnStarted};
 pub use undo::{SnapshotPhase, SnapshotTaken, UndoApplied};
@@ -211,6 +213,14 @@ event_body! {
         PresenceChanged(PresenceChanged) = "presence_changed",
         /// The sandbox cannot run, so contained calls cannot either.
         SandboxUnavailable(SandboxUnavailable) = "sandbox_unavailable",
+        /// A contained call changed files that code outside the sandbox may run from.
+        SandboxSurfaceChanged(SandboxSurfaceChanged) = "sandbox_surface_changed",
+        /// efrd asks the user whether to keep a surface change that can run code.
+        SurfaceQuestionRequested(SurfaceQuestionRequested) = "surface_question_requested",
+        /// The user answered a surface question (it belongs to no turn).
+        SurfaceQuestionAnswered(SurfaceQuestionAnswered) = "surface_question_answered",
+        /// The surface changes of a turn and what became of each, at its end.
+        TurnSurfaceReport(TurnSurfaceReport) = "turn_surface_report",
         /// A turn took a snapshot of a root it could write.
         SnapshotTaken(SnapshotTaken) = "snapshot_taken",
         /// An undo or redo of a turn wrote files (it belongs to no turn).
@@ -246,6 +256,8 @@ impl EventBody {
             Self::ExitRequested(e) => Some(&e.call_id),
             Self::ExitReviewStarted(e) => Some(&e.call_id),
             Self::ExitJudged(e) => Some(&e.call_id),
+            Self::SandboxSurfaceChanged(e) => Some(&e.call_id),
+            Self::SurfaceQuestionRequested(e) => Some(&e.call_id),
             _ => None,
         }
     }

@@ -30,6 +30,7 @@ pub mod sandbox;
 pub mod sandbox_methods;
 pub mod shell;
 pub mod subscribe;
+pub mod surface;
 pub mod trash;
 pub mod turn;
 pub mod undo;
@@ -84,6 +85,9 @@ pub use shell::{
 };
 pub use subscribe::{
     CompactTrigger, ConversationSubscribeParams, Draft, DraftPart, RunningTurn, Snapshot, SnapshotLive, SubscribeItem,
+};
+pub use surface::{
+    ReportedFile, SandboxSurfaceRespondParams, SandboxSurfaceRespondResult, SurfaceChange, SurfaceKind, SurfaceOutcome,
 };
 pub use trash::{TrashEntry, TrashListParams, TrashListResult, TrashRestoreParams, TrashRestoreResult};
 pub use turn::{Resent, TurnInterruptParams, TurnInterruptResult, WithdrawnPrompt, WithdrawnSteer};

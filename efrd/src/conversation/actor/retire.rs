@@ -15,6 +15,7 @@ impl Actor {
             && !self.undoing
             && self.queue.is_empty()
             && self.approvals.is_empty()
+            && !self.surface.has_waiting()
             && self.open_calls.is_empty()
             && self.unclosed.is_none()
             && self.events.receiver_count() == 0

@@ -8,6 +8,7 @@ pub mod hello;
 pub mod presence;
 pub mod sandbox;
 pub mod shell;
+pub mod surface;
 pub mod trash;
 pub mod undo;
 pub mod watch;
@@ -82,6 +83,7 @@ pub async fn unary(ctx: &RequestCtx, method: Method, raw: Option<Value>) -> Resu
         }
         Method::SandboxExplain => sandbox::explain_path(ctx, raw).await,
         Method::SandboxExplainHost => sandbox::explain_host(ctx, raw).await,
+        Method::SandboxSurfaceRespond => surface::surface_respond(ctx, raw).await,
         Method::AdminConfigReload => {
             no_params(raw)?;
             admin::config_reload(ctx).await
