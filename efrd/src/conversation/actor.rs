@@ -114,6 +114,16 @@ struct Queued {
     settings: TurnSettings,
     overridden: Overridden,
     origin: Origin,
+    /// The prompt as the user typed it (the exits' judges read it) and its terminal's desktop (auto's desktop
+    /// exits): never an event or the store beyond prompt_queued.
+    exits: QueuedExits,
+}
+
+/// What a queued prompt keeps for its turn's exits.
+#[derive(Debug, Default)]
+struct QueuedExits {
+    user_prompt: String,
+    desktop: Option<efr_protocol::wire::Desktop>,
 }
 
 /// The turn that runs.
@@ -414,12 +424,21 @@ impl Actor {
             params.last_command.as_ref(),
             &params.recent_commands,
         );
+        let exits = QueuedExits {
+            user_prompt: params.text.clone(),
+            desktop: params
+                .context
+                .as_ref()
+                .and_then(|c| c.shell_context.as_ref())
+                .and_then(|s| s.desktop.clone()),
+        };
         self.queue.push_back(Queued {
             turn_id,
             text,
             settings,
             overridden,
             origin,
+            exits,
         });
         Ok(result)
     }

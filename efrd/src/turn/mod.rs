@@ -24,6 +24,8 @@ pub mod call_network;
 pub mod coalesce;
 pub mod contained;
 pub mod decide;
+pub mod exit_call;
+pub mod exits;
 pub mod git_check;
 pub mod overlap;
 pub mod patch_call;
@@ -33,6 +35,7 @@ pub mod shell_call;
 pub mod shell_prepare;
 pub mod sink;
 pub mod snapshots;
+pub mod survivors;
 #[cfg(test)]
 mod testing;
 pub mod tools;

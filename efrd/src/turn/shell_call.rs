@@ -102,6 +102,61 @@ pub async fn run_shell(
     request: ShellRequest<'_>,
     cancel: &tokio_util::sync::CancellationToken,
 ) -> Option<CallOutput> {
+    let executed = execute(env, sink, turn_id, call_id, request, cancel).await?;
+    finish(env, sink, turn_id, executed).await
+}
+
+/// A shell call that ran (or could not start), its `tool_call_completed` not recorded yet: an auto call that failed
+/// may still run again with an exit's grants ([`super::exit_call`]).
+pub struct Executed<'a> {
+    /// The completion to record.
+    pub completed: ToolCallCompleted,
+    /// What the model gets.
+    pub output: CallOutput,
+    /// The command still runs past its timeout.
+    detached: Option<Detached>,
+    /// A contained call's launch files.
+    prepared: Option<Prepared>,
+    command: &'a str,
+    approved_by: Option<ApprovedBy>,
+}
+
+impl std::fmt::Debug for Executed<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Executed")
+            .field("completed", &self.completed)
+            .field("output", &self.output)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Executed<'_> {
+    /// The command still runs past its call's timeout.
+    #[must_use]
+    pub fn left_running(&self) -> bool {
+        self.detached.is_some()
+    }
+
+    /// The command ran in a sandbox that started, ended (not left running, not interrupted) and failed: a call whose
+    /// report may show an exit it needs.
+    #[must_use]
+    pub fn failed_inside(&self) -> bool {
+        self.output.is_error
+            && self.detached.is_none()
+            && self.completed.exit_code.is_some()
+            && self.completed.sandbox.as_ref().is_some_and(|s| s.setup_error.is_none())
+    }
+}
+
+/// Runs a shell call and records its events up to its completion, which it returns; `None` when the sink is gone.
+pub async fn execute<'a>(
+    env: &ToolEnv,
+    sink: &Sink,
+    turn_id: TurnId,
+    call_id: &CallId,
+    request: ShellRequest<'a>,
+    cancel: &tokio_util::sync::CancellationToken,
+) -> Option<Executed<'a>> {
     let ShellRequest {
         command,
         timeout,
@@ -109,10 +164,13 @@ pub async fn run_shell(
         read_only,
         approved_by,
     } = request;
-    let failed = |output: String| async move {
-        let body = failed_completion(call_id, output.clone(), grants.is_some().then(SandboxSummary::default));
-        sink.record(turn_id, vec![body]).await.ok()?;
-        Some(CallOutput { output, is_error: true })
+    let failed = |output: String| Executed {
+        completed: failed_completion(call_id, output.clone(), grants.is_some().then(SandboxSummary::default)),
+        output: CallOutput { output, is_error: true },
+        detached: None,
+        prepared: None,
+        command,
+        approved_by,
     };
     let launch = match (grants.is_some(), read_only) {
         (false, _) => ShellLaunch::Direct,
@@ -121,7 +179,7 @@ pub async fn run_shell(
     };
     let shell = match take_shell(env, launch).await {
         Ok(shell) => shell,
-        Err(why) => return failed(format!("the command did not run: {why}")).await,
+        Err(why) => return Some(failed(format!("the command did not run: {why}"))),
     };
     let before = env.call_snapshots.before(call_roots(env)).await;
     let prepared = match grants {
@@ -134,9 +192,11 @@ pub async fn run_shell(
                     call_id: Some(call_id.clone()),
                 });
                 sink.record(turn_id, vec![unavailable]).await.ok()?;
-                return failed(format!("the sandbox cannot run, so the command did not run: {reason}")).await;
+                return Some(failed(format!(
+                    "the sandbox cannot run, so the command did not run: {reason}"
+                )));
             }
-            Err(NotPrepared::Failed(why)) => return failed(format!("the command did not run: {why}")).await,
+            Err(NotPrepared::Failed(why)) => return Some(failed(format!("the command did not run: {why}"))),
         },
     };
     let line = prepared.as_ref().map_or(command, |p| p.line.as_str());
@@ -147,7 +207,7 @@ pub async fn run_shell(
                 let _ = std::fs::remove_file(&prepared.plan_file);
                 prepared.close_plans(&env.network.proxy, &env.bus.proxy).await;
             }
-            return failed(format!("the command did not run: {error}")).await;
+            return Some(failed(format!("the command did not run: {error}")));
         }
     };
     let (answer, interrupted) = follow(&shell, run, sink, turn_id, call_id, cancel).await?;
@@ -247,7 +307,7 @@ pub async fn run_shell(
             timeout.as_secs()
         ));
     }
-    let completed = EventBody::ToolCallCompleted(ToolCallCompleted {
+    let completed = ToolCallCompleted {
         call_id: call_id.clone(),
         status: if ok { CallStatus::Ok } else { CallStatus::Failed },
         output: answer.output.for_client(),
@@ -257,12 +317,39 @@ pub async fn run_shell(
         changes,
         diff: None,
         sandbox,
-    });
+    };
+    Some(Executed {
+        completed,
+        output: CallOutput {
+            output: model_text,
+            is_error: !ok,
+        },
+        detached: answer.detached,
+        prepared,
+        command,
+        approved_by,
+    })
+}
+
+/// Records an executed call's completion and, for a command left running, follows it; returns what the model gets,
+/// or `None` when the sink is gone.
+pub async fn finish(env: &ToolEnv, sink: &Sink, turn_id: TurnId, executed: Executed<'_>) -> Option<CallOutput> {
+    let Executed {
+        completed,
+        output,
+        detached,
+        prepared,
+        command,
+        approved_by,
+    } = executed;
+    let call_id = completed.call_id.clone();
     // The completion belongs to the turn; the detached command belongs to the conversation (spec).
-    sink.record(turn_id, vec![completed]).await.ok()?;
-    if let Some(detached) = answer.detached {
+    sink.record(turn_id, vec![EventBody::ToolCallCompleted(completed)])
+        .await
+        .ok()?;
+    if let Some(detached) = detached {
         let left = LeftRunning {
-            call_id: call_id.clone(),
+            call_id,
             command,
             approved_by,
             prepared,
@@ -272,10 +359,7 @@ pub async fn run_shell(
         };
         follow_left_running(left, detached, sink).await?;
     }
-    Some(CallOutput {
-        output: model_text,
-        is_error: !ok,
-    })
+    Some(output)
 }
 
 /// The conversation's hidden shell for a call: an auto contained call never runs in a shell that a direct call has
@@ -485,8 +569,8 @@ fn call_roots(env: &ToolEnv) -> CallRoots {
     }
 }
 
-fn failed_completion(call_id: &CallId, output: String, sandbox: Option<SandboxSummary>) -> EventBody {
-    EventBody::ToolCallCompleted(ToolCallCompleted {
+fn failed_completion(call_id: &CallId, output: String, sandbox: Option<SandboxSummary>) -> ToolCallCompleted {
+    ToolCallCompleted {
         call_id: call_id.clone(),
         status: CallStatus::Failed,
         output,
@@ -496,5 +580,5 @@ fn failed_completion(call_id: &CallId, output: String, sandbox: Option<SandboxSu
         changes: None,
         diff: None,
         sandbox,
-    })
+    }
 }

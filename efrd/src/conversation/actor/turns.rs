@@ -57,7 +57,9 @@ impl Actor {
                 let lines: String = notices.iter().map(|n| format!("- {n}\n")).collect();
                 format!("<shell_notices>\n{lines}</shell_notices>\n\n{}", queued.text)
             };
-            let tools = self.tool_env(turn_id, &queued.settings, queued.origin).await;
+            let tools = self
+                .tool_env(turn_id, &queued.settings, queued.origin, &queued.exits)
+                .await;
             let prompt = self.turn_prompt(&queued.settings, &tools).await;
             self.history.push(HistoryItem::UserText {
                 text: format!("{}{text}", prompt.preamble),
@@ -104,7 +106,13 @@ impl Actor {
 
     /// What the turn's tool calls share. The project of a conversation is its working directory (the first
     /// prompt's cwd) until projects come; the hidden shell starts there.
-    pub(super) async fn tool_env(&mut self, turn_id: TurnId, settings: &TurnSettings, origin: Origin) -> ToolEnv {
+    pub(super) async fn tool_env(
+        &mut self,
+        turn_id: TurnId,
+        settings: &TurnSettings,
+        origin: Origin,
+        queued: &QueuedExits,
+    ) -> ToolEnv {
         let (cwd, project) = self.place();
         let presence = project
             .as_ref()
@@ -158,6 +166,13 @@ impl Actor {
             },
             scratch: layout.scratch_of(self.id),
             layout,
+            exits: crate::turn::exits::TurnExits {
+                judges: crate::exits::judge::Judges::default(),
+                user_prompt: queued.user_prompt.clone(),
+                desktop: queued.desktop.clone(),
+                project_remotes: Vec::new(),
+                ..Default::default()
+            },
         }
     }
 
