@@ -5,6 +5,8 @@
 //! - [`schema`]: the typed sections of `config.toml` (`[model]`, `[providers.*]`, `[permissions]`, `[daemon]`,
 //!   `[network]`, ...).
 //! - [`parse`]: text to a checked config, or an error with line, column and dotted key; unknown keys are warnings.
+//! - [`auto`]: `[auto]`, the judges of auto mode's exits (the classifier model, the judge timeout, the pause
+//!   after denials).
 //! - [`instructions`]: `[instructions]`, the project instructions' size bound and the short variant.
 //! - [`validate`]: the rules a well-typed config must meet, and the warnings a valid one may deserve.
 //! - [`state`]: the config in effect, its reload (`admin.config_reload`) and its `admin.status` report.
@@ -28,6 +30,7 @@
 //!
 //! Writing the file (always rules, projects) will go through `toml_edit`; it is not here yet.
 
+pub mod auto;
 pub mod instructions;
 pub mod key_path;
 pub mod parse;
@@ -36,6 +39,7 @@ pub mod schema;
 pub mod state;
 pub mod validate;
 
+pub use auto::{AutoSection, ClassifierModel};
 pub use key_path::KeyPath;
 pub use parse::ConfigError;
 pub use roots::{DirError, Root, RootSource, Roots, RootsError, ensure_private_dir};

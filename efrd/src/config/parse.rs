@@ -103,6 +103,12 @@ pub fn parse(text: &str) -> Result<Parsed, ConfigError> {
     })
 }
 
+/// An error at the value of `key` in `text` (or the nearest table above it): for checks made after the parse, such
+/// as [`super::auto::check_listed`].
+pub(super) fn error_at_key(text: &str, key: &KeyPath, message: impl Into<String>) -> ConfigError {
+    ConfigError::at(text, span_of(text, key), Some(key), message)
+}
+
 fn syntax_error(text: &str, error: &toml::de::Error) -> ConfigError {
     let span = error.span();
     let key = span.as_ref().and_then(|s| key_at(text, s.start));

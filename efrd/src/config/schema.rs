@@ -58,6 +58,10 @@
 //! trash_max_bytes = 4294967296      # the most bytes efr's trash holds (4 GiB); the oldest undos' files go first
 //! trash_days = 30                   # how long the trash keeps a file
 //!
+//! [auto]                            # the judges of auto mode's exits, see config/auto.rs
+//! classifier_model = "gpt-5-mini"   # absent: the provider's small model; "none": the turn's model judges
+//! judge_timeout_secs = 20           # a model judge that does not answer in time denies
+//!
 //! [daemon]                          # every daemon.* key needs a restart
 //! log_level = "info"                # a tracing filter directive, such as "info" or "efrd=debug,warn"
 //! idle_exit_secs = 600              # absent: never exit when idle
@@ -102,6 +106,8 @@ pub struct Config {
     pub remote: RemoteSection,
     /// `[undo]`: the bounds of a turn's snapshots for undo.
     pub undo: UndoSection,
+    /// `[auto]`: the judges of auto mode's exits (`config/auto.rs`).
+    pub auto: super::auto::AutoSection,
 }
 
 /// `[remote]`: the tailnet WebSocket that a paired phone connects to (docs/remote.md). Read at the start: a change

@@ -136,6 +136,9 @@ pub fn check(config: &Config) -> Result<(), Invalid> {
     if let Err(message) = super::instructions::check(&config.instructions) {
         return invalid(KeyPath::keys(&["instructions", "max_bytes"]), message);
     }
+    if let Err((key, message)) = super::auto::check(&config.auto) {
+        return invalid(key, message);
+    }
     let daemon = KeyPath::keys(&["daemon"]);
     let d = &config.daemon;
     if let Err(e) = tracing_subscriber::EnvFilter::try_new(&d.log_level) {

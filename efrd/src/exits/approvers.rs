@@ -28,8 +28,10 @@ pub fn approvers(record: &ExitRecord) -> Approvers {
                 TargetClass::Cache | TargetClass::BuildOutput | TargetClass::Trash
             )
         }),
+        // An upload whose destination the record does not name is the user's, like one to a host not the project's.
         ExitKind::Upload => {
-            record.facts.hosts.iter().any(|h| !h.project_remote)
+            record.facts.hosts.is_empty()
+                || record.facts.hosts.iter().any(|h| !h.project_remote)
                 || record.targets.iter().any(|t| t.masked)
                 || git_code_user_alone(record)
         }

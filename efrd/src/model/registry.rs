@@ -21,7 +21,9 @@ fn default_base_url(kind: ProviderKind) -> &'static str {
     }
 }
 
-fn kind_of(id: ProviderId) -> ProviderKind {
+/// The provider kind of a config name.
+#[must_use]
+pub fn kind_of(id: ProviderId) -> ProviderKind {
     match id {
         ProviderId::OpenaiApi => ProviderKind::OpenAiApi,
         ProviderId::AnthropicApi => ProviderKind::AnthropicApi,
@@ -152,12 +154,29 @@ impl Models {
         load.catalog
     }
 
+    /// The catalog of `kind`: the active provider's as [`Self::catalog`] holds it; another provider's from its disk
+    /// cache, else its built-in list, else an empty one (origin `missing`).
+    #[must_use]
+    pub fn catalog_of(&self, kind: ProviderKind) -> Catalog {
+        if kind == self.active() {
+            return self.catalog();
+        }
+        Catalog::resolve(kind, None, self.cache.read(kind), &CatalogConfig::default())
+    }
+
     /// The client of the active provider for a turn: the active provider with its key.
     ///
     /// # Errors
     /// `unauthorized` when the provider needs a key and none is stored or set in the environment.
     pub fn provider_for_turn(&self) -> Result<Provider, ErrorBody> {
-        let kind = self.active();
+        self.provider_with_key(self.active())
+    }
+
+    /// The client of `kind`, when it has the key it needs.
+    ///
+    /// # Errors
+    /// `unauthorized` when the provider needs a key and none is stored or set in the environment.
+    pub fn provider_with_key(&self, kind: ProviderKind) -> Result<Provider, ErrorBody> {
         let needs_key = match kind {
             ProviderKind::OpenAiCompat => self.config().providers.openai_compat.key_required,
             _ => true,

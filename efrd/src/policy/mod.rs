@@ -76,7 +76,7 @@ pub mod shell;
 #[cfg(test)]
 mod tests;
 
-pub use analysis::{Concern, LineAnalysis};
+pub use analysis::{Concern, LineAnalysis, OutsideWrite, SeenCommand};
 pub use decide::{
     Call, ChangeKind, Decision, LaunchKind, PatchCall, PatchChange, PolicyConfig, PolicyContext, Question, ShellCall,
     analyse_call, approved_by, decide, decide_auto, decide_shell, effective_mode,

@@ -21,6 +21,7 @@ mod daemon_undo;
 mod daemon_undo_order;
 mod daemon_undo_trash;
 mod daemon_watch;
+mod exits_judge;
 mod faults;
 mod hidden_shell_memory;
 mod model_catalog;

@@ -5,6 +5,17 @@
 //! [`review`] decides one call's exits (all of them together: the call runs only when every one is approved). It
 //! returns the events the turn records (exit_review_started, exit_judged of a model's decision, classifier_paused)
 //! and the [`ChainOutcome`]; asking the user and recording the user's exit_judged are the turn's.
+//!
+//! - [`prompt`]: what a model judge is sent (never a tool's output, a file's content or a secret);
+//! - [`answer`]: its answer, read strictly (anything but the one JSON object asked for denies);
+//! - [`chain`]: the order of the judges, the reask, the timeout, the pause after denials;
+//! - [`model`]: a [`JudgeModel`] over a real provider, and [`Judges::for_turn`], the judges of a turn from
+//!   `[auto]` and the catalog.
+
+pub mod answer;
+pub mod chain;
+pub mod model;
+pub mod prompt;
 
 use std::fmt;
 use std::future::Future;
@@ -12,11 +23,11 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use efr_protocol::events::{EventBody, ExitReviewStarted};
+use efr_protocol::events::EventBody;
 use efr_protocol::ids::CallId;
 use efr_protocol::wire::{ChainStep, ExitRecord};
 
-use super::approvers::{Approvers, approvers};
+pub use model::ProviderJudge;
 
 /// A future a [`JudgeModel`] returns.
 pub type JudgeFuture<'a> = Pin<Box<dyn Future<Output = Result<String, String>> + Send + 'a>>;
@@ -43,8 +54,9 @@ pub trait JudgeModel: Send + Sync + fmt::Debug {
     fn ask<'a>(&'a self, request: &'a JudgeRequest) -> JudgeFuture<'a>;
 }
 
-/// The judges of a turn.
-#[derive(Debug, Clone, Default)]
+/// The judges of a turn. [`Judges::default`] has no model (every exit goes to the user), the default timeout and
+/// pause limits of `[auto]`.
+#[derive(Debug, Clone)]
 pub struct Judges {
     /// The classifier model; `None` when none is available.
     pub classifier: Option<Arc<dyn JudgeModel>>,
@@ -54,6 +66,25 @@ pub struct Judges {
     pub timeout: Duration,
     /// Models the chain cannot ask (such as a classifier that is not in models.list), for `skipped`.
     pub unavailable: Vec<String>,
+    /// Exits denied in a row that pause the model judges for the rest of the turn (`[auto]
+    /// pause_after_denials_in_a_row`).
+    pub pause_in_a_row: u64,
+    /// Exits denied in the turn that pause them (`[auto] pause_after_denials_per_turn`).
+    pub pause_per_turn: u64,
+}
+
+impl Default for Judges {
+    fn default() -> Self {
+        let auto = crate::config::AutoSection::default();
+        Self {
+            classifier: None,
+            turn_model: None,
+            timeout: Duration::from_secs(auto.judge_timeout_secs),
+            unavailable: Vec::new(),
+            pause_in_a_row: auto.pause_after_denials_in_a_row,
+            pause_per_turn: auto.pause_after_denials_per_turn,
+        }
+    }
 }
 
 /// One call's exits and what a judge may see besides them.
@@ -107,26 +138,12 @@ pub struct ChainResult {
     pub events: Vec<EventBody>,
     /// The decision.
     pub outcome: ChainOutcome,
+    /// The models the chain skipped (not available, or paused): exit_judged's `skipped`, for the user's
+    /// exit_judged when the outcome is [`ChainOutcome::AskUser`] (a model's exit_judged already holds it).
+    pub skipped: Vec<String>,
 }
 
-/// Decides one call's exits.
+/// Decides one call's exits: the chain of [`chain`] (see its docs for each rule).
 pub async fn review(judges: &Judges, denials: &mut TurnDenials, review: Review<'_>) -> ChainResult {
-    let _ = (judges, &denials);
-    let started = EventBody::ExitReviewStarted(ExitReviewStarted {
-        call_id: review.call_id.clone(),
-        kinds: review.records.iter().map(|r| r.kind).collect(),
-    });
-    let user_alone = review.records.iter().any(|r| approvers(r) == Approvers::UserAlone);
-    let reason = if user_alone {
-        "only you may approve this exit".to_owned()
-    } else {
-        "no model judge is available".to_owned()
-    };
-    ChainResult {
-        events: vec![started],
-        outcome: ChainOutcome::AskUser {
-            passed_on_by: None,
-            reason,
-        },
-    }
+    chain::review(judges, denials, review).await
 }

@@ -7,7 +7,7 @@ mod reads;
 use std::path::Path;
 
 use super::options::{self, Opt, Spec};
-use super::{Concern, LineAnalysis, MAX_SHELL_DEPTH, Scope, dangerous_env};
+use super::{Concern, LineAnalysis, MAX_SHELL_DEPTH, OutsideWrite, Scope, SeenCommand, dangerous_env};
 use crate::policy::floors::{self, Place, place};
 use crate::policy::paths::{display, is_within};
 use crate::policy::readonly::{self, Verdict, kinds};
@@ -21,6 +21,7 @@ pub(super) fn analyse(line: &str, scope: &Scope<'_>) -> LineAnalysis {
         depth: 0,
         stdin_terminal: true,
         outer_piped: false,
+        privileged: None,
     };
     analyser.script(line, Cwd::at(scope.cwd));
     analyser.out
@@ -34,6 +35,8 @@ struct Analyser<'a> {
     stdin_terminal: bool,
     /// The nested script being analysed (`bash -c`) reads a pipe or a file, not the terminal.
     outer_piped: bool,
+    /// The privileged wrapper's command that runs the commands being analysed, as written.
+    privileged: Option<String>,
 }
 
 /// Redirect targets that are not files.
@@ -124,6 +127,19 @@ impl Analyser<'_> {
         self.out.concerns.push(concern);
     }
 
+    /// Records a privileged wrapper's command (the outermost one, as written) and makes it the one that runs the
+    /// commands analysed next; returns the one to restore afterwards.
+    fn enter_privileged(&mut self, words: &[Word]) -> Option<String> {
+        let outer = self.privileged.clone();
+        if outer.is_none() {
+            let text: Vec<&str> = words.iter().map(|w| w.source.as_str()).collect();
+            let text = text.join(" ");
+            self.out.privileged_commands.push(text.clone());
+            self.privileged = Some(text);
+        }
+        outer
+    }
+
     fn refuse(&mut self, refusal: &'static str) {
         self.out.refusal.get_or_insert(refusal);
     }
@@ -186,11 +202,13 @@ impl Analyser<'_> {
                     "-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-T", "-R", "--user", "--group",
                 ];
                 let inner = &args[skip_options(args, &valued)..];
+                let outer = self.enter_privileged(words);
                 if inner.is_empty() {
                     self.concern(Concern::NotReadOnly(format!("`{name}` without a command")));
                 } else {
                     self.words(inner, cwd);
                 }
+                self.privileged = outer;
             }
             "su" => {
                 self.out.privileged = true;
@@ -198,6 +216,7 @@ impl Analyser<'_> {
                 self.concern(Concern::Privileged {
                     command: "su".to_owned(),
                 });
+                let outer = self.enter_privileged(words);
                 match args
                     .iter()
                     .position(|w| matches!(w.value.as_deref(), Some("-c" | "--command")))
@@ -207,6 +226,7 @@ impl Analyser<'_> {
                         command: "su".to_owned(),
                     }),
                 }
+                self.privileged = outer;
             }
             "env" => self.env(args, cwd),
             "command" => {
@@ -406,6 +426,12 @@ impl Analyser<'_> {
 
     /// A command with its wrappers off.
     fn leaf(&mut self, name: &str, args: &[Word], cwd: &Cwd) {
+        self.out.commands.push(SeenCommand {
+            name: name.to_owned(),
+            args: args.to_vec(),
+            cwd: cwd.clone(),
+            privileged: self.privileged.clone(),
+        });
         if kinds::network(name, args) {
             self.out.network = true;
             let sub = args
@@ -459,8 +485,9 @@ impl Analyser<'_> {
                 Place::Unknown => self.out.guarded_deletes.push(word.source.clone()),
             }
         }
+        let delete = matches!(name, "rm" | "rmdir" | "unlink" | "find");
         for word in &targets.writes {
-            self.write_target(word, cwd);
+            self.write_target(word, cwd, delete);
         }
         // Any mention of a path in efr's state root, even by a read-only command.
         for word in args {
@@ -477,7 +504,7 @@ impl Analyser<'_> {
     }
 
     /// A path the line writes: floors, then "outside the project".
-    fn write_target(&mut self, word: &Word, cwd: &Cwd) {
+    fn write_target(&mut self, word: &Word, cwd: &Cwd, delete: bool) {
         let Place::At(paths) = place(word, cwd, self.scope.home) else {
             return;
         };
@@ -489,6 +516,10 @@ impl Analyser<'_> {
             } else if !self.inside_project(&path) && !harmless_sink(&Word::literal(&path.to_string_lossy())) {
                 let shown = self.show(&path);
                 self.concern(Concern::WritesOutside { path: shown });
+                let write = OutsideWrite { path, delete };
+                if !self.out.outside_writes.contains(&write) {
+                    self.out.outside_writes.push(write);
+                }
             }
         }
     }
@@ -569,7 +600,7 @@ impl Visitor for Analyser<'_> {
                     continue;
                 }
                 let before = self.out.concerns.len();
-                self.write_target(target, cwd);
+                self.write_target(target, cwd, false);
                 if self.out.concerns.len() == before {
                     self.concern(Concern::WritesFile {
                         target: target.source.clone(),

@@ -49,7 +49,7 @@ use std::path::{Path, PathBuf};
 
 use super::floors::EfrDirs;
 use super::git_config::GitPlace;
-use super::shell::{ParseProblem, Word};
+use super::shell::{Cwd, ParseProblem, Word};
 
 /// How deep `bash -c 'bash -c …'` is followed; deeper is unknown.
 pub const MAX_SHELL_DEPTH: usize = 3;
@@ -194,6 +194,58 @@ pub struct LineAnalysis {
     /// "cautious asks before …". Not a concern: inside efr's read-only sandbox these read as empty, so cautious asks
     /// about them only when the sandbox is not available (docs/adr/0009-cautious-reads-contained.md).
     pub store_reads: Vec<String>,
+    /// Every command the line runs, with its wrappers off, in the order found: what auto mode's exits read
+    /// (`crate::exits::find`), so that the line is parsed once.
+    pub commands: Vec<SeenCommand>,
+    /// Each command that runs as another user, as written with its wrapper (`sudo apt-get install x`, `su -c …`).
+    pub privileged_commands: Vec<String>,
+    /// The paths the line writes or deletes outside every project root (placed, absolute, normalized; a floor is a
+    /// [`refusal`](Self::refusal), never here).
+    pub outside_writes: Vec<OutsideWrite>,
+    /// Every path the line names that efr can place (operands, option values after `=`, redirections), absolute
+    /// and normalized, without repeats.
+    pub paths: Vec<PathBuf>,
+}
+
+/// One command of a line with its wrappers off (`sudo env A=1 curl x` is `curl x`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SeenCommand {
+    /// The program, as [`analyse`] names it (`/usr/bin/ls` is `ls`).
+    pub name: String,
+    /// Its arguments.
+    pub args: Vec<Word>,
+    /// Where it may run.
+    pub cwd: Cwd,
+    /// The command of the privileged wrapper that runs it as another user, as written (`sudo apt-get install x`);
+    /// `None` when it runs as the user.
+    pub privileged: Option<String>,
+}
+
+impl SeenCommand {
+    /// The static values of the arguments (a word that expands is left out).
+    pub fn values(&self) -> impl Iterator<Item = &str> {
+        self.args.iter().filter_map(|w| w.value.as_deref())
+    }
+
+    /// The command as written: its name and its arguments' source text, joined by spaces.
+    #[must_use]
+    pub fn text(&self) -> String {
+        let mut out = self.name.clone();
+        for word in &self.args {
+            out.push(' ');
+            out.push_str(&word.source);
+        }
+        out
+    }
+}
+
+/// A path a line writes outside every project root.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutsideWrite {
+    /// The path (absolute, normalized).
+    pub path: PathBuf,
+    /// The command deletes it (`rm`, `rmdir`, `unlink`, `find -delete`) rather than writing it.
+    pub delete: bool,
 }
 
 impl LineAnalysis {

@@ -44,6 +44,9 @@ impl Analyser<'_> {
                 if let Some(refusal) = self.scope.efr.read_refusal(path) {
                     self.refuse(refusal);
                 }
+                if !self.out.paths.contains(path) {
+                    self.out.paths.push(path.clone());
+                }
             }
             // A glob placed above efr's state root that goes on deeper (`~/.local/*/efr/keys/*`) may read it; one
             // name of a folder (`~/*`) does not match `.local`.
