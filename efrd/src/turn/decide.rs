@@ -34,6 +34,8 @@ pub enum CallWork {
         plan: Plan,
         /// Its changes with resolved paths: what the policy judged.
         changes: Vec<PatchChange>,
+        /// The patch as the model sent it (a floor edit's exit shows its payload).
+        text: String,
     },
 }
 
@@ -91,7 +93,7 @@ pub async fn decide_call(env: &ToolEnv, call: ToolCall) -> Result<DecidedCall, S
             let decision = policy::decide(&call, env.mode, &ctx);
             Ok(DecidedCall {
                 decision,
-                work: CallWork::Patch { plan, changes },
+                work: CallWork::Patch { plan, changes, text },
             })
         }
         ToolCall::Invalid { message } => Err(message),

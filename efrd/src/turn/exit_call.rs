@@ -28,10 +28,10 @@ pub fn line_exits(env: &ToolEnv, place: &ExitPlace, command: &str, analysis: &Li
     place.with(|ctx| find::line_exits(&call, analysis, ctx))
 }
 
-/// The exits of a patch, before it applies.
+/// The exits of a patch, before it applies; `text` is the patch as the model sent it.
 #[must_use]
-pub fn patch_exits(place: &ExitPlace, changes: &[PatchChange]) -> Vec<ExitRecord> {
-    place.with(|ctx| find::patch_exits(changes, ctx))
+pub fn patch_exits(place: &ExitPlace, changes: &[PatchChange], text: &str) -> Vec<ExitRecord> {
+    place.with(|ctx| find::patch_exits(changes, text, ctx))
 }
 
 /// Who let an exit's run out of the sandbox (shell_command_detached's `approved_by`).

@@ -83,6 +83,8 @@ pub struct ExitPlace {
     proxied: bool,
     project_remotes: Vec<String>,
     desktop: Option<Desktop>,
+    /// efrd runs the filtered bus proxy for contained calls.
+    bus_filter: bool,
 }
 
 impl ExitPlace {
@@ -105,6 +107,7 @@ impl ExitPlace {
             proxied: env.network.proxy.installed(),
             project_remotes: env.exits.project_remotes.clone(),
             desktop: env.exits.desktop.clone(),
+            bus_filter: env.bus.config.enabled && env.bus.proxy.installed(),
         }
     }
 
@@ -128,8 +131,19 @@ impl ExitPlace {
             allowed_hosts: &allowed,
             project_remotes: &self.project_remotes,
             desktop: self.desktop.as_ref(),
+            bus_filter: self.bus_filter,
+            program_of: &users_program,
         })
     }
+}
+
+/// The program of a process of this user (`/proc/<pid>/exe`), `None` when there is none or it is another user's.
+fn users_program(pid: u32) -> Option<PathBuf> {
+    use std::os::unix::fs::MetadataExt;
+    let dir = PathBuf::from(format!("/proc/{pid}"));
+    let owner = std::fs::metadata(&dir).ok()?.uid();
+    (owner == nix::unistd::getuid().as_raw()).then_some(())?;
+    std::fs::read_link(dir.join("exe")).ok()
 }
 
 /// What the judges decided for a call's exits.

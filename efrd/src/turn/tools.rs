@@ -257,7 +257,7 @@ async fn run_work(
                 run_shell(env, sink, turn_id, call_id, request, cancel).await
             }
         }
-        CallWork::Patch { plan, changes } => apply_patch(env, sink, turn_id, call_id, plan, &changes, grants).await,
+        CallWork::Patch { plan, changes, .. } => apply_patch(env, sink, turn_id, call_id, plan, &changes, grants).await,
     }
 }
 
@@ -273,7 +273,7 @@ fn found_exits(env: &ToolEnv, work: &CallWork) -> Vec<ExitRecord> {
     let place = ExitPlace::of(env);
     match work {
         CallWork::Shell { command, analysis, .. } => exit_call::line_exits(env, &place, command, analysis),
-        CallWork::Patch { changes, .. } => exit_call::patch_exits(&place, changes),
+        CallWork::Patch { changes, text, .. } => exit_call::patch_exits(&place, changes, text),
     }
 }
 

@@ -114,6 +114,8 @@ impl Actor {
         queued: &QueuedExits,
     ) -> ToolEnv {
         let (cwd, project) = self.place();
+        // Read once per turn: auto's exits mark a host of these remotes `project_remote`.
+        let remotes = project.as_deref().map(project_remotes).unwrap_or_default();
         let presence = project
             .as_ref()
             .map(|root| Arc::new(self.deps.project_turns.enter(root.clone(), turn_id)));
@@ -167,10 +169,10 @@ impl Actor {
             scratch: layout.scratch_of(self.id),
             layout,
             exits: crate::turn::exits::TurnExits {
-                judges: crate::exits::judge::Judges::default(),
+                // The judges come with the turn's provider (turn::plan).
                 user_prompt: queued.user_prompt.clone(),
                 desktop: queued.desktop.clone(),
-                project_remotes: Vec::new(),
+                project_remotes: remotes,
                 ..Default::default()
             },
         }
@@ -252,4 +254,11 @@ async fn run_turn(plan: TurnPlan, recorder: Sink, cancel: CancellationToken, tx:
     let turn_id = plan.turn_id;
     let outcome = turn::run(plan, recorder, cancel).await;
     let _ = tx.send(Command::TurnEnded { turn_id, outcome }).await;
+}
+
+/// The hosts of the remotes of `root`'s `.git/config` ([`crate::exits::find::remote_hosts`]); none when unreadable.
+fn project_remotes(root: &std::path::Path) -> Vec<String> {
+    std::fs::read_to_string(root.join(".git/config"))
+        .map(|text| crate::exits::find::remote_hosts(&text))
+        .unwrap_or_default()
 }
