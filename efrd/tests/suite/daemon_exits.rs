@@ -365,3 +365,48 @@ async fn a_prompt_injection_to_upload_the_ssh_key_goes_to_the_user_alone_and_no_
     let again = client.call("approval.respond", again).await.unwrap();
     assert_eq!(again.unwrap_err().code, ErrorCode::Conflict);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approved_unsandboxed_exit_runs_as_the_user_and_what_it_left_running_is_ended() {
+    let (home, project) = (tempdir(), tempdir());
+    let line = "kubectl get pods 2>/dev/null; sleep 300 & echo $! > bg.pid; echo outside=${SCRATCH:-none}";
+    let server = server(vec![
+        turn(shell_call("call_out", line)),
+        verdict("approve", "the user asked to list the cluster's pods"),
+        turn(text("done")),
+    ])
+    .await;
+    let efrd = daemon(home.path(), &server, "");
+    let mut client = efrd.client().await.unwrap();
+    let (_, _, id) = start(&mut client, project.path(), "auto", "list the pods").await;
+    let events = bounded("the turn", events_until(&mut client, id, "turn_completed")).await;
+
+    let started = event_of(&events, "tool_call_started", "call_out");
+    assert_eq!(started["launch"], json!({"kind": "unsandboxed"}), "{started}");
+    assert!(
+        of_kind(&events, "exit_requested")
+            .iter()
+            .any(|e| e["exit"]["kind"] == "outside"),
+        "{events:#?}"
+    );
+    let done = event_of(&events, "tool_call_completed", "call_out");
+    // Outside the sandbox: no $SCRATCH variable, no sandbox summary of a contained run.
+    assert!(done["output"].as_str().unwrap().contains("outside=none"), "{done}");
+    assert!(
+        done["sandbox"]
+            .get("survivors")
+            .is_none_or(|s| s.as_array().unwrap().is_empty()),
+        "{done}"
+    );
+    let pid: u32 = std::fs::read_to_string(project.path().join("bg.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let state = stat.rsplit(')').next().unwrap_or_default().split_whitespace().next();
+    assert!(
+        matches!(state, None | Some("Z" | "X")),
+        "the background sleep still runs after the call: {stat}"
+    );
+}
