@@ -25,6 +25,7 @@ pub mod coalesce;
 pub mod contained;
 pub mod decide;
 pub mod exit_call;
+pub mod exit_git;
 pub mod exits;
 pub mod git_check;
 pub mod overlap;

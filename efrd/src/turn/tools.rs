@@ -136,7 +136,7 @@ pub async fn run_call(
         Decision::Refuse { .. } => None,
     };
     let exits = match kind {
-        Some(LaunchKind::Contained) => found_exits(env, &work),
+        Some(LaunchKind::Contained) => found_exits(env, &work).await,
         _ => Vec::new(),
     };
     let launch = launch_of(env, kind, &work, &exits);
@@ -268,11 +268,16 @@ async fn denied(sink: &Sink, turn_id: TurnId, call_id: &CallId, output: String) 
     Some(CallOutput { output, is_error: true })
 }
 
-/// The exits of an auto contained call, found before it runs: its line's or its patch's.
-fn found_exits(env: &ToolEnv, work: &CallWork) -> Vec<ExitRecord> {
+/// The exits of an auto contained call, found before it runs: its line's (with the git code its outside commands
+/// run, [`super::exit_git`]) or its patch's.
+async fn found_exits(env: &ToolEnv, work: &CallWork) -> Vec<ExitRecord> {
     let place = ExitPlace::of(env);
     match work {
-        CallWork::Shell { command, analysis, .. } => exit_call::line_exits(env, &place, command, analysis),
+        CallWork::Shell { command, analysis, .. } => {
+            let mut records = exit_call::line_exits(env, &place, command, analysis);
+            super::exit_git::add_git_code(env, analysis, &mut records).await;
+            records
+        }
         CallWork::Patch { changes, text, .. } => exit_call::patch_exits(&place, changes, text),
     }
 }
