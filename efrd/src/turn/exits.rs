@@ -298,6 +298,12 @@ pub fn union_needs(records: &[ExitRecord]) -> Needs {
     needs
 }
 
+/// Leaves out the records whose needs the call's launch already has (`base`: a contained shell call's `[network]
+/// allow` hosts and its session bus filter): such an exit would grant nothing, so it is no exit.
+pub fn drop_covered(records: &mut Vec<ExitRecord>, base: &[Grant]) {
+    records.retain(|r| r.needs.unsandboxed || !r.needs.grants.iter().all(|g| base.contains(g)));
+}
+
 /// `base` plus the grants of `needs` that it lacks: the grants of an approved exit's contained launch.
 #[must_use]
 pub fn with_grants(base: &[Grant], needs: &Needs) -> Vec<Grant> {

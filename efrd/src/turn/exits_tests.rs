@@ -264,3 +264,16 @@ fn the_place_lends_finding_the_sandboxs_walls() {
         assert!(!(ctx.allowed_hosts)("crates.io", 443));
     });
 }
+
+#[test]
+fn an_exit_whose_needs_the_launch_already_has_is_no_exit() {
+    let base = vec![Grant::BusFilter {
+        bus: efr_protocol::wire::Bus::Session,
+    }];
+    let mut bus = record(ExitKind::Bus, base.clone(), Vec::new());
+    bus.facts.bus_names = vec!["org.freedesktop.DBus".into()];
+    let mut records = vec![bus, host("x.example")];
+    drop_covered(&mut records, &base);
+    assert_eq!(records.len(), 1);
+    assert_eq!(records[0].kind, ExitKind::Host);
+}
