@@ -83,12 +83,37 @@ fn git_dir(repository: &Path) -> PathBuf {
     repository.to_path_buf()
 }
 
+/// Leaves out the `write` and `delete` records with a target that the sandbox protects (a writable root's git
+/// config and hooks, the folders of efr's roots): those paths are read-only so that a contained call cannot plant
+/// code that git runs outside the sandbox later, and no exit lifts that (the call fails inside, as before exits).
+pub fn drop_ungrantable(env: &ToolEnv, records: &mut Vec<ExitRecord>) {
+    let protected = base_plan(env, &[]).protected;
+    records.retain(|record| {
+        !matches!(record.kind, ExitKind::Write | ExitKind::Delete)
+            || !record.targets.iter().any(|target| {
+                let real = crate::policy::paths::resolve(&target.path).unwrap_or_else(|_| target.path.clone());
+                protected.iter().any(|p| real.starts_with(&p.path))
+            })
+    });
+}
+
 /// Whether a contained call of this turn could write `path` (the project roots and `$SCRATCH`, but not a root's
 /// protected git config and hooks).
 fn writable_in_sandbox(env: &ToolEnv, path: &Path) -> bool {
+    writable_with(env, path, &[])
+}
+
+/// Whether a contained call of this turn with `grants` could write `path`.
+fn writable_with(env: &ToolEnv, path: &Path, grants: &[efr_protocol::wire::Grant]) -> bool {
+    let real = crate::policy::paths::resolve(path).unwrap_or_else(|_| path.to_path_buf());
+    contained::writable_in(&base_plan(env, grants), &real)
+}
+
+/// The launch plan of a contained call of this turn with `grants` (only its mounts matter).
+fn base_plan(env: &ToolEnv, grants: &[efr_protocol::wire::Grant]) -> efr_protocol::internal::LaunchPlan {
     let roots = resolved_roots(&env.roots);
     let scratch = resolved_roots(std::slice::from_ref(&env.scratch)).remove(0);
-    let plan = contained::call_plan(&contained::CallPlan {
+    contained::call_plan(&contained::CallPlan {
         layout: &env.layout,
         bwrap: Path::new("/usr/bin/bwrap"),
         shell: Path::new("/bin/sh"),
@@ -97,12 +122,10 @@ fn writable_in_sandbox(env: &ToolEnv, path: &Path) -> bool {
         env: &[],
         project_roots: &roots,
         scratch: &scratch,
-        grants: &[],
+        grants,
         report: Path::new("/dev/null"),
         read_only: false,
-    });
-    let real = crate::policy::paths::resolve(path).unwrap_or_else(|_| path.to_path_buf());
-    contained::writable_in(&plan, &real)
+    })
 }
 
 #[cfg(test)]
@@ -155,5 +178,34 @@ mod tests {
             &project.join("vendor/lib/.git/hooks/pre-push")
         ));
         assert!(!writable_in_sandbox(&env, Path::new("/etc/gitconfig")));
+        let outside = dir.path().join("elsewhere/file");
+        let grant = vec![efr_protocol::wire::Grant::Write { path: outside.clone() }];
+        assert!(writable_with(&env, &outside, &grant));
+        // A write exit into a protected path is none: no grant lifts the protection.
+        let write = |path: PathBuf| ExitRecord {
+            kind: ExitKind::Write,
+            source: efr_protocol::wire::ExitSource::Report,
+            action: efr_protocol::wire::ExitAction {
+                tool: "shell".into(),
+                command: Some("x".into()),
+                edit: None,
+            },
+            needs: efr_protocol::wire::Needs {
+                grants: vec![efr_protocol::wire::Grant::Write { path: path.clone() }],
+                unsandboxed: false,
+            },
+            targets: vec![efr_protocol::wire::ExitTarget {
+                path,
+                class: efr_protocol::wire::TargetClass::Home,
+                masked: false,
+                backup_before_write: false,
+            }],
+            facts: efr_protocol::wire::ExitFacts::default(),
+            judgement: None,
+        };
+        let mut records = vec![write(project.join(".git/hooks/pre-commit")), write(outside)];
+        drop_ungrantable(&env, &mut records);
+        assert_eq!(records.len(), 1);
+        assert_eq!(records[0].targets[0].path, dir.path().join("elsewhere/file"));
     }
 }

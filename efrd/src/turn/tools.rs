@@ -277,6 +277,7 @@ async fn found_exits(env: &ToolEnv, work: &CallWork) -> Vec<ExitRecord> {
             let mut records = exit_call::line_exits(env, &place, command, analysis);
             let base: Vec<_> = env.network.grants().into_iter().chain(env.bus.grants()).collect();
             super::exits::drop_covered(&mut records, &base);
+            super::exit_git::drop_ungrantable(env, &mut records);
             super::exit_git::add_git_code(env, analysis, &mut records).await;
             records
         }
