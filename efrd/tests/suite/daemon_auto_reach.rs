@@ -34,15 +34,21 @@ async fn a_prompt_typed_in_the_home_folder_has_no_project_so_dotfiles_stay_out_o
     let efrd = daemon_with(home.path(), &server, &[]);
     let mut client = efrd.client().await.unwrap();
 
-    // auto: the home folder is read-only inside the sandbox.
+    // auto: an edit of ~/.bashrc is a floor_edit exit, which only the user approves; denied, nothing is written.
     let (_, conversation, id) = start(&mut client, home.path(), "auto", "go").await;
+    let events = bounded("auto question", events_until(&mut client, id, "approval_requested")).await;
+    let asked = events.last().unwrap();
+    assert_eq!(asked["exit"]["kind"], "floor_edit", "{asked}");
+    client
+        .ok(
+            "approval.respond",
+            json!({"command_id": command_id(), "conversation_id": conversation, "call_id": "call_rc", "decision": "deny"}),
+        )
+        .await
+        .unwrap();
     bounded("auto turn", events_until(&mut client, id, "turn_completed")).await;
     let output = tool_output(&server, "call_rc");
-    assert!(output.contains("Read-only file system"), "{output}");
-    assert!(
-        output.contains("this call ran in efr's sandbox"),
-        "the model is told why: {output}"
-    );
+    assert!(output.contains("floor_edit exit"), "the model is told why: {output}");
     assert_eq!(
         std::fs::read_to_string(home.path().join(".bashrc")).unwrap(),
         "# mine\n"
@@ -271,7 +277,8 @@ async fn git_config_hooks_and_efrs_home_inside_the_project_are_out_of_a_containe
     host_git(project.path(), &["add", "tracked.txt"]);
     host_git(project.path(), &["commit", "-qm", "one"]);
     let marker = outside.path().join("fsmonitor-ran");
-    let hook = "printf '#!/bin/sh\\ntouch /tmp/hooked\\n' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit";
+    // The shell's own error goes to /dev/null: the refused write is not read back as an exit.
+    let hook = "printf '#!/bin/sh\\ntouch /tmp/hooked\\n' 2>/dev/null > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit";
     let commit = "echo two >> tracked.txt && git add tracked.txt && \
                   git -c user.name=Model -c user.email=model@example.invalid commit -qm two && git log --format=%s";
     // Built at run time, so the floors (a static check of the line) do not see efr's roots: the sandbox must hold.
@@ -518,7 +525,7 @@ async fn a_project_whose_git_is_a_link_or_a_file_runs_contained_and_a_swapped_li
         shell_call("call_link_work", work),
         shell_call(
             "call_link_config",
-            &format!("echo '[core]' >> .git/config || {set_config}"),
+            &format!("echo '[core]' 2>/dev/null >> .git/config || {set_config}"),
         ),
         shell_call("call_link_swap", "mkdir evil && ln -sfn evil .git && echo swapped"),
         text("linked done"),
