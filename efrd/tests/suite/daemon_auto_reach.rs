@@ -109,26 +109,22 @@ async fn a_patch_through_a_link_out_of_the_project_is_judged_where_it_writes() {
     let efrd = daemon_with(home.path(), &server, &[]);
     let mut client = efrd.client().await.unwrap();
 
-    // auto: each write lands outside the sandbox's writable roots, so each fails and nothing changes.
+    // auto: each write lands outside the sandbox's writable roots: it asks for an exit (the user denies each here)
+    // or fails as the same write inside the sandbox would; nothing changes.
     let (_, conversation, id) = start(&mut client, project.path(), "auto", "go").await;
-    let events = bounded("auto turn", events_until(&mut client, id, "turn_completed")).await;
-    for call in ["call_update", "call_add"] {
+    let events = bounded("auto turn", deny_every_question(&mut client, id, &conversation)).await;
+    for call in ["call_update", "call_add", "call_steal", "call_show"] {
         let done = event_of(&events, "tool_call_completed", call);
-        assert_eq!(done["status"], "failed", "{done}");
-        assert!(
-            tool_output(&server, call).contains("not writable in efr's sandbox"),
-            "{call}"
-        );
-    }
-    // Reading a masked file through a link is refused too, and nothing of it shows.
-    for call in ["call_steal", "call_show"] {
-        let done = event_of(&events, "tool_call_completed", call);
-        assert_eq!(done["status"], "failed", "{done}");
         assert!(!done.to_string().contains("SECRET-KEY-MATERIAL"), "{done}");
-        assert!(
-            tool_output(&server, call).contains("hides from a contained call"),
-            "{call}"
-        );
+        let seen = tool_output(&server, call);
+        match done["status"].as_str() {
+            Some("denied") => assert!(seen.contains("exit"), "{call}: {seen}"),
+            Some("failed") => assert!(
+                seen.contains("not writable in efr's sandbox") || seen.contains("hides from a contained call"),
+                "{call}: {seen}"
+            ),
+            _ => panic!("{call} ran: {done}"),
+        }
     }
     assert!(!project.path().join("leak.txt").exists());
     assert!(
@@ -578,4 +574,30 @@ async fn a_project_whose_git_is_a_link_or_a_file_runs_contained_and_a_swapped_li
     host_git(&linked, &["status", "--short"]);
     host_git(&separate, &["status", "--short"]);
     assert!(!marker.exists(), "git ran a call's fsmonitor outside the sandbox");
+}
+
+/// Reads the subscription's events until the turn completes, answering every question deny.
+async fn deny_every_question(
+    client: &mut efr_test_support::client::Client,
+    id: efr_protocol::frame::RequestId,
+    conversation: &str,
+) -> Vec<serde_json::Value> {
+    let mut events = Vec::new();
+    loop {
+        let frame = client.next_of(id).await.expect("a frame of the subscription");
+        let efr_test_support::client::StreamFrame::Item(item) = frame else {
+            panic!("expected an event, got {frame:?}");
+        };
+        let event = item["event"].clone();
+        events.push(event.clone());
+        match event["kind"].as_str() {
+            Some("turn_completed") => return events,
+            Some("approval_requested") => {
+                let answer = json!({"command_id": command_id(), "conversation_id": conversation,
+                    "call_id": event["call_id"], "decision": "deny"});
+                client.ok("approval.respond", answer).await.unwrap();
+            }
+            _ => {}
+        }
+    }
 }
