@@ -3,7 +3,7 @@
 //! The only facts it needs from the host are the kinds of the masked and protected paths (a folder is masked with an
 //! empty read-only tmpfs, a file with `/dev/null`, a missing path not at all; a protected path is bound over itself, a
 //! missing one gets the placeholder its source asks for), which the outer stage reads first ([`HostFacts::read`]) and
-//! tests make up. The mounts come from [`LaunchPlan::mounts`], so their order is the one
+//! tests make up. The same read refuses a desktop socket of the plan that is not a socket. The mounts come from [`LaunchPlan::mounts`], so their order is the one
 //! `sandbox.explain` reads back.
 //!
 //! The arguments, in order:
@@ -12,7 +12,8 @@
 //! --new-session --die-with-parent --unshare-all --unshare-user --disable-userns [--share-net]
 //! --json-status-fd N --clearenv --setenv K V ...
 //! --ro-bind / / --dev /dev --size BYTES --tmpfs /dev/shm --proc /proc --tmpfs /tmp
-//! (--bind P P | --tmpfs M | --ro-bind /dev/null M | --dev-bind D D     the plan's mounts, deepest last
+//! (--bind P P | --tmpfs M | --ro-bind /dev/null M | --dev-bind D D     the plan's mounts, deepest last (a desktop
+//!                                                                        or bus socket is a --bind)
 //!  | --ro-bind R R | --tmpfs R | --ro-bind /dev/null R)...               (R: protected paths and their placeholders)
 //! [--ro-bind PROXY /dev/efr-proxy]                                       the plan's proxy socket, when it has one
 //! --remount-ro M ...                                                     every folder mask and placeholder, once all
@@ -85,7 +86,27 @@ impl HostFacts {
         for entry in &plan.protected {
             protected.insert(entry.path.clone(), protected_target(&entry.path)?);
         }
+        for socket in &plan.desktop_sockets {
+            check_desktop_socket(&socket.path)?;
+        }
         Ok(Self { masks, protected })
+    }
+}
+
+/// A desktop grant's path must be a socket now, not a link (whose target the grant does not name) nor a file or a
+/// folder: anything else refuses the call (docs/protocol.md, "The contract": "desktop grants").
+fn check_desktop_socket(path: &Path) -> io::Result<()> {
+    use std::os::unix::fs::FileTypeExt;
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_socket() => Ok(()),
+        Ok(_) => Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("the desktop socket {} is not a socket", path.display()),
+        )),
+        Err(err) => Err(io::Error::new(
+            err.kind(),
+            format!("cannot read the desktop socket {}: {err}", path.display()),
+        )),
     }
 }
 
@@ -515,6 +536,80 @@ mod tests {
             port: None,
         });
         assert_eq!(bwrap_args(&plan, &host(), 3), Err(PlanError::ProxyMissing));
+    }
+
+    #[test]
+    fn desktop_and_bus_grants_bind_their_sockets_inside_the_masked_runtime_folder() {
+        use efr_protocol::internal::launch::{BusSocket, DesktopSocket};
+        use efr_protocol::wire::{Bus, DesktopKind};
+        let mut plan = plan();
+        plan.masks.push(Mask {
+            path: "/run/user/1000".into(),
+            source: MaskSource::RunUser,
+        });
+        plan.grants.push(Grant::Desktop {
+            desktop: DesktopKind::Hyprland,
+        });
+        for name in [".socket.sock", ".socket2.sock"] {
+            plan.desktop_sockets.push(DesktopSocket {
+                desktop: DesktopKind::Hyprland,
+                path: format!("/run/user/1000/hypr/sig/{name}").into(),
+            });
+        }
+        plan.grants.push(Grant::Bus { bus: Bus::Session });
+        plan.bus_sockets.push(BusSocket {
+            bus: Bus::Session,
+            socket: "/run/user/1000/bus".into(),
+            path: "/run/user/1000/bus".into(),
+        });
+        let mut host = host();
+        host.masks
+            .insert("/run/user/1000".into(), MaskTarget::Dir("/run/user/1000".into()));
+        let text = strings(&bwrap_args(&plan, &host, 3).unwrap()).join(" ");
+        let mask = text.find("--tmpfs /run/user/1000 ").unwrap();
+        for bind in [
+            "--bind /run/user/1000/bus /run/user/1000/bus",
+            "--bind /run/user/1000/hypr/sig/.socket.sock /run/user/1000/hypr/sig/.socket.sock",
+            "--bind /run/user/1000/hypr/sig/.socket2.sock /run/user/1000/hypr/sig/.socket2.sock",
+        ] {
+            let at = text.find(bind).unwrap_or_else(|| panic!("no {bind}: {text}"));
+            assert!(at > mask, "{bind} before the mask: {text}");
+        }
+        assert!(!text.contains("--share-net"), "{text}");
+        // A desktop grant without its sockets gives no arguments.
+        plan.desktop_sockets.clear();
+        assert!(matches!(
+            bwrap_args(&plan, &host, 3),
+            Err(PlanError::RefusedGrant { kind: "desktop", .. })
+        ));
+    }
+
+    #[test]
+    fn host_facts_refuse_a_desktop_socket_that_is_not_a_socket() {
+        use efr_protocol::internal::launch::DesktopSocket;
+        use efr_protocol::wire::DesktopKind;
+        let dir = tempfile::tempdir().unwrap();
+        let socket = dir.path().join("wayland-9");
+        let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+        std::fs::write(dir.path().join("file"), "x").unwrap();
+        std::os::unix::fs::symlink(&socket, dir.path().join("link")).unwrap();
+        let mut plan = LaunchPlan::new("/usr/bin/bwrap", vec!["true".into()], "/");
+        plan.grants.push(Grant::Desktop {
+            desktop: DesktopKind::Wayland,
+        });
+        let with = |name: &str| {
+            let mut plan = plan.clone();
+            plan.desktop_sockets.push(DesktopSocket {
+                desktop: DesktopKind::Wayland,
+                path: dir.path().join(name),
+            });
+            HostFacts::read(&plan)
+        };
+        assert!(with("wayland-9").is_ok());
+        for name in ["file", "link", "missing"] {
+            let err = with(name).unwrap_err();
+            assert!(err.to_string().contains("desktop socket"), "{name}: {err}");
+        }
     }
 
     #[test]

@@ -25,11 +25,12 @@ use clap::error::ErrorKind;
 use crate::cli::Cli;
 
 /// The root's flags that take a value, given as the next word unless written `--flag=value`.
-const VALUED: [&str; 8] = [
+const VALUED: [&str; 9] = [
     "--mode",
     "--model",
     "--effort",
     "--conversation",
+    "--away-after",
     "--shell",
     "--last-command",
     "--last-status",

@@ -82,6 +82,9 @@ pub enum Command {
         #[command(subcommand)]
         command: TrashCommand,
     },
+    /// Tell efrd whether you are at the terminal: `efr presence away`, `efr presence present` (docs/auto.md,
+    /// "Presence"). Away, an approval question expires after `[permissions] away_question_secs`.
+    Presence(PresenceArgs),
     /// Show what fills the model's context: the parts of the next request, the instruction files read, the counts.
     Context(ContextArgs),
     /// The conversation's hidden shell: `efr shell [status]`, `efr shell stop [--close]`.
@@ -152,6 +155,29 @@ pub enum TrashCommand {
     },
 }
 
+/// `efr presence`.
+#[derive(Debug, Args)]
+pub struct PresenceArgs {
+    /// away or present.
+    #[arg(value_enum)]
+    pub presence: PresenceArg,
+    /// Only this conversation (its id); absent: each conversation that had a prompt since efrd started.
+    #[arg(long, value_name = "ID")]
+    pub conversation: Option<String>,
+    /// Print the result as JSON (one line) for scripts.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The presence of `efr presence`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PresenceArg {
+    /// You left: questions expire after `[permissions] away_question_secs`.
+    Away,
+    /// You are back: questions wait for your answer.
+    Present,
+}
+
 /// `efr backup`.
 #[derive(Debug, Args)]
 pub struct BackupArgs {
@@ -213,6 +239,10 @@ pub struct PromptArgs {
     /// Print each event as JSON, one per line.
     #[arg(long)]
     pub json: bool,
+    /// Seconds without a key at the terminal before efr tells efrd you are away, so a question of the turn expires
+    /// (after efrd's `[permissions] away_question_secs`) instead of waiting; default 600, 0: never.
+    #[arg(long, value_name = "SECS")]
+    pub away_after: Option<u64>,
     /// The user's shell (shell integration).
     #[arg(long, value_enum, hide = true)]
     pub shell: Option<ShellArg>,

@@ -11,6 +11,7 @@
 //! | [`listen`] | socket activation, self-bind, the single-instance lock, sd_notify |
 //! | [`model`] | providers, stream parsers, retries, keys, catalog, and their wiring for the daemon (`Models`) |
 //! | [`policy`] | the permission decision: modes, floors, questions, the read-only list, shell line analysis |
+//! | [`exits`] | auto mode's exits: finding them (line, patch, report), who may approve each, the judge chain |
 //! | [`tools`] | the tool specs, the hidden shell, `apply_patch`, changes and unified diffs |
 //! | [`git`] | the git efrd runs itself, outside the sandbox, with what a repository could make it start switched off |
 //! | [`helper_process`] | the supervision of efrd's helper processes (`efr-proxy`, `efr-bus-proxy`): start, restart, status |

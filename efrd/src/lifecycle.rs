@@ -138,6 +138,11 @@ async fn start_and_serve(roots: Roots, config: ConfigState) -> Result<(), StartE
     let refresh = Arc::clone(&daemon);
     tokio::spawn(async move {
         refresh.models.refresh_catalog().await;
+        // The rules that need the fetched list (`[auto] classifier_model` in models.list): a break is logged at its
+        // place, and the turns skip that classifier (the turn's model judges).
+        if let Err(e) = refresh.models.config_state().recheck() {
+            warn!(line = ?e.line, column = ?e.column, key = ?e.key, "config.toml: {}", e.message);
+        }
     });
 
     let stopping = Arc::clone(&notifier);

@@ -18,6 +18,7 @@ mod enums;
 mod events;
 mod exits;
 mod methods;
+mod presence;
 mod sandbox;
 mod undo;
 mod values;
@@ -111,6 +112,7 @@ pub fn examples() -> Vec<Example> {
     all.extend(watch::examples());
     all.extend(context::examples());
     all.extend(undo::examples());
+    all.extend(presence::examples());
     all
 }
 

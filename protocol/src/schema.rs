@@ -37,6 +37,7 @@ use crate::wire::{
     DevicePairConfirmResult, DevicePairStartParams, DeviceProveParams, DeviceProveResult, DeviceRevokeParams,
     DeviceRevokeResult, PairStartItem,
 };
+use crate::wire::{PresenceSetParams, PresenceSetResult};
 use crate::wire::{SandboxExplainHostParams, SandboxExplainHostResult};
 use crate::wire::{
     TrashListParams, TrashListResult, TrashRestoreParams, TrashRestoreResult, TurnUndoParams, TurnUndoResult,
@@ -112,6 +113,8 @@ pub fn protocol_schema() -> Value {
             InputRespondResult,
             ApprovalRespondParams,
             ApprovalRespondResult,
+            PresenceSetParams,
+            PresenceSetResult,
             ShellStatusParams,
             ShellStatusResult,
             ShellInterruptParams,

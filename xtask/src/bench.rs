@@ -16,6 +16,7 @@ const BENCHES: &[(&str, &str)] = &[
     ("efrd", "daemon"),
     ("efrd", "undo"),
     ("efrd", "phone"),
+    ("efrd", "exits"),
     ("efr-launcher", "contained_true"),
     ("efr-launcher", "contained_read"),
     ("efr-proxy", "tunnel"),

@@ -166,3 +166,65 @@ fn scratch_inside_masked_state_is_writable() {
         run.describe()
     );
 }
+
+/// A desktop grant binds the one control socket of the prompt terminal's desktop inside the masked runtime folder
+/// (here a test-made `wayland-9`): reachable with the grant, not without it, and the folder's other sockets stay
+/// masked. A path that is not a socket refuses the call before anything runs.
+#[test]
+fn a_desktop_grant_reaches_its_wayland_socket_and_nothing_else() {
+    use efr_protocol::internal::launch::DesktopSocket;
+    use efr_protocol::wire::DesktopKind;
+
+    let fx = Fixture::new(User::Nobody);
+    let helper = helper().display().to_string();
+    let wayland = fx.run_user.join("wayland-9");
+    let _listener = UnixListener::bind(&wayland).unwrap();
+    std::os::unix::fs::chown(&wayland, Some(support::NOBODY), Some(support::NOBODY)).unwrap();
+    let line = format!(
+        "{helper} unix {}; echo \"display=$WAYLAND_DISPLAY\"; {helper} unix {}",
+        wayland.display(),
+        fx.bus.display()
+    );
+    let grant = |plan: &mut efr_protocol::internal::LaunchPlan, path: &Path| {
+        plan.grants.push(Grant::Desktop {
+            desktop: DesktopKind::Wayland,
+        });
+        plan.desktop_sockets.push(DesktopSocket {
+            desktop: DesktopKind::Wayland,
+            path: path.to_path_buf(),
+        });
+        plan.env.insert("WAYLAND_DISPLAY".into(), "wayland-9".into());
+        plan.env
+            .insert("XDG_RUNTIME_DIR".into(), fx.run_user.display().to_string());
+    };
+
+    let run = fx.run(&fx.plan(&line));
+    let lines: Vec<&str> = ran(&run).stdout.lines().collect();
+    assert!(
+        lines[0].starts_with("fail"),
+        "reachable without the grant:\n{}",
+        run.describe()
+    );
+
+    let mut plan = fx.plan(&line);
+    grant(&mut plan, &wayland);
+    let run = fx.run(&plan);
+    let lines: Vec<&str> = ran(&run).stdout.lines().collect();
+    assert_eq!(lines.len(), 3, "{}", run.describe());
+    assert_eq!(lines[0], "ok", "{}", run.describe());
+    assert_eq!(lines[1], "display=wayland-9", "{}", run.describe());
+    assert!(
+        lines[2].starts_with("fail"),
+        "the bus socket showed:\n{}",
+        run.describe()
+    );
+
+    let file = fx.run_user.join("wayland-file");
+    std::fs::write(&file, "not a socket").unwrap();
+    let mut plan = fx.plan(&format!("echo ran > {}/ran", fx.project.display()));
+    grant(&mut plan, &file);
+    let run = fx.run(&plan);
+    assert_eq!(run.exited(), None, "{}", run.describe());
+    assert!(run.stderr.contains("is not a socket"), "{}", run.describe());
+    assert!(!fx.project.join("ran").exists(), "{}", run.describe());
+}

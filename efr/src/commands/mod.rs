@@ -10,6 +10,7 @@
 //! - [`sandbox_host`]: `efr sandbox host HOST[:PORT]` (sandbox.explain_host).
 //! - [`diff`]: `efr diff` (conversation.diff).
 //! - [`context`]: `efr context` (conversation.context).
+//! - [`presence`]: `efr presence away|present [--conversation ID]` (presence.set).
 //! - [`shell`]: `efr shell [status]` and `efr shell stop [--close]` (shell.status, shell.interrupt).
 //!
 //! efrd's errors print `efr: <message>` and exit 1; an efrd that cannot be reached exits 2 with how to start it.
@@ -28,6 +29,7 @@ pub mod device;
 pub mod diff;
 pub mod login;
 pub mod models;
+pub mod presence;
 pub mod sandbox;
 pub mod sandbox_host;
 pub mod shell;

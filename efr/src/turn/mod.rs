@@ -52,6 +52,7 @@ mod exits;
 mod keys;
 mod markdown;
 mod plain;
+mod presence;
 mod prompt;
 mod questions;
 mod term;
@@ -176,7 +177,8 @@ pub async fn run(args: &PromptArgs) -> ExitCode {
     if conversation_id.is_some() && conversation::queued_behind(&client, sent.conversation_id, sent.turn_id).await {
         view.queued();
     }
-    let mut session = Session::new(client, sent.conversation_id, sent.turn_id, view);
+    let away_after = args.away_after.unwrap_or(presence::DEFAULT_AWAY_AFTER_SECS);
+    let mut session = Session::new(client, sent.conversation_id, sent.turn_id, view, away_after);
     let code = session.drive(sent.seq.saturating_sub(1)).await;
     session.view.finish();
     drop(session.term.take());
@@ -204,6 +206,8 @@ struct Session {
 
     interrupt_sent: bool,
     last_seq: u64,
+    /// The user's keys against `--away-after` ([`presence`]).
+    idle: presence::Idle,
 }
 
 /// What the loop does after a step.
@@ -213,7 +217,7 @@ enum Step {
 }
 
 impl Session {
-    fn new(client: Client, conversation_id: ConversationId, turn_id: TurnId, view: View) -> Self {
+    fn new(client: Client, conversation_id: ConversationId, turn_id: TurnId, view: View, away_after: u64) -> Self {
         // Keys only from a terminal: without one, efr asks nothing.
         let term = if tty::stdin_is_tty() {
             TermGuard::set(TermMode::Keys).ok()
@@ -221,6 +225,7 @@ impl Session {
             None
         };
         let keys = term.as_ref().map(|_| keys::spawn_reader());
+        let idle = presence::Idle::new(away_after, term.is_some(), std::time::Instant::now());
         Self {
             client,
             conversation_id,
@@ -235,6 +240,7 @@ impl Session {
 
             interrupt_sent: false,
             last_seq: 0,
+            idle,
         }
     }
 
@@ -281,6 +287,9 @@ impl Session {
                 _ = sigint.recv() => self.on_interrupt().await,
                 _ = tick.tick() => {
                     self.view.tick();
+                    if let Some(presence) = self.idle.tick(std::time::Instant::now()) {
+                        self.say_presence(presence).await;
+                    }
                     Step::Go
                 }
             };
@@ -457,7 +466,18 @@ impl Session {
         }
     }
 
+    /// Tells efrd the user's presence in this conversation; a failure is a notice, the turn goes on.
+    async fn say_presence(&mut self, presence: efr_protocol::wire::Presence) {
+        if let Err(error) = presence::set(&self.client, Some(self.conversation_id), presence).await {
+            self.view
+                .notice(&format!("cannot tell efrd you are {}: {error}", presence.as_str()));
+        }
+    }
+
     async fn on_key(&mut self, key: Key) -> Step {
+        if let Some(presence) = self.idle.input(std::time::Instant::now()) {
+            self.say_presence(presence).await;
+        }
         match key {
             Key::CtrlC => return self.on_interrupt().await,
             Key::CtrlB => return Step::Go, // reserved: moving a call to the background

@@ -48,4 +48,4 @@ pub use schema::{
     PermissionsSection, ProviderId, ProviderSection, ProvidersSection, RemoteSection, RetrySection, SandboxSection,
     ShellProgram, ShellSection,
 };
-pub use state::{ConfigState, ConfigStatus, EXIT_CONFIG_INVALID, RESTART_SECTIONS, ReloadOutcome};
+pub use state::{ConfigCheck, ConfigState, ConfigStatus, EXIT_CONFIG_INVALID, RESTART_SECTIONS, ReloadOutcome};

@@ -25,6 +25,7 @@
 //!
 //! [permissions]
 //! default_mode = "cautious"         # manual | cautious | auto | full
+//! away_question_secs = 120          # an away user's approval question expires after this; default 120
 //!
 //! [shell]
 //! program = "zsh"                   # bash | zsh: the hidden shell of the model's shell calls; default bash
@@ -482,6 +483,23 @@ pub struct PermissionsSection {
     /// Seconds a question with a limit waits before it expires and its call does not run (full mode's guarded
     /// deletes); absent: the policy's own limit, 120 s.
     pub question_limit_secs: Option<u32>,
+    /// Seconds an approval question waits while the conversation's user is away (presence.set, or efr's idle
+    /// watch) before it expires with approval_expired `away: true` and its call does not run; absent:
+    /// [`DEFAULT_AWAY_QUESTION_SECS`]. A user who becomes present before then keeps the question waiting.
+    /// Source: docs/protocol.md, "The contract": "phase A"; docs/auto.md, "Presence".
+    pub away_question_secs: Option<u32>,
+}
+
+/// Seconds an away user's question waits when `[permissions] away_question_secs` is absent: two minutes, as long
+/// as a question with a limit waits, so a user who stepped away briefly still finds it.
+pub const DEFAULT_AWAY_QUESTION_SECS: u32 = 120;
+
+impl PermissionsSection {
+    /// `away_question_secs`, or its default; at least 1.
+    #[must_use]
+    pub fn away_question_secs(&self) -> u32 {
+        self.away_question_secs.unwrap_or(DEFAULT_AWAY_QUESTION_SECS).max(1)
+    }
 }
 
 /// `[daemon]`. Every key here needs a restart (see [`super::RESTART_SECTIONS`]).

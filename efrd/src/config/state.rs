@@ -14,6 +14,10 @@
 //! [`EXIT_CONFIG_INVALID`].
 //!
 //! Components that apply config live subscribe to changes with [`ConfigState::subscribe`] (a `tokio::sync::watch`).
+//!
+//! A rule that needs more than the file (`[auto] classifier_model` against models.list, which the model layer owns)
+//! is a [`ConfigCheck`] that the owner installs ([`ConfigState::set_check`]); a reload runs it after the parse, and a
+//! broken rule refuses the file like any other error, with its line, column and key.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -65,12 +69,25 @@ pub struct ConfigStatus {
     pub restart_needed: Vec<String>,
 }
 
+/// A rule of a parsed config that another module owns: `(text, config)` in, the [`ConfigError`] of a broken rule out
+/// (its place found in `text`).
+pub type ConfigCheck = Arc<dyn Fn(&str, &Config) -> Result<(), ConfigError> + Send + Sync>;
+
 /// The config in effect and its reload state. Shared by reference (`Arc<ConfigState>`); every method takes `&self`.
-#[derive(Debug)]
 pub struct ConfigState {
     path: PathBuf,
     tx: watch::Sender<Arc<Config>>,
     inner: Mutex<Inner>,
+    check: Mutex<Option<ConfigCheck>>,
+}
+
+impl std::fmt::Debug for ConfigState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConfigState")
+            .field("path", &self.path)
+            .field("inner", &self.inner)
+            .finish_non_exhaustive()
+    }
 }
 
 #[derive(Debug)]
@@ -94,7 +111,7 @@ impl ConfigState {
     /// # Errors
     /// The [`ConfigError`] of a broken or unreadable file.
     pub fn load(path: &Path) -> Result<(Self, Vec<String>), ConfigError> {
-        let (config, unknown_keys) = read(path)?;
+        let (config, unknown_keys) = read(path, None)?;
         let mut first_warnings: Vec<String> = unknown_keys.iter().map(|k| unknown_key_warning(k)).collect();
         first_warnings.extend(warnings(&config));
         let state = Self {
@@ -107,8 +124,37 @@ impl ConfigState {
                 reload_error: None,
                 restart_needed: Vec::new(),
             }),
+            check: Mutex::new(None),
         };
         Ok((state, first_warnings))
+    }
+
+    /// Installs the rule that later reloads also check (one; a second call replaces it).
+    pub fn set_check(&self, check: ConfigCheck) {
+        *self.check.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(check);
+    }
+
+    /// Runs the installed rule on the file as it is now and the config in effect, without reloading: for a rule whose
+    /// facts changed (a new model list). `Ok` when no rule is installed or the file cannot be read (a reload reports
+    /// that).
+    ///
+    /// # Errors
+    /// The rule's [`ConfigError`].
+    pub fn recheck(&self) -> Result<(), ConfigError> {
+        let Some(check) = self.installed_check() else {
+            return Ok(());
+        };
+        let Ok(Some(text)) = read_text(&self.path) else {
+            return Ok(());
+        };
+        check(&text, &self.current())
+    }
+
+    fn installed_check(&self) -> Option<ConfigCheck> {
+        self.check
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
     }
 
     /// The config in effect now.
@@ -137,8 +183,9 @@ impl ConfigState {
 
     /// Reads the file again and applies it (see the module docs). Concurrent reloads run one after the other.
     pub fn reload(&self) -> ReloadOutcome {
+        let check = self.installed_check();
         let mut inner = self.lock();
-        let (file, unknown_keys) = match read(&self.path) {
+        let (file, unknown_keys) = match read(&self.path, check.as_ref()) {
             Ok(read) => read,
             Err(error) => {
                 tracing::warn!(path = %self.path.display(), %error, "config reload refused; the previous config stays");
@@ -206,12 +253,15 @@ impl ConfigState {
     }
 }
 
-/// Reads and parses the file; a missing file is the defaults.
-fn read(path: &Path) -> Result<(Config, Vec<String>), ConfigError> {
+/// Reads and parses the file, then runs `check`; a missing file is the defaults.
+fn read(path: &Path, check: Option<&ConfigCheck>) -> Result<(Config, Vec<String>), ConfigError> {
     let Some(text) = read_text(path)? else {
         return Ok((Config::default(), Vec::new()));
     };
     let parsed = parse(&text)?;
+    if let Some(check) = check {
+        check(&text, &parsed.config)?;
+    }
     Ok((parsed.config, parsed.unknown_keys))
 }
 

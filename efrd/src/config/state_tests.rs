@@ -268,3 +268,34 @@ fn unreadable_files_are_errors_without_a_place() {
     let err = ConfigState::load(&f.path).unwrap_err();
     assert!(err.message.contains("at most 1048576"), "{err}");
 }
+
+#[test]
+fn an_installed_check_refuses_a_reload_at_its_place_and_rechecks() {
+    let f = Fixture::new(Some("[auto]\nclassifier_model = \"gpt-5-mini\"\n"));
+    let (state, _) = ConfigState::load(&f.path).unwrap();
+    // Stands in for the model layer's rule: only gpt-5-mini is listed.
+    let listed = |_: Option<ProviderId>, id: &str| Some(id == "gpt-5-mini");
+    state.set_check(Arc::new(move |text: &str, config: &Config| {
+        crate::config::auto::check_listed(text, &config.auto, listed)
+    }));
+    assert_eq!(state.recheck(), Ok(()));
+
+    f.write("[auto]\njudge_timeout_secs = 9\n\nclassifier_model = \"gpt-9\"\n");
+    let outcome = state.reload();
+    assert!(!outcome.applied);
+    let error = outcome.error.unwrap();
+    assert_eq!(
+        (error.line, error.column, error.key.as_deref()),
+        (Some(4), Some(20), Some("auto.classifier_model")),
+        "{error}"
+    );
+    assert_eq!(state.current().auto.judge_timeout_secs, 20, "the previous config stays");
+    assert_eq!(state.status().reload_error, Some(error.clone()));
+    // The config in effect still names a listed model; the file does not, which recheck reports at the file's
+    // place only when the config in effect is the file's.
+    assert_eq!(state.recheck(), Ok(()));
+
+    f.write("[auto]\nclassifier_model = \"none\"\n");
+    assert!(state.reload().applied);
+    assert_eq!(state.status().reload_error, None);
+}

@@ -44,7 +44,7 @@ use crate::sandbox::plan::Layout;
 use crate::snapshot::SnapshotStore;
 use crate::store::{CommandRecord, Commit, ConversationSummary, EventRow, Store, StoreError};
 use crate::tools::shell::{ShellKind, ShellOptions, ShellSlot};
-use crate::turn::sink::Sink;
+use crate::turn::sink::{Answer, Sink};
 use crate::turn::tools::ToolEnv;
 use crate::turn::{self, TurnOutcome, TurnPlan};
 
@@ -63,9 +63,11 @@ fn home_dir(roots: &crate::config::Roots) -> PathBuf {
 }
 
 mod commit;
-pub(in crate::conversation) use commit::store_error;
-use commit::{CommitRefused, decode_outcome};
+use commit::CommitRefused;
+pub(in crate::conversation) use commit::{decode_outcome, store_error};
 mod context;
+mod presence;
+pub(crate) use presence::PresenceSet;
 mod prompt;
 mod questions;
 mod retire;
@@ -103,7 +105,7 @@ pub struct Deps {
 struct PendingApproval {
     turn_id: TurnId,
     local_only: bool,
-    reply: oneshot::Sender<ApprovalDecision>,
+    reply: oneshot::Sender<Answer>,
 }
 
 /// A prompt that waits for its turn.
@@ -114,16 +116,10 @@ struct Queued {
     settings: TurnSettings,
     overridden: Overridden,
     origin: Origin,
-    /// The prompt as the user typed it (the exits' judges read it) and its terminal's desktop (auto's desktop
-    /// exits): never an event or the store beyond prompt_queued.
-    exits: QueuedExits,
-}
-
-/// What a queued prompt keeps for its turn's exits.
-#[derive(Debug, Default)]
-struct QueuedExits {
-    user_prompt: String,
+    /// The desktop of the prompt's terminal, whose control socket a `desktop` grant of the turn binds.
     desktop: Option<efr_protocol::wire::Desktop>,
+    /// The prompt as the user typed it, without efr's preamble: auto's exit judges read it.
+    user_prompt: String,
 }
 
 /// The turn that runs.
@@ -168,6 +164,11 @@ pub(super) struct Actor {
     store_failure: Option<ErrorBody>,
     /// A turn.undo writes the conversation's files: no turn starts (`undo.rs`).
     undoing: bool,
+    /// The user's presence (`presence.rs`): present until presence.set says away; a loaded conversation takes its
+    /// log's last presence_changed.
+    presence: efr_protocol::wire::Presence,
+    /// Counts the changes of `presence`: an away timer acts only in the epoch it started in.
+    presence_epoch: u64,
 }
 
 impl Actor {
@@ -198,6 +199,8 @@ impl Actor {
             unclosed: None,
             store_failure: None,
             undoing: false,
+            presence: efr_protocol::wire::Presence::Present,
+            presence_epoch: 0,
             shell: Arc::new(tokio::sync::Mutex::new(ShellSlot::new(shell_options(
                 kind, home, shell_root,
             )))),
@@ -222,6 +225,7 @@ impl Actor {
         actor.last_seq = rebuilt.last_seq;
         actor.open_calls.push_notices(rebuilt.notices);
         actor.corrupt = rebuilt.corrupt;
+        actor.presence = rebuilt.presence.unwrap_or(efr_protocol::wire::Presence::Present);
         if !rebuilt.left_running.is_empty() {
             let ends = rebuilt
                 .left_running
@@ -276,6 +280,9 @@ impl Actor {
                             Err(error) => Err(error),
                         },
                     };
+                    if answer.is_ok() {
+                        self.note_input(&me).await;
+                    }
                     let _ = reply.send(answer);
                     self.start_next(&me).await;
                 }
@@ -310,7 +317,11 @@ impl Actor {
                 } => {
                     self.ask(turn_id, call_id, *question, reply, &me).await;
                 }
-                Command::Expire { call_id } => self.expire(call_id).await,
+                Command::Expire { call_id } => self.expire(call_id, false).await,
+                Command::ExpireAway { call_id, epoch } => self.expire_away(call_id, epoch).await,
+                Command::Presence { set, reply } => {
+                    let _ = reply.send(self.set_presence(*set, &me).await);
+                }
                 Command::InputRespond { params, reply } => {
                     let _ = reply.send(self.input_respond(*params).await);
                 }
@@ -424,21 +435,19 @@ impl Actor {
             params.last_command.as_ref(),
             &params.recent_commands,
         );
-        let exits = QueuedExits {
-            user_prompt: params.text.clone(),
-            desktop: params
-                .context
-                .as_ref()
-                .and_then(|c| c.shell_context.as_ref())
-                .and_then(|s| s.desktop.clone()),
-        };
+        let desktop = params
+            .context
+            .as_ref()
+            .and_then(|c| c.shell_context.as_ref())
+            .and_then(|s| s.desktop.clone());
         self.queue.push_back(Queued {
             turn_id,
             text,
             settings,
             overridden,
             origin,
-            exits,
+            desktop,
+            user_prompt: params.text.clone(),
         });
         Ok(result)
     }

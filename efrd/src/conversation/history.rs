@@ -42,6 +42,8 @@ pub struct Rebuilt {
     pub notices: Vec<String>,
     /// The first event that does not parse, in words ([`corrupt_event`]): the history stops before it.
     pub corrupt: Option<String>,
+    /// The presence of the log's last presence_changed; `None` when it has none (present).
+    pub presence: Option<efr_protocol::wire::Presence>,
 }
 
 /// The words for event `seq` of a log that does not parse: a corrupt log is readable up to it.
@@ -62,6 +64,7 @@ pub async fn rebuild(store: &Store, id: ConversationId) -> Result<Rebuilt, Error
     let mut history = Rebuild::default();
     let mut last_seq = 0;
     let mut corrupt = None;
+    let mut presence = None;
     loop {
         let rows = store.events_after(id, last_seq, PAGE).await.map_err(store_error)?;
         let full = rows.len() == PAGE as usize;
@@ -71,7 +74,12 @@ pub async fn rebuild(store: &Store, id: ConversationId) -> Result<Rebuilt, Error
                 continue;
             }
             match serde_json::from_str::<Event>(&row.body) {
-                Ok(event) => history.apply(&event),
+                Ok(event) => {
+                    if let EventBody::PresenceChanged(changed) = &event.body {
+                        presence = Some(changed.presence);
+                    }
+                    history.apply(&event);
+                }
                 Err(error) => {
                     tracing::error!(conversation = %id, seq = row.seq, %error, "an event of the log does not parse");
                     corrupt = Some(corrupt_event(row.seq, &error));
@@ -93,6 +101,7 @@ pub async fn rebuild(store: &Store, id: ConversationId) -> Result<Rebuilt, Error
                 left_running,
                 notices,
                 corrupt,
+                presence,
             });
         }
     }

@@ -18,6 +18,7 @@
 mod actor;
 pub mod history;
 pub mod preamble;
+mod presence;
 pub mod recovery;
 pub mod rows;
 mod settings;
@@ -30,15 +31,15 @@ use std::sync::{Arc, Mutex, PoisonError};
 use efr_protocol::events::{Event, EventBody};
 use efr_protocol::ids::{CallId, ConversationId, TurnId};
 use efr_protocol::wire::{
-    ApprovalDecision, ApprovalRespondParams, ApprovalRespondResult, ConversationContextResult, InputRespondParams,
-    InputRespondResult, Origin, PromptSendParams, PromptSendResult, ShellInterruptParams, ShellInterruptResult,
+    ApprovalRespondParams, ApprovalRespondResult, ConversationContextResult, InputRespondParams, InputRespondResult,
+    Origin, PresenceSetResult, PromptSendParams, PromptSendResult, ShellInterruptParams, ShellInterruptResult,
     ShellStatusResult, Snapshot, TurnInterruptParams, TurnInterruptResult,
 };
 use efr_protocol::{ErrorBody, ErrorCode};
 use tokio::sync::{broadcast, mpsc, oneshot};
 
 use crate::policy::Question;
-use crate::turn::sink::{SinkFuture, TurnSink};
+use crate::turn::sink::{Answer, SinkFuture, TurnSink};
 
 pub use self::actor::{Deps, summary_to_wire};
 pub use self::settings::resolve as resolve_settings;
@@ -101,10 +102,19 @@ enum Command {
         turn_id: TurnId,
         call_id: CallId,
         question: Box<Question>,
-        reply: oneshot::Sender<ApprovalDecision>,
+        reply: oneshot::Sender<Answer>,
     },
     Expire {
         call_id: CallId,
+    },
+    /// The away limit of a question ran out; `epoch` is the presence epoch its timer started in.
+    ExpireAway {
+        call_id: CallId,
+        epoch: u64,
+    },
+    Presence {
+        set: Box<actor::PresenceSet>,
+        reply: oneshot::Sender<Result<PresenceSetResult, ErrorBody>>,
     },
     InputRespond {
         params: Box<InputRespondParams>,
@@ -320,7 +330,7 @@ impl TurnSink for Recorder {
         })
     }
 
-    fn ask(&self, turn_id: TurnId, call_id: CallId, question: Question) -> SinkFuture<'_, ApprovalDecision> {
+    fn ask(&self, turn_id: TurnId, call_id: CallId, question: Question) -> SinkFuture<'_, Answer> {
         Box::pin(async move {
             let (reply, answer) = oneshot::channel();
             let question = Box::new(question);
@@ -343,6 +353,8 @@ impl TurnSink for Recorder {
 #[derive(Debug, Default)]
 pub struct Conversations {
     live: Registry,
+    /// The conversations that had input since the daemon started, in order (`presence.rs`).
+    inputs: Mutex<Vec<ConversationId>>,
 }
 
 /// The live conversations' handles, shared with the actors so that an idle one can take itself out.

@@ -8,7 +8,7 @@ use std::sync::{Arc, RwLock};
 
 use efr_protocol::{ErrorBody, ErrorCode};
 
-use crate::config::{Config, ConfigState, ProviderId};
+use crate::config::{Config, ConfigCheck, ConfigState, ProviderId};
 use crate::model::catalog::{CatalogCache, CatalogConfig, ConfigModel};
 use crate::model::{Auth, Catalog, KeyStore, Provider, ProviderConfig, ProviderKind};
 
@@ -37,13 +37,15 @@ pub struct Models {
     config: Arc<ConfigState>,
     keys: Arc<KeyStore>,
     cache: CatalogCache,
-    catalog: RwLock<Catalog>,
+    catalog: Arc<RwLock<Catalog>>,
     http: reqwest::Client,
 }
 
 impl Models {
     /// The model layer for `config`, with keys and the catalog cache in `state_dir`. The catalog starts from the
-    /// cache (or the built-in list) until [`Self::refresh_catalog`] fetches it.
+    /// cache (or the built-in list) until [`Self::refresh_catalog`] fetches it. It installs the config's rule that
+    /// `[auto] classifier_model` is in models.list ([`ConfigState::set_check`]), so a reload refuses a file that
+    /// breaks it; `config.recheck()` runs it on the config in effect (at start, after a catalog refresh).
     ///
     /// # Errors
     /// `internal` when the HTTP client cannot be built (no TLS roots).
@@ -55,12 +57,18 @@ impl Models {
             .map_err(|e| ErrorBody::internal(format!("cannot build the HTTP client: {e}")))?;
         let current = config.current();
         let kind = active_kind(&current, &keys);
-        let catalog = Catalog::resolve(kind, None, cache.read(kind), &catalog_config(&current));
+        let catalog = Arc::new(RwLock::new(Catalog::resolve(
+            kind,
+            None,
+            cache.read(kind),
+            &catalog_config(&current),
+        )));
+        config.set_check(classifier_check(Arc::clone(&keys), cache.clone(), Arc::clone(&catalog)));
         Ok(Self {
             config,
             keys,
             cache,
-            catalog: RwLock::new(catalog),
+            catalog,
             http,
         })
     }
@@ -214,6 +222,29 @@ fn active_kind(config: &Config, keys: &KeyStore) -> ProviderKind {
         return ProviderKind::AnthropicApi;
     }
     ProviderKind::OpenAiApi
+}
+
+/// The rule that `[auto] classifier_model` is in its provider's models.list: the active provider's catalog (of the
+/// config being checked), or another provider's cached list. A provider with no list passes (nothing to check).
+fn classifier_check(keys: Arc<KeyStore>, cache: CatalogCache, catalog: Arc<RwLock<Catalog>>) -> ConfigCheck {
+    Arc::new(move |text: &str, config: &Config| {
+        let active = active_kind(config, &keys);
+        crate::config::auto::check_listed(text, &config.auto, |provider, id| {
+            let kind = provider.map_or(active, kind_of);
+            let current = catalog.read().map_or_else(|e| e.into_inner().clone(), |c| c.clone());
+            let list = if current.provider == kind {
+                current
+            } else {
+                let extra = if kind == active {
+                    catalog_config(config)
+                } else {
+                    CatalogConfig::default()
+                };
+                Catalog::resolve(kind, None, cache.read(kind), &extra)
+            };
+            (!list.models.is_empty()).then(|| list.models.iter().any(|m| m.id == id))
+        })
+    })
 }
 
 fn catalog_config(config: &Config) -> CatalogConfig {

@@ -9,6 +9,7 @@
 //!   a denied one refused).
 //! - [`plan`]: the base plan of a contained call (project root, `$SCRATCH`, the masks) and its [`Layout`].
 //! - [`protect`]: what a call may not change inside its writable roots (git's config and hooks, efr's roots).
+//! - [`grants`]: the sockets of a call's `desktop` and whole-`bus` grants, resolved into its plan.
 //! - [`git_link`]: a project's `.git` link, read before a contained call and put back after it if the call changed it.
 //! - [`state`]: the cached probe of the daemon.
 //! - [`live`]: whether a sandbox efrd started still runs (a command left running in one).
@@ -20,6 +21,7 @@ pub mod bus_test;
 pub mod diagnosis;
 pub mod explain;
 pub mod git_link;
+pub mod grants;
 pub mod live;
 pub mod plan;
 pub mod probe;

@@ -82,6 +82,9 @@ pub struct CallPlan<'a> {
     /// `$SCRATCH` writable (nothing but the private `/tmp`), no `SCRATCH` variable, and git's config that can start
     /// a program neutralised ([`git_neutral`]). The masks and the network are as for any contained call.
     pub read_only: bool,
+    /// The desktop of the prompt's terminal (`shell_context.desktop`), whose control socket a `desktop` grant binds
+    /// ([`crate::sandbox::grants`]); `None`: a `desktop` grant finds no socket and the launcher refuses the call.
+    pub desktop: Option<&'a efr_protocol::wire::Desktop>,
 }
 
 /// The git config that a read-only call runs with, on top of every config file git reads: [`crate::git::NO_PROGRAMS`]
@@ -123,6 +126,12 @@ pub fn call_plan(call: &CallPlan<'_>) -> LaunchPlan {
         plan.env = sandbox_env(call.env, call.cwd, Some(call.scratch), &plan.env);
     }
     plan.grants = call.grants.to_vec();
+    let session_bus = call
+        .env
+        .iter()
+        .find(|(name, _)| name == "DBUS_SESSION_BUS_ADDRESS")
+        .map(|(_, value)| value.as_str());
+    crate::sandbox::grants::resolve(&mut plan, call.desktop, &call.layout.runtime_dir, session_bus);
     protect(&mut plan, &call.layout.efr_roots);
     plan.report = ReportTo::File {
         path: call.report.to_path_buf(),
@@ -336,6 +345,7 @@ mod tests {
             grants,
             report: Path::new("/run/user/1000/efr/shells/shell-x/report-1"),
             read_only: false,
+            desktop: None,
         })
     }
 
@@ -386,6 +396,7 @@ mod tests {
                 grants: &[],
                 report: Path::new("/r"),
                 read_only: false,
+                desktop: None,
             }
         });
         assert_eq!(plan.env["PATH"], "/usr/local/bin:/usr/bin:/bin");
@@ -468,6 +479,7 @@ mod tests {
             grants: &[],
             report: Path::new("/r"),
             read_only: true,
+            desktop: None,
         });
         plan.validate().unwrap();
         assert!(plan.writable.is_empty(), "{:?}", plan.writable);

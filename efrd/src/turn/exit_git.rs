@@ -125,6 +125,7 @@ fn base_plan(env: &ToolEnv, grants: &[efr_protocol::wire::Grant]) -> efr_protoco
         grants,
         report: Path::new("/dev/null"),
         read_only: false,
+        desktop: None,
     })
 }
 

@@ -19,7 +19,7 @@ use efr_protocol::wire::{
 };
 use tokio::sync::Mutex;
 
-use super::sink::Sink;
+use super::sink::{Answer, Sink};
 use super::tools::ToolEnv;
 use crate::exits::approvers::{Approvers, approvers};
 use crate::exits::find::ExitContext;
@@ -39,8 +39,6 @@ pub struct TurnExits {
     pub denials: Arc<Mutex<TurnDenials>>,
     /// The user's prompt of the turn, as typed (without efr's preamble).
     pub user_prompt: String,
-    /// The desktop of the prompt's terminal (its shell_context's), `None` when it has none.
-    pub desktop: Option<Desktop>,
     /// The hosts of the remotes of the project's git dir, lowercase (read once per turn).
     pub project_remotes: Vec<String>,
     /// The turn's calls so far, oldest first, at most [`RECENT_CALLS`]: a shell call's line, a patch's files.
@@ -106,7 +104,7 @@ impl ExitPlace {
             deny: env.network.deny.clone(),
             proxied: env.network.proxy.installed(),
             project_remotes: env.exits.project_remotes.clone(),
-            desktop: env.exits.desktop.clone(),
+            desktop: env.desktop.clone(),
             bus_filter: env.bus.config.enabled && env.bus.proxy.installed(),
         }
     }
@@ -254,7 +252,19 @@ pub async fn judge(
                 exit: Some(info),
             };
             let answer = sink.ask(turn_id, call_id.clone(), question).await.ok()?;
-            let allowed = matches!(answer, ApprovalDecision::Allow | ApprovalDecision::AllowAlways);
+            let allowed = matches!(
+                answer.decision(),
+                ApprovalDecision::Allow | ApprovalDecision::AllowAlways
+            );
+            // An expiry while the user was away is judged presence_expired, not by the user (spec, "phase A").
+            let (judge, why) = match answer {
+                Answer::Expired { away: true } => (
+                    JudgeKind::PresenceExpired,
+                    "the question expired while the user was away",
+                ),
+                Answer::Expired { away: false } => (JudgeKind::User, "the user did not answer in time"),
+                Answer::Decided(_) => (JudgeKind::User, "the user denied it"),
+            };
             let verdict = if allowed { Verdict::Approve } else { Verdict::Deny };
             let judged: Vec<EventBody> = records
                 .iter()
@@ -262,9 +272,13 @@ pub async fn judge(
                     EventBody::ExitJudged(ExitJudged {
                         call_id: call_id.clone(),
                         exit_kind: record.kind,
-                        judge: JudgeKind::User,
+                        judge,
                         verdict,
-                        reason: String::new(),
+                        reason: if allowed || judge == JudgeKind::User && matches!(answer, Answer::Decided(_)) {
+                            String::new()
+                        } else {
+                            why.to_owned()
+                        },
                         chain_step: Some(ChainStep::User),
                         skipped: Vec::new(),
                         reasked: false,

@@ -132,6 +132,7 @@ fn sandbox_refusal(env: &ToolEnv, plan: &Plan, changes: &[PatchChange], grants: 
         grants,
         report: Path::new("/dev/null"),
         read_only: false,
+        desktop: None,
     });
     let unwritable = touched(changes).find(|path| !contained::writable_in(&sandbox, path));
     if let Some(path) = unwritable {

@@ -137,6 +137,7 @@ pub(super) async fn prepare(
         grants,
         report: &report,
         read_only,
+        desktop: env.desktop.as_ref(),
     });
     probe.fit(&mut plan);
     let (proxy, network_note) = call_network::open(env, call_id, &mut plan).await;

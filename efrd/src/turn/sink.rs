@@ -18,6 +18,33 @@ use crate::policy::Question;
 /// A future the sink returns: boxed, so that the trait can be used as `dyn TurnSink`.
 pub type SinkFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, ErrorBody>> + Send + 'a>>;
 
+/// The answer to a turn's question ([`TurnSink::ask`]).
+///
+/// A turn must tell an expiry from a user's deny: an exit whose question expired while the user was away is judged
+/// `presence_expired`, not `user` (docs/protocol.md, "The contract": "phase A").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answer {
+    /// Someone decided: the user through approval.respond, or an interrupt of the turn (deny).
+    Decided(ApprovalDecision),
+    /// Nobody answered in time: approval_expired was recorded and the call does not run. `away`: the user was away
+    /// (`[permissions] away_question_secs` ran out); otherwise the question's own limit did.
+    Expired {
+        /// The user was away when it expired.
+        away: bool,
+    },
+}
+
+impl Answer {
+    /// The decision the call follows: an expiry is a deny.
+    #[must_use]
+    pub fn decision(self) -> ApprovalDecision {
+        match self {
+            Self::Decided(decision) => decision,
+            Self::Expired { .. } => ApprovalDecision::Deny,
+        }
+    }
+}
+
 /// The receiver of a turn's events and questions.
 pub trait TurnSink: Send + Sync + std::fmt::Debug {
     /// Records `bodies` as events of `turn_id` (or of the conversation outside any turn, for `None`, such as
@@ -29,11 +56,12 @@ pub trait TurnSink: Send + Sync + std::fmt::Debug {
     fn record_as(&self, turn_id: Option<TurnId>, bodies: Vec<EventBody>) -> SinkFuture<'_, u64>;
 
     /// Records approval_requested for `call_id` and waits for the answer (approval.respond from any connection with
-    /// the approve scope; an interrupt of the turn answers deny; an expiry answers deny).
+    /// the approve scope; an interrupt of the turn answers deny; an expiry, by the question's limit or while the
+    /// user is away, answers [`Answer::Expired`]).
     ///
     /// # Errors
     /// `unavailable` when the conversation stopped.
-    fn ask(&self, turn_id: TurnId, call_id: CallId, question: Question) -> SinkFuture<'_, ApprovalDecision>;
+    fn ask(&self, turn_id: TurnId, call_id: CallId, question: Question) -> SinkFuture<'_, Answer>;
 }
 
 /// The sink a turn holds: shared with the tasks that follow a command left running.
@@ -74,7 +102,7 @@ pub(crate) mod memory {
         pub events: Mutex<Vec<(Option<TurnId>, EventBody)>>,
         /// Every question asked, in order.
         pub questions: Mutex<Vec<(CallId, Question)>>,
-        /// The answers to the next questions; a question with none left is denied (as an expiry would).
+        /// The answers to the next questions; a question with none left expires (not away).
         pub answers: Mutex<VecDeque<ApprovalDecision>>,
     }
 
@@ -107,7 +135,7 @@ pub(crate) mod memory {
             })
         }
 
-        fn ask(&self, _turn_id: TurnId, call_id: CallId, question: Question) -> SinkFuture<'_, ApprovalDecision> {
+        fn ask(&self, _turn_id: TurnId, call_id: CallId, question: Question) -> SinkFuture<'_, Answer> {
             Box::pin(async move {
                 self.questions
                     .lock()
@@ -118,7 +146,7 @@ pub(crate) mod memory {
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner)
                     .pop_front();
-                Ok(answer.unwrap_or(ApprovalDecision::Deny))
+                Ok(answer.map_or(Answer::Expired { away: false }, Answer::Decided))
             })
         }
     }

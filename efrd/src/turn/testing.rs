@@ -74,6 +74,7 @@ pub fn tool_env(dir: &Path, bwrap: &str, mode: Mode) -> ToolEnv {
             runtime_dir: dir.join("run-user"),
         },
         scratch: layout.scratch_root.join("c1"),
+        desktop: None,
         layout,
         exits: super::exits::TurnExits::default(),
     }

@@ -71,6 +71,8 @@ pub struct ToolEnv {
     /// The conversation's `$SCRATCH` (`<state root>/scratch/<conversation id>`), made (mode 0700) by the first
     /// contained call.
     pub scratch: PathBuf,
+    /// The desktop of the prompt's terminal (`shell_context.desktop`), whose control socket a `desktop` grant binds.
+    pub desktop: Option<efr_protocol::wire::Desktop>,
     /// What auto's exits share in the turn: the judges, the denials, the prompt ([`super::exits`]).
     pub exits: super::exits::TurnExits,
 }
@@ -163,7 +165,7 @@ pub async fn run_call(
             if question.expires_in_secs.is_some() {
                 question.expires_in_secs = env.question_limit_secs.or(question.expires_in_secs);
             }
-            match sink.ask(turn_id, call_id.clone(), question).await.ok()? {
+            match sink.ask(turn_id, call_id.clone(), question).await.ok()?.decision() {
                 ApprovalDecision::Allow | ApprovalDecision::AllowAlways => {}
                 _ => {
                     let output = "the user denied this call (or did not answer in time); it did not run".to_owned();

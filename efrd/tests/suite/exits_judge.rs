@@ -19,7 +19,6 @@ use efr_protocol::wire::{
 };
 use efr_test_support::scripted::{HttpError, RecordedRequest, Reply, ReplyEvent, Script, ScriptedModel, Step};
 use efrd::config::ConfigState;
-use efrd::exits::judge::model::check_classifier_listed;
 use efrd::exits::judge::{ChainOutcome, ChainResult, Judges, Review, TurnDenials, review};
 use efrd::model::registry::Models;
 use efrd::model::{EnvKeys, KeyStore};
@@ -470,7 +469,7 @@ async fn a_classifier_that_is_not_listed_is_a_config_error_and_skipped() {
         "judge_timeout_secs = 5\nclassifier_model = \"gpt-9-nano\"",
     )
     .await;
-    let error = check_classifier_listed(&f.models).unwrap_err();
+    let error = f.models.config_state().recheck().unwrap_err();
     let line = f
         .config_text
         .lines()
@@ -503,7 +502,30 @@ async fn a_classifier_that_is_not_listed_is_a_config_error_and_skipped() {
 
     // A listed one passes the check.
     let ok = fixture(Vec::new(), "classifier_model = \"gpt-5-mini\"").await;
-    assert_eq!(check_classifier_listed(&ok.models), Ok(()));
+    assert_eq!(ok.models.config_state().recheck(), Ok(()));
+
+    // admin.config_reload refuses a file whose classifier is not listed, at its place, and keeps the config.
+    let state = ok.models.config_state();
+    let text = ok.config_text.replace("gpt-5-mini", "gpt-4o-mini");
+    std::fs::write(state.path(), &text).unwrap();
+    let outcome = state.reload();
+    assert!(!outcome.applied);
+    let error = outcome.error.unwrap();
+    let line = text.lines().position(|l| l.starts_with("classifier_model")).unwrap() + 1;
+    assert_eq!(
+        (error.line, error.key.as_deref()),
+        (Some(u32::try_from(line).unwrap()), Some("auto.classifier_model"))
+    );
+    assert!(error.message.contains("\"gpt-4o-mini\" is not in"), "{error}");
+    std::fs::write(
+        state.path(),
+        ok.config_text.replace("gpt-5-mini", "anthropic-api/claude-haiku-4-5"),
+    )
+    .unwrap();
+    assert!(
+        state.reload().applied,
+        "another provider without a list cannot be checked"
+    );
 }
 
 #[tokio::test]

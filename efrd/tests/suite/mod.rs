@@ -14,6 +14,7 @@ mod daemon_idle;
 mod daemon_left_running;
 mod daemon_network;
 mod daemon_overlap;
+mod daemon_presence;
 mod daemon_protocol;
 mod daemon_restart;
 mod daemon_tools;

@@ -50,8 +50,8 @@ pub struct ExitJudged {
     /// The models that the chain skipped (not available, or paused), absent when none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub skipped: Vec<String>,
-    /// The classifier wrote no real reason (empty, too short or a placeholder) and was asked once more (false when
-    /// absent).
+    /// The model judge (the classifier, or the turn's model when it judged) wrote no real reason (empty, too short or a
+    /// placeholder) and was asked once more (false when absent).
     #[serde(default, skip_serializing_if = "is_false")]
     pub reasked: bool,
 }
@@ -67,7 +67,8 @@ wire_enum! {
     unknown
 }
 
-/// classifier_paused: after too many denials, the turn's exits go past the classifier to the next judge.
+/// classifier_paused: after too many denials, the turn's exits go past the model judges to the user (efrd does not
+/// let the turn's model, the one asking, judge alone; docs/auto.md, "The pause after denials").
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ClassifierPaused {
     /// Which limit it reached.

@@ -25,6 +25,7 @@ mod conversation;
 mod daemon;
 mod exits;
 mod message;
+mod presence;
 mod sandbox;
 mod shell;
 mod tool;
@@ -43,6 +44,7 @@ pub use conversation::{ConversationCreated, PromptQueued};
 pub use daemon::{LoginCompleted, LogoutCompleted};
 pub use exits::{ClassifierPaused, ExitJudged, ExitRequested, ExitReviewStarted, PauseReason};
 pub use message::{AssistantMessageCompleted, AssistantMessageUpdated};
+pub use presence::PresenceChanged;
 pub use sandbox::SandboxUnavailable;
 pub use shell::{ShellCommandDetached, ShellCommandEnded, ShellCommandInputChanged};
 pub use tool::{CallStatus, ToolCallCompleted, ToolCallInputChanged, ToolCallStarted};
@@ -205,6 +207,8 @@ event_body! {
         ExitJudged(ExitJudged) = "exit_judged",
         /// The classifier was paused after too many denials.
         ClassifierPaused(ClassifierPaused) = "classifier_paused",
+        /// The user became present or away (it belongs to no turn).
+        PresenceChanged(PresenceChanged) = "presence_changed",
         /// The sandbox cannot run, so contained calls cannot either.
         SandboxUnavailable(SandboxUnavailable) = "sandbox_unavailable",
         /// A turn took a snapshot of a root it could write.

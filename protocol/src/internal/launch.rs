@@ -30,13 +30,16 @@
 //! - Every path is absolute and normal (no `.` or `..` component); no string holds a NUL byte, and no argument,
 //!   command line or `NAME=value` is longer than an exec takes ([`crate::internal::MAX_EXEC_STRING`]).
 //! - `/` itself is never writable, and nothing under `/proc` or `/dev` is (a device comes with a `device` grant).
-//! - Grants: `write`, `device`, `unmask`, `socket`, `net_view`, `open_network`, `host` and `bus_filter` have a plan
-//!   step. `bus` and `desktop` come with their issues (the exits, the desktop sockets) and are refused with a
-//!   message that says so; an `unknown` grant is refused (docs/protocol.md, "The contract": "the network view
+//! - Grants: `write`, `device`, `unmask`, `socket`, `net_view`, `open_network`, `host`, `bus_filter`, `bus` and
+//!   `desktop` have a plan step; an `unknown` grant is refused (docs/protocol.md, "The contract": "the network view
 //!   (phase D1)").
-//! - `bus_sockets` holds exactly one entry per `bus_filter` grant, of the same bus: the call's filtered socket of
-//!   `efr-bus-proxy` on the host, bound at the bus's usual address inside (docs/bus.md). The rest of a masked
-//!   `/run/user/$UID` stays masked.
+//! - `bus_sockets` holds exactly one entry per `bus_filter` or `bus` grant, of the same bus, bound at the bus's usual
+//!   address inside: for `bus_filter` the call's filtered socket of `efr-bus-proxy` on the host (docs/bus.md), for
+//!   `bus` the real bus socket (the user approved the whole bus). A bus has at most one of the two grants. The rest
+//!   of a masked `/run/user/$UID` stays masked.
+//! - `desktop_sockets` holds the control sockets of the call's `desktop` grants ([`DesktopSocket`]), each bound at
+//!   its own path; each `desktop` grant has at least one of its desktop, and each socket a grant. The launcher
+//!   refuses a path that is not a socket when the call starts (docs/protocol.md, "The contract": "desktop grants").
 //! - `net_view` and `open_network` exclude each other; an `unmask` names a path of `masks`.
 //! - `proxy` (absolute and normal) is present exactly when the plan holds at least one `host` grant, and never with
 //!   `net_view` or `open_network`: a call with host grants keeps its own network namespace and reaches `efr-proxy`
@@ -55,7 +58,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use crate::wire::{Bus, Grant};
+use crate::wire::{Bus, DesktopKind, Grant};
 
 pub use crate::internal::validate::PlanError;
 
@@ -99,6 +102,10 @@ pub struct LaunchPlan {
     /// The filtered bus sockets of the call's `bus_filter` grants ([`BusSocket`]), one per grant.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub bus_sockets: Vec<BusSocket>,
+    /// The control sockets of the call's `desktop` grants ([`DesktopSocket`]); the variables that name them inside
+    /// are in `env`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub desktop_sockets: Vec<DesktopSocket>,
     /// The bound of the private `/dev/shm`, bytes ([`crate::internal::SHM_SIZE`] unless efrd's probe found a
     /// bubblewrap older than 0.7, which has no `--size`: then `None`, and the tmpfs has the kernel's default bound,
     /// half the memory; docs/adr/0004-contained-calls.md, decision 10).
@@ -150,6 +157,18 @@ pub struct BusSocket {
     /// Where the call finds it, absolute: `/run/user/$UID/bus` for the session bus,
     /// `/run/dbus/system_bus_socket` for the system bus. The command's environment names it
     /// (`DBUS_SESSION_BUS_ADDRESS`, `DBUS_SYSTEM_BUS_ADDRESS`).
+    pub path: PathBuf,
+}
+
+/// One control socket of a `desktop` grant: the desktop of the prompt's terminal (`$XDG_RUNTIME_DIR/$WAYLAND_DISPLAY`,
+/// Hyprland's `.socket.sock` and `.socket2.sock`, `$SWAYSOCK`, `$I3SOCK`, `$NIRI_SOCKET`, `/tmp/.X11-unix/X<n>`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DesktopSocket {
+    /// Which desktop (the grant's).
+    pub desktop: DesktopKind,
+    /// The socket on the host, absolute; bound at the same path inside. The launcher refuses the call when it is not
+    /// a socket.
     pub path: PathBuf,
 }
 
@@ -322,6 +341,7 @@ impl LaunchPlan {
             report: ReportTo::Stderr,
             proxy: None,
             bus_sockets: Vec::new(),
+            desktop_sockets: Vec::new(),
             shm_size: default_shm_size(),
             disable_userns: default_disable_userns(),
         }

@@ -103,6 +103,10 @@ pub enum Rule {
     SocketGrant,
     /// A `bus_filter` grant.
     BusFilterGrant,
+    /// A whole-`bus` grant.
+    BusGrant,
+    /// A `desktop` grant.
+    DesktopGrant,
     /// A protected path inside a writable root, and why.
     Protected(ProtectedSource),
 }
@@ -125,6 +129,8 @@ impl fmt::Display for Rule {
             Rule::DeviceGrant => "a device grant",
             Rule::SocketGrant => "a socket grant",
             Rule::BusFilterGrant => "a bus_filter grant: the call's filtered bus socket",
+            Rule::BusGrant => "a bus grant: the user's real bus socket",
+            Rule::DesktopGrant => "a desktop grant: the control socket of the prompt terminal's desktop",
             Rule::Protected(ProtectedSource::GitDir) => {
                 "a git folder in a writable root: writable, but it cannot be moved, replaced or removed"
             }
@@ -212,9 +218,17 @@ impl LaunchPlan {
             }
         }
         for socket in &self.bus_sockets {
-            let mut mount = Mount::new(&socket.path, MountKind::BusSocket, Rule::BusFilterGrant);
+            let rule = if self.grants.contains(&Grant::Bus { bus: socket.bus }) {
+                Rule::BusGrant
+            } else {
+                Rule::BusFilterGrant
+            };
+            let mut mount = Mount::new(&socket.path, MountKind::BusSocket, rule);
             mount.source = Some(socket.socket.clone());
             rest.push(mount);
+        }
+        for socket in &self.desktop_sockets {
+            rest.push(Mount::new(&socket.path, MountKind::Socket, Rule::DesktopGrant));
         }
         for protected in &self.protected {
             rest.push(Mount::new(

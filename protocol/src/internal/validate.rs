@@ -4,6 +4,7 @@
 //! runs; efrd's `sandbox.explain` checks them before it reads the mounts. The rules of the proxy and the `host`
 //! grants are in [`network`].
 
+mod desktop;
 mod network;
 
 use std::path::{Component, Path, PathBuf};
@@ -204,13 +205,16 @@ impl LaunchPlan {
         for socket in &self.bus_sockets {
             check_path("bus socket", &socket.socket)?;
             check_path("bus socket", &socket.path)?;
-            if !self.grants.contains(&Grant::BusFilter { bus: socket.bus }) {
+            if !self.grants.contains(&Grant::BusFilter { bus: socket.bus })
+                && !self.grants.contains(&Grant::Bus { bus: socket.bus })
+            {
                 return Err(PlanError::RefusedGrant {
                     kind: "bus_filter",
-                    reason: "a bus socket in bus_sockets needs a bus_filter grant of its bus",
+                    reason: "a bus socket in bus_sockets needs a bus_filter or bus grant of its bus",
                 });
             }
         }
+        desktop::check_desktop_sockets(self)?;
         self.validate_protected()?;
         for limit in &self.rlimits {
             if limit.soft > limit.hard {
@@ -283,12 +287,7 @@ impl LaunchPlan {
                 }
                 Grant::NetView | Grant::OpenNetwork => {}
                 Grant::Host { host, port } => network::check_host_grant(host, *port)?,
-                Grant::Bus { .. } => {
-                    return Err(PlanError::RefusedGrant {
-                        kind: "bus",
-                        reason: "bus grants come with the bus issue; this launcher has no plan step for them yet",
-                    });
-                }
+                Grant::Bus { bus } => desktop::check_bus_grant(self, *bus)?,
                 Grant::BusFilter { bus } => {
                     if self.bus_sockets.iter().filter(|socket| socket.bus == *bus).count() != 1 {
                         return Err(PlanError::RefusedGrant {
@@ -297,12 +296,7 @@ impl LaunchPlan {
                         });
                     }
                 }
-                Grant::Desktop { .. } => {
-                    return Err(PlanError::RefusedGrant {
-                        kind: "desktop",
-                        reason: "desktop grants come with the desktop issue; this launcher has no plan step for them yet",
-                    });
-                }
+                Grant::Desktop { desktop } => desktop::check_desktop_grant(self, *desktop)?,
                 Grant::Unknown => {
                     return Err(PlanError::RefusedGrant {
                         kind: "unknown",
@@ -602,7 +596,8 @@ mod tests {
     }
 
     #[test]
-    fn grants_without_a_plan_step_are_refused_with_a_message() {
+    fn grants_without_their_sockets_or_a_known_kind_are_refused_with_a_message() {
+        // Each needs its socket in the plan; without it, it is refused.
         let refused = [
             (Grant::Bus { bus: Bus::Session }, "bus"),
             (Grant::BusFilter { bus: Bus::System }, "bus_filter"),

@@ -22,6 +22,7 @@ pub mod exits;
 pub mod input;
 pub mod login;
 pub mod models;
+pub mod presence;
 pub mod prompt;
 pub mod recent;
 pub mod route;
@@ -66,6 +67,7 @@ pub use exits::{
 pub use input::{AnswerInput, InputRespondParams, InputRespondResult, InputWait};
 pub use login::{AdminLoginApiKeyParams, AdminLoginApiKeyResult, AdminLogoutParams, AdminLogoutResult};
 pub use models::{Catalog, CatalogOrigin, ModelInfo, ModelSource, ModelsListParams, ModelsListResult};
+pub use presence::{Presence, PresenceSetParams, PresenceSetResult, PresenceSource};
 pub use prompt::{Desktop, PromptContext, PromptSendParams, PromptSendResult, QueueAs, ShellContext, TerminalCommand};
 pub use recent::{ConversationsRecentParams, ConversationsRecentResult, RecentConversation};
 pub use route::{PromptRoute, RouteScope, RouteSwitch, SwitchReason};

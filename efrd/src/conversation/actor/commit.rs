@@ -126,7 +126,7 @@ impl From<CommitRefused> for ErrorBody {
     }
 }
 
-pub(super) fn decode_outcome<T: DeserializeOwned>(record: &CommandRecord) -> Result<T, ErrorBody> {
+pub(in crate::conversation) fn decode_outcome<T: DeserializeOwned>(record: &CommandRecord) -> Result<T, ErrorBody> {
     serde_json::from_str(&record.result).map_err(|_| {
         ErrorBody::new(
             ErrorCode::Conflict,

@@ -11,7 +11,7 @@ impl Actor {
         turn_id: TurnId,
         call_id: CallId,
         question: Question,
-        reply: oneshot::Sender<ApprovalDecision>,
+        reply: oneshot::Sender<Answer>,
         me: &mpsc::WeakSender<Command>,
     ) {
         let body = EventBody::ApprovalRequested(ApprovalRequested {
@@ -25,7 +25,7 @@ impl Actor {
         });
         if self.commit(vec![(Some(turn_id), body)], None).await.is_err() {
             // Nothing was recorded: the call does not run.
-            let _ = reply.send(ApprovalDecision::Deny);
+            let _ = reply.send(Answer::Decided(ApprovalDecision::Deny));
             return;
         }
         if let Some(secs) = question.expires_in_secs {
@@ -40,13 +40,15 @@ impl Actor {
             });
         }
         self.approvals.insert(
-            call_id,
+            call_id.clone(),
             PendingApproval {
                 turn_id,
                 local_only: question.local_only,
                 reply,
             },
         );
+        // A question to an away user expires after `[permissions] away_question_secs` (`presence.rs`).
+        self.start_away_timer(call_id, me);
     }
 
     /// input.respond: the answer goes to the shell's terminal, with a newline.
@@ -114,21 +116,22 @@ impl Actor {
         }
     }
 
-    /// A question with a limit that nobody answered in time: approval_expired, and the call does not run.
-    pub(super) async fn expire(&mut self, call_id: CallId) {
+    /// A question that nobody answered in time, by its own limit or (`away`) while the user was away:
+    /// approval_expired, and the call does not run.
+    pub(super) async fn expire(&mut self, call_id: CallId, away: bool) {
         let Some(pending) = self.approvals.get(&call_id) else {
             return;
         };
         let turn_id = pending.turn_id;
         let body = EventBody::ApprovalExpired(ApprovalExpired {
             call_id: call_id.clone(),
-            away: false,
+            away,
         });
         if self.commit(vec![(Some(turn_id), body)], None).await.is_err() {
             return;
         }
         if let Some(pending) = self.approvals.remove(&call_id) {
-            let _ = pending.reply.send(ApprovalDecision::Deny);
+            let _ = pending.reply.send(Answer::Expired { away });
         }
         self.answered.insert(call_id);
     }
@@ -209,7 +212,7 @@ impl Actor {
             return false;
         }
         if let Some(pending) = self.approvals.remove(&call_id) {
-            let _ = pending.reply.send(decision);
+            let _ = pending.reply.send(Answer::Decided(decision));
         }
         self.answered.insert(call_id);
         true

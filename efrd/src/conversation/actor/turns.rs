@@ -58,7 +58,13 @@ impl Actor {
                 format!("<shell_notices>\n{lines}</shell_notices>\n\n{}", queued.text)
             };
             let tools = self
-                .tool_env(turn_id, &queued.settings, queued.origin, &queued.exits)
+                .tool_env(
+                    turn_id,
+                    &queued.settings,
+                    queued.origin,
+                    queued.desktop.clone(),
+                    &queued.user_prompt,
+                )
                 .await;
             let prompt = self.turn_prompt(&queued.settings, &tools).await;
             self.history.push(HistoryItem::UserText {
@@ -111,7 +117,8 @@ impl Actor {
         turn_id: TurnId,
         settings: &TurnSettings,
         origin: Origin,
-        queued: &QueuedExits,
+        desktop: Option<efr_protocol::wire::Desktop>,
+        user_prompt: &str,
     ) -> ToolEnv {
         let (cwd, project) = self.place();
         // Read once per turn: auto's exits mark a host of these remotes `project_remote`.
@@ -168,10 +175,10 @@ impl Actor {
             },
             scratch: layout.scratch_of(self.id),
             layout,
+            desktop,
             exits: crate::turn::exits::TurnExits {
                 // The judges come with the turn's provider (turn::plan).
-                user_prompt: queued.user_prompt.clone(),
-                desktop: queued.desktop.clone(),
+                user_prompt: user_prompt.to_owned(),
                 project_remotes: remotes,
                 ..Default::default()
             },

@@ -10,6 +10,9 @@ pub struct NamedHost {
     pub host: String,
     /// The port as the line gives it or the scheme implies it; `None` for 443.
     pub port: Option<u16>,
+    /// The URL's scheme is not TLS (`http://`, `ws://`, `git://`, `ftp://`, `rsync://`): the proxy carries only
+    /// TLS (docs/network.md), so only `open_network` reaches it.
+    pub plain: bool,
 }
 
 impl NamedHost {
@@ -68,6 +71,7 @@ fn authority(authority: &str, default_port: Option<u16>) -> Option<NamedHost> {
     Some(NamedHost {
         host: normalize(host)?,
         port: port.filter(|p| *p != 443),
+        plain: false,
     })
 }
 
@@ -76,7 +80,9 @@ fn authority(authority: &str, default_port: Option<u16>) -> Option<NamedHost> {
 #[must_use]
 pub fn url_host(word: &str) -> Option<NamedHost> {
     let (scheme, rest) = word.split_once("://")?;
-    let default = match scheme.to_ascii_lowercase().as_str() {
+    let scheme = scheme.to_ascii_lowercase();
+    let plain = matches!(scheme.as_str(), "http" | "ws" | "git" | "ftp" | "rsync");
+    let default = match scheme.as_str() {
         "https" | "wss" | "git+https" => None,
         "http" | "ws" | "git" => Some(80),
         "ssh" | "git+ssh" | "sftp" | "scp" => Some(22),
@@ -85,7 +91,7 @@ pub fn url_host(word: &str) -> Option<NamedHost> {
         _ => return None,
     };
     let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    authority(&rest[..end], default)
+    authority(&rest[..end], default).map(|host| NamedHost { plain, ..host })
 }
 
 /// The host of an scp-like target (`git@github.com:org/repo`, `host:path`, `user@host:`): a `:` before any `/`.
@@ -111,6 +117,7 @@ pub fn ssh_host(word: &str, port: Option<u16>) -> Option<NamedHost> {
     Some(NamedHost {
         host: normalize(host)?,
         port: Some(port.unwrap_or(22)),
+        plain: false,
     })
 }
 

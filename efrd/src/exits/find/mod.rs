@@ -8,10 +8,10 @@
 //! repositories). An empty list: the call needs no exit. Exits of one kind that a call asks for several times are one
 //! record (two hosts of a line are one `host` exit with two grants).
 //!
-//! - [`line`]: the rules of each command a line runs;
-//! - [`places`]: a target's class, its mask, the floor files and the narrowest write grant;
-//! - [`hosts`]: hosts of URLs, ssh targets and git remotes ([`remote_hosts`]);
-//! - [`patch`], [`report`]: the exits of a patch and of a failed call's report.
+//! - `line`: the rules of each command a line runs;
+//! - `places`: a target's class, its mask, the floor files and the narrowest write grant;
+//! - `hosts`: hosts of URLs, ssh targets and git remotes ([`remote_hosts`]);
+//! - `patch`, `report`: the exits of a patch and of a failed call's report.
 //!
 //! docs/auto.md, "Finding an exit", says the same for a user.
 

@@ -19,6 +19,7 @@ use efr_protocol::wire::{BlockReason, Bus, ExitAction, ExitKind, ExitRecord, Exi
 
 use super::hosts::NamedHost;
 use super::{Exit, ExitContext, Found};
+use crate::policy::analysis::{Scope, analyse};
 use crate::policy::paths::normalize;
 use crate::policy::{ShellCall, floors};
 
@@ -44,11 +45,13 @@ pub(super) fn exits(
         edit: None,
     });
     let asked_host = |host: &str| already.iter().any(|r| r.facts.hosts.iter().any(|h| h.host == host));
-    let upload = already.iter().any(|r| r.kind == ExitKind::Upload) || uploads(&call.command);
+    let upload = !summary.blocked.is_empty()
+        && (already.iter().any(|r| r.kind == ExitKind::Upload) || line_sends_data(call, ctx));
     for blocked in &summary.blocked {
         let host = NamedHost {
             host: blocked.host.trim_end_matches('.').to_ascii_lowercase(),
             port: Some(blocked.port).filter(|p| *p != 443),
+            plain: false,
         };
         if asked_host(&host.host) {
             continue;
@@ -148,20 +151,18 @@ fn refused_write(
     found.add(kind, source, exit);
 }
 
-/// Whether a line sends a file (a cheap look for the upload options, so a refused host of such a line is an upload).
-fn uploads(line: &str) -> bool {
-    line.split_whitespace().any(|word| {
-        let word = word.trim_matches(['\'', '"']);
-        matches!(
-            word,
-            "-T" | "--upload-file" | "push" | "scp" | "rsync" | "publish" | "upload"
-        ) || word.starts_with("--upload-file=")
-            || word.starts_with("--post-file")
-            || word.starts_with('@')
-            || word.contains("=@")
-            || word.starts_with("-d@")
-            || word.starts_with("-T")
-    })
+/// Whether the call's line sends data to a remote ([`super::line::sends_data`]); the line is parsed again, which
+/// only happens after a call that failed with a refused host.
+fn line_sends_data(call: &ShellCall, ctx: &ExitContext<'_>) -> bool {
+    let scope = Scope {
+        cwd: &call.cwd,
+        project_roots: ctx.project_roots,
+        home: ctx.home,
+        efr: ctx.efr_dirs,
+        extra_read_only: &[],
+    };
+    let analysis = analyse(&call.command, &scope);
+    super::line::sends_data(call, &analysis, ctx)
 }
 
 /// The paths of the writes that an output says were refused, with whether each was a delete. A line counts when it
@@ -215,8 +216,8 @@ pub fn refused_writes(output: &str) -> Vec<(PathBuf, bool)> {
     out
 }
 
-/// The absolute paths a message line names: quoted (`'…'`, `"…"`, `` `…` ``, `‘…’`) or before a `: ` (`bash:
-/// /etc/x: Read-only file system`).
+/// The absolute paths a message line names: quoted (`'…'`, `"…"`, `` `…` ``, `‘…’`), or else its words that start
+/// with `/` (`bash: /etc/x: Read-only file system`).
 fn line_paths(line: &str) -> Vec<PathBuf> {
     let mut out = Vec::new();
     for (open, close) in [('\'', '\''), ('"', '"'), ('`', '`'), ('‘', '’')] {
@@ -232,10 +233,10 @@ fn line_paths(line: &str) -> Vec<PathBuf> {
         }
     }
     if out.is_empty() {
-        for part in line.split(": ") {
-            let part = part.trim();
-            if part.starts_with('/') && !part.contains(' ') {
-                out.push(PathBuf::from(part));
+        for word in line.split_whitespace() {
+            let word = word.trim_end_matches([':', ',', ';']);
+            if word.starts_with('/') && word.len() > 1 {
+                out.push(PathBuf::from(word));
             }
         }
     }

@@ -104,30 +104,7 @@ pub(super) async fn review(judges: &Judges, denials: &mut TurnDenials, review: R
             passed_on = Some((step, decision.reason));
             continue;
         }
-        for record in review.records {
-            events.push(EventBody::ExitJudged(ExitJudged {
-                call_id: review.call_id.clone(),
-                exit_kind: record.kind,
-                judge,
-                verdict: decision.verdict,
-                reason: decision.reason.clone(),
-                chain_step: Some(step),
-                skipped: skipped.clone(),
-                reasked: decision.reasked,
-            }));
-        }
-        let outcome = if decision.verdict == Verdict::Approve {
-            denials.approved();
-            ChainOutcome::Approved
-        } else {
-            let exits = u64::try_from(review.records.len()).unwrap_or(u64::MAX);
-            if let Some(paused) = denials.denied(exits, judges) {
-                events.push(EventBody::ClassifierPaused(paused));
-            }
-            ChainOutcome::Denied {
-                reason: decision.reason,
-            }
-        };
+        let outcome = settle(judges, denials, &review, (step, judge), decision, &skipped, &mut events);
         return ChainResult {
             events,
             outcome,
@@ -139,6 +116,42 @@ pub(super) async fn review(judges: &Judges, denials: &mut TurnDenials, review: R
         None => (None, "no model judge is available".to_owned()),
     };
     ask_user(events, passed_on_by, reason, skipped)
+}
+
+/// A model's approve or deny: one exit_judged per record, the count of denials (and classifier_paused when it
+/// reaches a limit), and the outcome.
+fn settle(
+    judges: &Judges,
+    denials: &mut TurnDenials,
+    review: &Review<'_>,
+    (step, judge): (ChainStep, JudgeKind),
+    decision: Decision,
+    skipped: &[String],
+    events: &mut Vec<EventBody>,
+) -> ChainOutcome {
+    for record in review.records {
+        events.push(EventBody::ExitJudged(ExitJudged {
+            call_id: review.call_id.clone(),
+            exit_kind: record.kind,
+            judge,
+            verdict: decision.verdict,
+            reason: decision.reason.clone(),
+            chain_step: Some(step),
+            skipped: skipped.to_vec(),
+            reasked: decision.reasked,
+        }));
+    }
+    if decision.verdict == Verdict::Approve {
+        denials.approved();
+        return ChainOutcome::Approved;
+    }
+    let exits = u64::try_from(review.records.len()).unwrap_or(u64::MAX);
+    if let Some(paused) = denials.denied(exits, judges) {
+        events.push(EventBody::ClassifierPaused(paused));
+    }
+    ChainOutcome::Denied {
+        reason: decision.reason,
+    }
 }
 
 fn ask_user(

@@ -14,7 +14,7 @@ use std::time::Duration;
 use futures::StreamExt;
 
 use super::{JudgeFuture, JudgeModel, JudgeRequest, Judges};
-use crate::config::{AutoSection, ClassifierModel, ConfigError};
+use crate::config::{AutoSection, ClassifierModel};
 use crate::model::registry::{Models, kind_of};
 use crate::model::{Catalog, HistoryItem, ModelEvent, ModelRequest, Provider, ProviderKind, StopReason};
 
@@ -240,25 +240,6 @@ impl Judges {
     }
 }
 
-/// Checks `[auto] classifier_model` of the config in force against models.list (the active provider's catalog, or
-/// another provider's cached list), reading `config.toml` again for the error's place. Call it when the config or
-/// the catalog changes (start, reload, a catalog refresh).
-///
-/// # Errors
-/// A [`ConfigError`] at the line, column and key `auto.classifier_model` of a model that is not listed; an unreadable
-/// file has nothing to point at and passes (the config's own load reports it).
-pub fn check_classifier_listed(models: &Models) -> Result<(), ConfigError> {
-    let config = models.config();
-    let Ok(text) = std::fs::read_to_string(models.config_state().path()) else {
-        return Ok(());
-    };
-    let active = models.active();
-    crate::config::auto::check_listed(&text, &config.auto, |provider, id| {
-        let catalog = models.catalog_of(provider.map_or(active, kind_of));
-        (!catalog.models.is_empty()).then(|| catalog.models.iter().any(|m| m.id == id))
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -366,5 +347,31 @@ mod tests {
             choose_classifier(&configured("anything"), ProviderKind::AnthropicApi, &missing),
             ClassifierChoice::Model { .. }
         ));
+    }
+
+    #[test]
+    fn a_classifier_of_a_provider_without_a_key_is_unavailable() {
+        let config = crate::model::ProviderConfig::new(ProviderKind::OpenAiApi, "http://127.0.0.1:9");
+        let turn = Provider::new(config, crate::model::Auth::None).unwrap();
+        let auto = AutoSection {
+            judge_timeout_secs: 7,
+            pause_after_denials_in_a_row: 4,
+            pause_after_denials_per_turn: 9,
+            ..configured("anthropic-api/claude-haiku-4-5")
+        };
+        let no_key = |kind: ProviderKind| Err(format!("no API key for {}", kind.name()));
+        let judges = Judges::from_parts(&auto, &turn, "gpt-5", &catalogs, &no_key);
+        assert!(judges.classifier.is_none());
+        assert_eq!(judges.unavailable, ["anthropic-api/claude-haiku-4-5"]);
+        assert_eq!(judges.turn_model.as_ref().unwrap().name(), "openai-api/gpt-5");
+        assert_eq!(
+            (judges.timeout, judges.pause_in_a_row, judges.pause_per_turn),
+            (Duration::from_secs(7), 4, 9)
+        );
+
+        // The turn's own provider needs no other client.
+        let judges = Judges::from_parts(&configured("o3"), &turn, "gpt-5", &catalogs, &no_key);
+        assert_eq!(judges.classifier.as_ref().unwrap().name(), "openai-api/o3");
+        assert!(judges.unavailable.is_empty());
     }
 }

@@ -129,6 +129,7 @@ mod tests {
 
     #[test]
     fn the_instructions_say_what_to_answer_and_whom_to_trust() {
+        let flat = INSTRUCTIONS.split_whitespace().collect::<Vec<_>>().join(" ");
         for needle in [
             r#"{"verdict":"approve"|"deny"|"abstain","reason":"#,
             "exit",
@@ -137,8 +138,10 @@ mod tests {
             "abstain",
             "upload",
             "package_install",
+            // ADR 0016, `desktop`: a command that is not `desktop_read` can type into any window.
+            "not `desktop_read` can type into any window",
         ] {
-            assert!(INSTRUCTIONS.contains(needle), "{needle}");
+            assert!(flat.contains(needle), "{needle}");
         }
     }
 

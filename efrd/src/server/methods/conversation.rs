@@ -64,7 +64,10 @@ pub async fn prompt_send(ctx: &RequestCtx, raw: Option<Value>) -> Result<Value, 
             }
         }
     };
-    result(&handle.prompt(params, origin(ctx)).await?)
+    let sent = handle.prompt(params, origin(ctx)).await?;
+    // A prompt is input: a presence.set without a conversation reaches this one from now on.
+    ctx.daemon.conversations.note_input(handle.id());
+    result(&sent)
 }
 
 /// turn.interrupt.

@@ -5,6 +5,7 @@ pub mod admin;
 pub mod conversation;
 pub mod device;
 pub mod hello;
+pub mod presence;
 pub mod sandbox;
 pub mod shell;
 pub mod trash;
@@ -62,6 +63,7 @@ pub async fn unary(ctx: &RequestCtx, method: Method, raw: Option<Value>) -> Resu
         Method::TrashList => trash::trash_list(ctx, raw).await,
         Method::TrashRestore => trash::trash_restore(ctx, raw).await,
         Method::ApprovalRespond => conversation::approval_respond(ctx, raw).await,
+        Method::PresenceSet => presence::presence_set(ctx, raw).await,
         Method::InputRespond => shell::input_respond(ctx, raw).await,
         Method::ShellStatus => shell::status(ctx, raw).await,
         Method::ShellInterrupt => shell::interrupt(ctx, raw).await,

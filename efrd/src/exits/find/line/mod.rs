@@ -1,30 +1,30 @@
 //! The exits a line shows (source `line`), from the policy's analysis of it: each command with its wrappers off
 //! ([`SeenCommand`]), the privileged wrappers, the writes outside the project and every path it names.
 //!
-//! | what the line does | exit |
-//! |---|---|
-//! | a connection through the proxy to a host not allowed (`curl`, `wget`, `git fetch`, a registry) | `host` |
-//! | an IP address or `localhost` as a host; a tool that ignores the proxy (`ping`, `nc`, `dig`); `ssh` to an address | `open_network` |
-//! | sends a file or the repository (`git push`, `scp`/`rsync` to a remote, `curl -T`, `-d @f`, `-F x=@f`, `gh gist create`, `cargo publish`) | `upload` |
-//! | needs the user's identity (`ssh host`, `scp` from a remote, `git clone git@…`, `gh`, `gcloud`, `kubectl`) | `outside` |
-//! | runs as another user (`sudo`, `doas`, `pkexec`, `run0`, `su`) | `privilege` |
-//! | the rest | [`local`] |
+//! | what the line does | exit | module |
+//! |---|---|---|
+//! | a connection through the proxy to a host not allowed (`curl`, `wget`, `git fetch`, a registry) | `host` | [`remote`], [`packages`] |
+//! | an IP address or `localhost` as a host; a tool that ignores the proxy (`ping`, `nc`, `dig`); `ssh` to an address | `open_network` | [`remote`] |
+//! | sends a file or the repository (`git push`, `scp`/`rsync` to a remote, `curl -T`, `-d @f`, `-F x=@f`, `gh gist create`, `cargo publish`) | `upload` | [`remote`], [`packages`] |
+//! | needs the user's identity (`ssh host`, `scp` from a remote, `git clone git@…`, `gh`, `gcloud`, `kubectl`) | `outside` | [`remote`] |
+//! | runs as another user (`sudo`, `doas`, `pkexec`, `run0`, `su`) | `privilege` | here |
+//! | installs a package for the user or system-wide | `package_install` | [`packages`] |
+//! | the rest: services, kills, sockets, devices, buses, the desktop | … | [`local`] |
 //!
 //! Paths: a write or delete outside the writable roots is `write`, `delete` or (a floor file) `floor_edit`; a path
-//! in a masked store is `unmask` too. A write to `/tmp` is none: the sandbox has a private `/tmp`.
+//! in a masked store is `unmask` too (here). A write to `/tmp` is none: the sandbox has a private `/tmp`.
 
 mod local;
+mod packages;
+mod remote;
 
 use std::path::PathBuf;
 
-use efr_protocol::wire::{ExitAction, ExitKind, ExitSource, ExitTarget, Grant, HostFact};
+use efr_protocol::wire::{ExitAction, ExitKind, ExitSource, ExitTarget, Grant};
 
-use super::hosts::{NamedHost, scp_host, ssh_host, url_host};
+use super::hosts::{NamedHost, url_host};
 use super::{Exit, ExitContext, Found};
 use crate::policy::analysis::Concern;
-use crate::policy::floors::{Place, place};
-use crate::policy::readonly::git;
-use crate::policy::shell::Word;
 use crate::policy::{LineAnalysis, SeenCommand, ShellCall};
 
 const LINE: ExitSource = ExitSource::Line;
@@ -35,6 +35,16 @@ pub(super) fn exits(call: &ShellCall, analysis: &LineAnalysis, ctx: &ExitContext
     if analysis.refusal.is_some() || unparsed {
         return Vec::new();
     }
+    find(call, analysis, ctx).found.into_records()
+}
+
+/// Whether a line sends data to a remote (a file, the repository, a package), whatever its hosts: a host that the
+/// proxy refused to such a line is an upload (`super::report`).
+pub(super) fn sends_data(call: &ShellCall, analysis: &LineAnalysis, ctx: &ExitContext<'_>) -> bool {
+    find(call, analysis, ctx).sends
+}
+
+fn find<'c>(call: &ShellCall, analysis: &LineAnalysis, ctx: &'c ExitContext<'c>) -> Finder<'c> {
     let mut finder = Finder {
         ctx,
         found: Found::new(ExitAction {
@@ -42,6 +52,7 @@ pub(super) fn exits(call: &ShellCall, analysis: &LineAnalysis, ctx: &ExitContext
             command: Some(call.command.clone()),
             edit: None,
         }),
+        sends: false,
     };
     for command in &analysis.commands {
         finder.command(command);
@@ -52,7 +63,7 @@ pub(super) fn exits(call: &ShellCall, analysis: &LineAnalysis, ctx: &ExitContext
         exit.facts.outside_commands.clone_from(&analysis.privileged_commands);
         finder.add(ExitKind::Privilege, exit);
     }
-    finder.found.into_records()
+    finder
 }
 
 use efr_protocol::wire::ExitRecord;
@@ -61,6 +72,8 @@ use efr_protocol::wire::ExitRecord;
 struct Finder<'c> {
     ctx: &'c ExitContext<'c>,
     found: Found,
+    /// Some command sends data to a remote, even when it needs no exit (its host is allowed, or expands).
+    sends: bool,
 }
 
 /// Registries that package managers reach through the proxy.
@@ -108,7 +121,7 @@ impl Finder<'_> {
         let mut grants = Vec::new();
         let mut facts = Vec::new();
         for host in hosts {
-            if host.literal_or_local() {
+            if host.literal_or_local() || host.plain {
                 self.add(
                     ExitKind::OpenNetwork,
                     Exit::grants(vec![Grant::OpenNetwork]).hosts(vec![self.ctx.host_fact(host)]),
@@ -127,343 +140,6 @@ impl Finder<'_> {
     fn registry(&mut self, hosts: &[&str]) {
         let hosts: Vec<NamedHost> = hosts.iter().map(|h| named(h)).collect();
         self.reach(&hosts);
-    }
-
-    /// `curl`, `wget` and the HTTP clients: the hosts of their URLs, and an upload when they send a file.
-    fn http(&mut self, cmd: &SeenCommand) {
-        let mut hosts: Vec<NamedHost> = Vec::new();
-        let mut files: Vec<Option<PathBuf>> = Vec::new();
-        let mut socket = None;
-        let values: Vec<Option<&str>> = cmd.args.iter().map(|w| w.value.as_deref()).collect();
-        let mut i = 0;
-        while i < values.len() {
-            let word = &cmd.args[i];
-            let next = values.get(i + 1).copied().flatten();
-            let value = values[i].unwrap_or_default();
-            let (option, attached) = split_option(value);
-            let data = match option {
-                "-T" | "--upload-file" | "--post-file" | "--body-file" => DataKind::File,
-                "-d" | "--data" | "--data-binary" | "--data-ascii" | "--json" => DataKind::At,
-                "--data-urlencode" => DataKind::UrlEncode,
-                "-F" | "--form" => DataKind::Form,
-                "--unix-socket" | "--abstract-unix-socket" => DataKind::Socket,
-                "--url" => DataKind::Url,
-                _ => DataKind::None,
-            };
-            let payload = match (data, attached) {
-                (DataKind::None, _) => None,
-                (_, Some(attached)) => Some(attached),
-                (_, None) => {
-                    i += 1;
-                    Some(next.unwrap_or_default())
-                }
-            };
-            match (data, payload) {
-                (DataKind::File, Some(file)) => files.push(self.data_file(file, cmd, word)),
-                (DataKind::At, Some(text)) => {
-                    if let Some(file) = text.strip_prefix('@').filter(|f| *f != "-") {
-                        files.push(self.data_file(file, cmd, word));
-                    }
-                }
-                (DataKind::UrlEncode, Some(text)) => {
-                    if let Some((_, file)) = text
-                        .split_once('@')
-                        .filter(|(name, f)| !name.contains('=') && *f != "-")
-                    {
-                        files.push(self.data_file(file, cmd, word));
-                    }
-                }
-                (DataKind::Form, Some(text)) => {
-                    let file = text.split_once("=@").or_else(|| text.split_once("=<"));
-                    if let Some((_, file)) = file {
-                        let file = file.split(';').next().unwrap_or_default();
-                        files.push(self.data_file(file, cmd, word));
-                    }
-                }
-                (DataKind::Socket, Some(path)) => socket = Some(PathBuf::from(path)),
-                (DataKind::Url, Some(url)) => hosts.extend(url_host(url)),
-                _ => {
-                    if values[i].is_none() && word.source.contains("://") {
-                        // A URL that expands: its host is not known until it runs; the proxy reports it.
-                    } else if let Some(host) = url_host(value) {
-                        hosts.push(host);
-                    }
-                }
-            }
-            i += 1;
-        }
-        if let Some(path) = socket {
-            self.socket(path);
-            return;
-        }
-        if files.is_empty() {
-            self.reach(&hosts);
-        } else {
-            self.upload(&hosts, &files, None);
-        }
-    }
-
-    /// A file that a command sends: placed against its directory, with `~/` of the home (also after `@`, where
-    /// bash does not expand it and the model usually means it). `None`: a file efr cannot place.
-    fn data_file(&self, file: &str, cmd: &SeenCommand, word: &Word) -> Option<PathBuf> {
-        word.value.as_ref()?;
-        if let Some(rest) = file.strip_prefix("~/") {
-            return self.ctx.home.map(|home| home.join(rest));
-        }
-        match place(&Word::literal(file), &cmd.cwd, self.ctx.home) {
-            Place::At(paths) => paths.into_iter().next(),
-            Place::Unknown => None,
-        }
-    }
-
-    /// An upload: the destinations' host grants (none for one that runs outside), `unmask` of each masked file.
-    /// `outside`: the command that runs unsandboxed because it needs the user's identity (a push, scp).
-    fn upload(&mut self, hosts: &[NamedHost], files: &[Option<PathBuf>], outside: Option<String>) {
-        let mut exit = Exit::default();
-        for file in files.iter().flatten() {
-            let target = self.ctx.target(file);
-            if let Some(mask) = self.ctx.mask_of(file) {
-                exit.grants.push(Grant::Unmask { path: mask });
-            }
-            exit.targets.push(target);
-        }
-        let contained = outside.is_none();
-        for host in hosts {
-            if contained && host.literal_or_local() {
-                self.add(
-                    ExitKind::OpenNetwork,
-                    Exit::grants(vec![Grant::OpenNetwork]).hosts(vec![self.ctx.host_fact(host)]),
-                );
-                continue;
-            }
-            exit.facts.hosts.push(self.ctx.host_fact(host));
-            if contained && !self.ctx.allowed(host) {
-                exit.grants.push(host_grant(host));
-            }
-        }
-        if let Some(command) = outside {
-            exit.unsandboxed = true;
-            exit.facts.outside_commands.push(command);
-        }
-        if exit.grants.is_empty() && !exit.unsandboxed {
-            return;
-        }
-        self.add(ExitKind::Upload, exit);
-    }
-
-    /// git: a push is an upload (outside: it needs the user's identity); a fetch, pull or clone reaches its
-    /// remote's hosts, over ssh from outside.
-    fn git(&mut self, cmd: &SeenCommand) {
-        const NETWORK: &[&str] = &[
-            "push",
-            "fetch",
-            "pull",
-            "clone",
-            "ls-remote",
-            "submodule",
-            "remote",
-            "archive",
-        ];
-        let sub = git::subcommand(&cmd.args).or_else(|| cmd.values().find(|v| NETWORK.contains(v)));
-        match sub {
-            Some("config") => self.git_config(cmd),
-            _ if !crate::policy::readonly::kinds::network("git", &cmd.args) => {}
-            Some("push") => {
-                let hosts = self.git_hosts(cmd);
-                self.upload(&hosts, &[], Some(cmd.text()));
-            }
-            _ => {
-                let urls: Vec<&str> = cmd.values().filter(|v| remote_url(v)).collect();
-                let hosts = self.git_hosts(cmd);
-                if urls.iter().any(|url| !url.starts_with("http")) {
-                    self.outside(cmd, &hosts);
-                } else {
-                    self.reach(&hosts);
-                }
-            }
-        }
-    }
-
-    /// The hosts a git command reaches: those of the URLs it names, else the project's remotes.
-    fn git_hosts(&self, cmd: &SeenCommand) -> Vec<NamedHost> {
-        let named: Vec<NamedHost> = cmd
-            .values()
-            .filter(|v| remote_url(v))
-            .filter_map(|v| if v.contains("://") { url_host(v) } else { scp_host(v) })
-            .collect();
-        if !named.is_empty() {
-            return named;
-        }
-        self.ctx.project_remotes.iter().map(|h| named_host(h)).collect()
-    }
-
-    /// `git config --global …` writes `~/.gitconfig`, a floor file.
-    fn git_config(&mut self, cmd: &SeenCommand) {
-        let global = cmd.values().any(|v| v == "--global");
-        let reads = cmd.values().any(|v| {
-            matches!(
-                v,
-                "--get" | "--get-all" | "--list" | "-l" | "--get-regexp" | "get" | "list"
-            )
-        });
-        if let (true, false, Some(home)) = (global, reads, self.ctx.home) {
-            self.floor_edit(home.join(".gitconfig"));
-        }
-    }
-
-    /// ssh and mosh: outside (the user's keys and agent), and `open_network` to an address.
-    fn ssh(&mut self, cmd: &SeenCommand) {
-        const VALUED: &str = "bcDEeFIiJLlmOopQRSWwB";
-        let mut port = None;
-        let mut destination = None;
-        let mut skip = false;
-        let values: Vec<&str> = cmd.args.iter().map(|w| w.value.as_deref().unwrap_or("?")).collect();
-        for (i, value) in values.iter().enumerate() {
-            if skip {
-                skip = false;
-                continue;
-            }
-            if let Some(letters) = value.strip_prefix('-') {
-                if let Some(rest) = letters.strip_prefix('p') {
-                    port = if rest.is_empty() {
-                        values.get(i + 1)
-                    } else {
-                        Some(&rest)
-                    }
-                    .and_then(|p| p.parse().ok());
-                }
-                skip = letters.len() == 1 && VALUED.contains(letters);
-                continue;
-            }
-            destination = Some(*value);
-            break;
-        }
-        let Some(host) = destination.and_then(|d| ssh_host(d, port)) else {
-            return;
-        };
-        if host.literal_or_local() {
-            self.add(
-                ExitKind::OpenNetwork,
-                Exit::grants(vec![Grant::OpenNetwork]).hosts(vec![self.ctx.host_fact(&host)]),
-            );
-        }
-        self.outside(cmd, &[host]);
-    }
-
-    /// scp, sftp and rsync: to a remote is an upload, from one is outside; rsync's own protocol is open network.
-    fn copy(&mut self, cmd: &SeenCommand) {
-        let valued: &[&str] = match cmd.name.as_str() {
-            "rsync" => &["-e", "-f", "-B", "-T", "--rsh"],
-            _ => &["-c", "-F", "-i", "-l", "-o", "-P", "-S", "-J", "-D", "-X"],
-        };
-        let mut operands: Vec<&Word> = Vec::new();
-        let mut skip = false;
-        for word in &cmd.args {
-            let value = word.value.as_deref().unwrap_or_default();
-            if skip {
-                skip = false;
-            } else if value.starts_with('-') {
-                skip = valued.contains(&value);
-            } else {
-                operands.push(word);
-            }
-        }
-        let remote = |w: &Word| w.value.as_deref().and_then(scp_host);
-        if cmd.name == "sftp" {
-            let hosts: Vec<NamedHost> = operands
-                .iter()
-                .filter_map(|w| w.value.as_deref())
-                .filter_map(|v| ssh_host(v, None))
-                .take(1)
-                .collect();
-            self.outside(cmd, &hosts);
-            return;
-        }
-        let Some((last, sources)) = operands.split_last() else {
-            return;
-        };
-        if cmd.values().any(|v| v.starts_with("rsync://")) {
-            let hosts: Vec<HostFact> = operands
-                .iter()
-                .filter_map(|w| w.value.as_deref().and_then(url_host))
-                .map(|h| self.ctx.host_fact(&h))
-                .collect();
-            self.add(
-                ExitKind::OpenNetwork,
-                Exit::grants(vec![Grant::OpenNetwork]).hosts(hosts),
-            );
-            return;
-        }
-        match remote(last) {
-            Some(host) => {
-                let files: Vec<Option<PathBuf>> = sources
-                    .iter()
-                    .filter(|w| remote(w).is_none())
-                    .map(|w| match place(w, &cmd.cwd, self.ctx.home) {
-                        Place::At(paths) => paths.into_iter().next(),
-                        Place::Unknown => None,
-                    })
-                    .collect();
-                self.upload(&[host], &files, Some(cmd.text()));
-            }
-            None => {
-                let hosts: Vec<NamedHost> = sources.iter().filter_map(|w| remote(w)).collect();
-                if !hosts.is_empty() {
-                    self.outside(cmd, &hosts);
-                }
-            }
-        }
-    }
-
-    /// Tools that do not honour the proxy: the whole network, with the hosts the line names.
-    fn raw_network(&mut self, cmd: &SeenCommand) {
-        let hosts: Vec<HostFact> = cmd
-            .values()
-            .filter(|v| !v.starts_with('-') && (v.contains('.') || v.contains(':') || *v == "localhost"))
-            .filter_map(|v| url_host(v).or_else(|| NamedHost::plain(v)))
-            .map(|h| self.ctx.host_fact(&h))
-            .collect();
-        self.add(
-            ExitKind::OpenNetwork,
-            Exit::grants(vec![Grant::OpenNetwork]).hosts(hosts),
-        );
-    }
-
-    /// Forges' and clouds' tools: outside (their tokens are the user's); `gh gist create` uploads its files; `gh
-    /// auth token` prints a secret, which is what `unmask` is for.
-    fn forge(&mut self, cmd: &SeenCommand) {
-        let values: Vec<&str> = cmd.values().collect();
-        let host = match cmd.name.as_str() {
-            "gh" => Some("github.com"),
-            "glab" => Some("gitlab.com"),
-            _ => None,
-        };
-        let hosts: Vec<NamedHost> = host.map(named).into_iter().collect();
-        if cmd.name == "gh" && values.starts_with(&["gist", "create"]) {
-            let files: Vec<Option<PathBuf>> = cmd.args[2..]
-                .iter()
-                .filter(|w| !w.value.as_deref().is_some_and(|v| v.starts_with('-')))
-                .map(|w| match place(w, &cmd.cwd, self.ctx.home) {
-                    Place::At(paths) => paths.into_iter().next(),
-                    Place::Unknown => None,
-                })
-                .collect();
-            self.upload(&hosts, &files, Some(cmd.text()));
-            return;
-        }
-        if cmd.name == "gh"
-            && values.first() == Some(&"auth")
-            && let Some(store) = self.ctx.home.map(|h| h.join(".config/gh"))
-        {
-            self.unmask(&store);
-        }
-        self.outside(cmd, &hosts);
-    }
-
-    /// An outside exit: the command runs unsandboxed, as the user.
-    fn outside(&mut self, cmd: &SeenCommand, hosts: &[NamedHost]) {
-        let facts = hosts.iter().map(|h| self.ctx.host_fact(h)).collect();
-        self.add(ExitKind::Outside, Exit::unsandboxed(cmd.text()).hosts(facts));
     }
 
     /// The writes outside the writable roots and the paths in masked stores.
@@ -539,43 +215,6 @@ impl Finder<'_> {
     }
 }
 
-/// What an option of an HTTP client carries.
-#[derive(Clone, Copy)]
-enum DataKind {
-    None,
-    /// A file to send (`-T f`).
-    File,
-    /// Data, or `@file`.
-    At,
-    /// `--data-urlencode`'s `@file` or `name@file`.
-    UrlEncode,
-    /// A form field, `name=@file` or `name=<file`.
-    Form,
-    /// A Unix socket to connect to.
-    Socket,
-    /// A URL.
-    Url,
-}
-
-/// An option and its attached value: `--data=x` is (`--data`, `x`), `-d@f` is (`-d`, `@f`), `-T` is (`-T`, none).
-fn split_option(value: &str) -> (&str, Option<&str>) {
-    if let Some((name, rest)) = value.split_once('=').filter(|(n, _)| n.starts_with("--")) {
-        return (name, Some(rest));
-    }
-    if value.starts_with('-') && !value.starts_with("--") && value.len() > 2 {
-        let (name, rest) = value.split_at(2);
-        if matches!(name, "-d" | "-T" | "-F") {
-            return (name, Some(rest));
-        }
-    }
-    (value, None)
-}
-
-/// Whether a git operand is a remote's URL (not a remote's name or a refspec).
-fn remote_url(value: &str) -> bool {
-    value.contains("://") || (scp_host(value).is_some() && value.contains('@'))
-}
-
 /// The host grant of a named host.
 fn host_grant(host: &NamedHost) -> Grant {
     Grant::Host {
@@ -589,10 +228,6 @@ fn named(host: &str) -> NamedHost {
     NamedHost {
         host: host.to_owned(),
         port: None,
+        plain: false,
     }
-}
-
-/// A project remote's host, as named.
-fn named_host(host: &str) -> NamedHost {
-    named(host)
 }

@@ -3,8 +3,10 @@
 //! Every test runs in [`Fixture`]: home `/home/u`, the project `/home/u/proj` (where each line starts), `$SCRATCH`
 //! writable, the default credential stores and the runtime folder masked, `[network] allow` holding the crates.io
 //! hosts and `allowed.example`, the project's remote on `github.com`, a Wayland desktop with Hyprland and X11 (no
-//! Sway, i3 or niri), the bus filter running, and one process of the user, 1234, running `/usr/bin/node`.
+//! Sway, i3 or niri), the bus filter running, and two processes of the user: 1234 running `/usr/bin/node`, 999
+//! running efrd.
 
+mod lines;
 mod report;
 mod table;
 
@@ -74,7 +76,11 @@ impl Fixture {
             project_remotes: &self.project_remotes,
             desktop: Some(&self.desktop),
             bus_filter: true,
-            program_of: &|pid| (pid == 1234).then(|| PathBuf::from("/usr/bin/node")),
+            program_of: &|pid| match pid {
+                1234 => Some(PathBuf::from("/usr/bin/node")),
+                999 => Some(PathBuf::from("/usr/local/bin/efrd")),
+                _ => None,
+            },
         }
     }
 }
@@ -207,6 +213,8 @@ fn url_and_ssh_hosts_take_ports_and_drop_users() {
     let h = super::url_host("https://user:pw@Example.ORG.:8443/x?y").unwrap();
     assert_eq!((h.host.as_str(), h.port), ("example.org", Some(8443)));
     assert_eq!(super::url_host("http://example.org/").unwrap().port, Some(80));
+    assert!(super::url_host("http://example.org/").unwrap().plain);
+    assert!(!super::url_host("HTTPS://example.org/").unwrap().plain);
     assert_eq!(super::url_host("https://example.org").unwrap().port, None);
     assert_eq!(super::url_host("https://[::1]:8080/").unwrap().host, "::1");
     assert!(super::url_host("example.org/x").is_none());

@@ -1,0 +1,129 @@
+//! The presence of the conversation's user (docs/auto.md, "Presence"): present by default; presence.set and the
+//! user's prompts change it, each change recorded as presence_changed (none when nothing changes). While the user is
+//! away, each open approval question expires after `[permissions] away_question_secs` with approval_expired
+//! `away: true`; becoming present before then keeps it waiting.
+//!
+//! An away timer holds the presence epoch it started in: every change of presence starts a new epoch, so a timer of
+//! an earlier away spell does nothing (present → away again restarts the wait from the new change).
+
+// A part of the actor: its imports and private types.
+use super::*;
+
+use efr_protocol::events::PresenceChanged;
+use efr_protocol::wire::{Presence, PresenceSetResult, PresenceSource};
+
+/// One conversation's part of a presence change (the actor's `Presence` command).
+#[derive(Debug)]
+pub(crate) struct PresenceSet {
+    /// The presence to set (`present` or `away`).
+    pub presence: Presence,
+    /// What changes it.
+    pub source: PresenceSource,
+    /// The presence.set write to store with this change: its command id and the result of the conversations changed
+    /// before this one, which this one completes. `None` for a change that is no write (a prompt's input).
+    pub command: Option<(CommandId, PresenceSetResult)>,
+}
+
+impl Actor {
+    /// Sets the presence: records presence_changed when it changes, with the write's outcome under its command id
+    /// (also when nothing changed), and starts the away timers of the open questions on a change to away.
+    ///
+    /// # Errors
+    /// `unavailable` when the store fails (nothing changed); `conflict` when the command id was used by another
+    /// method.
+    pub(super) async fn set_presence(
+        &mut self,
+        set: PresenceSet,
+        me: &mpsc::WeakSender<Command>,
+    ) -> Result<PresenceSetResult, ErrorBody> {
+        if let Some((command_id, _)) = &set.command
+            && let Some(stored) = self.stored_outcome(*command_id).await?
+        {
+            return Ok(stored);
+        }
+        let changes = self.presence != set.presence;
+        let mut result = set.command.as_ref().map_or_else(
+            || PresenceSetResult {
+                presence: set.presence,
+                changed: Vec::new(),
+                seq: None,
+            },
+            |(_, before)| before.clone(),
+        );
+        let mut bodies = Vec::new();
+        if changes {
+            bodies.push((
+                None,
+                EventBody::PresenceChanged(PresenceChanged {
+                    presence: set.presence,
+                    source: set.source,
+                }),
+            ));
+            result.changed.push(self.id);
+            result.seq = Some(self.last_seq + 1);
+        }
+        let command = match set.command {
+            Some((command_id, _)) => Some(self.command_record(command_id, "presence.set", &result)?),
+            None => None,
+        };
+        if bodies.is_empty() && command.is_none() {
+            return Ok(result);
+        }
+        match self.commit(bodies, command).await {
+            Ok(_) => {}
+            Err(CommitRefused::Duplicate(stored)) => return decode_outcome(&stored),
+            Err(CommitRefused::Failed(error)) => return Err(error),
+        }
+        if changes {
+            self.presence = set.presence;
+            self.presence_epoch += 1;
+            if self.presence == Presence::Away {
+                let open: Vec<CallId> = self.approvals.keys().cloned().collect();
+                for call_id in open {
+                    self.start_away_timer(call_id, me);
+                }
+            }
+        }
+        Ok(result)
+    }
+
+    /// A prompt is the user's input: present, source `input`. A failure to record it is logged, not the prompt's.
+    pub(super) async fn note_input(&mut self, me: &mpsc::WeakSender<Command>) {
+        if self.presence == Presence::Present {
+            return;
+        }
+        let set = PresenceSet {
+            presence: Presence::Present,
+            source: PresenceSource::Input,
+            command: None,
+        };
+        if let Err(error) = self.set_presence(set, me).await {
+            warn!(conversation = %self.id, error = %error.message, "the presence of a prompt's input was not recorded");
+        }
+    }
+
+    /// Starts the away timer of `call_id` when the user is away: after `[permissions] away_question_secs` it asks
+    /// the actor to expire the question, which it does only if the user is still away in the same epoch.
+    pub(super) fn start_away_timer(&self, call_id: CallId, me: &mpsc::WeakSender<Command>) {
+        if self.presence != Presence::Away {
+            return;
+        }
+        let secs = self.deps.models.config().permissions.away_question_secs();
+        let epoch = self.presence_epoch;
+        // The timer holds only a weak sender: it never keeps a stopped actor alive.
+        let me = me.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_secs(u64::from(secs))).await;
+            if let Some(tx) = me.upgrade() {
+                let _ = tx.send(Command::ExpireAway { call_id, epoch }).await;
+            }
+        });
+    }
+
+    /// An away timer ran out: the question expires with `away` if the user is still away since the timer started.
+    pub(super) async fn expire_away(&mut self, call_id: CallId, epoch: u64) {
+        if self.presence == Presence::Away && self.presence_epoch == epoch {
+            self.expire(call_id, true).await;
+        }
+    }
+}
