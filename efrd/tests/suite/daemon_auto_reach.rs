@@ -536,8 +536,9 @@ async fn a_project_whose_git_is_a_link_or_a_file_runs_contained_and_a_swapped_li
         (&linked, &["call_link_work", "call_link_config", "call_link_swap"][..]),
         (&separate, &["call_file_work", "call_file_config"][..]),
     ] {
-        let (_, _, id) = start(&mut client, project, "auto", "work in the repository").await;
-        let events = bounded("the auto turn", events_until(&mut client, id, "turn_completed")).await;
+        let (_, conversation, id) = start(&mut client, project, "auto", "work in the repository").await;
+        // A refused write to the separate git folder (outside the project) is an exit the user denies here.
+        let events = bounded("the auto turn", deny_every_question(&mut client, id, &conversation)).await;
         for call in calls {
             let started = event_of(&events, "tool_call_started", call);
             assert_eq!(started["launch"], json!({"kind": "contained"}), "{started}");
