@@ -50,6 +50,7 @@
 pub(crate) mod clean;
 pub(crate) mod conversation;
 pub(crate) mod describe;
+mod exits;
 mod keys;
 mod markdown;
 mod plain;

@@ -19,6 +19,11 @@
 //! changes: +1 -1 src/lib.rs                then one line per changed file
 //! approval: rm -rf build (manual asks ...) approval_requested: the summary and, in brackets, the reason
 //! answer: allow                            approval_resolved: allow, deny or allow_always
+//! exit requested: upload /h/.ssh/id_rsa    exit_requested (auto): the kind and the target, `(masked)` for a path
+//!   (masked)                               the sandbox hides
+//! exit upload: denied by you               exit_judged: the verdict, the judge, and its reason in brackets
+//! exits: 2 approved (classifier 1, you 1)  at the turn's end, before its end line: what the exit judges let
+//!                                          through and how many exits they denied
 //! approval expired                         approval_expired
 //! interrupt requested                      turn_interrupt_requested
 //! turn completed · 1234 in / 56 out        turn_completed with the usage
@@ -48,6 +53,7 @@ use super::describe::{
     blocked_lines, call_end, call_title, change_lines, fallback_words, output_tail, sandbox_notice, settings_words,
     usage_words,
 };
+use super::exits::{ExitTally, judged_line, requested_line};
 
 /// Writes the plain transcript to stdout.
 #[derive(Debug, Default)]
@@ -60,6 +66,8 @@ pub struct PlainView {
     prompts: BTreeMap<String, String>,
     /// The reason of the turn's mode fallback, once shown (its `sandbox_unavailable` says the same).
     fallback: Option<String>,
+    /// What the turn's exit judges let through, summed at its end.
+    exits: ExitTally,
 }
 
 /// The lines of `text` after a first-line prefix, further lines indented by two spaces (blank lines stay empty);
@@ -164,10 +172,16 @@ impl PlainView {
                 vec![format!("question: {}", super::surface::question_text(question, false))]
             }
             EventBody::TurnSurfaceReport(report) => super::surface::report_lines(report),
+            EventBody::ExitRequested(requested) => vec![requested_line(requested)],
+            EventBody::ExitJudged(judged) => {
+                self.exits.add(judged);
+                vec![judged_line(judged)]
+            }
             EventBody::ApprovalExpired(_) => vec!["approval expired".to_owned()],
             EventBody::TurnInterruptRequested(_) => vec!["interrupt requested".to_owned()],
             EventBody::TurnCompleted(done) => {
                 let mut lines = self.flush();
+                lines.extend(self.exits.take_summary());
                 lines.push(match &done.usage {
                     Some(usage) => format!("turn completed · {}", usage_words(usage)),
                     None => "turn completed".to_owned(),
@@ -176,6 +190,7 @@ impl PlainView {
             }
             EventBody::TurnFailed(failed) => {
                 let mut lines = self.flush();
+                lines.extend(self.exits.take_summary());
                 lines.push(format!("turn failed: {}", printable(&failed.error.message)));
                 if let Some(usage) = &failed.usage {
                     lines.push(format!("usage: {}", usage_words(usage)));
@@ -184,6 +199,7 @@ impl PlainView {
             }
             EventBody::TurnInterrupted(_) => {
                 let mut lines = self.flush();
+                lines.extend(self.exits.take_summary());
                 lines.push("turn interrupted".to_owned());
                 lines
             }
@@ -269,6 +285,38 @@ mod tests {
                 "exit 0",
                 "changes: +1 -1 src/lib.rs",
                 "turn completed · 1234 in / 56 out",
+            ]
+        );
+    }
+
+    #[test]
+    fn exits_read_briefly_and_the_turns_end_sums_what_the_judges_let_through() {
+        let record = json!({"kind": "host", "source": "line", "action": {"tool": "shell", "command": "pip install x"},
+            "needs": {"grants": [{"kind": "host", "host": "pypi.org"}]}, "facts": {"hosts": [{"host": "pypi.org"}]}});
+        let lines = transcript(&[
+            json!({"kind": "tool_call_started", "call_id": "c1", "tool": "shell", "input": {"command": "pip install x"},
+                   "launch": {"kind": "contained", "grants": [{"kind": "host", "host": "pypi.org"}]}}),
+            json!({"kind": "exit_requested", "call_id": "c1", "exit": record}),
+            json!({"kind": "exit_judged", "call_id": "c1", "exit_kind": "host", "judge": "classifier",
+                   "verdict": "approve", "reason": "the prompt asks to install x", "chain_step": "classifier_model"}),
+            json!({"kind": "exit_requested", "call_id": "c2", "exit": record}),
+            json!({"kind": "exit_judged", "call_id": "c2", "exit_kind": "host", "judge": "user",
+                   "verdict": "approve", "reason": "", "chain_step": "user"}),
+            json!({"kind": "exit_judged", "call_id": "c3", "exit_kind": "upload", "judge": "user",
+                   "verdict": "deny", "reason": "", "chain_step": "user"}),
+            json!({"kind": "turn_completed"}),
+        ]);
+        assert_eq!(
+            lines,
+            [
+                "$ pip install x",
+                "exit requested: host pypi.org",
+                "exit host: approved by the classifier (the prompt asks to install x)",
+                "exit requested: host pypi.org",
+                "exit host: approved by you",
+                "exit upload: denied by you",
+                "exits: 2 approved (classifier 1, you 1), 1 denied",
+                "turn completed",
             ]
         );
     }

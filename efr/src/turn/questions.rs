@@ -59,10 +59,19 @@ impl Ask {
         } else {
             "[y]es / [n]o"
         };
+        // An exit's question shows the exit on a line of its own (its reason is the question's).
+        let text = match &question.exit {
+            Some(exit) => format!(
+                "allow {}?\n  {}  {keys} ",
+                printable(&question.summary),
+                super::exits::question_line(exit)
+            ),
+            None => printable(&format!("allow {}?{reason}  {keys} ", question.summary)).into_owned(),
+        };
         Self {
             call_id: question.call_id.0.clone(),
             kind: AskKind::Approval { always },
-            text: printable(&format!("allow {}?{reason}  {keys} ", question.summary)).into_owned(),
+            text,
         }
     }
 
@@ -281,6 +290,18 @@ mod tests {
         no_rule.as_object_mut().unwrap().remove("always");
         let no_rule = approval("c1", json!({ "exit": no_rule }));
         assert_eq!(no_rule.kind, AskKind::Approval { always: false });
+    }
+
+    #[test]
+    fn an_exits_question_shows_its_kind_target_reason_and_who_passed_it_on() {
+        let exit = json!({"kind": "host", "also": ["write"], "needs": {"grants": [{"kind": "host", "host": "pypi.org"}]},
+            "target": "pypi.org", "reason": "the classifier was unsure", "passed_on_by": "classifier_model"});
+        let ask = approval("c1", json!({"reason": "the classifier was unsure", "exit": exit}));
+        assert_eq!(
+            ask.text,
+            "allow rm -rf build?\n  exit host: pypi.org (also write) · the classifier was unsure · passed on by the \
+             classifier  [y]es / [n]o "
+        );
     }
 
     #[test]

@@ -14,7 +14,7 @@ use std::io::{Stdout, Write};
 use std::time::Instant;
 
 use efr_protocol::events::{Event, EventBody};
-use efr_protocol::wire::{ApprovalDecision, InputWait};
+use efr_protocol::wire::{ApprovalDecision, InputWait, Verdict};
 use termimad::MadSkin;
 
 use super::clean::printable;
@@ -22,6 +22,7 @@ use super::describe::{
     blocked_lines, call_end, call_ok, call_title, change_lines, fallback_words, output_tail, sandbox_notice,
     settings_words, usage_words,
 };
+use super::exits::{ExitTally, judged_line, requested_line};
 use super::markdown::{self, Blocks};
 
 const BOLD: &str = "\x1b[1m";
@@ -61,6 +62,8 @@ pub struct TermView<W: Write = Stdout> {
     asking: bool,
     /// The reason of the turn's mode fallback, once shown (its `sandbox_unavailable` says the same).
     fallback: Option<String>,
+    /// What the turn's exit judges let through, summed at its end.
+    exits: ExitTally,
 }
 
 impl Default for TermView {
@@ -96,6 +99,7 @@ impl<W: Write> TermView<W> {
             paused: false,
             asking: false,
             fallback: None,
+            exits: ExitTally::default(),
         }
     }
 
@@ -238,22 +242,31 @@ impl<W: Write> TermView<W> {
                     self.print(&format!("{YELLOW}{line}{RESET}"));
                 }
             }
+            EventBody::ExitRequested(requested) => self.print(&format!("{DIM}{}{RESET}", requested_line(requested))),
+            EventBody::ExitJudged(judged) => {
+                self.exits.add(judged);
+                let colour = if judged.verdict == Verdict::Deny { RED } else { DIM };
+                self.print(&format!("{colour}{}{RESET}", judged_line(judged)));
+            }
             EventBody::ToolCallInputChanged(wait) if wait.input == InputWait::None => {}
             EventBody::TurnInterruptRequested(_) => self.print(&format!("{DIM}interrupting…{RESET}")),
             EventBody::TurnCompleted(done) => {
                 self.flush_text();
+                self.exit_summary();
                 let usage = done.usage.as_ref().map(usage_words).unwrap_or_default();
                 self.print(&format!("{DIM}✓ done · {usage}{RESET}"));
             }
             EventBody::TurnFailed(failed) => {
                 self.flush_text();
                 self.spinner = None;
+                self.exit_summary();
                 let message = printable(&failed.error.message);
                 self.print(&format!("{RED}✗ the turn failed: {message}{RESET}"));
             }
             EventBody::TurnInterrupted(_) => {
                 self.flush_text();
                 self.spinner = None;
+                self.exit_summary();
                 self.print(&format!("{YELLOW}■ interrupted{RESET}"));
             }
             EventBody::TurnCancelled(cancelled) => {
@@ -266,6 +279,13 @@ impl<W: Write> TermView<W> {
                 ));
             }
             _ => {}
+        }
+    }
+
+    /// Prints what the turn's exit judges let through, when they judged any.
+    fn exit_summary(&mut self) {
+        if let Some(summary) = self.exits.take_summary() {
+            self.print(&format!("{DIM}{summary}{RESET}"));
         }
     }
 

@@ -119,6 +119,8 @@ struct Queued {
     origin: Origin,
     /// The desktop of the prompt's terminal, whose control socket a `desktop` grant of the turn binds.
     desktop: Option<efr_protocol::wire::Desktop>,
+    /// The prompt as the user typed it, without efr's preamble: auto's exit judges read it.
+    user_prompt: String,
 }
 
 /// The turn that runs.
@@ -465,6 +467,7 @@ impl Actor {
             overridden,
             origin,
             desktop,
+            user_prompt: params.text.clone(),
         });
         Ok(result)
     }

@@ -9,7 +9,7 @@
 use std::path::PathBuf;
 
 use efr_protocol::wire::common::{Mode, Origin};
-use efr_protocol::wire::{ApprovedBy, Launch};
+use efr_protocol::wire::{ApprovedBy, ExitInfo, Launch};
 
 use super::analysis::{Concern, LineAnalysis, Scope, analyse};
 use super::floors::{self, EfrDirs};
@@ -161,6 +161,10 @@ pub struct Question {
     pub expires_in_secs: Option<u32>,
     /// How the call runs once allowed.
     pub launch: LaunchKind,
+    /// The exit of auto mode that the question is about (approval_requested's `exit`); `None` for a question of
+    /// another mode. The turn sets it when the judge chain passes a call's exits to the user
+    /// (docs/adr/0016-exit-kinds.md).
+    pub exit: Option<ExitInfo>,
 }
 
 /// The decision about one call.
@@ -220,7 +224,7 @@ pub fn approved_by(mode: Mode, contained: bool, allowed_by_user: bool) -> Option
 ///   patch whose every path is inside a project root and not inside a `.git` folder direct; with the sandbox, a
 ///   line it cannot analyse that shows no need of more than reading ([`Concern::needs_only_reading`]) runs
 ///   [`LaunchKind::ContainedReadOnly`] too; anything else asks, naming the first concern (network first);
-/// - auto runs every call [`LaunchKind::Contained`] (see [`decide_auto`] for the exits to come);
+/// - auto runs every call [`LaunchKind::Contained`]; its exits are the turn's ([`decide_auto`]);
 /// - full runs every call [`LaunchKind::Direct`], except a guarded delete, which asks for
 ///   [`floors::GUARDED_DELETE_SECS`] seconds.
 #[must_use]
@@ -265,6 +269,7 @@ pub fn decide_shell(call: &ShellCall, analysis: &LineAnalysis, mode: Mode, ctx: 
             local_only: analysis.interactive || analysis.privileged || local,
             expires_in_secs,
             launch: LaunchKind::Direct,
+            exit: None,
         })
     };
     match mode {
@@ -311,6 +316,7 @@ pub fn decide_shell(call: &ShellCall, analysis: &LineAnalysis, mode: Mode, ctx: 
                     local_only: true,
                     expires_in_secs: Some(floors::GUARDED_DELETE_SECS),
                     launch: LaunchKind::Direct,
+                    exit: None,
                 })
             }
         },
@@ -321,10 +327,9 @@ pub fn decide_shell(call: &ShellCall, analysis: &LineAnalysis, mode: Mode, ctx: 
 
 /// Auto mode: every call runs contained with the mode's base plan.
 ///
-/// This is the extension point of the exits engine (not built yet; docs/architecture.md, "Policy and modes"): it will
-/// read the line's analysis (network, privileged, writes outside the project) and the grants, and return `Ask`/`Run {
-/// launch: Unsandboxed }` for a call that must leave the sandbox. Until then a call that needs an exit fails inside the
-/// sandbox and the model sees why. `analysis` is `None` for a patch.
+/// A call that must leave the sandbox is not decided here: the turn finds its exits (`crate::exits::find`) before it
+/// runs and after it failed, and the judge chain decides them (docs/adr/0016-exit-kinds.md); an approved exit runs
+/// with its grants, or [`LaunchKind::Unsandboxed`]. `analysis` is `None` for a patch.
 #[must_use]
 pub fn decide_auto(analysis: Option<&LineAnalysis>) -> Decision {
     let _ = analysis;
@@ -363,6 +368,7 @@ fn decide_patch(call: &PatchCall, mode: Mode, ctx: &PolicyContext) -> Decision {
             local_only: false,
             expires_in_secs: None,
             launch: LaunchKind::Direct,
+            exit: None,
         })
     };
     match mode {

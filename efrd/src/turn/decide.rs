@@ -12,7 +12,7 @@ use efr_protocol::wire::Mode;
 use super::git_check;
 use super::patch_paths::{resolved_change, resolved_dirs, resolved_roots};
 use super::tools::ToolEnv;
-use crate::policy::{self, Call, Decision, PatchCall, PatchChange, PolicyContext, ShellCall};
+use crate::policy::{self, Call, Decision, LineAnalysis, PatchCall, PatchChange, PolicyContext, ShellCall};
 use crate::tools::patch::{self, Plan};
 use crate::tools::spec::ToolCall;
 
@@ -25,6 +25,8 @@ pub enum CallWork {
         command: String,
         /// When the call answers the model and leaves the command running.
         timeout: Duration,
+        /// The policy's analysis of the line (auto's exits read it: the turn parses a line once).
+        analysis: Box<LineAnalysis>,
     },
     /// A planned patch.
     Patch {
@@ -32,6 +34,8 @@ pub enum CallWork {
         plan: Plan,
         /// Its changes with resolved paths: what the policy judged.
         changes: Vec<PatchChange>,
+        /// The patch as the model sent it (a floor edit's exit shows its payload).
+        text: String,
     },
 }
 
@@ -76,6 +80,7 @@ pub async fn decide_call(env: &ToolEnv, call: ToolCall) -> Result<DecidedCall, S
                 work: CallWork::Shell {
                     command: shell.command,
                     timeout,
+                    analysis: Box::new(analysis),
                 },
             })
         }
@@ -88,7 +93,7 @@ pub async fn decide_call(env: &ToolEnv, call: ToolCall) -> Result<DecidedCall, S
             let decision = policy::decide(&call, env.mode, &ctx);
             Ok(DecidedCall {
                 decision,
-                work: CallWork::Patch { plan, changes },
+                work: CallWork::Patch { plan, changes, text },
             })
         }
         ToolCall::Invalid { message } => Err(message),

@@ -25,6 +25,9 @@ pub mod call_network;
 pub mod coalesce;
 pub mod contained;
 pub mod decide;
+pub mod exit_call;
+pub mod exit_git;
+pub mod exits;
 pub mod git_check;
 pub mod overlap;
 pub mod patch_call;
@@ -35,6 +38,7 @@ pub mod shell_prepare;
 pub mod sink;
 pub mod snapshots;
 pub mod surface;
+pub mod survivors;
 #[cfg(test)]
 mod testing;
 pub mod tools;

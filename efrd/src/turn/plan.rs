@@ -10,7 +10,8 @@ use crate::model::registry::Models;
 use crate::model::{HistoryItem, ModelRequest};
 
 /// The model call of a turn: the active provider, the history, the settings, the instructions and tools of
-/// `prompt` (crate::prompt: pinned per conversation), and the tools only when `tools` is `Some`.
+/// `prompt` (crate::prompt: pinned per conversation), and the tools only when `tools` is `Some` (an auto turn's
+/// tools get the turn's exit judges).
 ///
 /// # Errors
 /// `unauthorized` when the provider needs a key and none is stored or set in the environment.
@@ -20,9 +21,16 @@ pub fn plan(
     settings: &TurnSettings,
     history: &[HistoryItem],
     prompt: &crate::prompt::TurnPrompt,
-    tools: Option<ToolEnv>,
+    mut tools: Option<ToolEnv>,
 ) -> Result<TurnPlan, ErrorBody> {
     let provider = models.provider_for_turn()?;
+    // Auto's exits are judged by the classifier and the turn's own model (docs/auto.md, "The judges").
+    if let Some(env) = tools.as_mut()
+        && crate::policy::effective_mode(env.mode, env.origin) == efr_protocol::wire::Mode::Auto
+    {
+        env.exits.judges =
+            crate::exits::judge::Judges::for_turn(&models.config().auto, models, &provider, &settings.model);
+    }
     let mut request = ModelRequest::new(settings.model.clone());
     request.instructions.clone_from(&prompt.instructions);
     request.history = history.to_vec();

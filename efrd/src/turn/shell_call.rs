@@ -34,6 +34,7 @@ use super::tools::{CallOutput, ToolEnv};
 use crate::bus::BusSupervisor;
 use crate::network::ProxySupervisor;
 use crate::sandbox::git_link;
+use crate::tools::changes::Change;
 use crate::tools::shell::{Detached, EndCause, HiddenShell, InputKind, OutputLimits, Run, RunAnswer};
 
 /// What the model is told when the hidden shell itself ended during a call.
@@ -102,6 +103,88 @@ pub async fn run_shell(
     request: ShellRequest<'_>,
     cancel: &tokio_util::sync::CancellationToken,
 ) -> Option<CallOutput> {
+    let executed = execute(env, sink, turn_id, call_id, request, cancel).await?;
+    finish(env, sink, turn_id, executed).await
+}
+
+/// A shell call that ran (or could not start), its `tool_call_completed` not recorded yet: an auto call that failed
+/// may still run again with an exit's grants ([`super::exit_call`]).
+pub struct Executed<'a> {
+    /// The completion to record.
+    pub completed: ToolCallCompleted,
+    /// What the model gets.
+    pub output: CallOutput,
+    /// The command still runs past its timeout.
+    detached: Option<Detached>,
+    /// A contained call's launch files.
+    prepared: Option<Prepared>,
+    command: &'a str,
+    approved_by: Option<ApprovedBy>,
+    /// A contained call's changes, for the surface check once its completion is recorded.
+    surface: Option<SurfaceCheck>,
+}
+
+/// What the surface check of a contained call reads ([`super::surface::after_call`]).
+struct SurfaceCheck {
+    /// The project root of the call, if any.
+    project: Option<PathBuf>,
+    /// Every file the call changed, in every root.
+    raw: Vec<Change>,
+}
+
+impl std::fmt::Debug for Executed<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Executed")
+            .field("completed", &self.completed)
+            .field("output", &self.output)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Executed<'_> {
+    /// The command still runs past its call's timeout.
+    #[must_use]
+    pub fn left_running(&self) -> bool {
+        self.detached.is_some()
+    }
+
+    /// Takes over the surface changes of an earlier run of the same call that is not recorded (a run that failed and
+    /// runs again with an exit's grants): what that run wrote stays, so the surface check must see it too.
+    pub fn carry_surface_of(&mut self, earlier: &mut Executed<'_>) {
+        let Some(earlier) = earlier.surface.take() else {
+            return;
+        };
+        match &mut self.surface {
+            Some(check) => {
+                let seen: std::collections::HashSet<PathBuf> = check.raw.iter().map(|c| c.path.clone()).collect();
+                check
+                    .raw
+                    .extend(earlier.raw.into_iter().filter(|c| !seen.contains(&c.path)));
+            }
+            None => self.surface = Some(earlier),
+        }
+    }
+
+    /// The command ran in a sandbox that started, ended (not left running, not interrupted) and failed: a call whose
+    /// report may show an exit it needs.
+    #[must_use]
+    pub fn failed_inside(&self) -> bool {
+        self.output.is_error
+            && self.detached.is_none()
+            && self.completed.exit_code.is_some()
+            && self.completed.sandbox.as_ref().is_some_and(|s| s.setup_error.is_none())
+    }
+}
+
+/// Runs a shell call and records its events up to its completion, which it returns; `None` when the sink is gone.
+pub async fn execute<'a>(
+    env: &ToolEnv,
+    sink: &Sink,
+    turn_id: TurnId,
+    call_id: &CallId,
+    request: ShellRequest<'a>,
+    cancel: &tokio_util::sync::CancellationToken,
+) -> Option<Executed<'a>> {
     let ShellRequest {
         command,
         timeout,
@@ -109,10 +192,14 @@ pub async fn run_shell(
         read_only,
         approved_by,
     } = request;
-    let failed = |output: String| async move {
-        let body = failed_completion(call_id, output.clone(), grants.is_some().then(SandboxSummary::default));
-        sink.record(turn_id, vec![body]).await.ok()?;
-        Some(CallOutput { output, is_error: true })
+    let failed = |output: String| Executed {
+        completed: failed_completion(call_id, output.clone(), grants.is_some().then(SandboxSummary::default)),
+        output: CallOutput { output, is_error: true },
+        detached: None,
+        prepared: None,
+        command,
+        approved_by,
+        surface: None,
     };
     let launch = match (grants.is_some(), read_only) {
         (false, _) => ShellLaunch::Direct,
@@ -121,7 +208,7 @@ pub async fn run_shell(
     };
     let shell = match take_shell(env, launch).await {
         Ok(shell) => shell,
-        Err(why) => return failed(format!("the command did not run: {why}")).await,
+        Err(why) => return Some(failed(format!("the command did not run: {why}"))),
     };
     let before = env.call_snapshots.before(call_roots(env)).await;
     let prepared = match grants {
@@ -134,9 +221,11 @@ pub async fn run_shell(
                     call_id: Some(call_id.clone()),
                 });
                 sink.record(turn_id, vec![unavailable]).await.ok()?;
-                return failed(format!("the sandbox cannot run, so the command did not run: {reason}")).await;
+                return Some(failed(format!(
+                    "the sandbox cannot run, so the command did not run: {reason}"
+                )));
             }
-            Err(NotPrepared::Failed(why)) => return failed(format!("the command did not run: {why}")).await,
+            Err(NotPrepared::Failed(why)) => return Some(failed(format!("the command did not run: {why}"))),
         },
     };
     let line = prepared.as_ref().map_or(command, |p| p.line.as_str());
@@ -147,7 +236,7 @@ pub async fn run_shell(
                 let _ = std::fs::remove_file(&prepared.plan_file);
                 prepared.close_plans(&env.network.proxy, &env.bus.proxy).await;
             }
-            return failed(format!("the command did not run: {error}")).await;
+            return Some(failed(format!("the command did not run: {error}")));
         }
     };
     let (answer, interrupted) = follow(&shell, run, sink, turn_id, call_id, cancel).await?;
@@ -247,7 +336,7 @@ pub async fn run_shell(
             timeout.as_secs()
         ));
     }
-    let completed = EventBody::ToolCallCompleted(ToolCallCompleted {
+    let completed = ToolCallCompleted {
         call_id: call_id.clone(),
         status: if ok { CallStatus::Ok } else { CallStatus::Failed },
         output: answer.output.for_client(),
@@ -257,24 +346,54 @@ pub async fn run_shell(
         changes,
         diff: None,
         sandbox,
-    });
+    };
+    Some(Executed {
+        completed,
+        output: CallOutput {
+            output: model_text,
+            is_error: !ok,
+        },
+        detached: answer.detached,
+        surface: (launch == ShellLaunch::Contained && prepared.is_some()).then(|| SurfaceCheck {
+            project: call_roots(env).project,
+            raw: raw_changes,
+        }),
+        prepared,
+        command,
+        approved_by,
+    })
+}
+
+/// Records an executed call's completion and, for a command left running, follows it; returns what the model gets,
+/// or `None` when the sink is gone.
+pub async fn finish(env: &ToolEnv, sink: &Sink, turn_id: TurnId, executed: Executed<'_>) -> Option<CallOutput> {
+    let Executed {
+        completed,
+        output,
+        detached,
+        prepared,
+        command,
+        approved_by,
+        surface,
+    } = executed;
+    let call_id = completed.call_id.clone();
     // The completion belongs to the turn; the detached command belongs to the conversation (spec).
-    sink.record(turn_id, vec![completed]).await.ok()?;
+    sink.record(turn_id, vec![EventBody::ToolCallCompleted(completed)])
+        .await
+        .ok()?;
+    let mut output = output;
     // What auto's call changed that code outside the sandbox runs from: recorded and held (docs/auto.md).
-    if launch == ShellLaunch::Contained
-        && let Some(prepared) = &prepared
-    {
-        let project = call_roots(env).project;
+    if let (Some(check), Some(prepared)) = (surface, &prepared) {
         let shell = prepared.shell.clone();
-        let raw = raw_changes;
-        if let Some(note) = super::surface::after_call(sink, turn_id, call_id, project.as_deref(), raw, shell).await? {
-            model_text.push('\n');
-            model_text.push_str(&note);
+        let project = check.project.as_deref();
+        if let Some(note) = super::surface::after_call(sink, turn_id, &call_id, project, check.raw, shell).await? {
+            output.output.push('\n');
+            output.output.push_str(&note);
         }
     }
-    if let Some(detached) = answer.detached {
+    if let Some(detached) = detached {
         let left = LeftRunning {
-            call_id: call_id.clone(),
+            call_id,
             command,
             approved_by,
             prepared,
@@ -284,10 +403,7 @@ pub async fn run_shell(
         };
         follow_left_running(left, detached, sink).await?;
     }
-    Some(CallOutput {
-        output: model_text,
-        is_error: !ok,
-    })
+    Some(output)
 }
 
 /// The conversation's hidden shell for a call: an auto contained call never runs in a shell that a direct call has
@@ -497,8 +613,8 @@ fn call_roots(env: &ToolEnv) -> CallRoots {
     }
 }
 
-fn failed_completion(call_id: &CallId, output: String, sandbox: Option<SandboxSummary>) -> EventBody {
-    EventBody::ToolCallCompleted(ToolCallCompleted {
+fn failed_completion(call_id: &CallId, output: String, sandbox: Option<SandboxSummary>) -> ToolCallCompleted {
+    ToolCallCompleted {
         call_id: call_id.clone(),
         status: CallStatus::Failed,
         output,
@@ -508,5 +624,5 @@ fn failed_completion(call_id: &CallId, output: String, sandbox: Option<SandboxSu
         changes: None,
         diff: None,
         sandbox,
-    })
+    }
 }

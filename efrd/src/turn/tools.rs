@@ -13,13 +13,15 @@ use std::sync::Arc;
 
 use efr_protocol::events::{CallStatus, EventBody, ToolCallCompleted, ToolCallStarted};
 use efr_protocol::ids::{CallId, TurnId};
-use efr_protocol::wire::{ApprovalDecision, Launch, Mode, Origin};
+use efr_protocol::wire::{ApprovalDecision, ExitRecord, Launch, Mode, Origin};
 use serde_json::Value;
 use tokio::sync::Mutex;
 
 use super::decide::{CallWork, DecidedCall, decide_call};
+use super::exit_call;
+use super::exits::{CallExits, ExitPlace, ExitVerdict, judge, union_needs, with_grants};
 use super::patch_call::apply_patch;
-use super::shell_call::{ShellRequest, run_shell};
+use super::shell_call::{ShellRequest, execute, finish, run_shell};
 use super::sink::Sink;
 use super::snapshots::CallSnapshots;
 use crate::network::CallNetwork;
@@ -71,6 +73,8 @@ pub struct ToolEnv {
     pub scratch: PathBuf,
     /// The desktop of the prompt's terminal (`shell_context.desktop`), whose control socket a `desktop` grant binds.
     pub desktop: Option<efr_protocol::wire::Desktop>,
+    /// What auto's exits share in the turn: the judges, the denials, the prompt ([`super::exits`]).
+    pub exits: super::exits::TurnExits,
 }
 
 /// What goes back to the model for one call.
@@ -106,6 +110,10 @@ pub struct ModelCall<'a> {
 
 /// Runs one call and records its events. Returns what the model gets, or `None` when the sink is gone.
 /// `cancel` is the turn's interrupt: it stops a running shell command.
+///
+/// An auto call's exits (docs/adr/0016-exit-kinds.md) are found before it runs; `tool_call_started`'s `launch`
+/// shows how it runs once they are approved (the base grants and the records' grants, or `unsandboxed`), then the
+/// exits are judged ([`super::exits::judge`]) and a denied call completes `denied` with one line for the model.
 pub async fn run_call(
     env: &ToolEnv,
     sink: &Sink,
@@ -129,17 +137,11 @@ pub async fn run_call(
         Decision::Ask(question) => Some(question.launch),
         Decision::Refuse { .. } => None,
     };
-    let mut launch = kind.map(LaunchKind::to_wire);
-    // Auto's shell calls reach the hosts of `[network] allow` through efr-proxy, one host grant each (none without
-    // an allow list or without the proxy program: no network), and the session bus through efr-bus-proxy's filter
-    // (none without a session bus or without the program).
-    if kind == Some(LaunchKind::Contained)
-        && matches!(work, CallWork::Shell { .. })
-        && let Some(Launch::Contained { grants }) = launch.as_mut()
-    {
-        grants.extend(env.network.grants());
-        grants.extend(env.bus.grants());
-    }
+    let exits = match kind {
+        Some(LaunchKind::Contained) => found_exits(env, &work).await,
+        _ => Vec::new(),
+    };
+    let launch = launch_of(env, kind, &work, &exits);
     let manual_input = matches!(&work, CallWork::Shell { command, .. } if !nested_shell(command));
     let started = EventBody::ToolCallStarted(ToolCallStarted {
         call_id: call_id.clone(),
@@ -151,7 +153,7 @@ pub async fn run_call(
     });
     sink.record(turn_id, vec![started]).await.ok()?;
 
-    let asked = matches!(decision, Decision::Ask(_));
+    let mut asked = matches!(decision, Decision::Ask(_));
     match decision {
         Decision::Refuse { refusal } => {
             let output = format!("efr refused this call before it ran: {refusal}");
@@ -167,31 +169,163 @@ pub async fn run_call(
                 ApprovalDecision::Allow | ApprovalDecision::AllowAlways => {}
                 _ => {
                     let output = "the user denied this call (or did not answer in time); it did not run".to_owned();
-                    let completed = completed(&call_id, CallStatus::Denied, output.clone(), None);
-                    sink.record(turn_id, vec![completed]).await.ok()?;
-                    return Some(CallOutput { output, is_error: true });
+                    return denied(sink, turn_id, &call_id, output).await;
                 }
             }
         }
         Decision::Run { .. } => {}
     }
+    let words = call_words(env, &work);
+    if !exits.is_empty() {
+        let call = CallExits {
+            turn_id,
+            call_id: &call_id,
+            summary: &words,
+            interactive: matches!(&work, CallWork::Shell { analysis, .. } if analysis.interactive),
+        };
+        match judge(env, sink, call, exits.clone()).await? {
+            ExitVerdict::Run { by_user, .. } => asked |= by_user,
+            ExitVerdict::Denied { line } => {
+                env.exits.note_call(words);
+                return denied(sink, turn_id, &call_id, line).await;
+            }
+        }
+    }
+    env.exits.note_call(words);
+    let read_only = kind == Some(LaunchKind::ContainedReadOnly);
+    let how = How {
+        launch: launch.as_ref(),
+        read_only,
+        asked,
+        exits: &exits,
+    };
+    run_work(env, sink, (turn_id, &call_id), work, how, cancel).await
+}
 
-    let grants = match &launch {
+/// How a decided call runs.
+#[derive(Debug, Clone, Copy)]
+struct How<'a> {
+    /// tool_call_started's launch.
+    launch: Option<&'a Launch>,
+    /// Cautious's read-only sandbox.
+    read_only: bool,
+    /// The user allowed it at a question.
+    asked: bool,
+    /// Its exits found before it ran (judged and approved).
+    exits: &'a [ExitRecord],
+}
+
+/// Runs a decided call's work.
+async fn run_work(
+    env: &ToolEnv,
+    sink: &Sink,
+    (turn_id, call_id): (TurnId, &CallId),
+    work: CallWork,
+    how: How<'_>,
+    cancel: &tokio_util::sync::CancellationToken,
+) -> Option<CallOutput> {
+    let How {
+        launch,
+        read_only,
+        asked,
+        exits,
+    } = how;
+    let grants = match launch {
         Some(Launch::Contained { grants }) => Some(grants.as_slice()),
         _ => None,
     };
+    let unsandboxed = matches!(launch, Some(Launch::Unsandboxed));
     match work {
-        CallWork::Shell { command, timeout } => {
+        CallWork::Shell { command, timeout, .. } => {
+            let approved_by = if unsandboxed {
+                Some(exit_call::approved_by(asked))
+            } else {
+                crate::policy::approved_by(env.mode, grants.is_some(), asked)
+            };
             let request = ShellRequest {
                 command: &command,
                 timeout,
                 grants,
-                read_only: kind == Some(LaunchKind::ContainedReadOnly),
-                approved_by: crate::policy::approved_by(env.mode, grants.is_some(), asked),
+                read_only,
+                approved_by,
             };
-            run_shell(env, sink, turn_id, &call_id, request, cancel).await
+            if unsandboxed {
+                let mut executed = execute(env, sink, turn_id, call_id, request, cancel).await?;
+                super::survivors::after_unsandboxed(env, &mut executed).await;
+                finish(env, sink, turn_id, executed).await
+            } else if grants.is_some() && !read_only {
+                exit_call::run_contained_shell(env, sink, (turn_id, call_id), request, exits, cancel).await
+            } else {
+                run_shell(env, sink, turn_id, call_id, request, cancel).await
+            }
         }
-        CallWork::Patch { plan, changes } => apply_patch(env, sink, turn_id, &call_id, plan, &changes, grants).await,
+        CallWork::Patch { plan, changes, .. } => apply_patch(env, sink, turn_id, call_id, plan, &changes, grants).await,
+    }
+}
+
+/// Records a call that the user or a judge denied: `tool_call_completed` with `status: denied` and `output`.
+async fn denied(sink: &Sink, turn_id: TurnId, call_id: &CallId, output: String) -> Option<CallOutput> {
+    let completed = completed(call_id, CallStatus::Denied, output.clone(), None);
+    sink.record(turn_id, vec![completed]).await.ok()?;
+    Some(CallOutput { output, is_error: true })
+}
+
+/// The exits of an auto contained call, found before it runs: its line's (with the git code its outside commands
+/// run, [`super::exit_git`]) or its patch's.
+async fn found_exits(env: &ToolEnv, work: &CallWork) -> Vec<ExitRecord> {
+    let place = ExitPlace::of(env);
+    match work {
+        CallWork::Shell { command, analysis, .. } => {
+            let mut records = exit_call::line_exits(env, &place, command, analysis);
+            let base: Vec<_> = env.network.grants().into_iter().chain(env.bus.grants()).collect();
+            super::exits::drop_covered(&mut records, &base);
+            super::exit_git::drop_ungrantable(env, &mut records);
+            super::exit_git::add_git_code(env, analysis, &mut records).await;
+            records
+        }
+        CallWork::Patch { changes, text, .. } => exit_call::patch_exits(&place, changes, text),
+    }
+}
+
+/// tool_call_started's `launch`: the decision's; for auto's contained shell call, with the host grants of
+/// `[network] allow` (through efr-proxy) and the session bus's filter grant; with exits, the records' grants added,
+/// or `unsandboxed` when a record needs it.
+fn launch_of(env: &ToolEnv, kind: Option<LaunchKind>, work: &CallWork, exits: &[ExitRecord]) -> Option<Launch> {
+    let mut launch = kind.map(LaunchKind::to_wire);
+    if kind == Some(LaunchKind::Contained)
+        && matches!(work, CallWork::Shell { .. })
+        && let Some(Launch::Contained { grants }) = launch.as_mut()
+    {
+        grants.extend(env.network.grants());
+        grants.extend(env.bus.grants());
+    }
+    if exits.is_empty() {
+        return launch;
+    }
+    let needs = union_needs(exits);
+    if needs.unsandboxed {
+        return Some(Launch::Unsandboxed);
+    }
+    if let Some(Launch::Contained { grants }) = launch.as_mut() {
+        *grants = with_grants(grants, &needs);
+    }
+    launch
+}
+
+/// A call in a few words, for a question and for the judges' recent calls: a shell call's line, a patch's files.
+fn call_words(env: &ToolEnv, work: &CallWork) -> String {
+    match work {
+        CallWork::Shell { command, .. } => crate::policy::decide::shell_summary(command),
+        CallWork::Patch { changes, .. } => {
+            let shown = |p: &std::path::Path| crate::policy::paths::display(p, &env.roots, env.home.as_deref());
+            let files: Vec<String> = changes.iter().take(3).map(|c| shown(&c.path)).collect();
+            let more = changes.len().saturating_sub(3);
+            let mut words = format!("apply_patch {}", files.join(", "));
+            if more > 0 {
+                words.push_str(&format!(" and {more} more"));
+            }
+            words
+        }
     }
 }
 

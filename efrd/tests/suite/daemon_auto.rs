@@ -28,11 +28,15 @@ async fn auto_runs_each_call_contained_and_only_the_project_and_scratch_are_writ
     let server = model(vec![
         shell_call("call_write", "touch ok && echo made > \"$SCRATCH/s.txt\" && pwd"),
         shell_call("call_outside", "echo hi > ~/.ssh-probe"),
-        shell_call("call_masked", "cat ~/.ssh/id_test; ls -A ~/.ssh | wc -l"),
+        // The write outside is an exit (docs/auto.md); the turn's model judges it (no classifier is listed).
+        text(r#"{"verdict":"deny","reason":"the user asked only to check the sandbox"}"#),
+        // Built at run time, so the line's parser sees no credential store and asks for no exit: the sandbox must
+        // hold.
+        shell_call("call_masked", "d=.ssh; cat ~/$d/id_test; ls -A ~/$d | wc -l"),
         shell_call("call_state", "cat \"$EFR_HOME/state/daemon_id\""),
         shell_call(
             "call_net",
-            &format!("curl -sS --max-time 5 http://127.0.0.1:{port}/ || echo NET-FAILED"),
+            &format!("ip=127.0.0.1; curl -sS --max-time 5 http://$ip:{port}/ || echo NET-FAILED"),
         ),
         shell_call("call_env", "echo key=${OPENAI_API_KEY:-none} scratch=${SCRATCH:+set}"),
         patch_call(
@@ -42,6 +46,7 @@ async fn auto_runs_each_call_contained_and_only_the_project_and_scratch_are_writ
                 home.path().join("outside.txt").display()
             ),
         ),
+        text(r#"{"verdict":"deny","reason":"the user asked only to check the sandbox"}"#),
         patch_call(
             "call_patch_in",
             "*** Begin Patch\n*** Add File: in.txt\n+yes\n*** End Patch\n",
@@ -85,14 +90,11 @@ async fn auto_runs_each_call_contained_and_only_the_project_and_scratch_are_writ
         "the call starts in the shell's directory: {done}"
     );
 
-    // A write outside the writable roots fails, and the model sees the command's own error.
+    // A write outside the writable roots asks for an exit; denied, the call does not run, and the model is told why.
     let done = event_of(&events, "tool_call_completed", "call_outside");
-    assert_eq!(done["status"], "failed", "{done}");
+    assert_eq!(done["status"], "denied", "{done}");
     let seen = tool_output(&server, "call_outside");
-    assert!(
-        seen.contains("Read-only file system") || seen.contains("Permission denied"),
-        "{seen}"
-    );
+    assert!(seen.contains("write exit") && seen.contains("ask the user"), "{seen}");
     assert!(!home.path().join(".ssh-probe").exists());
 
     // A credential store shows empty; efr's own state is masked.
@@ -121,8 +123,8 @@ async fn auto_runs_each_call_contained_and_only_the_project_and_scratch_are_writ
 
     // A file tool of a contained call writes only where a contained call may.
     let done = event_of(&events, "tool_call_completed", "call_patch_out");
-    assert_eq!(done["status"], "failed", "{done}");
-    assert!(tool_output(&server, "call_patch_out").contains("not writable in efr's sandbox"));
+    assert_eq!(done["status"], "denied", "{done}");
+    assert!(tool_output(&server, "call_patch_out").contains("write exit"));
     assert!(!home.path().join("outside.txt").exists());
     let done = event_of(&events, "tool_call_completed", "call_patch_in");
     assert_eq!(done["status"], "ok", "{done}");

@@ -34,15 +34,21 @@ async fn a_prompt_typed_in_the_home_folder_has_no_project_so_dotfiles_stay_out_o
     let efrd = daemon_with(home.path(), &server, &[]);
     let mut client = efrd.client().await.unwrap();
 
-    // auto: the home folder is read-only inside the sandbox.
+    // auto: an edit of ~/.bashrc is a floor_edit exit, which only the user approves; denied, nothing is written.
     let (_, conversation, id) = start(&mut client, home.path(), "auto", "go").await;
+    let events = bounded("auto question", events_until(&mut client, id, "approval_requested")).await;
+    let asked = events.last().unwrap();
+    assert_eq!(asked["exit"]["kind"], "floor_edit", "{asked}");
+    client
+        .ok(
+            "approval.respond",
+            json!({"command_id": command_id(), "conversation_id": conversation, "call_id": "call_rc", "decision": "deny"}),
+        )
+        .await
+        .unwrap();
     bounded("auto turn", events_until(&mut client, id, "turn_completed")).await;
     let output = tool_output(&server, "call_rc");
-    assert!(output.contains("Read-only file system"), "{output}");
-    assert!(
-        output.contains("this call ran in efr's sandbox"),
-        "the model is told why: {output}"
-    );
+    assert!(output.contains("floor_edit exit"), "the model is told why: {output}");
     assert_eq!(
         std::fs::read_to_string(home.path().join(".bashrc")).unwrap(),
         "# mine\n"
@@ -103,26 +109,22 @@ async fn a_patch_through_a_link_out_of_the_project_is_judged_where_it_writes() {
     let efrd = daemon_with(home.path(), &server, &[]);
     let mut client = efrd.client().await.unwrap();
 
-    // auto: each write lands outside the sandbox's writable roots, so each fails and nothing changes.
+    // auto: each write lands outside the sandbox's writable roots: it asks for an exit (the user denies each here)
+    // or fails as the same write inside the sandbox would; nothing changes.
     let (_, conversation, id) = start(&mut client, project.path(), "auto", "go").await;
-    let events = bounded("auto turn", events_until(&mut client, id, "turn_completed")).await;
-    for call in ["call_update", "call_add"] {
+    let events = bounded("auto turn", deny_every_question(&mut client, id, &conversation)).await;
+    for call in ["call_update", "call_add", "call_steal", "call_show"] {
         let done = event_of(&events, "tool_call_completed", call);
-        assert_eq!(done["status"], "failed", "{done}");
-        assert!(
-            tool_output(&server, call).contains("not writable in efr's sandbox"),
-            "{call}"
-        );
-    }
-    // Reading a masked file through a link is refused too, and nothing of it shows.
-    for call in ["call_steal", "call_show"] {
-        let done = event_of(&events, "tool_call_completed", call);
-        assert_eq!(done["status"], "failed", "{done}");
         assert!(!done.to_string().contains("SECRET-KEY-MATERIAL"), "{done}");
-        assert!(
-            tool_output(&server, call).contains("hides from a contained call"),
-            "{call}"
-        );
+        let seen = tool_output(&server, call);
+        match done["status"].as_str() {
+            Some("denied") => assert!(seen.contains("exit"), "{call}: {seen}"),
+            Some("failed") => assert!(
+                seen.contains("not writable in efr's sandbox") || seen.contains("hides from a contained call"),
+                "{call}: {seen}"
+            ),
+            _ => panic!("{call} ran: {done}"),
+        }
     }
     assert!(!project.path().join("leak.txt").exists());
     assert!(
@@ -271,7 +273,8 @@ async fn git_config_hooks_and_efrs_home_inside_the_project_are_out_of_a_containe
     host_git(project.path(), &["add", "tracked.txt"]);
     host_git(project.path(), &["commit", "-qm", "one"]);
     let marker = outside.path().join("fsmonitor-ran");
-    let hook = "printf '#!/bin/sh\\ntouch /tmp/hooked\\n' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit";
+    // The shell's own error goes to /dev/null: the refused write is not read back as an exit.
+    let hook = "printf '#!/bin/sh\\ntouch /tmp/hooked\\n' 2>/dev/null > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit";
     let commit = "echo two >> tracked.txt && git add tracked.txt && \
                   git -c user.name=Model -c user.email=model@example.invalid commit -qm two && git log --format=%s";
     // Built at run time, so the floors (a static check of the line) do not see efr's roots: the sandbox must hold.
@@ -518,7 +521,7 @@ async fn a_project_whose_git_is_a_link_or_a_file_runs_contained_and_a_swapped_li
         shell_call("call_link_work", work),
         shell_call(
             "call_link_config",
-            &format!("echo '[core]' >> .git/config || {set_config}"),
+            &format!("echo '[core]' 2>/dev/null >> .git/config || {set_config}"),
         ),
         shell_call("call_link_swap", "mkdir evil && ln -sfn evil .git && echo swapped"),
         text("linked done"),
@@ -533,8 +536,9 @@ async fn a_project_whose_git_is_a_link_or_a_file_runs_contained_and_a_swapped_li
         (&linked, &["call_link_work", "call_link_config", "call_link_swap"][..]),
         (&separate, &["call_file_work", "call_file_config"][..]),
     ] {
-        let (_, _, id) = start(&mut client, project, "auto", "work in the repository").await;
-        let events = bounded("the auto turn", events_until(&mut client, id, "turn_completed")).await;
+        let (_, conversation, id) = start(&mut client, project, "auto", "work in the repository").await;
+        // A refused write to the separate git folder (outside the project) is an exit the user denies here.
+        let events = bounded("the auto turn", deny_every_question(&mut client, id, &conversation)).await;
         for call in calls {
             let started = event_of(&events, "tool_call_started", call);
             assert_eq!(started["launch"], json!({"kind": "contained"}), "{started}");
@@ -571,4 +575,30 @@ async fn a_project_whose_git_is_a_link_or_a_file_runs_contained_and_a_swapped_li
     host_git(&linked, &["status", "--short"]);
     host_git(&separate, &["status", "--short"]);
     assert!(!marker.exists(), "git ran a call's fsmonitor outside the sandbox");
+}
+
+/// Reads the subscription's events until the turn completes, answering every question deny.
+async fn deny_every_question(
+    client: &mut efr_test_support::client::Client,
+    id: efr_protocol::frame::RequestId,
+    conversation: &str,
+) -> Vec<serde_json::Value> {
+    let mut events = Vec::new();
+    loop {
+        let frame = client.next_of(id).await.expect("a frame of the subscription");
+        let efr_test_support::client::StreamFrame::Item(item) = frame else {
+            panic!("expected an event, got {frame:?}");
+        };
+        let event = item["event"].clone();
+        events.push(event.clone());
+        match event["kind"].as_str() {
+            Some("turn_completed") => return events,
+            Some("approval_requested") => {
+                let answer = json!({"command_id": command_id(), "conversation_id": conversation,
+                    "call_id": event["call_id"], "decision": "deny"});
+                client.ok("approval.respond", answer).await.unwrap();
+            }
+            _ => {}
+        }
+    }
 }

@@ -9,6 +9,7 @@ mod daemon_backup;
 mod daemon_bus;
 mod daemon_cautious;
 mod daemon_crash;
+mod daemon_exits;
 mod daemon_idle;
 mod daemon_left_running;
 mod daemon_network;

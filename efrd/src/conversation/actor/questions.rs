@@ -21,7 +21,7 @@ impl Actor {
             local_only: question.local_only,
             reason: Some(question.reason).filter(|r| !r.is_empty()),
             expires_in_secs: question.expires_in_secs.map(u64::from),
-            exit: None,
+            exit: question.exit,
         });
         if self.commit(vec![(Some(turn_id), body)], None).await.is_err() {
             // Nothing was recorded: the call does not run.

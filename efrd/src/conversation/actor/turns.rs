@@ -58,7 +58,13 @@ impl Actor {
                 format!("<shell_notices>\n{lines}</shell_notices>\n\n{}", queued.text)
             };
             let tools = self
-                .tool_env(turn_id, &queued.settings, queued.origin, queued.desktop.clone())
+                .tool_env(
+                    turn_id,
+                    &queued.settings,
+                    queued.origin,
+                    queued.desktop.clone(),
+                    &queued.user_prompt,
+                )
                 .await;
             let prompt = self.turn_prompt(&queued.settings, &tools).await;
             self.history.push(HistoryItem::UserText {
@@ -112,8 +118,11 @@ impl Actor {
         settings: &TurnSettings,
         origin: Origin,
         desktop: Option<efr_protocol::wire::Desktop>,
+        user_prompt: &str,
     ) -> ToolEnv {
         let (cwd, project) = self.place();
+        // Read once per turn: auto's exits mark a host of these remotes `project_remote`.
+        let remotes = project.as_deref().map(project_remotes).unwrap_or_default();
         let presence = project
             .as_ref()
             .map(|root| Arc::new(self.deps.project_turns.enter(root.clone(), turn_id)));
@@ -167,6 +176,12 @@ impl Actor {
             scratch: layout.scratch_of(self.id),
             layout,
             desktop,
+            exits: crate::turn::exits::TurnExits {
+                // The judges come with the turn's provider (turn::plan).
+                user_prompt: user_prompt.to_owned(),
+                project_remotes: remotes,
+                ..Default::default()
+            },
         }
     }
 
@@ -246,4 +261,11 @@ async fn run_turn(plan: TurnPlan, recorder: Sink, cancel: CancellationToken, tx:
     let turn_id = plan.turn_id;
     let outcome = turn::run(plan, recorder, cancel).await;
     let _ = tx.send(Command::TurnEnded { turn_id, outcome }).await;
+}
+
+/// The hosts of the remotes of `root`'s `.git/config` ([`crate::exits::find::remote_hosts`]); none when unreadable.
+fn project_remotes(root: &std::path::Path) -> Vec<String> {
+    std::fs::read_to_string(root.join(".git/config"))
+        .map(|text| crate::exits::find::remote_hosts(&text))
+        .unwrap_or_default()
 }

@@ -1,0 +1,212 @@
+//! The `git_code` fact of an auto call's `outside` and `upload` exits (docs/adr/0016-exit-kinds.md, kinds 11 and 15;
+//! spec: "the facts of an exit record gain git_code"): a git or gh line that runs outside the sandbox runs the
+//! repository's own code there (a hook, `core.sshcommand`). efrd checks the repositories of the line's git commands
+//! ([`super::git_check`]); what can run a program and a contained call could write (so a model could have planted
+//! it) makes the exit one that only the user approves, and so does a repository efrd could not check. Finding leaves
+//! the fact absent; the turn fills it here.
+
+use std::path::{Path, PathBuf};
+
+use efr_protocol::wire::{ExitKind, ExitRecord, GitCode, GitCodeItem};
+
+use super::contained;
+use super::git_check;
+use super::patch_paths::resolved_roots;
+use super::tools::ToolEnv;
+use crate::policy::{GitTrust, LineAnalysis};
+
+/// Fills `git_code` of the `outside` and `upload` records of a line with git commands, when the check makes them
+/// exits that only the user approves (a writable item, or a repository not checked); leaves it absent otherwise.
+pub async fn add_git_code(env: &ToolEnv, analysis: &LineAnalysis, records: &mut [ExitRecord]) {
+    let concerned = |r: &ExitRecord| matches!(r.kind, ExitKind::Outside | ExitKind::Upload);
+    if analysis.git.is_empty() || !records.iter().any(concerned) {
+        return;
+    }
+    let found = git_check::inspect_unless_sandboxed(&analysis.git).await;
+    let writable = |path: &Path| writable_in_sandbox(env, path);
+    let Some(code) = git_code(found.into_iter().map(|(_, trust)| trust), &writable) else {
+        return;
+    };
+    for record in records.iter_mut().filter(|r| concerned(r)) {
+        record.facts.git_code = Some(code.clone());
+    }
+}
+
+/// The fact of what the check found: `None` when nothing makes the exit one the user alone approves.
+pub fn git_code(found: impl IntoIterator<Item = GitTrust>, writable: &dyn Fn(&Path) -> bool) -> Option<GitCode> {
+    let mut code = GitCode {
+        checked: true,
+        items: Vec::new(),
+    };
+    for trust in found {
+        match trust {
+            GitTrust::Plain => {}
+            GitTrust::Unchecked(_) => code.checked = false,
+            GitTrust::Runs { what, repository } => {
+                let repo = git_dir(&repository);
+                let file = if what.starts_with("hooks/") {
+                    repo.join(&what)
+                } else {
+                    repo.join("config")
+                };
+                // The record keeps only the writable items (spec).
+                if writable(&file) {
+                    code.items.push(GitCodeItem {
+                        repo,
+                        item: what,
+                        file,
+                        writable: true,
+                    });
+                }
+            }
+        }
+    }
+    (!code.checked || !code.items.is_empty()).then_some(code)
+}
+
+/// The git folder of a repository given by its top folder or its git folder (a `.git` file's `gitdir:` followed).
+fn git_dir(repository: &Path) -> PathBuf {
+    let dot_git = repository.join(".git");
+    if dot_git.is_dir() {
+        return dot_git;
+    }
+    if let Ok(text) = std::fs::read_to_string(&dot_git)
+        && let Some(target) = text.trim().strip_prefix("gitdir:")
+    {
+        let target = Path::new(target.trim());
+        return if target.is_absolute() {
+            target.to_path_buf()
+        } else {
+            repository.join(target)
+        };
+    }
+    repository.to_path_buf()
+}
+
+/// Leaves out the `write` and `delete` records with a target that the sandbox protects (a writable root's git
+/// config and hooks, the folders of efr's roots): those paths are read-only so that a contained call cannot plant
+/// code that git runs outside the sandbox later, and no exit lifts that (the call fails inside, as before exits).
+pub fn drop_ungrantable(env: &ToolEnv, records: &mut Vec<ExitRecord>) {
+    let protected = base_plan(env, &[]).protected;
+    records.retain(|record| {
+        !matches!(record.kind, ExitKind::Write | ExitKind::Delete)
+            || !record.targets.iter().any(|target| {
+                let real = crate::policy::paths::resolve(&target.path).unwrap_or_else(|_| target.path.clone());
+                protected.iter().any(|p| real.starts_with(&p.path))
+            })
+    });
+}
+
+/// Whether a contained call of this turn could write `path` (the project roots and `$SCRATCH`, but not a root's
+/// protected git config and hooks).
+fn writable_in_sandbox(env: &ToolEnv, path: &Path) -> bool {
+    writable_with(env, path, &[])
+}
+
+/// Whether a contained call of this turn with `grants` could write `path`.
+fn writable_with(env: &ToolEnv, path: &Path, grants: &[efr_protocol::wire::Grant]) -> bool {
+    let real = crate::policy::paths::resolve(path).unwrap_or_else(|_| path.to_path_buf());
+    contained::writable_in(&base_plan(env, grants), &real)
+}
+
+/// The launch plan of a contained call of this turn with `grants` (only its mounts matter).
+fn base_plan(env: &ToolEnv, grants: &[efr_protocol::wire::Grant]) -> efr_protocol::internal::LaunchPlan {
+    let roots = resolved_roots(&env.roots);
+    let scratch = resolved_roots(std::slice::from_ref(&env.scratch)).remove(0);
+    contained::call_plan(&contained::CallPlan {
+        layout: &env.layout,
+        bwrap: Path::new("/usr/bin/bwrap"),
+        shell: Path::new("/bin/sh"),
+        line: "true",
+        cwd: &env.cwd,
+        env: &[],
+        project_roots: &roots,
+        scratch: &scratch,
+        grants,
+        report: Path::new("/dev/null"),
+        read_only: false,
+        desktop: None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_writable_code_or_an_unchecked_repository_is_recorded() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = dir.path().join("vendor/lib");
+        std::fs::create_dir_all(repo.join(".git/hooks")).unwrap();
+        let runs = |what: &str| GitTrust::Runs {
+            what: what.into(),
+            repository: repo.clone(),
+        };
+        let writable_hooks = |path: &Path| path.starts_with(repo.join(".git/hooks"));
+        assert_eq!(git_code([GitTrust::Plain], &writable_hooks), None);
+        assert_eq!(
+            git_code([runs("core.sshcommand")], &writable_hooks),
+            None,
+            "an unwritable config"
+        );
+        let code = git_code([GitTrust::Plain, runs("hooks/pre-push")], &writable_hooks).unwrap();
+        assert!(code.checked);
+        assert_eq!(
+            code.items,
+            vec![GitCodeItem {
+                repo: repo.join(".git"),
+                item: "hooks/pre-push".into(),
+                file: repo.join(".git/hooks/pre-push"),
+                writable: true,
+            }]
+        );
+        let code = git_code([GitTrust::Unchecked("a sandbox runs".into())], &writable_hooks).unwrap();
+        assert!(!code.checked && code.items.is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_hook_in_a_nested_repository_of_the_project_is_writable_but_the_projects_own_is_protected() {
+        let dir = tempfile::tempdir().unwrap();
+        let env = super::super::testing::tool_env(dir.path(), "/usr/bin/bwrap", efr_protocol::wire::Mode::Auto);
+        let project = crate::policy::paths::resolve(&env.roots[0]).unwrap();
+        std::fs::create_dir_all(project.join(".git/hooks")).unwrap();
+        std::fs::write(project.join(".git/config"), "").unwrap();
+        std::fs::create_dir_all(project.join("vendor/lib/.git/hooks")).unwrap();
+        assert!(!writable_in_sandbox(&env, &project.join(".git/hooks/pre-push")));
+        assert!(!writable_in_sandbox(&env, &project.join(".git/config")));
+        assert!(writable_in_sandbox(
+            &env,
+            &project.join("vendor/lib/.git/hooks/pre-push")
+        ));
+        assert!(!writable_in_sandbox(&env, Path::new("/etc/gitconfig")));
+        let outside = dir.path().join("elsewhere/file");
+        let grant = vec![efr_protocol::wire::Grant::Write { path: outside.clone() }];
+        assert!(writable_with(&env, &outside, &grant));
+        // A write exit into a protected path is none: no grant lifts the protection.
+        let write = |path: PathBuf| ExitRecord {
+            kind: ExitKind::Write,
+            source: efr_protocol::wire::ExitSource::Report,
+            action: efr_protocol::wire::ExitAction {
+                tool: "shell".into(),
+                command: Some("x".into()),
+                edit: None,
+            },
+            needs: efr_protocol::wire::Needs {
+                grants: vec![efr_protocol::wire::Grant::Write { path: path.clone() }],
+                unsandboxed: false,
+            },
+            targets: vec![efr_protocol::wire::ExitTarget {
+                path,
+                class: efr_protocol::wire::TargetClass::Home,
+                masked: false,
+                backup_before_write: false,
+            }],
+            facts: efr_protocol::wire::ExitFacts::default(),
+            judgement: None,
+        };
+        let mut records = vec![write(project.join(".git/hooks/pre-commit")), write(outside)];
+        drop_ungrantable(&env, &mut records);
+        assert_eq!(records.len(), 1);
+        assert_eq!(records[0].targets[0].path, dir.path().join("elsewhere/file"));
+    }
+}
