@@ -216,8 +216,10 @@ pub fn refused_writes(output: &str) -> Vec<(PathBuf, bool)> {
     out
 }
 
-/// The absolute paths a message line names: quoted (`'…'`, `"…"`, `` `…` ``, `‘…’`), or else its words that start
-/// with `/` (`bash: /etc/x: Read-only file system`).
+/// The absolute paths a message line names: quoted (`'…'`, `"…"`, `` `…` ``, `‘…’`), or else the part just before
+/// the error in a shell's `program: [line N: ]path: error` form (`bash: /etc/x: Read-only file system`), or that
+/// part's last word when it is a path (`sed: couldn't open temporary file /x: …`). Never the
+/// program's own path (`/usr/bin/bash: line 1: .git/config: Read-only file system` names no absolute path).
 fn line_paths(line: &str) -> Vec<PathBuf> {
     let mut out = Vec::new();
     for (open, close) in [('\'', '\''), ('"', '"'), ('`', '`'), ('‘', '’')] {
@@ -233,11 +235,22 @@ fn line_paths(line: &str) -> Vec<PathBuf> {
         }
     }
     if out.is_empty() {
-        for word in line.split_whitespace() {
-            let word = word.trim_end_matches([':', ',', ';']);
-            if word.starts_with('/') && word.len() > 1 {
-                out.push(PathBuf::from(word));
+        let parts: Vec<&str> = line.split(": ").collect();
+        let error = parts.iter().position(|part| {
+            let lower = part.to_ascii_lowercase();
+            lower.contains("read-only file system") || lower.contains("permission denied")
+        });
+        // The part before the error is the path, or ends with it (`sed: couldn't open temporary file /x: …`).
+        let before = error.filter(|i| *i > 0).map(|i| parts[i - 1].trim());
+        let path = before.map(|part| {
+            if part.starts_with('/') {
+                part
+            } else {
+                part.rsplit(' ').next().unwrap_or_default()
             }
+        });
+        if let Some(path) = path.filter(|p| p.starts_with('/') && p.len() > 1) {
+            out.push(PathBuf::from(path));
         }
     }
     out

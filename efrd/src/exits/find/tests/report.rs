@@ -239,6 +239,11 @@ mkdir: cannot create directory '/home/u/.config/efr/x': Read-only file system
 fn a_read_that_was_denied_is_no_write_and_an_output_never_widens_a_grant() {
     let paths = refused_writes("cat: /etc/shadow: Permission denied\n./run.sh: Permission denied\n");
     assert!(paths.is_empty(), "{paths:?}");
+    // The shell's own path is not the refused write's: a relative path names nothing to grant.
+    let paths = refused_writes("/usr/bin/bash: line 1: .git/config: Read-only file system\n");
+    assert!(paths.is_empty(), "{paths:?}");
+    let paths = refused_writes("/usr/bin/bash: line 3: /home/u/x.log: Read-only file system\n");
+    assert_eq!(paths, [(PathBuf::from("/home/u/x.log"), false)]);
     let fixture = Fixture::new();
     let ctx = fixture.ctx();
     // A path that names the home, a top-level folder or a folder that holds a floor file: the file alone.
