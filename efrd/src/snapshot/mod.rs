@@ -65,6 +65,7 @@ mod cover;
 mod error;
 mod manifest;
 pub mod others;
+mod prefetch;
 mod refs;
 mod store;
 mod walk;

@@ -4,7 +4,6 @@
 //! each folder it enters is also listed once with `read_dir`: the names the walk did not yield by the time it leaves
 //! the folder, confirmed by the ignore rules, are the ignored files, recorded by metadata only.
 
-use std::collections::BTreeMap;
 use std::fs::{self, File, Metadata};
 use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
@@ -18,6 +17,7 @@ use ignore::IncrementalIgnore;
 use sha2::{Digest, Sha256};
 
 use super::cover::{NotCovered, is_build_output, store_bytes_hashed, store_file};
+use super::prefetch::{self, Listing, Prefetch};
 use super::{Blobs, EntryKind, FileEntry, GitRefs, Limits, Snapshot, TruncateReason, Truncated, walk_order};
 use crate::snapshot::SnapshotError;
 use crate::tools::changes::{is_binary, walk_builder};
@@ -51,7 +51,9 @@ impl Snapshot {
             .filter_entry(|entry| entry.file_name() != ".git");
         let matcher = builder.build_matchers().into_iter().next();
         let previous = previous.filter(|previous| previous.root == root);
-        let mut walk = Walk {
+        let prefetch = Prefetch::default();
+        let threads = prefetch::threads();
+        let walk = Walk {
             root,
             limits,
             reuse_before_ns: previous
@@ -76,7 +78,38 @@ impl Snapshot {
             stored_bytes: 0,
             build_outputs: Vec::new(),
             open: Vec::new(),
+            prefetch: (threads > 0).then_some(&prefetch),
         };
+        let mut snapshot = std::thread::scope(|scope| {
+            // Stops the threads however the walk ends (they are joined when the scope ends).
+            let _stop = StopOnDrop(&prefetch);
+            for _ in 0..threads {
+                scope.spawn(|| prefetch.work());
+            }
+            walk.run(&builder, started)
+        });
+        if let Some(cover) = &limits.cover {
+            snapshot.refs = GitRefs::read(root, &cover.blobs, &snapshot.blobs.unsynced);
+        }
+        snapshot.elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        Ok(snapshot)
+    }
+}
+
+/// Stops the read-ahead threads when dropped.
+struct StopOnDrop<'a>(&'a Prefetch);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.stop();
+    }
+}
+
+impl Walk<'_> {
+    /// Walks the root in the builder's order and returns the snapshot (its refs not read yet).
+    fn run(mut self, builder: &ignore::WalkBuilder, started: Instant) -> Snapshot {
+        let (root, limits) = (self.root, self.limits);
+        let walk = &mut self;
         for result in builder.build() {
             let Ok(entry) = result else {
                 walk.snapshot.skipped += 1;
@@ -112,13 +145,8 @@ impl Snapshot {
                 walk.record(rel, entry.path(), stat);
             }
         }
-        walk.close_all();
-        let mut snapshot = walk.snapshot;
-        if let Some(cover) = &limits.cover {
-            snapshot.refs = GitRefs::read(root, &cover.blobs, &snapshot.blobs.unsynced);
-        }
-        snapshot.elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        Ok(snapshot)
+        self.close_all();
+        self.snapshot
     }
 }
 
@@ -126,7 +154,7 @@ impl Snapshot {
 /// be read as the folder was listed.
 struct OpenFolder {
     rel: String,
-    pending: BTreeMap<String, Option<Metadata>>,
+    pending: Listing,
 }
 
 struct Walk<'a> {
@@ -142,24 +170,22 @@ struct Walk<'a> {
     /// The build output folders the walk entered (not ignored ones): their files are recorded, never stored.
     build_outputs: Vec<String>,
     open: Vec<OpenFolder>,
+    /// The read-ahead of the folders the walk is about to enter; `None` on one core.
+    prefetch: Option<&'a Prefetch>,
 }
 
 impl Walk<'_> {
-    /// Enters a folder: lists its entries (UTF-8 names other than `.git`) to find the ignored ones later, and reads
-    /// each one's metadata relative to the open folder: the kernel looks up one name, where a stat by the whole path
-    /// looks up every folder from `/` again (the most of a warm walk's time, as git's relative paths avoid).
+    /// Enters a folder: lists its entries (UTF-8 names other than `.git`, each with its metadata) to find the
+    /// ignored ones later, and hands its subfolders to the read-ahead.
     fn open(&mut self, rel: String, path: &Path) {
-        let pending = fs::read_dir(path)
-            .map(|entries| {
-                entries
-                    .filter_map(|entry| {
-                        let entry = entry.ok()?;
-                        let name = entry.file_name().into_string().ok()?;
-                        (name != ".git").then(|| (name, entry.metadata().ok()))
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
+        let pending = match self.prefetch {
+            Some(prefetch) => {
+                let listing = prefetch.take(path);
+                prefetch.ahead(path, &listing);
+                listing
+            }
+            None => prefetch::list(path),
+        };
         self.open.push(OpenFolder { rel, pending });
     }
 
