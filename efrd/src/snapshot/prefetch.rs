@@ -138,3 +138,46 @@ impl Prefetch {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The names and kinds of a listing, to compare two listings of the same folder.
+    fn shape(listing: &Listing) -> Vec<(String, bool)> {
+        listing
+            .iter()
+            .map(|(name, meta)| (name.clone(), meta.as_ref().is_some_and(Metadata::is_dir)))
+            .collect()
+    }
+
+    #[test]
+    fn read_ahead_listings_are_those_of_one_thread_and_the_threads_stop() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        for folder in 0..20 {
+            let path = dir.path().join(format!("d{folder:02}"));
+            fs::create_dir_all(path.join("inner")).expect("mkdir");
+            for file in 0..30 {
+                fs::write(path.join(format!("f{file}")), b"x").expect("write");
+            }
+        }
+        fs::create_dir_all(dir.path().join(".git")).expect("mkdir .git");
+        let prefetch = Prefetch::default();
+        std::thread::scope(|scope| {
+            for _ in 0..2 {
+                scope.spawn(|| prefetch.work());
+            }
+            let root = prefetch.take(dir.path());
+            assert_eq!(root.len(), 20, ".git is not listed: {:?}", shape(&root));
+            prefetch.ahead(dir.path(), &root);
+            for name in root.keys() {
+                let path = dir.path().join(name);
+                let listing = prefetch.take(&path);
+                assert_eq!(shape(&listing), shape(&list(&path)));
+                assert_eq!(listing.len(), 31);
+            }
+            prefetch.stop();
+        });
+        // The scope ended: every thread returned after stop.
+    }
+}
