@@ -31,7 +31,7 @@ pub enum SnapshotError {
         reason: String,
     },
     /// A manifest of a format this efrd does not read.
-    #[error("snapshot manifest {} has format version {found}; this efrd reads version {}", path.display(), super::store::MANIFEST_VERSION)]
+    #[error("snapshot manifest {} has format version {found}; this efrd reads version {}", path.display(), super::manifest::MANIFEST_VERSION)]
     Version {
         /// The manifest file.
         path: PathBuf,

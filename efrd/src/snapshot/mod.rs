@@ -63,11 +63,15 @@
 mod compare;
 mod cover;
 mod error;
+mod manifest;
 pub mod others;
+mod prefetch;
 mod refs;
 mod store;
 mod walk;
 
+#[cfg(test)]
+mod chain_tests;
 #[cfg(test)]
 mod cover_tests;
 #[cfg(test)]

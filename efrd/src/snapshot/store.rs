@@ -3,30 +3,32 @@
 //! # Layout
 //!
 //! ```text
-//! <dir>/manifests/<id>.json      {"version": 1, "root", "taken_at", "elapsed_ms", "files": {path: entry}, ...}
+//! <dir>/manifests/<id>.json      a header line {"version": 2, "sha256", "parent", "depth"}, then the snapshot
 //! <dir>/blobs/<2 hex>/<62 hex>   a kept content, named by its SHA-256
 //! ```
 //!
-//! A manifest is the JSON of [`Snapshot`] with a format `version` first. Contents are stored once however many
-//! snapshots keep them. A save writes the missing contents first, then the manifest to a temporary file that is
-//! renamed into place, so a manifest never names a content that is not there and a crash leaves no half manifest.
-//! Folders are 0700 and files 0600: a project's files can hold secrets even when no ignore rule says so.
-//! A content read back is checked against its hash.
+//! The manifest format is [`super::manifest`]'s: a save after another save of the same root (by this store) writes a
+//! *delta* naming that snapshot as its parent and listing only what changed, so a snapshot after a one-file change
+//! writes a few hundred bytes rather than every file; a full manifest is written every [`MAX_DEPTH`] deltas, and
+//! version 1 manifests (full, from an older efrd) still read. Contents are stored once however many snapshots keep
+//! them. A save writes the missing contents first and syncs them, then the manifest to a temporary file that is
+//! synced and renamed into place, then syncs the folder: a manifest never names a content or a parent that a crash
+//! could lose, and a crash leaves no half manifest. Removing a snapshot ([`SnapshotStore::remove`],
+//! [`SnapshotStore::prune`]) first rewrites each kept delta that names it as a full manifest, so no kept snapshot
+//! ever loses its parent. Folders are 0700 and files 0600: a project's files can hold secrets even when no ignore
+//! rule says so. A content read back is checked against its hash, a manifest against the hash in its header.
 
 use std::collections::{HashMap, HashSet};
 use std::fs;
-use std::io::Write as _;
+use std::io::{BufRead as _, Write as _};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use super::manifest::{self, Contents, MAX_DEPTH, Manifest};
 use super::{Blobs, Cover, Limits, Snapshot, SnapshotError};
-
-/// The manifest format this efrd writes and reads.
-pub(crate) const MANIFEST_VERSION: u64 = 1;
 
 /// The longest id.
 const MAX_ID_LEN: usize = 128;
@@ -70,29 +72,22 @@ impl Default for TrashBounds {
 pub struct SnapshotStore {
     dir: PathBuf,
     /// The last covered snapshot of each root this process took: the stat cache of the next one.
-    last: Arc<Mutex<HashMap<PathBuf, Snapshot>>>,
+    last: Arc<Mutex<HashMap<PathBuf, Arc<Snapshot>>>>,
     /// The bounds of a turn's covered snapshots (config `[undo]`); `None`: undo is off.
     undo: Arc<Mutex<Option<Limits>>>,
+    /// The last snapshot of each root this store saved: the parent of the next save's delta.
+    saved: Arc<Mutex<HashMap<PathBuf, Saved>>>,
     /// The bounds of the trash (config `[undo]`).
     trash: Arc<Mutex<TrashBounds>>,
 }
 
-#[derive(Serialize)]
-struct ManifestOut<'a> {
-    version: u64,
-    #[serde(flatten)]
-    snapshot: &'a Snapshot,
-}
-
-#[derive(Deserialize)]
-struct ManifestVersion {
-    version: u64,
-}
-
-#[derive(Deserialize)]
-struct ManifestIn {
-    #[serde(flatten)]
-    snapshot: Snapshot,
+/// A snapshot this store saved, as the parent of the next delta of its root.
+#[derive(Debug, Clone)]
+struct Saved {
+    id: String,
+    depth: u32,
+    /// Shared with `last` when it is the same snapshot (a turn keeps and saves each one): one copy, not two.
+    snapshot: Arc<Snapshot>,
 }
 
 impl SnapshotStore {
@@ -109,6 +104,7 @@ impl SnapshotStore {
             dir: dir.to_path_buf(),
             last: Arc::default(),
             undo: Arc::default(),
+            saved: Arc::default(),
             trash: Arc::default(),
         })
     }
@@ -174,7 +170,34 @@ impl SnapshotStore {
     /// The last snapshot of `root` that [`SnapshotStore::remember`] kept, to reuse its hashes.
     #[must_use]
     pub fn last_of(&self, root: &Path) -> Option<Snapshot> {
-        self.last.lock().ok()?.get(root).cloned()
+        let last = self.last.lock().ok()?.get(root).cloned()?;
+        Some(Snapshot::clone(&last))
+    }
+
+    /// A copy of `snapshot` without its contents in memory (a covered snapshot's are in the store), shared with
+    /// `other` when that holds the same snapshot.
+    fn kept_copy(&self, snapshot: &Snapshot, other: Option<Arc<Snapshot>>) -> Arc<Snapshot> {
+        if let Some(other) = other.filter(|other| {
+            other.taken_at == snapshot.taken_at && other.root == snapshot.root && other.files == snapshot.files
+        }) {
+            return other;
+        }
+        Arc::new(Snapshot {
+            root: snapshot.root.clone(),
+            taken_at: snapshot.taken_at,
+            elapsed_ms: snapshot.elapsed_ms,
+            files: snapshot.files.clone(),
+            truncated: snapshot.truncated.clone(),
+            not_kept: snapshot.not_kept,
+            skipped: snapshot.skipped,
+            covered: snapshot.covered,
+            not_covered: snapshot.not_covered.clone(),
+            refs: snapshot.refs.clone(),
+            blobs: Blobs {
+                store: Some(self.blobs()),
+                ..Blobs::default()
+            },
+        })
     }
 
     /// Keeps `snapshot` as the last of its root (without its contents in memory: a covered snapshot's are stored).
@@ -184,11 +207,12 @@ impl SnapshotStore {
         if !snapshot.covered || super::sync_blobs(&self.blobs(), &snapshot.blobs.unsynced).is_err() {
             return;
         }
-        let mut kept = snapshot.clone();
-        kept.blobs = Blobs {
-            store: Some(self.blobs()),
-            ..Blobs::default()
-        };
+        let saved = self
+            .saved
+            .lock()
+            .ok()
+            .and_then(|saved| Some(Arc::clone(&saved.get(&snapshot.root)?.snapshot)));
+        let kept = self.kept_copy(snapshot, saved);
         if let Ok(mut last) = self.last.lock() {
             last.insert(kept.root.clone(), kept);
         }
@@ -229,20 +253,82 @@ impl SnapshotStore {
             write_new(folder, &path, &bytes, true)?;
         }
         super::sync_blobs(&self.blobs(), &snapshot.blobs.unsynced)?;
-        let json = serde_json::to_vec(&ManifestOut {
-            version: MANIFEST_VERSION,
-            snapshot,
-        })
-        .map_err(|error| SnapshotError::Manifest {
-            path: manifest.clone(),
+        // The parent: this store's last save of the root, while its manifest is there (a removal may have taken it)
+        // and the chain is not at its longest.
+        let parent = self
+            .saved
+            .lock()
+            .ok()
+            .and_then(|saved| saved.get(&snapshot.root).cloned())
+            .filter(|parent| parent.depth < MAX_DEPTH && self.manifest_path(&parent.id).is_file());
+        let contents = parent
+            .as_ref()
+            .and_then(|parent| Contents::delta(snapshot, &parent.snapshot.files, &parent.id, parent.depth + 1))
+            .unwrap_or_else(|| Contents::full(snapshot));
+        let depth = contents.depth;
+        match self.write_manifest(&manifest, snapshot, &contents, false) {
+            Err(SnapshotError::Io { source, .. }) if source.kind() == std::io::ErrorKind::AlreadyExists => {
+                return Err(SnapshotError::Exists { id: id.to_owned() });
+            }
+            other => other?,
+        }
+        let last = self.last.lock().ok().and_then(|last| last.get(&snapshot.root).cloned());
+        let kept = self.kept_copy(snapshot, last);
+        if let Ok(mut saved) = self.saved.lock() {
+            saved.insert(
+                snapshot.root.clone(),
+                Saved {
+                    id: id.to_owned(),
+                    depth,
+                    snapshot: kept,
+                },
+            );
+        }
+        Ok(())
+    }
+
+    /// Writes the manifest of `snapshot` listing `contents` at `path` (over one there when `replace`), and syncs the
+    /// manifests folder so that the new name is durable before any later manifest can name it as a parent.
+    fn write_manifest(
+        &self,
+        path: &Path,
+        snapshot: &Snapshot,
+        contents: &Contents<'_>,
+        replace: bool,
+    ) -> Result<(), SnapshotError> {
+        let bytes = manifest::encode(snapshot, contents).map_err(|error| SnapshotError::Manifest {
+            path: path.to_path_buf(),
             reason: error.to_string(),
         })?;
-        match write_new(&self.dir.join("manifests"), &manifest, &json, false) {
-            Err(SnapshotError::Io { source, .. }) if source.kind() == std::io::ErrorKind::AlreadyExists => {
-                Err(SnapshotError::Exists { id: id.to_owned() })
+        let folder = self.dir.join("manifests");
+        write_new(&folder, path, &bytes, replace)?;
+        fs::File::open(&folder)
+            .and_then(|folder| folder.sync_all())
+            .map_err(|error| SnapshotError::io(&folder, error))
+    }
+
+    /// Reads the one manifest stored under `id`, without its chain.
+    fn read_manifest(&self, id: &str) -> Result<Manifest, SnapshotError> {
+        let path = self.manifest_path(id);
+        let bytes = match fs::read(&path) {
+            Ok(bytes) => bytes,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                return Err(SnapshotError::NotFound { id: id.to_owned() });
             }
-            other => other,
-        }
+            Err(error) => return Err(SnapshotError::io(path, error)),
+        };
+        manifest::decode(&path, &bytes)
+    }
+
+    /// The parent a stored manifest names, read from its header line only (`None` for a full manifest).
+    fn parent_of(&self, id: &str) -> Result<Option<String>, SnapshotError> {
+        let path = self.manifest_path(id);
+        let file = fs::File::open(&path).map_err(|error| SnapshotError::io(&path, error))?;
+        let mut head = Vec::new();
+        std::io::BufReader::new(file)
+            .read_until(b'\n', &mut head)
+            .map_err(|error| SnapshotError::io(&path, error))?;
+        manifest::parent_in_header(&path, &head)
     }
 
     /// Loads the snapshot saved under `id`; its contents are read from the store when a comparison needs them.
@@ -254,27 +340,34 @@ impl SnapshotStore {
     pub fn load(&self, id: &str) -> Result<Snapshot, SnapshotError> {
         check_id(id)?;
         let path = self.manifest_path(id);
-        let bytes = match fs::read(&path) {
-            Ok(bytes) => bytes,
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-                return Err(SnapshotError::NotFound { id: id.to_owned() });
-            }
-            Err(error) => return Err(SnapshotError::io(path, error)),
-        };
         let invalid = |reason: String| SnapshotError::Manifest {
             path: path.clone(),
             reason,
         };
-        let version: ManifestVersion = serde_json::from_slice(&bytes).map_err(|error| invalid(error.to_string()))?;
-        if version.version != MANIFEST_VERSION {
-            return Err(SnapshotError::Version {
-                path,
-                found: version.version,
-            });
+        let mut chain = vec![(id.to_owned(), self.read_manifest(id)?)];
+        while let Some((child_id, child)) = chain.last() {
+            let Some(parent_id) = child.parent.clone() else { break };
+            let child_path = self.manifest_path(child_id);
+            let broken = |reason: String| SnapshotError::Manifest {
+                path: child_path.clone(),
+                reason,
+            };
+            check_id(&parent_id).map_err(|_| broken(format!("its parent id {parent_id:?} is not valid")))?;
+            let parent = match self.read_manifest(&parent_id) {
+                Err(SnapshotError::NotFound { .. }) => {
+                    return Err(broken(format!("its parent snapshot {parent_id} is missing")));
+                }
+                other => other?,
+            };
+            // Depths fall along a chain (a parent rewritten whole by a removal is at 0), so a chain never loops.
+            if parent.depth >= child.depth || parent.snapshot.root != child.snapshot.root {
+                return Err(broken(format!(
+                    "its parent snapshot {parent_id} is not the one it was taken after"
+                )));
+            }
+            chain.push((parent_id, parent));
         }
-        let mut snapshot = serde_json::from_slice::<ManifestIn>(&bytes)
-            .map_err(|error| invalid(error.to_string()))?
-            .snapshot;
+        let mut snapshot = manifest::apply_chain(chain, |id| self.manifest_path(id))?;
         if !snapshot.root.is_absolute() {
             return Err(invalid(format!("root {} is not absolute", snapshot.root.display())));
         }
@@ -289,13 +382,19 @@ impl SnapshotStore {
     }
 
     /// Removes the snapshot saved under `id` (its contents stay until [`SnapshotStore::collect_garbage`]); returns
-    /// whether there was one.
+    /// whether there was one. A stored delta that names it as its parent is first rewritten as a full manifest.
     ///
     /// # Errors
     ///
-    /// [`SnapshotError::InvalidId`], [`SnapshotError::Io`].
+    /// [`SnapshotError::InvalidId`], an error of [`SnapshotStore::load`] for a delta that names it (nothing is
+    /// removed then), [`SnapshotError::Io`].
     pub fn remove(&self, id: &str) -> Result<bool, SnapshotError> {
         check_id(id)?;
+        self.detach(&HashSet::from([id.to_owned()]))?;
+        self.remove_manifest(id)
+    }
+
+    fn remove_manifest(&self, id: &str) -> Result<bool, SnapshotError> {
         let path = self.manifest_path(id);
         match fs::remove_file(&path) {
             Ok(()) => Ok(true),
@@ -328,8 +427,17 @@ impl SnapshotStore {
     /// Any error of [`SnapshotStore::load`] for a stored manifest (nothing is removed then), or [`SnapshotError::Io`].
     pub fn collect_garbage(&self) -> Result<u64, SnapshotError> {
         let mut live = HashSet::new();
-        for id in self.ids()? {
-            let snapshot = self.load(&id)?;
+        let ids = self.ids()?;
+        // Each manifest alone: a delta's files are its parent's, which is stored too, and its own changes.
+        for id in &ids {
+            let manifest = self.read_manifest(id)?;
+            if let Some(parent) = manifest.parent.filter(|parent| ids.binary_search(parent).is_err()) {
+                return Err(SnapshotError::Manifest {
+                    path: self.manifest_path(id),
+                    reason: format!("its parent snapshot {parent} is missing"),
+                });
+            }
+            let snapshot = manifest.snapshot;
             live.extend(
                 snapshot
                     .files
@@ -368,14 +476,33 @@ impl SnapshotStore {
     /// # Errors
     /// As [`SnapshotStore::collect_garbage`]; the snapshots removed before an error stay removed.
     pub fn prune(&self, drop: impl Fn(&str) -> bool) -> Result<(u64, u64), SnapshotError> {
+        let dropped: HashSet<String> = self.ids()?.into_iter().filter(|id| drop(id)).collect();
+        self.detach(&dropped)?;
         let mut removed = 0;
-        for id in self.ids()? {
-            if drop(&id) && self.remove(&id)? {
+        for id in &dropped {
+            if self.remove_manifest(id)? {
                 removed += 1;
             }
         }
         let contents = if removed > 0 { self.collect_garbage()? } else { 0 };
         Ok((removed, contents))
+    }
+
+    /// Rewrites as a full manifest each stored delta, not itself in `dropped`, whose parent is: after it, removing
+    /// the snapshots of `dropped` takes no kept snapshot's parent. All are rewritten before any is removed, so a
+    /// chain through several removed snapshots still reads; a crash between leaves the same snapshots, some of them
+    /// full.
+    fn detach(&self, dropped: &HashSet<String>) -> Result<(), SnapshotError> {
+        if dropped.is_empty() {
+            return Ok(());
+        }
+        for id in self.ids()?.iter().filter(|id| !dropped.contains(*id)) {
+            if self.parent_of(id)?.is_some_and(|parent| dropped.contains(&parent)) {
+                let snapshot = self.load(id)?;
+                self.write_manifest(&self.manifest_path(id), &snapshot, &Contents::full(&snapshot), true)?;
+            }
+        }
+        Ok(())
     }
 
     fn manifest_path(&self, id: &str) -> PathBuf {

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use efr_protocol::wire::changes::FileChangeKind;
+use sha2::Digest as _;
 
 use super::*;
 use crate::tools::changes::git_tests::{git, git_numstat, init_repo, stat_rows, without_extended_headers};
@@ -508,11 +509,16 @@ fn the_store_refuses_bad_ids_duplicates_and_damaged_data_clearly() {
         matches!(error, SnapshotError::Manifest { .. }) && error.to_string().contains("broken.json"),
         "{error}"
     );
-    std::fs::write(manifests.join("future.json"), r#"{"version": 2, "whatever": []}"#).expect("write");
+    std::fs::write(manifests.join("future.json"), r#"{"version": 99, "whatever": []}"#).expect("write");
     let error = store.load("future").expect_err("future");
-    assert!(matches!(error, SnapshotError::Version { found: 2, .. }), "{error}");
+    assert!(matches!(error, SnapshotError::Version { found: 99, .. }), "{error}");
+    // A path out of the root, in a manifest whose hash matches (so only the path check can see it).
     let text = std::fs::read_to_string(manifests.join("s1.json")).expect("read");
-    std::fs::write(manifests.join("escape.json"), text.replace("\"a.txt\"", "\"../a.txt\"")).expect("write");
+    let (head, body) = text.split_once('\n').expect("header line");
+    let body = body.replace("\"a.txt\"", "\"../a.txt\"");
+    let mut head: serde_json::Value = serde_json::from_str(head).expect("header");
+    head["sha256"] = format!("{:x}", sha2::Sha256::digest(body.as_bytes())).into();
+    std::fs::write(manifests.join("escape.json"), format!("{head}\n{body}")).expect("write");
     let error = store.load("escape").expect_err("escape");
     assert!(
         error.to_string().contains("not a relative path below the root"),

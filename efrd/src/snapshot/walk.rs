@@ -4,7 +4,6 @@
 //! each folder it enters is also listed once with `read_dir`: the names the walk did not yield by the time it leaves
 //! the folder, confirmed by the ignore rules, are the ignored files, recorded by metadata only.
 
-use std::collections::BTreeSet;
 use std::fs::{self, File, Metadata};
 use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
@@ -18,6 +17,7 @@ use ignore::IncrementalIgnore;
 use sha2::{Digest, Sha256};
 
 use super::cover::{NotCovered, is_build_output, store_bytes_hashed, store_file};
+use super::prefetch::{self, Listing, Prefetch};
 use super::{Blobs, EntryKind, FileEntry, GitRefs, Limits, Snapshot, TruncateReason, Truncated, walk_order};
 use crate::snapshot::SnapshotError;
 use crate::tools::changes::{is_binary, walk_builder};
@@ -51,7 +51,9 @@ impl Snapshot {
             .filter_entry(|entry| entry.file_name() != ".git");
         let matcher = builder.build_matchers().into_iter().next();
         let previous = previous.filter(|previous| previous.root == root);
-        let mut walk = Walk {
+        let prefetch = Prefetch::default();
+        let threads = prefetch::threads();
+        let walk = Walk {
             root,
             limits,
             reuse_before_ns: previous
@@ -76,7 +78,38 @@ impl Snapshot {
             stored_bytes: 0,
             build_outputs: Vec::new(),
             open: Vec::new(),
+            prefetch: (threads > 0).then_some(&prefetch),
         };
+        let mut snapshot = std::thread::scope(|scope| {
+            // Stops the threads however the walk ends (they are joined when the scope ends).
+            let _stop = StopOnDrop(&prefetch);
+            for _ in 0..threads {
+                scope.spawn(|| prefetch.work());
+            }
+            walk.run(&builder, started)
+        });
+        if let Some(cover) = &limits.cover {
+            snapshot.refs = GitRefs::read(root, &cover.blobs, &snapshot.blobs.unsynced);
+        }
+        snapshot.elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        Ok(snapshot)
+    }
+}
+
+/// Stops the read-ahead threads when dropped.
+struct StopOnDrop<'a>(&'a Prefetch);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.stop();
+    }
+}
+
+impl Walk<'_> {
+    /// Walks the root in the builder's order and returns the snapshot (its refs not read yet).
+    fn run(mut self, builder: &ignore::WalkBuilder, started: Instant) -> Snapshot {
+        let (root, limits) = (self.root, self.limits);
+        let walk = &mut self;
         for result in builder.build() {
             let Ok(entry) = result else {
                 walk.snapshot.skipped += 1;
@@ -95,9 +128,11 @@ impl Snapshot {
                 break;
             }
             walk.close_until_inside(&rel);
-            if let Some(parent) = walk.open.last_mut() {
-                parent.pending.remove(rel.rsplit('/').next().unwrap_or(&rel));
-            }
+            let stat = walk
+                .open
+                .last_mut()
+                .and_then(|parent| parent.pending.remove(rel.rsplit('/').next().unwrap_or(&rel)))
+                .flatten();
             let Some(file_type) = entry.file_type() else { continue };
             if file_type.is_dir() {
                 walk.note_build_output(&rel, entry.path());
@@ -107,23 +142,19 @@ impl Snapshot {
                     walk.cut(TruncateReason::Files, rel);
                     break;
                 }
-                walk.record(rel, entry.path());
+                walk.record(rel, entry.path(), stat);
             }
         }
-        walk.close_all();
-        let mut snapshot = walk.snapshot;
-        if let Some(cover) = &limits.cover {
-            snapshot.refs = GitRefs::read(root, &cover.blobs, &snapshot.blobs.unsynced);
-        }
-        snapshot.elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        Ok(snapshot)
+        self.close_all();
+        self.snapshot
     }
 }
 
-/// A folder the walk is inside, and its entries the walk has not yielded yet.
+/// A folder the walk is inside, and its entries the walk has not yielded yet, each with its metadata when it could
+/// be read as the folder was listed.
 struct OpenFolder {
     rel: String,
-    pending: BTreeSet<String>,
+    pending: Listing,
 }
 
 struct Walk<'a> {
@@ -139,19 +170,22 @@ struct Walk<'a> {
     /// The build output folders the walk entered (not ignored ones): their files are recorded, never stored.
     build_outputs: Vec<String>,
     open: Vec<OpenFolder>,
+    /// The read-ahead of the folders the walk is about to enter; `None` on one core.
+    prefetch: Option<&'a Prefetch>,
 }
 
 impl Walk<'_> {
-    /// Enters a folder: lists its entries (UTF-8 names other than `.git`) to find the ignored ones later.
+    /// Enters a folder: lists its entries (UTF-8 names other than `.git`, each with its metadata) to find the
+    /// ignored ones later, and hands its subfolders to the read-ahead.
     fn open(&mut self, rel: String, path: &Path) {
-        let pending = fs::read_dir(path)
-            .map(|entries| {
-                entries
-                    .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
-                    .filter(|name| name != ".git")
-                    .collect()
-            })
-            .unwrap_or_default();
+        let pending = match self.prefetch {
+            Some(prefetch) => {
+                let listing = prefetch.take(path);
+                prefetch.ahead(path, &listing);
+                listing
+            }
+            None => prefetch::list(path),
+        };
         self.open.push(OpenFolder { rel, pending });
     }
 
@@ -180,7 +214,7 @@ impl Walk<'_> {
     /// Records the ignored files among the entries of a folder the walk did not yield (only those before the cut,
     /// when a bound cut the walk); a covered walk also enters its ignored folders, build outputs aside.
     fn close(&mut self, folder: OpenFolder) {
-        for name in folder.pending {
+        for (name, stat) in folder.pending {
             let rel = if folder.rel.is_empty() {
                 name
             } else {
@@ -190,7 +224,7 @@ impl Walk<'_> {
                 continue;
             }
             let path = self.root.join(&rel);
-            let Ok(meta) = fs::symlink_metadata(&path) else {
+            let Some(meta) = stat.or_else(|| fs::symlink_metadata(&path).ok()) else {
                 continue;
             };
             let is_dir = meta.is_dir();
@@ -264,10 +298,10 @@ impl Walk<'_> {
         self.snapshot.truncated = Some(Truncated { reason, next });
     }
 
-    /// Records a file or a symlink the walk yielded.
-    fn record(&mut self, rel: String, path: &Path) {
-        let Some((kind, meta)) = fs::symlink_metadata(path)
-            .ok()
+    /// Records a file or a symlink the walk yielded, with its metadata read as its folder was listed (else read now).
+    fn record(&mut self, rel: String, path: &Path, stat: Option<Metadata>) {
+        let Some((kind, meta)) = stat
+            .or_else(|| fs::symlink_metadata(path).ok())
             .and_then(|meta| Some((kind_of(&meta)?, meta)))
         else {
             self.snapshot.skipped += 1;

@@ -77,6 +77,69 @@ mod tests {
         }
     }
 
+    /// Collecting old turns never takes a kept turn's parent: the snapshots of a conversation's turns form one
+    /// chain of deltas (each saved after the last), and the kept turns read back whole after the old ones go.
+    #[test]
+    fn collecting_old_turns_keeps_every_kept_snapshot_whole() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().join("project");
+        std::fs::create_dir(&root).expect("mkdir");
+        let store = SnapshotStore::open(&dir.path().join("state")).expect("store");
+        let limits = crate::snapshot::Limits {
+            cover: Some(crate::snapshot::Cover {
+                blobs: store.blobs(),
+                max_file_bytes: 1 << 20,
+                max_bytes: 1 << 30,
+            }),
+            ..crate::snapshot::Limits::default()
+        };
+        for i in 0..10 {
+            std::fs::write(root.join(format!("f{i}.txt")), format!("{i}\n")).expect("write");
+        }
+        let conversation = ConversationId::new();
+        let mut turns = Vec::new();
+        let mut taken = Vec::new();
+        for n in 0..4 {
+            let turn = TurnId::new();
+            turns.push((conversation, turn));
+            for phase in ["pre", "post"] {
+                if phase == "post" {
+                    std::fs::write(root.join("f0.txt"), format!("turn {n}\n")).expect("write");
+                }
+                let previous = store.last_of(&root);
+                let snapshot = crate::snapshot::Snapshot::take(&root, &limits, previous.as_ref()).expect("take");
+                let id = format!("{turn}-{phase}");
+                store.save(&id, &snapshot).expect("save");
+                store.remember(&snapshot);
+                taken.push((id, snapshot));
+            }
+        }
+        let manifest = |id: &str| std::fs::read_to_string(store.dir().join(format!("manifests/{id}.json")));
+        assert!(manifest(&taken[3].0).expect("read").contains("\"parent\""), "a delta");
+
+        // The first two turns go; the third's pre was a delta on the second's post.
+        let (snapshots, contents) = collect(&store, &turns, 2).expect("collect");
+        assert_eq!(snapshots, 4);
+        assert_eq!(contents, 2, "f0.txt as the first two turns left it");
+        for (id, _) in &taken[..4] {
+            assert!(manifest(id).is_err(), "{id} is gone");
+            assert!(store.load(id).is_err());
+        }
+        for (id, snapshot) in &taken[4..] {
+            let loaded = store.load(id).expect("a kept snapshot reads");
+            assert_eq!(loaded.files, snapshot.files, "{id}");
+            for entry in loaded.files.values() {
+                let hash = entry.sha256.as_deref().expect("hash");
+                assert!(
+                    crate::snapshot::blob_path(&store.blobs(), hash).is_file(),
+                    "{id}: a content is gone"
+                );
+            }
+        }
+        // Collecting again at the next start: nothing more goes.
+        assert_eq!(collect(&store, &turns, 2).expect("collect"), (0, 0));
+    }
+
     #[test]
     fn each_conversation_keeps_its_newest_turns_with_snapshots() {
         let (a, b) = (ConversationId::new(), ConversationId::new());
