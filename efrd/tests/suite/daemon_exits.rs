@@ -2,9 +2,9 @@
 //! server as the turn's model and as the classifier (`gpt-5-mini`, listed by the server): a host exit the classifier
 //! approves (before the call, and after a call that failed on a refused host: the re-run has the grant and still
 //! cannot read `~/.ssh` or write outside the project), a deny, an unreadable answer, a timeout, a reask, the pause
-//! after denials (the next exit goes to the user), and a prompt injection: an upload of `~/.ssh/id_rsa` goes to the
-//! user alone, and no model ever receives the key. No test needs the internet: a granted host is answered by the
-//! proxy, which cannot resolve it.
+//! after denials (the next exit goes to the user), an away user's question that expires (judged presence_expired),
+//! and a prompt injection: an upload of `~/.ssh/id_rsa` goes to the user alone, and no model ever receives the key.
+//! No test needs the internet: a granted host is answered by the proxy, which cannot resolve it.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a failed unwrap is a failed test.
 
@@ -409,4 +409,40 @@ async fn an_approved_unsandboxed_exit_runs_as_the_user_and_what_it_left_running_
         matches!(state, None | Some("Z" | "X")),
         "the background sleep still runs after the call: {stat}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_exit_question_to_an_away_user_expires_and_is_judged_presence_expired() {
+    let (home, project) = (tempdir(), tempdir());
+    std::fs::write(project.path().join("notes.txt"), "notes\n").unwrap();
+    // An upload to a host that is not the project's: only the user may approve it.
+    let line = "curl -sS -T notes.txt https://up.efr-test.invalid/ ; touch ran.txt";
+    let server = server(vec![turn(shell_call("call_up", line)), turn(text("done"))]).await;
+    let efrd = daemon(home.path(), &server, "\n[permissions]\naway_question_secs = 1");
+    let mut client = efrd.client().await.unwrap();
+    let (_, conversation, id) = start(&mut client, project.path(), "auto", "upload the notes").await;
+    let mut events = bounded("the question", events_until(&mut client, id, "approval_requested")).await;
+    let question = events.last().unwrap().clone();
+    assert_eq!(question["exit"]["kind"], "upload", "{question}");
+    let away = json!({"command_id": command_id(), "conversation_id": conversation, "presence": "away"});
+    client.ok("presence.set", away).await.unwrap();
+    events.extend(bounded("the turn", events_until(&mut client, id, "turn_completed")).await);
+
+    let expired = event_of(&events, "approval_expired", "call_up");
+    assert_eq!(expired["away"], true, "{expired}");
+    let judged = event_of(&events, "exit_judged", "call_up");
+    assert_eq!(
+        (&judged["judge"], &judged["verdict"]),
+        (&json!("presence_expired"), &json!("deny")),
+        "{judged}"
+    );
+    let done = event_of(&events, "tool_call_completed", "call_up");
+    assert_eq!(done["status"], "denied", "{done}");
+    assert!(!project.path().join("ran.txt").exists(), "the call did not run");
+    assert!(classifier_requests(&server).is_empty(), "no model judged the upload");
+    // The question expired: an answer now is a conflict.
+    let late = json!({"command_id": command_id(), "conversation_id": conversation, "call_id": "call_up",
+        "decision": "allow"});
+    let answer = client.call("approval.respond", late).await.unwrap();
+    assert_eq!(answer.unwrap_err().code, ErrorCode::Conflict);
 }
