@@ -40,9 +40,11 @@ pub async fn apply_patch(
     }
     // Written only where it was judged: a link swapped in since the decision fails the commit.
     let allowed: Vec<PathBuf> = touched(changes).map(Path::to_path_buf).collect();
-    let (event, output) = match plan.commit_within(&allowed) {
+    let mut written = Vec::new();
+    let (event, mut output) = match plan.commit_within(&allowed) {
         Ok(results) => {
-            let (changes, diff) = changes_of(results, env);
+            let (changes, diff, raw) = changes_of(results, env);
+            written = raw;
             let summary: Vec<String> = changes
                 .files
                 .iter()
@@ -71,12 +73,27 @@ pub async fn apply_patch(
         }
     };
     sink.record(turn_id, vec![event]).await.ok()?;
+    // A contained call's patch can write what code outside the sandbox runs from, as a shell call can
+    // (docs/auto.md, "Surface changes"). A patch has no shell: no PATH folder is known, the rest is found.
+    if grants.is_some() && !written.is_empty() {
+        let project = env.snapshots.as_ref().and_then(|_| env.roots.first().cloned());
+        let shell = super::surface::CallShell {
+            path_var: None,
+            cwd: Some(env.cwd.clone()),
+        };
+        if let Some(note) =
+            super::surface::after_call(sink, turn_id, call_id, project.as_deref(), written, shell).await?
+        {
+            output.output.push('\n');
+            output.output.push_str(&note);
+        }
+    }
     Some(output)
 }
 
 /// The changes and the unified diff of an applied patch, with paths as a client shows them (docs/protocol.md, "The
-/// contract": "what the agent changed in files").
-fn changes_of(results: Vec<patch::FileResult>, env: &ToolEnv) -> (FileChanges, String) {
+/// contract": "what the agent changed in files"), and the changes themselves (absolute paths).
+fn changes_of(results: Vec<patch::FileResult>, env: &ToolEnv) -> (FileChanges, String, Vec<Change>) {
     let project = env.roots.first().map(PathBuf::as_path);
     let roots = DisplayRoots {
         project,
@@ -104,6 +121,7 @@ fn changes_of(results: Vec<patch::FileResult>, env: &ToolEnv) -> (FileChanges, S
     (
         file_changes(&changes, &roots),
         unified_diff(&changes, &roots, TOOL_CALL_DIFF_LINES),
+        changes,
     )
 }
 

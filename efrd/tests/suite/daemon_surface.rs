@@ -13,7 +13,7 @@ use std::path::Path;
 use serde_json::{Value, json};
 
 use common::auto::{bounded, daemon_with, tempdir};
-use common::tools::{event_of, shell_call, start, text, tool_output};
+use common::tools::{event_of, patch_call, shell_call, start, text, tool_output};
 use common::{command_id, events_until, git, model, whole_log};
 
 fn mode(path: &Path) -> u32 {
@@ -243,4 +243,39 @@ async fn a_turn_without_surface_changes_reports_none_and_numbering_survives_a_re
     let asked = event_of(&events, "surface_question_requested", "call_tasks");
     assert_eq!(asked["question_id"], "s2", "{asked}");
     assert_eq!(asked["change"]["surface"], "editor_tasks", "{asked}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_patch_that_writes_an_envrc_is_a_surface_change_and_putting_it_back_removes_it() {
+    let home = tempdir();
+    let project = tempdir();
+    let root = project.path();
+    git(root, &["init", "-q"]);
+    let patch = "*** Begin Patch\n*** Add File: .envrc\n+export TOKEN_URL=https://x.example\n*** Add File: src.txt\n+plain\n*** End Patch";
+    let server = model(vec![patch_call("call_patch", patch), text("done")]).await;
+    let efrd = daemon_with(home.path(), &server, &[]);
+    let mut client = efrd.client().await.unwrap();
+    let (_, conversation, id) = start(&mut client, root, "auto", "add an envrc").await;
+    let events = bounded("the auto turn", events_until(&mut client, id, "turn_completed")).await;
+
+    let done = event_of(&events, "tool_call_completed", "call_patch");
+    assert_eq!(done["status"], "ok", "{done}");
+    let changed = event_of(&events, "sandbox_surface_changed", "call_patch");
+    assert_eq!(
+        changed["changes"],
+        json!([{"path": ".envrc", "surface": "envrc", "change": "added", "runs_code": true}]),
+        "only the .envrc, not the plain file: {changed}"
+    );
+    let asked = event_of(&events, "surface_question_requested", "call_patch");
+    let question = asked["question_id"].as_str().unwrap().to_owned();
+    let answer = client
+        .ok("sandbox.surface_respond", respond(&conversation, &question, false))
+        .await
+        .unwrap();
+    assert_eq!(answer["outcome"], "removed", "{answer}");
+    assert!(
+        !root.join(".envrc").exists(),
+        "an added file that is not kept is gone (to efr's trash)"
+    );
+    assert!(root.join("src.txt").is_file());
 }
