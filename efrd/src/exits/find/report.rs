@@ -7,7 +7,10 @@
 //!   (`org.freedesktop.DBus`) is none;
 //! - a write the sandbox refused, from the output's `Read-only file system`, or `Permission denied` on a line that
 //!   creates, writes, removes or renames: a `write`, `delete` or `floor_edit` (source `report`), or `unmask` for a
-//!   masked path.
+//!   masked path;
+//! - a read of a masked path, which inside the sandbox is not there (`No such file or directory` naming a path under
+//!   a mask of the home, such as a credential store): an `unmask` (source `report`). A mask that holds one of efr's
+//!   roots (the runtime folder) is never unmasked this way.
 //!
 //! A path in the output is a fact the call itself printed, never trusted: the grant is at most its parent folder
 //! ([`ExitContext::write_grant`]), never a writable root's, a floor's or a system folder's.
@@ -104,7 +107,45 @@ pub(super) fn exits(
     for (path, delete) in refused_writes(output) {
         refused_write(&mut found, &path, delete, already, ctx);
     }
+    for path in missing_paths(output) {
+        masked_read(&mut found, &path, already, ctx);
+    }
     found.into_records()
+}
+
+/// One path the call could not find: an `unmask` exit when it lies under a mask (what the sandbox hides reads as
+/// not there), unless a mask holds efr's own roots or the line asked for it already.
+fn masked_read(found: &mut Found, path: &std::path::Path, already: &[ExitRecord], ctx: &ExitContext<'_>) {
+    let path = normalize(path);
+    let Some(mask) = ctx.mask_of(&path) else { return };
+    let efr = ctx.efr_dirs;
+    let holds_efr = [&efr.config, &efr.data, &efr.state, &efr.runtime, &efr.scratch]
+        .into_iter()
+        .flatten()
+        .any(|dir| crate::policy::paths::is_within(dir, &mask) || crate::policy::paths::is_within(&path, dir));
+    let asked = already.iter().any(|r| r.kind == ExitKind::Unmask);
+    if holds_efr || asked {
+        return;
+    }
+    let exit = Exit::grants(vec![Grant::Unmask { path: mask }]).targets(vec![ctx.target(&path)]);
+    found.add(ExitKind::Unmask, ExitSource::Report, exit);
+}
+
+/// The absolute paths an output says are not there (`No such file or directory`), at most 16.
+#[must_use]
+pub fn missing_paths(output: &str) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = Vec::new();
+    for line in output.lines().take(4096) {
+        if !line.to_ascii_lowercase().contains("no such file or directory") {
+            continue;
+        }
+        for path in line_paths(line, &["no such file or directory"]) {
+            if !out.contains(&path) && out.len() < 16 {
+                out.push(path);
+            }
+        }
+    }
+    out
 }
 
 /// One write the sandbox refused: an exit unless the path is writable already, a floor, or asked for already.
@@ -207,7 +248,7 @@ pub fn refused_writes(output: &str) -> Vec<(PathBuf, bool)> {
         let delete = ["cannot remove", "cannot unlink", "unlink '", "rmdir '"]
             .iter()
             .any(|v| lower.contains(v));
-        for path in line_paths(line) {
+        for path in line_paths(line, &["read-only file system", "permission denied"]) {
             if !out.iter().any(|(p, _)| *p == path) {
                 out.push((path, delete));
             }
@@ -216,11 +257,11 @@ pub fn refused_writes(output: &str) -> Vec<(PathBuf, bool)> {
     out
 }
 
-/// The absolute paths a message line names: quoted (`'…'`, `"…"`, `` `…` ``, `‘…’`), or else the part just before
+/// The absolute paths a message line names for one of `errors` (lowercase): quoted (`'…'`, `"…"`, `` `…` ``, `‘…’`), or else the part just before
 /// the error in a shell's `program: [line N: ]path: error` form (`bash: /etc/x: Read-only file system`), or that
 /// part's last word when it is a path (`sed: couldn't open temporary file /x: …`). Never the
 /// program's own path (`/usr/bin/bash: line 1: .git/config: Read-only file system` names no absolute path).
-fn line_paths(line: &str) -> Vec<PathBuf> {
+fn line_paths(line: &str, errors: &[&str]) -> Vec<PathBuf> {
     let mut out = Vec::new();
     for (open, close) in [('\'', '\''), ('"', '"'), ('`', '`'), ('‘', '’')] {
         let mut rest = line;
@@ -238,7 +279,7 @@ fn line_paths(line: &str) -> Vec<PathBuf> {
         let parts: Vec<&str> = line.split(": ").collect();
         let error = parts.iter().position(|part| {
             let lower = part.to_ascii_lowercase();
-            lower.contains("read-only file system") || lower.contains("permission denied")
+            errors.iter().any(|e| lower.contains(e))
         });
         // The part before the error is the path, or ends with it (`sed: couldn't open temporary file /x: …`).
         let before = error.filter(|i| *i > 0).map(|i| parts[i - 1].trim());

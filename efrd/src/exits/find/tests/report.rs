@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use efr_protocol::wire::{BlockReason, Blocked, Bus, BusRefusal, ExitAction, ExitKind, ExitSource, SandboxSummary};
 
 use super::{Fixture, call, line, render};
-use crate::exits::find::report::refused_writes;
+use crate::exits::find::report::{missing_paths, refused_writes};
 use crate::exits::find::{patch_exits, report_exits};
 use crate::policy::{ChangeKind, PatchChange};
 
@@ -289,4 +289,30 @@ fn a_blocked_host_is_an_upload_only_when_the_line_sends_data() {
     assert_eq!(kinds("curl -T build.tgz \"$URL\""), [ExitKind::Upload]);
     assert_eq!(kinds("npm i @types/node"), [ExitKind::Host]);
     assert_eq!(kinds("python3 -c 'import urllib.request'"), [ExitKind::Host]);
+}
+
+#[test]
+fn a_masked_path_the_call_could_not_find_is_an_unmask_exit() {
+    let fixture = Fixture::new();
+    let ctx = fixture.ctx();
+    let output = "\
+cat: /home/u/.ssh/id_rsa: No such file or directory
+ls: cannot access '/run/user/1000/bus': No such file or directory
+cat: /home/u/proj/missing.txt: No such file or directory
+";
+    assert_eq!(missing_paths(output).len(), 3);
+    let records = report_exits(&call("./deploy.sh"), &SandboxSummary::default(), output, &[], &ctx);
+    assert_eq!(records.len(), 1, "{records:#?}");
+    let record = &records[0];
+    assert_eq!((record.kind, record.source), (ExitKind::Unmask, ExitSource::Report));
+    assert_eq!(
+        record.needs.grants,
+        [efr_protocol::wire::Grant::Unmask {
+            path: PathBuf::from("/home/u/.ssh")
+        }]
+    );
+    assert!(record.targets[0].masked, "{record:?}");
+    // Asked for on the line already: not again.
+    let again = report_exits(&call("./deploy.sh"), &SandboxSummary::default(), output, &records, &ctx);
+    assert!(again.is_empty(), "{again:?}");
 }
