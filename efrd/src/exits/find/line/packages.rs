@@ -5,8 +5,9 @@ use std::path::PathBuf;
 
 use efr_protocol::wire::{ExitKind, Grant};
 
-use super::{CRATES, Finder, GO, NPM, PYPI, RUBYGEMS};
+use super::{CRATES, Finder, GO, NPM, PYPI, RUBYGEMS, named};
 use crate::exits::find::Exit;
+use crate::exits::find::hosts::{NamedHost, url_host};
 use crate::policy::SeenCommand;
 
 impl Finder<'_> {
@@ -104,7 +105,7 @@ impl Finder<'_> {
         }
         match name {
             "pip" | "pip3" if installs(&["install"]) && has(&["--user"]) => self.user_install(cmd, ".local", PYPI),
-            "pip" | "pip3" if installs(&["install", "download", "index", "wheel"]) => self.registry(PYPI),
+            "pip" | "pip3" if installs(&["install", "download", "index", "wheel"]) => self.reach(&pip_indexes(&values)),
             "pipx" if installs(&["install", "upgrade", "inject", "reinstall", "run", "upgrade-all"]) => {
                 self.user_install(cmd, ".local", PYPI);
             }
@@ -189,4 +190,29 @@ impl Finder<'_> {
             .collect();
         self.add(ExitKind::Upload, Exit::grants(grants).hosts(facts).targets(targets));
     }
+}
+
+/// The index hosts of a pip line: PyPI's, or the host of `-i`/`--index-url` instead, plus each `--extra-index-url`'s
+/// (`--flag=url` or `--flag url`); none with `--no-index`. A URL that does not read leaves PyPI's.
+fn pip_indexes(values: &[&str]) -> Vec<NamedHost> {
+    if values.contains(&"--no-index") {
+        return Vec::new();
+    }
+    let mut index: Option<NamedHost> = None;
+    let mut extra: Vec<NamedHost> = Vec::new();
+    for (i, value) in values.iter().enumerate() {
+        let (flag, url) = match value.split_once('=') {
+            Some((flag, url)) if flag.starts_with("--") => (flag, Some(url)),
+            _ => (*value, values.get(i + 1).copied()),
+        };
+        let host = || url.and_then(url_host);
+        match flag {
+            "-i" | "--index-url" => index = host().or(index),
+            "--extra-index-url" => extra.extend(host()),
+            _ => {}
+        }
+    }
+    let mut hosts = index.map_or_else(|| PYPI.iter().map(|h| named(h)).collect(), |host| vec![host]);
+    hosts.extend(extra);
+    hosts
 }
