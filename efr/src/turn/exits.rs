@@ -64,11 +64,7 @@ pub fn question_line(exit: &ExitInfo) -> String {
 
 /// A record's target in a few words: its first path (a masked one first), else its first host, else nothing.
 fn record_target(record: &ExitRecord) -> Option<String> {
-    let target = record
-        .targets
-        .iter()
-        .find(|t| t.masked)
-        .or_else(|| record.targets.first());
+    let target = record.main_target();
     if let Some(target) = target {
         let masked = if target.masked { " (masked)" } else { "" };
         return Some(format!("{}{masked}", target.path.display()));

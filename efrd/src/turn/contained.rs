@@ -265,6 +265,29 @@ impl Outcome {
     }
 }
 
+/// The launch plan of a contained call of `env`'s turn with `grants`, for its mounts only (the shell, line and report
+/// are placeholders): what efrd checks a patch or an exit's path against. The roots and `$SCRATCH` are resolved
+/// through links like the paths they are checked against.
+#[must_use]
+pub fn mounts_plan(env: &super::tools::ToolEnv, grants: &[Grant]) -> LaunchPlan {
+    let roots = super::patch_paths::resolved_roots(&env.roots);
+    let scratch = super::patch_paths::resolved_roots(std::slice::from_ref(&env.scratch)).remove(0);
+    call_plan(&CallPlan {
+        layout: &env.layout,
+        bwrap: Path::new("/usr/bin/bwrap"),
+        shell: Path::new("/bin/sh"),
+        line: "true",
+        cwd: &env.cwd,
+        env: &[],
+        project_roots: &roots,
+        scratch: &scratch,
+        grants,
+        report: Path::new("/dev/null"),
+        read_only: false,
+        desktop: None,
+    })
+}
+
 /// Whether a contained call may write at `path` (absolute): the deepest mount of `plan` that holds it is a writable
 /// bind (a project root, `$SCRATCH`, a write grant, a pinned git folder). The private `/tmp`, masks, protected
 /// read-only paths (`.git/config`) and everything read-only are not: a file tool's write there would not be what the

@@ -11,7 +11,6 @@ use efr_protocol::wire::{ExitKind, ExitRecord, GitCode, GitCodeItem};
 
 use super::contained;
 use super::git_check;
-use super::patch_paths::resolved_roots;
 use super::tools::ToolEnv;
 use crate::policy::{GitTrust, LineAnalysis};
 
@@ -87,7 +86,7 @@ fn git_dir(repository: &Path) -> PathBuf {
 /// config and hooks, the folders of efr's roots): those paths are read-only so that a contained call cannot plant
 /// code that git runs outside the sandbox later, and no exit lifts that (the call fails inside, as before exits).
 pub fn drop_ungrantable(env: &ToolEnv, records: &mut Vec<ExitRecord>) {
-    let protected = base_plan(env, &[]).protected;
+    let protected = contained::mounts_plan(env, &[]).protected;
     records.retain(|record| {
         !matches!(record.kind, ExitKind::Write | ExitKind::Delete)
             || !record.targets.iter().any(|target| {
@@ -106,27 +105,7 @@ fn writable_in_sandbox(env: &ToolEnv, path: &Path) -> bool {
 /// Whether a contained call of this turn with `grants` could write `path`.
 fn writable_with(env: &ToolEnv, path: &Path, grants: &[efr_protocol::wire::Grant]) -> bool {
     let real = crate::policy::paths::resolve(path).unwrap_or_else(|_| path.to_path_buf());
-    contained::writable_in(&base_plan(env, grants), &real)
-}
-
-/// The launch plan of a contained call of this turn with `grants` (only its mounts matter).
-fn base_plan(env: &ToolEnv, grants: &[efr_protocol::wire::Grant]) -> efr_protocol::internal::LaunchPlan {
-    let roots = resolved_roots(&env.roots);
-    let scratch = resolved_roots(std::slice::from_ref(&env.scratch)).remove(0);
-    contained::call_plan(&contained::CallPlan {
-        layout: &env.layout,
-        bwrap: Path::new("/usr/bin/bwrap"),
-        shell: Path::new("/bin/sh"),
-        line: "true",
-        cwd: &env.cwd,
-        env: &[],
-        project_roots: &roots,
-        scratch: &scratch,
-        grants,
-        report: Path::new("/dev/null"),
-        read_only: false,
-        desktop: None,
-    })
+    contained::writable_in(&contained::mounts_plan(env, grants), &real)
 }
 
 #[cfg(test)]

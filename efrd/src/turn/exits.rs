@@ -364,11 +364,7 @@ fn main_index(records: &[ExitRecord]) -> Option<usize> {
 /// grant, else its kind.
 #[must_use]
 pub fn target_words(record: &ExitRecord, shown: &Shown) -> String {
-    let target = record
-        .targets
-        .iter()
-        .find(|t| t.masked)
-        .or_else(|| record.targets.first());
+    let target = record.main_target();
     if let Some(target) = target {
         return shown.path(&target.path);
     }

@@ -11,7 +11,7 @@ use efr_protocol::ids::{CallId, TurnId};
 use efr_protocol::wire::{FileChangeKind, FileChanges, Grant};
 
 use super::contained;
-use super::patch_paths::{resolved_roots, touched};
+use super::patch_paths::touched;
 use super::sink::Sink;
 use super::tools::{CallOutput, ToolEnv, completed};
 use crate::policy::PatchChange;
@@ -130,28 +130,7 @@ fn changes_of(results: Vec<patch::FileResult>, env: &ToolEnv) -> (FileChanges, S
 /// its links) that a contained call could not read, such as a stored key behind a link in the project: efrd reads
 /// and writes as the user, so it keeps the sandbox's rules itself.
 fn sandbox_refusal(env: &ToolEnv, plan: &Plan, changes: &[PatchChange], grants: &[Grant]) -> Option<String> {
-    // Resolved like the changes' paths (see `patch_paths`).
-    let roots: Vec<PathBuf> = if env.snapshots.is_some() {
-        resolved_roots(&env.roots)
-    } else {
-        Vec::new()
-    };
-    let scratch = resolved_roots(std::slice::from_ref(&env.scratch)).remove(0);
-    // Only the mounts matter here: the shell, line and report are placeholders.
-    let sandbox = contained::call_plan(&contained::CallPlan {
-        layout: &env.layout,
-        bwrap: Path::new("/usr/bin/bwrap"),
-        shell: Path::new("/bin/sh"),
-        line: "true",
-        cwd: &env.cwd,
-        env: &[],
-        project_roots: &roots,
-        scratch: &scratch,
-        grants,
-        report: Path::new("/dev/null"),
-        read_only: false,
-        desktop: None,
-    });
+    let sandbox = contained::mounts_plan(env, grants);
     let unwritable = touched(changes).find(|path| !contained::writable_in(&sandbox, path));
     if let Some(path) = unwritable {
         return Some(format!(

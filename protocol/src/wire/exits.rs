@@ -309,6 +309,14 @@ pub struct ExitRecord {
     pub judgement: Option<Judgement>,
 }
 
+impl ExitRecord {
+    /// The target a client or a question names first: the first masked one (what a judge must see), else the first.
+    #[must_use]
+    pub fn main_target(&self) -> Option<&ExitTarget> {
+        self.targets.iter().find(|t| t.masked).or_else(|| self.targets.first())
+    }
+}
+
 /// The exit of a question (approval_requested's `exit`): what a client shows the user.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ExitInfo {
