@@ -116,7 +116,7 @@ fn turn_snapshot(store: &SnapshotStore, limits: &Limits, root: &Path, id: &str) 
     let t0 = Instant::now();
     let previous = store.last_of(root);
     let t1 = Instant::now();
-    let snapshot = Snapshot::take(root, limits, previous.as_ref())?;
+    let snapshot = Snapshot::take(root, limits, previous.as_deref())?;
     let t2 = Instant::now();
     if snapshot.truncated.is_some() || !snapshot.not_covered.is_empty() || snapshot.files.len() != FILES {
         bail!(

@@ -52,7 +52,7 @@ fn header(store: &SnapshotStore, id: &str) -> serde_json::Value {
 /// Takes a covered snapshot as a turn does (with the store's last one), saves it under `id` and keeps it.
 fn turn(store: &SnapshotStore, root: &Path, id: &str) -> Snapshot {
     let previous = store.last_of(root);
-    let snapshot = Snapshot::take(root, &covered(store), previous.as_ref()).expect("snapshot");
+    let snapshot = Snapshot::take(root, &covered(store), previous.as_deref()).expect("snapshot");
     store.save(id, &snapshot).expect("save");
     store.remember(&snapshot);
     snapshot

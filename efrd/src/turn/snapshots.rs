@@ -52,14 +52,14 @@ fn turn_limits(store: &SnapshotStore) -> Limits {
 
 async fn take(store: &Arc<SnapshotStore>, root: PathBuf, previous: Option<Snapshot>) -> Option<Snapshot> {
     let limits = turn_limits(store);
-    let previous = previous.or_else(|| store.last_of(&root));
+    let previous = previous.map(Arc::new).or_else(|| store.last_of(&root));
     let snapshot = take_within(root, previous, limits).await?;
     store.remember(&snapshot);
     Some(snapshot)
 }
 
-async fn take_within(root: PathBuf, previous: Option<Snapshot>, limits: Limits) -> Option<Snapshot> {
-    let taken = tokio::task::spawn_blocking(move || Snapshot::take(&root, &limits, previous.as_ref())).await;
+async fn take_within(root: PathBuf, previous: Option<Arc<Snapshot>>, limits: Limits) -> Option<Snapshot> {
+    let taken = tokio::task::spawn_blocking(move || Snapshot::take(&root, &limits, previous.as_deref())).await;
     match taken {
         Ok(Ok(snapshot)) => Some(snapshot),
         Ok(Err(error)) => {
@@ -453,7 +453,7 @@ impl CallSnapshots {
 
     async fn walk(&self, root: PathBuf) -> Option<Snapshot> {
         let (previous, limits) = self.next_walk(&root);
-        let snapshot = take_within(root, previous, limits).await?;
+        let snapshot = take_within(root, previous.map(Arc::new), limits).await?;
         self.keep(&snapshot);
         Some(snapshot)
     }

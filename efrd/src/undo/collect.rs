@@ -107,7 +107,7 @@ mod tests {
                     std::fs::write(root.join("f0.txt"), format!("turn {n}\n")).expect("write");
                 }
                 let previous = store.last_of(&root);
-                let snapshot = crate::snapshot::Snapshot::take(&root, &limits, previous.as_ref()).expect("take");
+                let snapshot = crate::snapshot::Snapshot::take(&root, &limits, previous.as_deref()).expect("take");
                 let id = format!("{turn}-{phase}");
                 store.save(&id, &snapshot).expect("save");
                 store.remember(&snapshot);

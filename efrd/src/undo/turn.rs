@@ -158,7 +158,7 @@ pub fn undo_turn(store: &Arc<SnapshotStore>, ask: Ask, running: bool) -> Result<
         let Some(post) = post else { continue };
         let (from, to) = if ask.redo { (pre, post) } else { (post, pre) };
         let previous = store.last_of(&from.root);
-        let Ok(current) = Snapshot::take(&from.root, &limits, previous.as_ref()) else {
+        let Ok(current) = Snapshot::take(&from.root, &limits, previous.as_deref()) else {
             done.notes
                 .push(format!("{} is gone: nothing there was undone", from.root.display()));
             continue;
