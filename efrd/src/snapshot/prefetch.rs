@@ -7,13 +7,21 @@
 //! so the result is the same as a walk in one thread; only folders the walk listed as entries are read ahead, one
 //! level at a time, so the read-ahead stays within the walk's own bounds.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::fs::{self, Metadata};
 use std::path::{Path, PathBuf};
 use std::sync::{Condvar, Mutex, PoisonError};
 
-/// A folder's entries by name (UTF-8 names other than `.git`), each with its metadata when it could be read.
-pub(super) type Listing = BTreeMap<String, Option<Metadata>>;
+/// A folder's entries, as read by [`list`].
+#[derive(Debug, Default)]
+pub(super) struct Listing {
+    /// The UTF-8 names other than `.git`, sorted by their bytes, each with its metadata when it could be read.
+    pub entries: Vec<(String, Option<Metadata>)>,
+    /// The names that are not UTF-8 (left out of `entries`).
+    pub not_utf8: u64,
+    /// Whether the folder could not be read at all (`entries` is empty).
+    pub unreadable: bool,
+}
 
 /// The most threads that read ahead.
 const MAX_THREADS: usize = 3;
@@ -21,17 +29,26 @@ const MAX_THREADS: usize = 3;
 /// Lists `path`: each entry's metadata is read relative to the open folder (the kernel looks up one name, where a
 /// stat by the whole path looks up every folder from `/` again).
 pub(super) fn list(path: &Path) -> Listing {
-    fs::read_dir(path)
-        .map(|entries| {
-            entries
-                .filter_map(|entry| {
-                    let entry = entry.ok()?;
-                    let name = entry.file_name().into_string().ok()?;
-                    (name != ".git").then(|| (name, entry.metadata().ok()))
-                })
-                .collect()
-        })
-        .unwrap_or_default()
+    let Ok(read) = fs::read_dir(path) else {
+        return Listing {
+            unreadable: true,
+            ..Listing::default()
+        };
+    };
+    let mut listing = Listing::default();
+    for entry in read {
+        let Ok(entry) = entry else {
+            listing.unreadable = true;
+            continue;
+        };
+        match entry.file_name().into_string() {
+            Ok(name) if name == ".git" => {}
+            Ok(name) => listing.entries.push((name, entry.metadata().ok())),
+            Err(_) => listing.not_utf8 += 1,
+        }
+    }
+    listing.entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    listing
 }
 
 /// How many threads read ahead on this machine: none on one core.
@@ -69,18 +86,15 @@ impl Prefetch {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Hands the subfolders of `path` found in its `listing` to the threads.
-    pub(super) fn ahead(&self, path: &Path, listing: &Listing) {
+    /// Hands the folders `folders` (those of a listing the walk will enter) to the threads.
+    pub(super) fn ahead(&self, folders: impl IntoIterator<Item = PathBuf>) {
         let mut state = self.lock();
         if state.stopped {
             return;
         }
-        for (name, meta) in listing {
-            if meta.as_ref().is_some_and(Metadata::is_dir) {
-                let folder = path.join(name);
-                state.slots.insert(folder.clone(), Slot::Queued);
-                state.queue.push_back(folder);
-            }
+        for folder in folders {
+            state.slots.insert(folder.clone(), Slot::Queued);
+            state.queue.push_back(folder);
         }
         drop(state);
         self.changed.notify_all();
@@ -146,6 +160,7 @@ mod tests {
     /// The names and kinds of a listing, to compare two listings of the same folder.
     fn shape(listing: &Listing) -> Vec<(String, bool)> {
         listing
+            .entries
             .iter()
             .map(|(name, meta)| (name.clone(), meta.as_ref().is_some_and(Metadata::is_dir)))
             .collect()
@@ -168,13 +183,13 @@ mod tests {
                 scope.spawn(|| prefetch.work());
             }
             let root = prefetch.take(dir.path());
-            assert_eq!(root.len(), 20, ".git is not listed: {:?}", shape(&root));
-            prefetch.ahead(dir.path(), &root);
-            for name in root.keys() {
+            assert_eq!(root.entries.len(), 20, ".git is not listed: {:?}", shape(&root));
+            prefetch.ahead(root.entries.iter().map(|(name, _)| dir.path().join(name)));
+            for (name, _) in &root.entries {
                 let path = dir.path().join(name);
                 let listing = prefetch.take(&path);
                 assert_eq!(shape(&listing), shape(&list(&path)));
-                assert_eq!(listing.len(), 31);
+                assert_eq!(listing.entries.len(), 31);
             }
             prefetch.stop();
         });
