@@ -3,8 +3,9 @@
 //! The walk lists each folder once (names and metadata, read ahead by [`prefetch`]'s threads), visits its entries
 //! in name order, and asks the ignore rules (`ignore`'s [`IncrementalIgnore`], loaded folder by folder, the same
 //! rules as [`crate::tools::changes::IgnoreRules`]) about each entry: an ignored file is recorded as such, an
-//! ignored folder is entered only by a covered walk. Walking itself rather than through `ignore`'s walker halves a
-//! warm walk: each folder is read once instead of twice, and no path is built for an entry whose stat is reused.
+//! ignored folder is entered only by a covered walk. Walking itself rather than through `ignore`'s walker cuts a warm
+//! walk of 20,000 files by about a quarter: each folder is read once instead of twice, and no path is built for an
+//! entry whose stat is reused.
 
 use std::fs::{self, File, Metadata};
 use std::io::Read;
@@ -131,10 +132,7 @@ struct Walk<'a> {
 impl Walk<'_> {
     /// Walks the root, each folder in name order, and returns the snapshot (its refs not read yet).
     fn run(mut self, started: Instant) -> Snapshot {
-        let mut open = Vec::new();
-        if let Some(root) = self.open(String::new(), self.root.to_path_buf(), false) {
-            open.push(root);
-        }
+        let mut open = vec![self.open(String::new(), self.root.to_path_buf(), false)];
         while let Some(folder) = open.last_mut() {
             let Some((name, meta)) = folder.entries.next() else {
                 open.pop();
@@ -193,12 +191,12 @@ impl Walk<'_> {
             }
             self.build_outputs.push(format!("{rel}/"));
         }
-        self.open(rel, path, ignored)
+        Some(self.open(rel, path, ignored))
     }
 
     /// Lists a folder the walk enters (from the read-ahead when it has it) and hands the subfolders the walk will
     /// enter to the read-ahead.
-    fn open(&mut self, rel: String, path: PathBuf, ignored: bool) -> Option<OpenFolder> {
+    fn open(&mut self, rel: String, path: PathBuf, ignored: bool) -> OpenFolder {
         let listing = match self.prefetch {
             Some(prefetch) => prefetch.take(&path),
             None => prefetch::list(&path),
@@ -228,12 +226,12 @@ impl Walk<'_> {
             }
             prefetch.ahead(ahead);
         }
-        Some(OpenFolder {
+        OpenFolder {
             rel,
             path,
             ignored,
             entries: listing.entries.into_iter(),
-        })
+        }
     }
 
     fn is_ignored_folder(&mut self, rel: &str) -> bool {
