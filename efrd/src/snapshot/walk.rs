@@ -138,11 +138,7 @@ impl Walk<'_> {
                 open.pop();
                 continue;
             };
-            let rel = if folder.rel.is_empty() {
-                name.clone()
-            } else {
-                format!("{}/{name}", folder.rel)
-            };
+            let rel = child(&folder.rel, &name);
             if started.elapsed() > self.limits.max_time {
                 self.cut(TruncateReason::Time, rel);
                 break;
@@ -172,7 +168,6 @@ impl Walk<'_> {
                 self.record_meta(rel, (parent, &name), kind, &meta, ignored);
             }
         }
-        drop(open);
         self.snapshot
     }
 
@@ -203,24 +198,14 @@ impl Walk<'_> {
         };
         self.snapshot.skipped += listing.not_utf8 + u64::from(listing.unreadable);
         if let Some(prefetch) = self.prefetch {
+            // An uncovered walk never enters an ignored folder (such as `target/`): it is not read ahead. Which of
+            // them a covered walk skips as build outputs is left to `enter`, which looks for the marker file once.
             let covered = self.limits.cover.is_some();
             let mut ahead = Vec::new();
             for (name, meta) in &listing.entries {
-                if !meta.as_ref().is_some_and(Metadata::is_dir) {
-                    continue;
-                }
-                let sub = if rel.is_empty() {
-                    name.clone()
-                } else {
-                    format!("{rel}/{name}")
-                };
-                // The read-ahead lists only folders the walk will enter (not an ignored `target/`).
-                let enters = if ignored || self.is_ignored_folder(&sub) {
-                    covered && !is_build_output(name, &path.join(name))
-                } else {
-                    true
-                };
-                if enters {
+                if meta.as_ref().is_some_and(Metadata::is_dir)
+                    && (covered || !self.is_ignored_folder(&child(&rel, name)))
+                {
                     ahead.push(path.join(name));
                 }
             }
@@ -430,6 +415,15 @@ impl Walk<'_> {
             .memory
             .entry(hash)
             .or_insert_with(|| Arc::from(bytes));
+    }
+}
+
+/// The relative path of `name` in the folder at `rel` (the root's is empty).
+fn child(rel: &str, name: &str) -> String {
+    if rel.is_empty() {
+        name.to_owned()
+    } else {
+        format!("{rel}/{name}")
     }
 }
 
