@@ -14,11 +14,12 @@
 //!
 //! Exits with status 1 when a budget fails. Run with `cargo bench -p efrd --bench undo` (or `cargo xtask bench`);
 //! `cargo bench -p efrd --bench undo -- warm` runs only the measures named (`warm`, `first`, `dedup`), and
-//! `EFR_BENCH_PHASES=1` prints each snapshot's parts (the stat cache's copy, the walk, the save, the keeping).
+//! `EFR_BENCH_PHASES=1` prints each snapshot's parts (finding the stat cache, the walk, the keeping, the save).
 
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
@@ -111,8 +112,8 @@ fn store(dir: &Path) -> Result<(SnapshotStore, Limits)> {
     Ok((store, limits))
 }
 
-/// Takes a covered snapshot of `root` as a turn does (with the store's last one) and saves it under `id`.
-fn turn_snapshot(store: &SnapshotStore, limits: &Limits, root: &Path, id: &str) -> Result<Snapshot> {
+/// Takes a covered snapshot of `root` as a turn does (with the store's last one), keeps it and saves it under `id`.
+fn turn_snapshot(store: &SnapshotStore, limits: &Limits, root: &Path, id: &str) -> Result<Arc<Snapshot>> {
     let t0 = Instant::now();
     let previous = store.last_of(root);
     let t1 = Instant::now();
@@ -126,13 +127,13 @@ fn turn_snapshot(store: &SnapshotStore, limits: &Limits, root: &Path, id: &str) 
             snapshot.not_covered.len()
         );
     }
-    store.save(id, &snapshot)?;
+    let snapshot = store.remember(snapshot);
     let t3 = Instant::now();
-    store.remember(&snapshot);
+    store.save(id, &snapshot)?;
     let t4 = Instant::now();
     if std::env::var_os("EFR_BENCH_PHASES").is_some() {
         eprintln!(
-            "{id}: last_of {:.1} ms, take {:.1} ms, save {:.1} ms, remember {:.1} ms",
+            "{id}: last_of {:.1} ms, take {:.1} ms, remember {:.1} ms, save {:.1} ms",
             ms(t1 - t0),
             ms(t2 - t1),
             ms(t3 - t2),

@@ -50,11 +50,10 @@ fn header(store: &SnapshotStore, id: &str) -> serde_json::Value {
 }
 
 /// Takes a covered snapshot as a turn does (with the store's last one), saves it under `id` and keeps it.
-fn turn(store: &SnapshotStore, root: &Path, id: &str) -> Snapshot {
+fn turn(store: &SnapshotStore, root: &Path, id: &str) -> Arc<Snapshot> {
     let previous = store.last_of(root);
-    let snapshot = Snapshot::take(root, &covered(store), previous.as_deref()).expect("snapshot");
+    let snapshot = store.remember(Snapshot::take(root, &covered(store), previous.as_deref()).expect("snapshot"));
     store.save(id, &snapshot).expect("save");
-    store.remember(&snapshot);
     snapshot
 }
 
@@ -218,7 +217,7 @@ fn a_version_1_manifest_still_reads_and_gets_deltas_after_it() {
         serde_json::to_vec(&json).expect("bytes"),
     )
     .expect("write");
-    store.remember(&old);
+    let old = store.remember(old);
     assert_eq!(store.load("old").expect("load"), as_loaded(&old, &store));
     assert_eq!(store.collect_garbage().expect("gc"), 0);
     // An old manifest is removed like any other.

@@ -5,7 +5,6 @@ use std::fs::{self, File};
 use std::io::{Read, Write as _};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -123,71 +122,6 @@ pub(crate) fn store_file(blobs: &Path, path: &Path) -> Result<(String, bool, Opt
     private_folder_of(&target)?;
     persist(file, &target)?;
     Ok((hash, binary, Some(target)))
-}
-
-/// The blobs a walk wrote and did not sync yet. Clones share the list, so the first sync (by
-/// [`SnapshotStore::save`](super::SnapshotStore::save) or [`SnapshotStore::remember`](super::SnapshotStore::remember),
-/// whichever comes first) empties it for all of them. Never part of a snapshot's equality.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Unsynced(Arc<Mutex<Vec<PathBuf>>>);
-
-impl PartialEq for Unsynced {
-    fn eq(&self, _: &Self) -> bool {
-        true
-    }
-}
-
-impl Eq for Unsynced {}
-
-impl Unsynced {
-    /// Adds a blob written, if any.
-    pub(crate) fn add(&self, written: Option<PathBuf>) {
-        if let (Some(path), Ok(mut list)) = (written, self.0.lock()) {
-            list.push(path);
-        }
-    }
-
-    fn take(&self) -> Vec<PathBuf> {
-        self.0
-            .lock()
-            .map(|mut list| std::mem::take(&mut *list))
-            .unwrap_or_default()
-    }
-}
-
-/// Above this many blobs, [`sync_blobs`] syncs the whole file system once (`syncfs`) rather than each blob.
-const SYNC_EACH_MAX: usize = 64;
-
-/// Makes the blobs a walk wrote durable, before a manifest names them: each file and its folder when they are few
-/// (a turn after a small change), else one `syncfs(2)` of the store's file system (a first snapshot writes
-/// thousands: one sync each cost more than the walk; git's `core.fsyncMethod=batch` does the same).
-///
-/// # Errors
-/// [`SnapshotError::Io`] when a sync fails.
-pub(crate) fn sync_blobs(blobs: &Path, unsynced: &Unsynced) -> Result<(), SnapshotError> {
-    let written = unsynced.take();
-    if written.is_empty() {
-        return Ok(());
-    }
-    let sync = |path: &Path| {
-        File::open(path)
-            .and_then(|file| file.sync_all())
-            .map_err(|error| SnapshotError::io(path, error))
-    };
-    if written.len() > SYNC_EACH_MAX {
-        let folder = File::open(blobs).map_err(|error| SnapshotError::io(blobs, error))?;
-        return nix::unistd::syncfs(&folder).map_err(|errno| SnapshotError::io(blobs, errno.into()));
-    }
-    let mut folders: Vec<&Path> = Vec::new();
-    for path in &written {
-        sync(path)?;
-        if let Some(folder) = path.parent()
-            && !folders.contains(&folder)
-        {
-            folders.push(folder);
-        }
-    }
-    folders.into_iter().try_for_each(sync)
 }
 
 fn private_folder_of(path: &Path) -> Result<PathBuf, SnapshotError> {

@@ -113,10 +113,14 @@ fn a_covered_snapshot_does_not_read_an_unchanged_file_again() {
     let mut first = Snapshot::take(&root, &limits(&store.blobs()), None).expect("snapshot");
     // As if the first snapshot were taken well after the files' last change (no racily clean file).
     first.taken_at += chrono::Duration::seconds(10);
-    store.remember(&first);
+    assert!(!first.blobs.memory.is_empty(), "the walk read the files");
+    let kept = store.remember(first);
     write(&root, "b.txt", "bb\n");
     let previous = store.last_of(&root).expect("remembered");
+    // Kept as it was returned (moved, not copied), its contents left to the store.
+    assert!(Arc::ptr_eq(&kept, &previous));
     assert!(previous.blobs.memory.is_empty());
+    assert_eq!(previous.blobs.store.as_deref(), Some(store.blobs().as_path()));
     let second = Snapshot::take(&root, &limits(&store.blobs()), Some(&previous)).expect("snapshot");
     let (a, b) = (&second.files["a.txt"], &second.files["b.txt"]);
     assert!(a.stored && b.stored);

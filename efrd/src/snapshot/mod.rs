@@ -68,6 +68,7 @@ pub mod others;
 mod prefetch;
 mod refs;
 mod store;
+mod sync;
 mod walk;
 
 #[cfg(test)]
@@ -87,11 +88,11 @@ use serde::{Deserialize, Serialize};
 
 pub use compare::{Comparison, compare};
 pub use cover::{BUILD_OUTPUTS, Cover, NotCovered, is_build_output};
-pub(crate) use cover::{Unsynced, sync_blobs};
 pub use efr_protocol::events::SnapshotPhase;
 pub use error::SnapshotError;
 pub use refs::{GitRefs, git as git_in};
 pub use store::{SnapshotStore, TrashBounds, UndoBounds, blob_path};
+pub(crate) use sync::{Unsynced, sync_blobs};
 
 /// The bounds of one snapshot.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -165,8 +166,8 @@ pub(crate) struct Blobs {
     pub(crate) memory: HashMap<String, Arc<[u8]>>,
     /// The `blobs` folder of a [`SnapshotStore`] that holds the others.
     pub(crate) store: Option<PathBuf>,
-    /// The blobs this walk wrote and did not sync yet: [`SnapshotStore::save`] (or [`SnapshotStore::remember`])
-    /// syncs them before a manifest can name them.
+    /// The blobs this walk wrote that are not known durable yet (a covered walk syncs them as it goes, so normally
+    /// none): [`SnapshotStore::save`] (or [`SnapshotStore::remember`]) syncs them before a manifest can name them.
     pub(crate) unsynced: Unsynced,
 }
 

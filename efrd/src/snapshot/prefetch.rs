@@ -51,12 +51,15 @@ pub(super) fn list(path: &Path) -> Listing {
     listing
 }
 
-/// How many threads read ahead on this machine: none on one core.
+/// How many threads read ahead on this machine: one a core, none on one core. The walk's own thread mostly waits
+/// for listings (a warm walk of 20,000 files on 2 cores: 65 ms with no thread, 53 ms with one, 35 ms with two; a
+/// third changed nothing), so it does not count as a core's work; git's `core.preloadIndex` likewise starts a thread
+/// per 500 index entries whatever the cores.
 pub(super) fn threads() -> usize {
-    std::thread::available_parallelism()
-        .map_or(1, std::num::NonZeroUsize::get)
-        .saturating_sub(1)
-        .min(MAX_THREADS)
+    match std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get) {
+        1 => 0,
+        cores => cores.min(MAX_THREADS),
+    }
 }
 
 enum Slot {

@@ -11,7 +11,8 @@
 //! *delta* naming that snapshot as its parent and listing only what changed, so a snapshot after a one-file change
 //! writes a few hundred bytes rather than every file; a full manifest is written every [`MAX_DEPTH`] deltas, and
 //! version 1 manifests (full, from an older efrd) still read. Contents are stored once however many snapshots keep
-//! them. A save writes the missing contents first and syncs them, then the manifest to a temporary file that is
+//! them. A save writes the missing contents first and syncs them (a covered walk wrote and synced its own as it went,
+//! [`super::sync`]; the save syncs what is still listed), then the manifest to a temporary file that is
 //! synced and renamed into place, then syncs the folder: a manifest never names a content or a parent that a crash
 //! could lose, and a crash leaves no half manifest. Removing a snapshot ([`SnapshotStore::remove`],
 //! [`SnapshotStore::prune`]) first rewrites each kept delta that names it as a full manifest, so no kept snapshot
@@ -174,48 +175,39 @@ impl SnapshotStore {
         self.last.lock().ok()?.get(root).cloned()
     }
 
-    /// A copy of `snapshot` without its contents in memory (a covered snapshot's are in the store), shared with
-    /// `other` when that holds the same snapshot.
-    fn kept_copy(&self, snapshot: &Snapshot, other: Option<Arc<Snapshot>>) -> Arc<Snapshot> {
-        if let Some(other) = other.filter(|other| {
-            other.taken_at == snapshot.taken_at && other.root == snapshot.root && other.files == snapshot.files
-        }) {
-            return other;
+    /// `snapshot` as the store keeps it: shared as it is when it holds no contents in memory, else a copy without
+    /// them (a covered snapshot's contents are in the store; copying 20,000 entries costs a tenth of a warm walk, so
+    /// [`SnapshotStore::remember`] strips them before a snapshot is shared and this copy is the rare case).
+    fn kept(&self, snapshot: &Arc<Snapshot>) -> Arc<Snapshot> {
+        if snapshot.blobs.memory.is_empty() {
+            return Arc::clone(snapshot);
         }
-        Arc::new(Snapshot {
-            root: snapshot.root.clone(),
-            taken_at: snapshot.taken_at,
-            elapsed_ms: snapshot.elapsed_ms,
-            files: snapshot.files.clone(),
-            truncated: snapshot.truncated.clone(),
-            not_kept: snapshot.not_kept,
-            skipped: snapshot.skipped,
-            covered: snapshot.covered,
-            not_covered: snapshot.not_covered.clone(),
-            refs: snapshot.refs.clone(),
-            blobs: Blobs {
-                store: Some(self.blobs()),
-                ..Blobs::default()
-            },
-        })
+        let mut copy = Snapshot::clone(snapshot);
+        copy.blobs = Blobs {
+            store: Some(self.blobs()),
+            ..Blobs::default()
+        };
+        Arc::new(copy)
     }
 
-    /// Keeps `snapshot` as the last of its root (without its contents in memory: a covered snapshot's are stored).
-    /// Its stored contents are synced first: the next snapshot reuses them without writing them again. When the sync
-    /// fails, nothing is kept (the next snapshot reads the files again).
-    pub fn remember(&self, snapshot: &Snapshot) {
+    /// Keeps a covered `snapshot` as the last of its root, the stat cache of the next one, and returns it shared
+    /// (moved, not copied). Its contents in memory are dropped first (they are in the store, synced here: the next
+    /// snapshot reuses them without writing them again), so a kept snapshot holds entries, not bytes; a content is
+    /// read back from the store when a diff needs it. A snapshot without cover, or whose contents fail to sync, is
+    /// returned as it is and not kept (the next snapshot reads the files again).
+    pub fn remember(&self, mut snapshot: Snapshot) -> Arc<Snapshot> {
         if !snapshot.covered || super::sync_blobs(&self.blobs(), &snapshot.blobs.unsynced).is_err() {
-            return;
+            return Arc::new(snapshot);
         }
-        let saved = self
-            .saved
-            .lock()
-            .ok()
-            .and_then(|saved| Some(Arc::clone(&saved.get(&snapshot.root)?.snapshot)));
-        let kept = self.kept_copy(snapshot, saved);
+        snapshot.blobs = Blobs {
+            store: Some(self.blobs()),
+            ..Blobs::default()
+        };
+        let kept = Arc::new(snapshot);
         if let Ok(mut last) = self.last.lock() {
-            last.insert(kept.root.clone(), kept);
+            last.insert(kept.root.clone(), Arc::clone(&kept));
         }
+        kept
     }
 
     /// The store's folder.
@@ -223,13 +215,14 @@ impl SnapshotStore {
         &self.dir
     }
 
-    /// Saves `snapshot` under `id`.
+    /// Saves `snapshot` under `id`, and keeps it (shared, see [`SnapshotStore::remember`]) as the parent of its
+    /// root's next delta.
     ///
     /// # Errors
     ///
     /// [`SnapshotError::InvalidId`], [`SnapshotError::Exists`] when the id is taken (nothing is overwritten),
     /// [`SnapshotError::MissingBlob`] when a kept content is neither in memory nor in a store, [`SnapshotError::Io`].
-    pub fn save(&self, id: &str, snapshot: &Snapshot) -> Result<(), SnapshotError> {
+    pub fn save(&self, id: &str, snapshot: &Arc<Snapshot>) -> Result<(), SnapshotError> {
         check_id(id)?;
         let manifest = self.manifest_path(id);
         if manifest.exists() {
@@ -272,8 +265,7 @@ impl SnapshotStore {
             }
             other => other?,
         }
-        let last = self.last.lock().ok().and_then(|last| last.get(&snapshot.root).cloned());
-        let kept = self.kept_copy(snapshot, last);
+        let kept = self.kept(snapshot);
         if let Ok(mut saved) = self.saved.lock() {
             saved.insert(
                 snapshot.root.clone(),

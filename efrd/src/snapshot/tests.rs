@@ -234,6 +234,41 @@ fn unchanged_files_are_not_read_again_and_a_racy_write_is_still_seen() {
 }
 
 #[test]
+fn every_unchanged_file_is_reused_where_walk_order_is_not_byte_order() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path();
+    // `-` sorts before `/`: the walk visits a/x.txt before a-b.txt, the map holds them the other way round.
+    let paths = [
+        "a-b.txt",
+        "a/x.txt",
+        "a/y.txt",
+        "a0.txt",
+        "b/c-d/e.txt",
+        "b/c/e.txt",
+        "b/c.txt",
+    ];
+    for (n, path) in paths.iter().enumerate() {
+        write(root, path, format!("{n}\n"));
+    }
+    let limits = Limits::default();
+    let mut first = Snapshot::take(root, &limits, None).expect("snapshot");
+    // As if taken well after the files' last change (no racily clean file).
+    first.taken_at += chrono::Duration::seconds(10);
+    write(root, "a/new.txt", "new\n");
+    let second = Snapshot::take(root, &limits, Some(&first)).expect("snapshot");
+    for path in paths {
+        let hash = first.files[path].sha256.clone().expect("hash");
+        assert_eq!(second.files[path], first.files[path], "{path}");
+        assert!(
+            Arc::ptr_eq(&first.blobs.memory[&hash], &second.blobs.memory[&hash]),
+            "{path} was reused"
+        );
+    }
+    assert!(second.files.contains_key("a/new.txt"));
+    assert_eq!(second.files.len(), paths.len() + 1);
+}
+
+#[test]
 fn bounds_cut_a_big_tree_in_bounded_time_and_say_so() {
     let dir = tempfile::tempdir().expect("tempdir");
     let root = dir.path();
@@ -425,11 +460,11 @@ fn the_store_keeps_snapshots_across_a_restart() {
     let before = Snapshot::take(root, &Limits::default(), None).expect("snapshot");
     let folder = state.path().join("snapshots");
     let store = SnapshotStore::open(&folder).expect("open");
-    store.save("turn-1.pre", &before).expect("save");
+    store.save("turn-1.pre", &Arc::new(before.clone())).expect("save");
     write(root, "keep.txt", "one\n2\n");
     std::fs::rename(root.join("move.txt"), root.join("moved.txt")).expect("mv");
     let after = Snapshot::take(root, &Limits::default(), Some(&before)).expect("snapshot");
-    store.save("turn-1.post", &after).expect("save");
+    store.save("turn-1.post", &Arc::new(after.clone())).expect("save");
     let live = compare(&before, &after).expect("compare");
     drop((store, before, after));
 
@@ -479,7 +514,7 @@ fn the_store_refuses_bad_ids_duplicates_and_damaged_data_clearly() {
     let state = tempfile::tempdir().expect("tempdir");
     let root = project.path();
     write(root, "a.txt", "a\n");
-    let snapshot = Snapshot::take(root, &Limits::default(), None).expect("snapshot");
+    let snapshot = Arc::new(Snapshot::take(root, &Limits::default(), None).expect("snapshot"));
     let store = SnapshotStore::open(state.path()).expect("open");
     let long = "x".repeat(129);
     for id in ["", "../x", ".hidden", "a/b", "a b", long.as_str()] {
@@ -497,7 +532,7 @@ fn the_store_refuses_bad_ids_duplicates_and_damaged_data_clearly() {
                 store: Some(state.path().join("blobs")),
                 ..Blobs::default()
             },
-            ..snapshot.clone()
+            ..Snapshot::clone(&snapshot)
         }
     );
     assert!(matches!(store.load("nope"), Err(SnapshotError::NotFound { .. })));

@@ -50,12 +50,13 @@ fn turn_limits(store: &SnapshotStore) -> Limits {
     store.undo_limits().unwrap_or_default()
 }
 
-async fn take(store: &Arc<SnapshotStore>, root: PathBuf, previous: Option<Snapshot>) -> Option<Snapshot> {
+/// A turn's snapshot of `root`, with `previous` (else the store's last one of the root) as its stat cache; kept by
+/// the store ([`SnapshotStore::remember`]) and shared, not copied.
+async fn take(store: &Arc<SnapshotStore>, root: PathBuf, previous: Option<Arc<Snapshot>>) -> Option<Arc<Snapshot>> {
     let limits = turn_limits(store);
-    let previous = previous.map(Arc::new).or_else(|| store.last_of(&root));
+    let previous = previous.or_else(|| store.last_of(&root));
     let snapshot = take_within(root, previous, limits).await?;
-    store.remember(&snapshot);
-    Some(snapshot)
+    Some(store.remember(snapshot))
 }
 
 async fn take_within(root: PathBuf, previous: Option<Arc<Snapshot>>, limits: Limits) -> Option<Snapshot> {
@@ -73,9 +74,9 @@ async fn take_within(root: PathBuf, previous: Option<Arc<Snapshot>>, limits: Lim
     }
 }
 
-async fn save(store: &Arc<SnapshotStore>, id: String, snapshot: &Snapshot) -> bool {
+async fn save(store: &Arc<SnapshotStore>, id: String, snapshot: &Arc<Snapshot>) -> bool {
     let store = Arc::clone(store);
-    let snapshot = snapshot.clone();
+    let snapshot = Arc::clone(snapshot);
     let saved = tokio::task::spawn_blocking(move || store.save(&id, &snapshot)).await;
     let ok = matches!(saved, Ok(Ok(())));
     if !ok {
@@ -111,7 +112,7 @@ pub struct TurnSnapshots {
     store: Arc<SnapshotStore>,
     roots: Vec<TurnRoot>,
     turn_id: TurnId,
-    pre: Option<Vec<Option<Snapshot>>>,
+    pre: Option<Vec<Option<Arc<Snapshot>>>>,
     presence: Option<Arc<Presence>>,
 }
 
@@ -168,7 +169,7 @@ impl TurnSnapshots {
         let mut covered = false;
         for (index, (root, pre)) in self.roots.iter().zip(pre).enumerate() {
             let Some(pre) = pre else { continue };
-            let Some(post) = take(&self.store, root.path.clone(), Some(pre.clone())).await else {
+            let Some(post) = take(&self.store, root.path.clone(), Some(Arc::clone(&pre))).await else {
                 continue;
             };
             let id = root_id(self.turn_id, SnapshotPhase::Post, index);
@@ -298,7 +299,7 @@ pub async fn close_after_restart(store: &Arc<SnapshotStore>, turn_id: TurnId) {
     let mut index = 0;
     let mut pre = Some(pre);
     while let Some(first) = pre {
-        if let Some(post) = take(store, first.root.clone(), Some(first)).await {
+        if let Some(post) = take(store, first.root.clone(), Some(Arc::new(first))).await {
             save(store, root_id(turn_id, SnapshotPhase::Post, index), &post).await;
         }
         index += 1;
@@ -396,7 +397,8 @@ pub struct CallSnapshots {
 /// A root's last snapshot and the pool bytes its contents hold.
 #[derive(Debug)]
 struct Kept {
-    snapshot: Snapshot,
+    /// Shared with the call's [`BeforeCall`]: a walk's stat cache costs no copy.
+    snapshot: Arc<Snapshot>,
     bytes: u64,
 }
 
@@ -404,7 +406,7 @@ struct Kept {
 #[derive(Debug)]
 pub struct BeforeCall {
     roots: CallRoots,
-    snapshots: Vec<Snapshot>,
+    snapshots: Vec<Arc<Snapshot>>,
     window: Option<Window>,
 }
 
@@ -425,7 +427,7 @@ impl CallSnapshots {
     }
 
     /// The last snapshot of `root` and the limits of its next walk.
-    fn next_walk(&self, root: &Path) -> (Option<Snapshot>, Limits) {
+    fn next_walk(&self, root: &Path) -> (Option<Arc<Snapshot>>, Limits) {
         let last = self.lock();
         let kept = last.get(root);
         let limits = Limits {
@@ -433,17 +435,17 @@ impl CallSnapshots {
             max_kept_bytes: self.pool.budget(kept.map_or(0, |k| k.bytes)),
             ..Limits::default()
         };
-        (kept.map(|k| k.snapshot.clone()), limits)
+        (kept.map(|k| Arc::clone(&k.snapshot)), limits)
     }
 
-    fn keep(&self, snapshot: &Snapshot) {
+    fn keep(&self, snapshot: &Arc<Snapshot>) {
         let bytes: u64 = snapshot.blobs.memory.values().map(|b| b.len() as u64).sum();
         let mut last = self.lock();
         let old = last
             .insert(
                 snapshot.root.clone(),
                 Kept {
-                    snapshot: snapshot.clone(),
+                    snapshot: Arc::clone(snapshot),
                     bytes,
                 },
             )
@@ -451,9 +453,9 @@ impl CallSnapshots {
         self.pool.swap(old, bytes);
     }
 
-    async fn walk(&self, root: PathBuf) -> Option<Snapshot> {
+    async fn walk(&self, root: PathBuf) -> Option<Arc<Snapshot>> {
         let (previous, limits) = self.next_walk(&root);
-        let snapshot = take_within(root, previous.map(Arc::new), limits).await?;
+        let snapshot = Arc::new(take_within(root, previous, limits).await?);
         self.keep(&snapshot);
         Some(snapshot)
     }

@@ -108,9 +108,9 @@ mod tests {
                 }
                 let previous = store.last_of(&root);
                 let snapshot = crate::snapshot::Snapshot::take(&root, &limits, previous.as_deref()).expect("take");
+                let snapshot = store.remember(snapshot);
                 let id = format!("{turn}-{phase}");
                 store.save(&id, &snapshot).expect("save");
-                store.remember(&snapshot);
                 taken.push((id, snapshot));
             }
         }

@@ -163,7 +163,7 @@ pub fn undo_turn(store: &Arc<SnapshotStore>, ask: Ask, running: bool) -> Result<
                 .push(format!("{} is gone: nothing there was undone", from.root.display()));
             continue;
         };
-        store.remember(&current);
+        let current = store.remember(current);
         let others = relative_to(&from.root, &maybe_other);
         if !others.is_empty() {
             done.notes.push(format!(
