@@ -96,9 +96,10 @@ impl Snapshot {
                 scope.spawn(|| ahead.run());
                 scope.spawn(|| GitRefs::read(root, &cover.blobs, &unsynced))
             });
+            // Ends the sync thread's feed however the walk ends (dropped first, before the scope joins it).
+            let _end = EndAheadOnDrop(&unsynced);
             let mut snapshot = walk.run(started);
             snapshot.refs = refs.and_then(|refs| refs.join().ok()).flatten();
-            unsynced.end_ahead();
             snapshot
         });
         snapshot.elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
@@ -112,6 +113,15 @@ struct StopOnDrop<'a>(&'a Prefetch);
 impl Drop for StopOnDrop<'_> {
     fn drop(&mut self) {
         self.0.stop();
+    }
+}
+
+/// Ends the feed of a sync-ahead thread when dropped.
+struct EndAheadOnDrop<'a>(&'a super::Unsynced);
+
+impl Drop for EndAheadOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.end_ahead();
     }
 }
 
