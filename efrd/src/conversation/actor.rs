@@ -98,7 +98,7 @@ pub struct Deps {
     /// The turns that run now in each project, daemon-wide: a change made while two ran may be either's.
     pub project_turns: Arc<crate::turn::overlap::ProjectTurns>,
     /// The memory that the call walks of every turn may keep for their changes' line counts.
-    pub call_texts: Arc<crate::turn::snapshots::CallTextPool>,
+    pub call_texts: Arc<crate::turn::call_snapshots::CallTextPool>,
 }
 
 /// An approval question that waits for its answer.

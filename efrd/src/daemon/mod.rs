@@ -50,7 +50,7 @@ pub struct Daemon {
     connections: AtomicUsize,
     running_turns: Arc<AtomicUsize>,
     project_turns: Arc<crate::turn::overlap::ProjectTurns>,
-    call_texts: Arc<crate::turn::snapshots::CallTextPool>,
+    call_texts: Arc<crate::turn::call_snapshots::CallTextPool>,
 }
 
 impl Daemon {

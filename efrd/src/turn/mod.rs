@@ -22,6 +22,7 @@
 
 pub mod call_bus;
 pub mod call_network;
+pub mod call_snapshots;
 pub mod coalesce;
 pub mod contained;
 pub mod decide;

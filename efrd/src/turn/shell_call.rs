@@ -8,7 +8,7 @@
 //! `shell.interrupt` work as for a direct call (docs/adr/0004-contained-calls.md).
 //!
 //! Events: `tool_call_input_changed` while it runs; `tool_call_completed` with the exit code, `left_running`,
-//! `changes` (what changed in the project and `$SCRATCH` while it ran, [`super::snapshots::CallSnapshots`]) and, for a contained
+//! `changes` (what changed in the project and `$SCRATCH` while it ran, [`super::call_snapshots::CallSnapshots`]) and, for a contained
 //! call, `sandbox` (with `setup_error` when the sandbox could not start: the command did not run, and the probe is
 //! run again at the next need); then, for a command left running, `shell_command_detached`, its
 //! `shell_command_input_changed` and `shell_command_ended` (with `contained` set for a contained call).
@@ -26,10 +26,10 @@ use efr_protocol::wire::{ApprovedBy, Grant, InputWait as WireInputWait, SandboxS
 
 use super::call_bus;
 use super::call_network;
+use super::call_snapshots::CallRoots;
 use super::contained::Outcome;
 use super::shell_prepare::{NotPrepared, Prepared, prepare};
 use super::sink::Sink;
-use super::snapshots::CallRoots;
 use super::tools::{CallOutput, ToolEnv};
 use crate::bus::BusSupervisor;
 use crate::network::ProxySupervisor;

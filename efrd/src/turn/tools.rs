@@ -17,13 +17,13 @@ use efr_protocol::wire::{ApprovalDecision, ExitRecord, Launch, Mode, Origin};
 use serde_json::Value;
 use tokio::sync::Mutex;
 
+use super::call_snapshots::CallSnapshots;
 use super::decide::{CallWork, DecidedCall, decide_call};
 use super::exit_call;
 use super::exits::{CallExits, ExitPlace, ExitVerdict, judge, union_needs, with_grants};
 use super::patch_call::apply_patch;
 use super::shell_call::{ShellRequest, execute, finish, run_shell};
 use super::sink::Sink;
-use super::snapshots::CallSnapshots;
 use crate::network::CallNetwork;
 use crate::policy::{Decision, LaunchKind};
 use crate::sandbox::SandboxState;

@@ -155,7 +155,7 @@ impl Actor {
             origin,
             question_limit_secs: self.deps.models.config().permissions.question_limit_secs,
             snapshots,
-            call_snapshots: Arc::new(crate::turn::snapshots::CallSnapshots::new(
+            call_snapshots: Arc::new(crate::turn::call_snapshots::CallSnapshots::new(
                 Arc::clone(&self.deps.call_texts),
                 presence.clone(),
             )),
