@@ -192,9 +192,25 @@ impl TestDaemon {
     }
 }
 
+/// The most lines of efrd's log that a failing test prints.
+const LOG_TAIL: usize = 200;
+
 impl Drop for TestDaemon {
+    /// Stops efrd; when the test is failing (dropped while it panics), prints the end of efrd's log, which the test
+    /// harness shows with the failure: a timeout alone does not say what efrd was doing.
     fn drop(&mut self) {
         let _ = self.kill();
+        if std::thread::panicking() {
+            let log = self.log();
+            let lines: Vec<&str> = log.lines().collect();
+            let tail = &lines[lines.len().saturating_sub(LOG_TAIL)..];
+            eprintln!(
+                "efrd's log ({} of {} lines):\n{}",
+                tail.len(),
+                lines.len(),
+                tail.join("\n")
+            );
+        }
     }
 }
 
