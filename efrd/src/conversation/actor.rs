@@ -297,7 +297,15 @@ impl Actor {
                 Command::Interrupt { params, origin, reply } => {
                     let _ = reply.send(self.interrupt(*params, origin).await);
                 }
-                Command::Record { turn_id, bodies, reply } => {
+                Command::Record {
+                    turn_id,
+                    bodies,
+                    history,
+                    reply,
+                } => {
+                    // The turn's history goes in with its end, committed or not (as `turn_ended` would add it):
+                    // a client that sees the end and asks for the context finds the turn there.
+                    self.history.extend(history);
                     if bodies.iter().any(ends_turn) {
                         // The row says idle in the same commit as the turn's end.
                         self.finish_turn_status();

@@ -96,6 +96,8 @@ enum Command {
     Record {
         turn_id: Option<TurnId>,
         bodies: Vec<EventBody>,
+        /// The turn's history, with its terminal event ([`TurnSink::record_end`]); empty otherwise.
+        history: Vec<crate::model::HistoryItem>,
         reply: oneshot::Sender<Result<u64, ErrorBody>>,
     },
     Ask {
@@ -322,6 +324,7 @@ impl ConversationHandle {
         self.ask(|reply| Command::Record {
             turn_id: None,
             bodies,
+            history: Vec::new(),
             reply,
         })
         .await?
@@ -357,7 +360,33 @@ impl TurnSink for Recorder {
         Box::pin(async move {
             let (reply, answer) = oneshot::channel();
             self.tx
-                .send(Command::Record { turn_id, bodies, reply })
+                .send(Command::Record {
+                    turn_id,
+                    bodies,
+                    history: Vec::new(),
+                    reply,
+                })
+                .await
+                .map_err(|_| gone())?;
+            answer.await.map_err(|_| gone())?
+        })
+    }
+
+    fn record_end(
+        &self,
+        turn_id: TurnId,
+        body: EventBody,
+        history: Vec<crate::model::HistoryItem>,
+    ) -> SinkFuture<'_, u64> {
+        Box::pin(async move {
+            let (reply, answer) = oneshot::channel();
+            self.tx
+                .send(Command::Record {
+                    turn_id: Some(turn_id),
+                    bodies: vec![body],
+                    history,
+                    reply,
+                })
                 .await
                 .map_err(|_| gone())?;
             answer.await.map_err(|_| gone())?

@@ -307,7 +307,10 @@ async fn finish(
         }),
         Ending::Lost => return state.outcome(),
     };
-    if let Err(error) = state.recorder.record(turn_id, vec![body]).await {
+    // The history goes to the conversation with the end event, not after the turn returns: a client that sees the
+    // end may ask for the context at once.
+    let history = std::mem::take(&mut state.history);
+    if let Err(error) = state.recorder.record_end(turn_id, body, history).await {
         debug!(%turn_id, %error, "the turn's end could not be recorded");
     }
     state.outcome()

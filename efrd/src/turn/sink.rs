@@ -14,6 +14,7 @@ use efr_protocol::ids::{CallId, QuestionId, TurnId};
 use efr_protocol::wire::{ApprovalDecision, SurfaceChange};
 
 use super::surface::Held;
+use crate::model::HistoryItem;
 use crate::policy::Question;
 
 /// A future the sink returns: boxed, so that the trait can be used as `dyn TurnSink`.
@@ -55,6 +56,18 @@ pub trait TurnSink: Send + Sync + std::fmt::Debug {
     /// `unavailable` when the events cannot be committed or the conversation stopped: the turn can record nothing
     /// more.
     fn record_as(&self, turn_id: Option<TurnId>, bodies: Vec<EventBody>) -> SinkFuture<'_, u64>;
+
+    /// Records a turn's terminal event `body` (turn_completed, turn_failed or turn_interrupted) and hands over the
+    /// turn's `history` in the same step, so that whoever sees the end finds the turn in the conversation's history
+    /// (conversation.context, the next turn's request); yields the end's seq. The history is kept even when the end
+    /// cannot be committed. This default, for a sink that keeps no history, records the end alone.
+    ///
+    /// # Errors
+    /// As [`TurnSink::record_as`].
+    fn record_end(&self, turn_id: TurnId, body: EventBody, history: Vec<HistoryItem>) -> SinkFuture<'_, u64> {
+        let _ = history;
+        self.record_as(Some(turn_id), vec![body])
+    }
 
     /// Records approval_requested for `call_id` and waits for the answer (approval.respond from any connection with
     /// the approve scope; an interrupt of the turn answers deny; an expiry, by the question's limit or while the
