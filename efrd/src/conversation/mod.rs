@@ -355,21 +355,31 @@ pub struct Recorder {
     tx: mpsc::Sender<Command>,
 }
 
+impl Recorder {
+    /// Sends one `Record` to the actor and waits for its seq.
+    async fn send_record(
+        &self,
+        turn_id: Option<TurnId>,
+        bodies: Vec<EventBody>,
+        history: Vec<crate::model::HistoryItem>,
+    ) -> Result<u64, ErrorBody> {
+        let (reply, answer) = oneshot::channel();
+        self.tx
+            .send(Command::Record {
+                turn_id,
+                bodies,
+                history,
+                reply,
+            })
+            .await
+            .map_err(|_| gone())?;
+        answer.await.map_err(|_| gone())?
+    }
+}
+
 impl TurnSink for Recorder {
     fn record_as(&self, turn_id: Option<TurnId>, bodies: Vec<EventBody>) -> SinkFuture<'_, u64> {
-        Box::pin(async move {
-            let (reply, answer) = oneshot::channel();
-            self.tx
-                .send(Command::Record {
-                    turn_id,
-                    bodies,
-                    history: Vec::new(),
-                    reply,
-                })
-                .await
-                .map_err(|_| gone())?;
-            answer.await.map_err(|_| gone())?
-        })
+        Box::pin(self.send_record(turn_id, bodies, Vec::new()))
     }
 
     fn record_end(
@@ -378,19 +388,7 @@ impl TurnSink for Recorder {
         body: EventBody,
         history: Vec<crate::model::HistoryItem>,
     ) -> SinkFuture<'_, u64> {
-        Box::pin(async move {
-            let (reply, answer) = oneshot::channel();
-            self.tx
-                .send(Command::Record {
-                    turn_id: Some(turn_id),
-                    bodies: vec![body],
-                    history,
-                    reply,
-                })
-                .await
-                .map_err(|_| gone())?;
-            answer.await.map_err(|_| gone())?
-        })
+        Box::pin(self.send_record(Some(turn_id), vec![body], history))
     }
 
     fn ask(&self, turn_id: TurnId, call_id: CallId, question: Question) -> SinkFuture<'_, Answer> {

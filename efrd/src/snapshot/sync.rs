@@ -105,19 +105,28 @@ impl SyncAhead {
         if count > SYNC_EACH_MAX {
             return;
         }
-        let mut folders: Vec<PathBuf> = Vec::new();
-        for folder in synced.iter().filter_map(|path| path.parent()) {
-            if !folders.iter().any(|known| known == folder) {
-                folders.push(folder.to_path_buf());
-            }
-        }
-        let failed: Vec<PathBuf> = folders.into_iter().filter(|folder| sync(folder).is_err()).collect();
+        let failed: Vec<PathBuf> = folders(&synced)
+            .into_iter()
+            .filter(|folder| sync(folder).is_err())
+            .map(Path::to_path_buf)
+            .collect();
         synced.retain(|path| {
             path.parent()
                 .is_some_and(|folder| !failed.iter().any(|one| one == folder))
         });
         self.unsynced.synced(&synced);
     }
+}
+
+/// The folders that hold `paths`, each once: syncing them makes the blobs' names durable.
+fn folders(paths: &[PathBuf]) -> Vec<&Path> {
+    let mut folders: Vec<&Path> = Vec::new();
+    for folder in paths.iter().filter_map(|path| path.parent()) {
+        if !folders.contains(&folder) {
+            folders.push(folder);
+        }
+    }
+    folders
 }
 
 fn sync(path: &Path) -> Result<(), SnapshotError> {
@@ -140,16 +149,8 @@ pub(crate) fn sync_blobs(blobs: &Path, unsynced: &Unsynced) -> Result<(), Snapsh
         let folder = File::open(blobs).map_err(|error| SnapshotError::io(blobs, error))?;
         return nix::unistd::syncfs(&folder).map_err(|errno| SnapshotError::io(blobs, errno.into()));
     }
-    let mut folders: Vec<&Path> = Vec::new();
-    for path in &written {
-        sync(path)?;
-        if let Some(folder) = path.parent()
-            && !folders.contains(&folder)
-        {
-            folders.push(folder);
-        }
-    }
-    folders.into_iter().try_for_each(sync)
+    written.iter().try_for_each(|path| sync(path))?;
+    folders(&written).into_iter().try_for_each(sync)
 }
 
 #[cfg(test)]

@@ -23,7 +23,7 @@ use sha2::{Digest, Sha256};
 
 use super::cover::{NotCovered, is_build_output, store_bytes_hashed, store_file};
 use super::prefetch::{self, Prefetch};
-use super::{Blobs, EntryKind, FileEntry, GitRefs, Limits, Snapshot, TruncateReason, Truncated, walk_order};
+use super::{Blobs, EntryKind, FileEntry, GitRefs, Limits, Snapshot, TruncateReason, Truncated};
 use crate::snapshot::SnapshotError;
 use crate::tools::changes::{is_binary, walk_builder};
 
@@ -255,14 +255,9 @@ impl<'a> Walk<'a> {
             .is_some_and(|matcher| matcher.matched(rel, true).is_ignore())
     }
 
-    /// Marks the walk cut before `next` (or before an earlier `next` already set), and drops what lies after it.
+    /// Marks the walk cut before `next`, the entry it stops at. Everything recorded so far comes before it: the walk
+    /// visits entries in walk order.
     fn cut(&mut self, reason: TruncateReason, next: String) {
-        if let Some(cut) = &self.snapshot.truncated
-            && walk_order(&cut.next, &next).is_le()
-        {
-            return;
-        }
-        self.files.retain(|(path, _)| walk_order(path, &next).is_lt());
         self.snapshot.truncated = Some(Truncated { reason, next });
     }
 
@@ -277,10 +272,6 @@ impl<'a> Walk<'a> {
         meta: &Metadata,
         ignored: bool,
     ) {
-        if self.files.len() >= self.limits.max_files {
-            self.cut(TruncateReason::Files, rel);
-            return;
-        }
         let mut entry = entry_of(kind, meta);
         entry.ignored = ignored;
         if self.reuse(&rel, &mut entry) || (ignored && self.limits.cover.is_none()) {
