@@ -77,11 +77,17 @@ impl TestDaemon {
         self.wait_ready()
     }
 
+    /// Waits until the socket accepts for this efrd: the listener's pid (`SO_PEERCRED`) is its own, not that of a
+    /// killed efrd whose listener a child forked at the kill (between its fork and its exec) still holds open.
     fn wait_ready(&mut self) -> Result<()> {
         let socket = self.socket();
         let deadline = Instant::now() + START_TIMEOUT;
+        let pid = self.pid().and_then(|pid| i32::try_from(pid).ok());
         loop {
-            if std::os::unix::net::UnixStream::connect(&socket).is_ok() {
+            if let Ok(stream) = std::os::unix::net::UnixStream::connect(&socket)
+                && nix::sys::socket::getsockopt(&stream, nix::sys::socket::sockopt::PeerCredentials)
+                    .is_ok_and(|peer| Some(peer.pid()) == pid)
+            {
                 return Ok(());
             }
             if let Some(child) = self.child.as_mut()
