@@ -134,16 +134,42 @@ impl TestDaemon {
         Client::connect(&self.socket()).await
     }
 
-    /// SIGKILL, then reap.
+    /// SIGKILL, then reap, then wait (at most [`START_TIMEOUT`]) until efrd's single-instance lock is free.
+    ///
+    /// The wait is what systemd gives a crashed service by killing its whole cgroup: a child efrd was starting at
+    /// the kill, between its fork and its exec, still holds efrd's descriptors (the lock, the listener) until it
+    /// runs its program, and an efrd started at once would find the lock held.
     ///
     /// # Errors
-    /// When the signal cannot be sent.
+    /// When the signal cannot be sent, or the lock stays held.
     pub fn kill(&mut self) -> Result<()> {
         if let Some(mut child) = self.child.take() {
             child.kill()?;
             child.wait()?;
+            self.wait_lock_free()?;
         }
         Ok(())
+    }
+
+    /// Waits until nothing holds `$EFR_HOME/run/efrd.lock` (a lock taken here is dropped at once).
+    fn wait_lock_free(&self) -> Result<()> {
+        let path = self.home.join("run").join("efrd.lock");
+        let deadline = Instant::now() + START_TIMEOUT;
+        loop {
+            let Ok(file) = std::fs::File::open(&path) else {
+                return Ok(());
+            };
+            if nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock).is_ok() {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                bail!(
+                    "{} is still held {START_TIMEOUT:?} after efrd was killed",
+                    path.display()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
 
     /// The exit status when efrd has exited by itself, without waiting; `None` while it runs.

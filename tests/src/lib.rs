@@ -7,6 +7,7 @@ pub mod client;
 pub mod daemon;
 pub mod dbus;
 pub mod netns;
+pub mod notify;
 pub mod python;
 pub mod scripted;
 pub mod soak;

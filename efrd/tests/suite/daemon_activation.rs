@@ -263,11 +263,10 @@ async fn under_a_watchdog_efrd_pings_at_least_every_half_period() {
     let watched = period * 6;
     let manager = tokio::task::spawn_blocking(move || {
         let mut got = Vec::new();
-        let mut buf = [0u8; 4096];
         let start = Instant::now();
         while start.elapsed() < watched {
-            let n = manager.recv(&mut buf).expect("a notification within 10 s");
-            got.push((Instant::now(), String::from_utf8_lossy(&buf[..n]).into_owned()));
+            let message = efr_test_support::notify::recv(&manager).expect("a notification within 10 s");
+            got.push((Instant::now(), message));
         }
         (manager, got)
     });
@@ -298,10 +297,8 @@ async fn under_a_watchdog_efrd_pings_at_least_every_half_period() {
         .unwrap()
         .unwrap();
     assert_eq!(status.code(), Some(0), "{status}");
-    let mut buf = [0u8; 4096];
     let mut rest = Vec::new();
     while !rest.iter().any(|m: &String| m.starts_with("STOPPING=1")) {
-        let n = manager.recv(&mut buf).expect("STOPPING=1 before the exit");
-        rest.push(String::from_utf8_lossy(&buf[..n]).into_owned());
+        rest.push(efr_test_support::notify::recv(&manager).expect("STOPPING=1 before the exit"));
     }
 }

@@ -225,10 +225,8 @@ fn systemd_passes_the_socket() {
 
     stream.write_all(b"bye\n").unwrap();
     let mut datagrams = Vec::new();
-    let mut buf = [0u8; 4096];
     while !datagrams.iter().any(|d: &String| d.starts_with("STOPPING=1")) {
-        let n = manager.recv(&mut buf).expect("the daemon's notifications");
-        datagrams.push(String::from_utf8_lossy(&buf[..n]).into_owned());
+        datagrams.push(efr_test_support::notify::recv(&manager).expect("the daemon's notifications"));
     }
     drop(stream);
     let output = wait_output(child);

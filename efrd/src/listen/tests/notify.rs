@@ -16,9 +16,7 @@ fn manager() -> (tempfile::TempDir, UnixDatagram, std::path::PathBuf) {
 }
 
 fn recv(socket: &UnixDatagram) -> String {
-    let mut buf = [0u8; 4096];
-    let n = socket.recv(&mut buf).unwrap();
-    String::from_utf8(buf[..n].to_vec()).unwrap()
+    efr_test_support::notify::recv(socket).unwrap()
 }
 
 fn notifier(socket: &str, usec: Option<&str>, pid: Option<&str>) -> Notifier {
