@@ -1,8 +1,11 @@
 //! The single-instance lock: an exclusive `flock` on `$runtime/efrd.lock`, held for the life of the process.
 //!
 //! `flock` (not a pid file alone) because the kernel drops the lock when the process dies, however it dies, so a
-//! crash never leaves a lock that blocks the next start. The file also holds the pid of its holder, for the
-//! message that a second efrd prints; the pid is information only, never the lock itself.
+//! crash never leaves a lock that blocks the next start. One moment after a crash is the exception: a child efrd
+//! was starting, between its fork and its exec, shares the open file until its exec closes it (close-on-exec), so an
+//! efrd started in that moment is refused; systemd kills such children with the service before it restarts it. The
+//! file also holds the pid of its holder, for the message that a second efrd prints; the pid is information only,
+//! never the lock itself.
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, Write};
