@@ -31,46 +31,57 @@ pub trait StreamParser {
 const SSE_PIECE: usize = 512;
 
 /// Cuts a body into pieces of whole lines for eventsource-stream, whose cost otherwise grows with the square of a
-/// read: it moves the rest of its buffer after each line it reads, and reads a partial line again from its start at
-/// each new chunk (a 64 KiB read of short events, and a 5 MiB `response.completed` line in 1 KiB reads, each cost
-/// more than a second for 10 MiB; benches/model_parse.rs). Pieces end after a `\n`, so a CRLF pair is never split
-/// either; complete lines are slices of the read, and only a line that spans reads is copied, once.
+/// line: it moves the rest of its buffer after each line it reads, and it parses a partial line in its buffer again
+/// from its start each time it is polled, once for every read that wakes the stream (a 5 MiB answer, which the
+/// Responses API repeats whole in its done events, parsed at 17 MiB/s in 1 MiB pieces; benches/model_parse.rs).
+/// A line ends at `\n`, `\r\n` or a lone `\r` (the SSE grammar); a piece ends only where the next byte is known, so a
+/// CRLF pair is never split. Complete lines are slices of the read; only a line that spans reads is copied, once.
 #[derive(Debug, Default)]
 struct LinePieces {
     partial: BytesMut,
 }
 
 impl LinePieces {
-    /// The longest line held back while waiting for its end (a stream of `\r`-only line ends has none): past it, the
-    /// bytes go on as they are.
-    const HOLD_LIMIT: usize = 1 << 20;
+    /// The longest line held back while waiting for its end: past it, the bytes go on as they are (and cost
+    /// eventsource-stream the square of their length). Far above any event a provider sends; what is held here
+    /// eventsource-stream would hold anyway.
+    const HOLD_LIMIT: usize = 16 << 20;
 
     fn push(&mut self, mut chunk: Bytes, out: &mut Vec<Bytes>) {
+        if chunk.is_empty() {
+            return;
+        }
         if !self.partial.is_empty() {
-            match chunk.iter().position(|b| *b == b'\n') {
+            let end = if self.partial.ends_with(b"\r") {
+                // The held line's last byte is a CR: the chunk's first byte says whether an LF belongs to it.
+                Some(usize::from(chunk[0] == b'\n'))
+            } else {
+                first_cut(&chunk)
+            };
+            match end {
                 Some(end) => {
-                    self.partial.extend_from_slice(&chunk.split_to(end + 1));
+                    self.partial.extend_from_slice(&chunk.split_to(end));
                     out.push(self.partial.split().freeze());
                 }
                 None => {
                     self.partial.extend_from_slice(&chunk);
                     if self.partial.len() > Self::HOLD_LIMIT {
-                        out.push(self.partial.split().freeze());
+                        // A last CR stays held: its LF may be the next read's first byte.
+                        let at = self.partial.len() - usize::from(self.partial.ends_with(b"\r"));
+                        out.push(self.partial.split_to(at).freeze());
                     }
                     return;
                 }
             }
         }
-        let Some(last) = chunk.iter().rposition(|b| *b == b'\n') else {
+        let Some(last) = last_cut(&chunk) else {
             self.partial.extend_from_slice(&chunk);
             return;
         };
-        let rest = chunk.split_off(last + 1);
+        let rest = chunk.split_off(last);
         while chunk.len() > SSE_PIECE {
-            let cut = chunk[SSE_PIECE..]
-                .iter()
-                .position(|b| *b == b'\n')
-                .map_or(chunk.len(), |i| SSE_PIECE + i + 1);
+            // `chunk` ends at a cut, so one is found at its end at the latest.
+            let cut = first_cut(&chunk[SSE_PIECE..]).map_or(chunk.len(), |i| SSE_PIECE + i);
             out.push(chunk.split_to(cut));
         }
         if !chunk.is_empty() {
@@ -79,9 +90,39 @@ impl LinePieces {
         self.partial.extend_from_slice(&rest);
     }
 
+    /// What is held at the end of the body. A last CR ends its line: it becomes CRLF, since eventsource-stream
+    /// would wait for an LF after it that never comes, and drop the stream's last event.
     fn finish(&mut self) -> Option<Bytes> {
+        if self.partial.ends_with(b"\r") {
+            self.partial.extend_from_slice(b"\n");
+        }
         (!self.partial.is_empty()).then(|| self.partial.split().freeze())
     }
+}
+
+/// The index just past the first line end of `bytes` where a piece may end: after an LF, or after a CR whose next
+/// byte is here (after the LF when it is one). `None` when there is none, or only a CR at the very end.
+fn first_cut(bytes: &[u8]) -> Option<usize> {
+    let i = bytes.iter().position(|b| matches!(b, b'\n' | b'\r'))?;
+    match (bytes[i], bytes.get(i + 1)) {
+        (b'\n', _) => Some(i + 1),
+        (_, Some(b'\n')) => Some(i + 2),
+        (_, Some(_)) => Some(i + 1),
+        (_, None) => None,
+    }
+}
+
+/// The index just past the last line end of `bytes` where a piece may end (see [`first_cut`]).
+fn last_cut(bytes: &[u8]) -> Option<usize> {
+    let mut end = bytes.len();
+    while let Some(i) = bytes[..end].iter().rposition(|b| matches!(b, b'\n' | b'\r')) {
+        // Scanning back, an LF is met before the CR of its pair; a CR is a cut unless it is the last byte.
+        if bytes[i] == b'\n' || i + 1 < bytes.len() {
+            return Some(i + 1);
+        }
+        end = i;
+    }
+    None
 }
 
 /// Runs `parser` over a byte stream: SSE framing by eventsource-stream (which also joins a UTF-8 character split
@@ -349,4 +390,82 @@ pub(crate) fn bold_title(text: &str) -> Option<&str> {
     let end = rest.find("**")?;
     let title = rest[..end].trim();
     (!title.is_empty() && !title.contains('\n')).then_some(title)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The pieces of `body` read in `size`-byte reads, the held rest included.
+    fn pieces(body: &[u8], size: usize) -> Vec<Bytes> {
+        let mut lines = LinePieces::default();
+        let mut out = Vec::new();
+        for read in body.chunks(size) {
+            lines.push(Bytes::copy_from_slice(read), &mut out);
+        }
+        out.extend(lines.finish());
+        out
+    }
+
+    #[test]
+    fn pieces_end_at_line_ends_and_never_between_cr_and_lf() {
+        let mut body = b"event: a\r\ndata: 1\r\rdata: 2\n\nevent: b\rdata: 3\r\n\r\n".repeat(40);
+        body.extend_from_slice(b"event: c\rdata: 4\r\r");
+        let ended = [&body[..], b"\n"].concat();
+        for size in [1, 2, 3, 7, 64, 600, body.len()] {
+            let pieces = pieces(&body, size);
+            assert_eq!(pieces.concat(), ended, "reads of {size}: the last CR becomes CRLF");
+            let mut at = 0;
+            for piece in &pieces {
+                at += piece.len();
+                let (last, next) = (ended[at - 1], ended.get(at));
+                assert!(
+                    last == b'\n' || (last == b'\r' && next != Some(&b'\n')),
+                    "reads of {size}: a piece ends inside a line at {at}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_line_longer_than_many_reads_is_passed_on_whole() {
+        let line = format!("data: {}\n", "x".repeat(5 << 20));
+        let body = format!("event: e\n{line}\n");
+        let pieces = pieces(body.as_bytes(), 16 << 10);
+        assert!(
+            pieces.iter().any(|piece| piece == line.as_bytes()),
+            "the 5 MiB line is one piece: {:?}",
+            pieces.iter().map(Bytes::len).collect::<Vec<_>>()
+        );
+    }
+
+    #[test]
+    fn a_line_past_the_hold_limit_goes_on_but_not_between_its_cr_and_lf() {
+        // The CR is the last byte of the read that takes the held line past the limit; its LF opens the next read.
+        let cr_end = LinePieces::HOLD_LIMIT + (64 << 10);
+        let mut body = b"data: ".to_vec();
+        body.resize(cr_end - 1, b'x');
+        body.extend_from_slice(b"\r\n\n");
+        let pieces = pieces(&body, 64 << 10);
+        assert_eq!(pieces.concat(), body);
+        assert!(pieces.len() > 1, "the line was not held whole");
+        let mut at = 0;
+        for piece in &pieces {
+            at += piece.len();
+            assert_ne!(at, cr_end, "a piece ends between the CR and its LF");
+        }
+    }
+
+    #[test]
+    fn cuts_wait_for_the_byte_after_a_cr() {
+        assert_eq!(first_cut(b"ab\r"), None);
+        assert_eq!(first_cut(b"ab\r\n"), Some(4));
+        assert_eq!(first_cut(b"ab\rc"), Some(3));
+        assert_eq!(first_cut(b"ab\nc"), Some(3));
+        assert_eq!(last_cut(b"a\nb\r"), Some(2));
+        assert_eq!(last_cut(b"a\rb\r\n"), Some(5));
+        assert_eq!(last_cut(b"a\rb"), Some(2));
+        assert_eq!(last_cut(b"\r"), None);
+        assert_eq!(last_cut(b"abc"), None);
+    }
 }

@@ -7,6 +7,7 @@ use std::time::Duration;
 use efr_protocol::ErrorCode;
 use efr_protocol::frame::ServerFrame;
 use efr_test_support::client::{Client, StreamFrame};
+use efrd::server::connection::PENDING_STALL;
 use serde_json::json;
 
 use crate::common::auto::bounded;
@@ -30,6 +31,9 @@ async fn a_client_that_never_reads() {
     // The client that reads is not held back by the one that does not.
     let events = bounded("the reader's turn", events_until(&mut reader, id, "turn_completed")).await;
     assert_eq!(text_of(&events), answer, "the reader gets the whole answer");
+    // The lazy client reads nothing for longer than efrd waits for it: its subscription, stalled past the bound
+    // while the answer streamed, ends.
+    tokio::time::sleep(PENDING_STALL + Duration::from_secs(1)).await;
 
     // The lazy client now reads: what was queued for it, then overflow with no gap before it.
     let mut got = Vec::new();

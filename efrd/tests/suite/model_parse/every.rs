@@ -91,6 +91,17 @@ fn crlf_line_ends_split_anywhere() {
     }
 }
 
+/// Lone CR line ends (the SSE grammar allows them) give the same events, however the reads fall.
+#[test]
+fn cr_line_ends_split_anywhere() {
+    let text = data("openai_responses_text.sse");
+    let cr = text.replace('\n', "\r");
+    assert_eq!(
+        parse_all_ways(Kind::Responses, &cr),
+        parse(Kind::Responses, &text, text.len())
+    );
+}
+
 /// A line far longer than any read (a long answer's `response.completed` repeats the whole text) parses whole.
 #[test]
 fn a_long_line_across_many_reads() {
