@@ -18,9 +18,8 @@
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::time::{Duration, Instant};
-
 use std::task::Poll;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use efr_test_support::scripted::{Action, Format, Reply, ReplyEvent, encode::encode};
