@@ -182,6 +182,19 @@ fn gone() -> ErrorBody {
     )
 }
 
+/// Sends the command `make` builds around a reply channel to the actor behind `tx`, and waits for the reply.
+///
+/// # Errors
+/// `unavailable` ([`gone`]) when the actor has stopped.
+async fn request<T>(
+    tx: &mpsc::Sender<Command>,
+    make: impl FnOnce(oneshot::Sender<T>) -> Command,
+) -> Result<T, ErrorBody> {
+    let (reply, answer) = oneshot::channel();
+    tx.send(make(reply)).await.map_err(|_| gone())?;
+    answer.await.map_err(|_| gone())
+}
+
 impl ConversationHandle {
     /// The conversation.
     #[must_use]
@@ -190,9 +203,7 @@ impl ConversationHandle {
     }
 
     async fn ask<T>(&self, make: impl FnOnce(oneshot::Sender<T>) -> Command) -> Result<T, ErrorBody> {
-        let (reply, answer) = oneshot::channel();
-        self.tx.send(make(reply)).await.map_err(|_| gone())?;
-        answer.await.map_err(|_| gone())
+        request(&self.tx, make).await
     }
 
     /// Queues a prompt (prompt.send). See the actor for the rules.
@@ -355,31 +366,17 @@ pub struct Recorder {
     tx: mpsc::Sender<Command>,
 }
 
-impl Recorder {
-    /// Sends one `Record` to the actor and waits for its seq.
-    async fn send_record(
-        &self,
-        turn_id: Option<TurnId>,
-        bodies: Vec<EventBody>,
-        history: Vec<crate::model::HistoryItem>,
-    ) -> Result<u64, ErrorBody> {
-        let (reply, answer) = oneshot::channel();
-        self.tx
-            .send(Command::Record {
-                turn_id,
-                bodies,
-                history,
-                reply,
-            })
-            .await
-            .map_err(|_| gone())?;
-        answer.await.map_err(|_| gone())?
-    }
-}
-
 impl TurnSink for Recorder {
     fn record_as(&self, turn_id: Option<TurnId>, bodies: Vec<EventBody>) -> SinkFuture<'_, u64> {
-        Box::pin(self.send_record(turn_id, bodies, Vec::new()))
+        Box::pin(async move {
+            request(&self.tx, |reply| Command::Record {
+                turn_id,
+                bodies,
+                history: Vec::new(),
+                reply,
+            })
+            .await?
+        })
     }
 
     fn record_end(
@@ -388,24 +385,25 @@ impl TurnSink for Recorder {
         body: EventBody,
         history: Vec<crate::model::HistoryItem>,
     ) -> SinkFuture<'_, u64> {
-        Box::pin(self.send_record(Some(turn_id), vec![body], history))
+        Box::pin(async move {
+            request(&self.tx, |reply| Command::Record {
+                turn_id: Some(turn_id),
+                bodies: vec![body],
+                history,
+                reply,
+            })
+            .await?
+        })
     }
 
     fn ask(&self, turn_id: TurnId, call_id: CallId, question: Question) -> SinkFuture<'_, Answer> {
-        Box::pin(async move {
-            let (reply, answer) = oneshot::channel();
-            let question = Box::new(question);
-            self.tx
-                .send(Command::Ask {
-                    turn_id,
-                    call_id,
-                    question,
-                    reply,
-                })
-                .await
-                .map_err(|_| gone())?;
-            answer.await.map_err(|_| gone())
-        })
+        let question = Box::new(question);
+        Box::pin(request(&self.tx, move |reply| Command::Ask {
+            turn_id,
+            call_id,
+            question,
+            reply,
+        }))
     }
 
     fn surface_changed(
@@ -416,30 +414,19 @@ impl TurnSink for Recorder {
         held: Vec<crate::turn::surface::Held>,
     ) -> SinkFuture<'_, Vec<efr_protocol::ids::QuestionId>> {
         Box::pin(async move {
-            let (reply, answer) = oneshot::channel();
-            self.tx
-                .send(Command::SurfaceChanged {
-                    turn_id,
-                    call_id,
-                    changes,
-                    held,
-                    reply,
-                })
-                .await
-                .map_err(|_| gone())?;
-            answer.await.map_err(|_| gone())?
+            request(&self.tx, |reply| Command::SurfaceChanged {
+                turn_id,
+                call_id,
+                changes,
+                held,
+                reply,
+            })
+            .await?
         })
     }
 
     fn surface_report(&self, turn_id: TurnId) -> SinkFuture<'_, ()> {
-        Box::pin(async move {
-            let (reply, answer) = oneshot::channel();
-            self.tx
-                .send(Command::SurfaceReport { turn_id, reply })
-                .await
-                .map_err(|_| gone())?;
-            answer.await.map_err(|_| gone())?
-        })
+        Box::pin(async move { request(&self.tx, |reply| Command::SurfaceReport { turn_id, reply }).await? })
     }
 }
 
