@@ -1,5 +1,5 @@
 //! Finding the exits of a line, as the turn does it before a contained call: parse and analyse the line
-//! (`efrd::policy::analysis::analyse`), then `efrd::exits::find::line_exits` (`cargo bench -p efrd --bench exits`,
+//! (`efr_policy::analysis::analyse`), then `efrd::exits::find::line_exits` (`cargo bench -p efrd --bench exits`,
 //! also run by `cargo xtask bench`).
 //!
 //! The lines are the exits table's (`efrd/src/exits/find/tests/lines.rs`, over 120 lines: contained work, each kind,
@@ -16,11 +16,11 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use efr_policy::analysis::{Scope, analyse};
+use efr_policy::{EfrDirs, ShellCall};
 use efr_protocol::internal::DEFAULT_HOME_MASKS;
 use efr_protocol::wire::Desktop;
 use efrd::exits::find::{ExitContext, line_exits};
-use efrd::policy::analysis::{Scope, analyse};
-use efrd::policy::{EfrDirs, ShellCall};
 
 #[path = "../src/exits/find/tests/lines.rs"]
 #[allow(dead_code)]

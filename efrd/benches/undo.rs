@@ -23,7 +23,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use efrd::snapshot::{Limits, Snapshot, SnapshotStore, UndoBounds};
+use efr_snapshot::{Limits, Snapshot, SnapshotStore, UndoBounds};
 
 /// Files in the project.
 const FILES: usize = 20_000;

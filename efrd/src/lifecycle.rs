@@ -17,13 +17,13 @@ use crate::config::{ConfigState, Roots};
 use crate::conversation::recovery;
 use crate::daemon::Daemon;
 use crate::listen::{Listener, Notifier};
-use crate::model::registry::Models;
-use crate::model::{EnvKeys, KeyStore};
+use crate::models::Models;
 use crate::network::ProxySupervisor;
 use crate::sandbox::SandboxState;
 use crate::server;
-use crate::snapshot::SnapshotStore;
-use crate::store::Store;
+use efr_model::{EnvKeys, KeyStore};
+use efr_snapshot::SnapshotStore;
+use efr_store::Store;
 
 /// The exit code of a start that failed for a reason other than the ones with their own code.
 pub const EXIT_FAILURE: i32 = 1;
@@ -93,7 +93,8 @@ async fn start_and_serve(roots: Roots, config: ConfigState) -> Result<(), StartE
         .map_err(|e| fail(EXIT_FAILURE)(e.to_string()))?;
     let snapshots = SnapshotStore::open(&roots.state.path.join("snapshots"))
         .map_err(|e| fail(EXIT_FAILURE)(format!("cannot open the snapshot store: {e}")))?;
-    snapshots.set_undo_config(&config.current().undo);
+    let undo = &config.current().undo;
+    snapshots.set_bounds(undo.undo_bounds(), undo.trash_bounds());
     let keys = Arc::new(KeyStore::open(&roots.state.path, EnvKeys::from_process()));
     let models = Models::new(Arc::new(config), keys, &roots.state.path).map_err(|e| fail(EXIT_FAILURE)(e.message))?;
     let daemon_id = daemon_id(&roots).map_err(fail(EXIT_FAILURE))?;

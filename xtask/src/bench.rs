@@ -11,8 +11,8 @@ use anyhow::{Result, bail};
 
 /// The bench targets, as (package, bench) pairs.
 const BENCHES: &[(&str, &str)] = &[
-    ("efrd", "model_parse"),
-    ("efrd", "store"),
+    ("efr-model", "model_parse"),
+    ("efr-store", "store"),
     ("efrd", "daemon"),
     ("efrd", "undo"),
     ("efrd", "phone"),

@@ -5,6 +5,7 @@ use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 
+use crate::cmd::{cargo, run, target_outside_tmp};
 use crate::protocol;
 
 /// Debian packages the tests need. Tests that need one fail (never skip) when it is missing, so `ci` installs them
@@ -35,23 +36,9 @@ const PACKAGES: &[&str] = &[
     "python3-gi",
 ];
 
-/// Runs a command, failing with its name when it fails.
-pub fn run(name: &str, command: &mut Command) -> Result<()> {
-    println!("==> {name}");
-    let status = command.status().with_context(|| format!("cannot start {name}"))?;
-    if !status.success() {
-        bail!("{name} failed ({status})");
-    }
-    Ok(())
-}
-
 /// The cargo-shear that `tidy` runs, pinned: a newer one may add checks (a red CI on unchanged code), and 1.14
 /// needs a newer rustc than the workspace's.
 const SHEAR_VERSION: &str = "1.13.0";
-
-fn cargo() -> Command {
-    Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
-}
 
 /// Whether dpkg has `package` installed.
 fn installed(package: &str) -> bool {
@@ -143,7 +130,8 @@ fn nix_is_root() -> bool {
         .unwrap_or(false)
 }
 
-/// Format, unused dependencies, lints, efrd's module layers, schema and fixtures.
+/// Format, unused dependencies, lints, the structure (no cycle between modules, docs/architecture.md in step), schema
+/// and fixtures.
 pub fn tidy(root: &Path) -> Result<()> {
     run("cargo fmt --check", cargo().args(["fmt", "--all", "--check"]))?;
     unused_dependencies()?;
@@ -159,8 +147,7 @@ pub fn tidy(root: &Path) -> Result<()> {
             "warnings",
         ]),
     )?;
-    println!("==> no cycle between efrd's modules");
-    crate::cycles::check(root)?;
+    crate::structure::check(root)?;
     println!("==> protocol schema current");
     protocol::check_schema(root)?;
     println!("==> fixtures current");
@@ -195,20 +182,6 @@ pub fn typescript(root: &Path) -> Result<()> {
         "json2ts and tsc --strict (tests/typescript)",
         Command::new("npm").args(["run", "--silent", "check"]).current_dir(&dir),
     )
-}
-
-/// Where the build goes when the workspace sits under `/tmp`: a contained call gets a private `/tmp`, so a launcher
-/// built there would be hidden inside its own sandbox (efr-launcher refuses that plan, rightly). `/var/tmp` is seen.
-pub(crate) fn target_outside_tmp(root: &Path) -> Option<std::path::PathBuf> {
-    if std::env::var_os("CARGO_TARGET_DIR").is_some() || !root.starts_with("/tmp") {
-        return None;
-    }
-    let name: String = root
-        .to_string_lossy()
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
-        .collect();
-    Some(Path::new("/var/tmp/efr-target").join(name))
 }
 
 /// Everything CI checks: packages and cargo-shear, tidy, every test of the workspace, then the demo (the main job end

@@ -26,7 +26,7 @@ use anyhow::{Context, Result, bail};
 use efr_test_support::scripted::Script;
 use efr_test_support::systemd::{UserManager, require_root};
 
-use crate::ci::{self, target_outside_tmp};
+use crate::cmd::{self, cargo, target_outside_tmp};
 
 /// The prompt of the demo.
 pub const PROMPT: &str = "The tests fail. Fix the bug.";
@@ -70,7 +70,7 @@ pub fn demo(root: &Path, args: &[&str]) -> Result<()> {
     if release {
         build.arg("--release");
     }
-    ci::run("cargo build", &mut build)?;
+    cmd::run("cargo build", &mut build)?;
     let bin = target.join(profile);
 
     let work = target.join("demo");
@@ -426,10 +426,6 @@ fn efr_command(bin: &Path, daemon: &Daemon) -> Command {
     }
     command.envs(daemon.envs());
     command
-}
-
-fn cargo() -> Command {
-    Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
 }
 
 /// The target folder: `CARGO_TARGET_DIR`, else outside `/tmp` when the workspace is there, else `target/`.

@@ -3,7 +3,6 @@
 //! efr-proxy next to itself, so the four go to the same folder.
 
 use std::path::Path;
-use std::process::Command;
 
 use anyhow::{Result, bail};
 
@@ -18,12 +17,12 @@ pub fn install(root: &Path, args: &[&str]) -> Result<()> {
         _ => bail!("usage: cargo xtask install [--root DIR]"),
     };
     for krate in CRATES {
-        let mut command = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+        let mut command = crate::cmd::cargo();
         command.args(["install", "--locked", "--path"]).arg(root.join(krate));
         if let Some(dir) = install_root {
             command.args(["--root", dir]);
         }
-        crate::ci::run(&format!("cargo install {krate}"), &mut command)?;
+        crate::cmd::run(&format!("cargo install {krate}"), &mut command)?;
     }
     println!("==> installed efr, efrd, efr-launcher and efr-proxy; next: `efr daemon install`");
     Ok(())

@@ -4,7 +4,8 @@
 //! |---|---|
 //! | `bless` | rewrites `protocol/fixtures/v1/` from the typed examples in efr-protocol, and the golden requests of `efrd/tests/data/prompt/` |
 //! | `protocol-schema` | rewrites `docs/protocol.schema.json` from the wire types (`--check`: fail when stale) |
-//! | `tidy` | `cargo fmt --check`, no unused dependency (cargo-shear), clippy with `-D warnings`, no cycle between efrd's modules, schema and fixtures current |
+//! | `tidy` | `cargo fmt --check`, no unused dependency (cargo-shear), clippy with `-D warnings`, `structure`, schema and fixtures current |
+//! | `structure` | no cycle between the modules of any folder of the workspace, and docs/architecture.md in step with the code (its modules, crates and layers); `structure DIR` checks the workspace at DIR |
 //! | `typescript` | types from `docs/protocol.schema.json` (json-schema-to-typescript) and `tsc --strict` on a small client (`tests/typescript`) |
 //! | `ci` | installs the Debian packages the tests need (as root, when missing) and cargo-shear, then `tidy`, `typescript`, every test and the demo |
 //! | `install` | `cargo install` of efr, efrd and efr-launcher (`--root DIR` to choose where) |
@@ -16,17 +17,18 @@
 
 mod bench;
 mod ci;
-mod cycles;
+mod cmd;
 mod demo;
 mod install;
 mod protocol;
+mod structure;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 
-const USAGE: &str = "usage: cargo xtask <bless | protocol-schema [--check] | tidy | typescript | ci | demo [--release] [--no-systemd] | install [--root DIR] | bench | soak [--turns N] [--minutes M] [--clients C]>";
+const USAGE: &str = "usage: cargo xtask <bless | protocol-schema [--check] | tidy | structure [DIR] | typescript | ci | demo [--release] [--no-systemd] | install [--root DIR] | bench | soak [--turns N] [--minutes M] [--clients C]>";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -48,6 +50,8 @@ fn run(args: &[String]) -> Result<()> {
         (Some("protocol-schema"), []) => protocol::write_schema(&root),
         (Some("protocol-schema"), ["--check"]) => protocol::check_schema(&root),
         (Some("tidy"), []) => ci::tidy(&root),
+        (Some("structure"), []) => structure::check(&root),
+        (Some("structure"), [dir]) => structure::check(std::path::Path::new(dir)),
         (Some("typescript"), []) => ci::typescript(&root),
         (Some("ci"), []) => ci::ci(&root),
         (Some("bench"), []) => bench::bench(&root),

@@ -16,9 +16,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::error::{ConfigError, error_at_key};
 use super::key_path::KeyPath;
-use super::parse::ConfigError;
-use super::schema::ProviderId;
+use super::provider::ProviderId;
 
 /// The default of `judge_timeout_secs`: long enough for a small model's short answer over a slow link, short enough
 /// that a hung provider does not hold a turn.
@@ -176,7 +176,7 @@ pub fn check_listed(
     }
     let whose = provider.map_or_else(|| "the provider's".to_owned(), |p| format!("{}'s", p.as_str()));
     let key = KeyPath::keys(&["auto", "classifier_model"]);
-    Err(super::parse::error_at_key(
+    Err(error_at_key(
         text,
         &key,
         format!("the classifier model {id:?} is not in {whose} models.list"),

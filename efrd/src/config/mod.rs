@@ -31,17 +31,19 @@
 //! Writing the file (always rules, projects) will go through `toml_edit`; it is not here yet.
 
 pub mod auto;
+pub mod error;
 pub mod instructions;
 pub mod key_path;
 pub mod parse;
+pub mod provider;
 pub mod roots;
 pub mod schema;
 pub mod state;
 pub mod validate;
 
 pub use auto::{AutoSection, ClassifierModel};
+pub use error::ConfigError;
 pub use key_path::KeyPath;
-pub use parse::ConfigError;
 pub use roots::{DirError, Root, RootSource, Roots, RootsError, ensure_private_dir};
 pub use schema::{
     BusName, BusRule, BusSection, CompatSection, Config, DaemonSection, ExtraModel, Mode, ModelSection, NetworkSection,

@@ -1,6 +1,7 @@
 //! Broken files and where their errors point, a full file, and unknown keys.
 
 use super::*;
+use crate::config::error::line_column;
 use crate::config::schema::{ExtraModel, Mode, ProviderId};
 
 fn err(text: &str) -> ConfigError {

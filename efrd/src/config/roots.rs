@@ -265,6 +265,19 @@ impl Roots {
         self.runtime.path.join(LOCK_FILE)
     }
 
+    /// efr's own folders, as the policy's floors protect them: the four roots and the conversations' `$SCRATCH`
+    /// folders (`$state/scratch`), which are the calls' own.
+    #[must_use]
+    pub fn efr_dirs(&self) -> efr_policy::EfrDirs {
+        efr_policy::EfrDirs {
+            config: Some(self.config.path.clone()),
+            data: Some(self.data.path.clone()),
+            state: Some(self.state.path.clone()),
+            runtime: Some(self.runtime.path.clone()),
+            scratch: Some(self.state.path.join(efr_policy::floors::SCRATCH_FOLDER)),
+        }
+    }
+
     /// The roots with their names, in a fixed order (config, data, state, runtime).
     #[must_use]
     pub fn iter(&self) -> [(&'static str, &Root); 4] {

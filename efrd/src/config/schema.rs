@@ -81,6 +81,8 @@ use efr_protocol::internal::bus_policy::{NamePattern, Rule as BusPolicyRule};
 use efr_protocol::internal::host::HostPattern;
 use serde::{Deserialize, Serialize};
 
+pub use super::provider::ProviderId;
+
 /// The whole `config.toml`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
@@ -169,6 +171,28 @@ pub struct UndoSection {
     pub trash_max_bytes: u64,
     /// How many days the trash keeps a file.
     pub trash_days: u64,
+}
+
+impl UndoSection {
+    /// The bounds of a turn's covered snapshots; `None` when undo is off.
+    #[must_use]
+    pub fn undo_bounds(&self) -> Option<efr_snapshot::UndoBounds> {
+        self.enabled.then(|| efr_snapshot::UndoBounds {
+            max_files: self.max_files,
+            max_bytes: self.max_bytes,
+            max_file_bytes: self.max_file_bytes,
+            max_time: std::time::Duration::from_secs(self.max_secs),
+        })
+    }
+
+    /// The bounds of the trash.
+    #[must_use]
+    pub fn trash_bounds(&self) -> efr_snapshot::TrashBounds {
+        efr_snapshot::TrashBounds {
+            max_bytes: self.trash_max_bytes,
+            max_age: std::time::Duration::from_secs(self.trash_days.saturating_mul(86_400)),
+        }
+    }
 }
 
 impl Default for UndoSection {
@@ -333,30 +357,6 @@ pub enum ShellProgram {
     Bash,
     /// zsh.
     Zsh,
-}
-
-/// A model provider, by its config name (kebab-case).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ProviderId {
-    /// The OpenAI Responses API.
-    OpenaiApi,
-    /// The Anthropic Messages API.
-    AnthropicApi,
-    /// Any server that speaks OpenAI Chat Completions (llama.cpp, Ollama, vLLM, ...).
-    OpenaiCompat,
-}
-
-impl ProviderId {
-    /// The config name: `openai-api`, `anthropic-api` or `openai-compat`.
-    #[must_use]
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::OpenaiApi => "openai-api",
-            Self::AnthropicApi => "anthropic-api",
-            Self::OpenaiCompat => "openai-compat",
-        }
-    }
 }
 
 /// `[model]`.

@@ -25,7 +25,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::watch;
 
-use super::parse::{ConfigError, parse};
+use super::error::ConfigError;
+use super::parse::parse;
 use super::schema::Config;
 use super::validate::{unknown_key_warning, warnings};
 
@@ -293,7 +294,7 @@ fn read_text(path: &Path) -> Result<Option<String>, ConfigError> {
     }
     let bytes = std::fs::read(path).map_err(|e| cannot(&e))?;
     String::from_utf8(bytes).map(Some).map_err(|e| {
-        let (line, column) = super::parse::line_column(
+        let (line, column) = super::error::line_column(
             &String::from_utf8_lossy(&e.as_bytes()[..e.utf8_error().valid_up_to()]),
             usize::MAX,
         );

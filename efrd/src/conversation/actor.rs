@@ -37,16 +37,16 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
 
 use super::{Command, Committed, ConversationHandle, Live, MAILBOX, Registry, Subscription, history, settings};
-use crate::model::HistoryItem;
-use crate::model::registry::Models;
-use crate::policy::Question;
+use crate::models::Models;
 use crate::sandbox::plan::Layout;
-use crate::snapshot::SnapshotStore;
-use crate::store::{CommandRecord, Commit, ConversationSummary, EventRow, Store, StoreError};
 use crate::tools::shell::{ShellKind, ShellOptions, ShellSlot};
+use crate::turn::env::ToolEnv;
 use crate::turn::sink::{Answer, Sink};
-use crate::turn::tools::ToolEnv;
 use crate::turn::{self, TurnOutcome, TurnPlan};
+use efr_model::HistoryItem;
+use efr_policy::Question;
+use efr_snapshot::SnapshotStore;
+use efr_store::{CommandRecord, Commit, ConversationSummary, EventRow, Store, StoreError};
 
 /// The options of a conversation's hidden shell: efrd's environment without the keys efrd holds (a shell call, direct
 /// or contained, never sees them).
@@ -64,7 +64,7 @@ fn home_dir(roots: &crate::config::Roots) -> PathBuf {
 
 mod commit;
 use commit::CommitRefused;
-pub(in crate::conversation) use commit::{decode_outcome, store_error};
+pub(in crate::conversation) use commit::decode_outcome;
 mod context;
 mod presence;
 pub(crate) use presence::PresenceSet;
@@ -219,7 +219,7 @@ impl Actor {
             .store
             .conversation(id)
             .await
-            .map_err(store_error)?
+            .map_err(ErrorBody::from)?
             .ok_or_else(|| ErrorBody::new(ErrorCode::NotFound, format!("no conversation {id}")))?;
         let rebuilt = history::rebuild(&deps.store, id).await?;
         let mut actor = Self::new(deps, id);

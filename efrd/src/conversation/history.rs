@@ -16,9 +16,8 @@ use efr_protocol::events::{CallStatus, Event, EventBody};
 use efr_protocol::ids::{CallId, ConversationId, TurnId};
 use efr_protocol::wire::How;
 
-use super::actor::store_error;
-use crate::model::HistoryItem;
-use crate::store::Store;
+use efr_model::HistoryItem;
+use efr_store::Store;
 
 /// How many events one read of the log takes.
 const PAGE: u32 = 1000;
@@ -69,7 +68,7 @@ pub async fn rebuild(store: &Store, id: ConversationId) -> Result<Rebuilt, Error
     let mut surface = crate::turn::surface::Book::default();
     let mut presence = None;
     loop {
-        let rows = store.events_after(id, last_seq, PAGE).await.map_err(store_error)?;
+        let rows = store.events_after(id, last_seq, PAGE).await.map_err(ErrorBody::from)?;
         let full = rows.len() == PAGE as usize;
         for row in rows {
             last_seq = row.seq;

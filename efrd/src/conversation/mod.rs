@@ -38,8 +38,8 @@ use efr_protocol::wire::{
 use efr_protocol::{ErrorBody, ErrorCode};
 use tokio::sync::{broadcast, mpsc, oneshot};
 
-use crate::policy::Question;
 use crate::turn::sink::{Answer, SinkFuture, TurnSink};
+use efr_policy::Question;
 
 pub use self::actor::{Deps, summary_to_wire};
 pub use self::settings::resolve as resolve_settings;
@@ -97,7 +97,7 @@ enum Command {
         turn_id: Option<TurnId>,
         bodies: Vec<EventBody>,
         /// The turn's history, with its terminal event ([`TurnSink::record_end`]); empty otherwise.
-        history: Vec<crate::model::HistoryItem>,
+        history: Vec<efr_model::HistoryItem>,
         reply: oneshot::Sender<Result<u64, ErrorBody>>,
     },
     Ask {
@@ -149,7 +149,7 @@ enum Command {
         turn_id: TurnId,
         call_id: CallId,
         changes: Vec<efr_protocol::wire::SurfaceChange>,
-        held: Vec<crate::turn::surface::Held>,
+        held: Vec<crate::turn::sink::Held>,
         reply: oneshot::Sender<Result<Vec<efr_protocol::ids::QuestionId>, ErrorBody>>,
     },
     SurfaceReport {
@@ -163,7 +163,7 @@ enum Command {
     },
     UndoEnd {
         bodies: Vec<EventBody>,
-        command: Option<crate::store::CommandRecord>,
+        command: Option<efr_store::CommandRecord>,
         reply: oneshot::Sender<Result<(), ErrorBody>>,
     },
 }
@@ -321,7 +321,7 @@ impl ConversationHandle {
     pub async fn end_undo(
         &self,
         bodies: Vec<EventBody>,
-        command: Option<crate::store::CommandRecord>,
+        command: Option<efr_store::CommandRecord>,
     ) -> Result<(), ErrorBody> {
         self.ask(|reply| Command::UndoEnd { bodies, command, reply }).await?
     }
@@ -383,7 +383,7 @@ impl TurnSink for Recorder {
         &self,
         turn_id: TurnId,
         body: EventBody,
-        history: Vec<crate::model::HistoryItem>,
+        history: Vec<efr_model::HistoryItem>,
     ) -> SinkFuture<'_, u64> {
         Box::pin(async move {
             request(&self.tx, |reply| Command::Record {
@@ -411,7 +411,7 @@ impl TurnSink for Recorder {
         turn_id: TurnId,
         call_id: CallId,
         changes: Vec<efr_protocol::wire::SurfaceChange>,
-        held: Vec<crate::turn::surface::Held>,
+        held: Vec<crate::turn::sink::Held>,
     ) -> SinkFuture<'_, Vec<efr_protocol::ids::QuestionId>> {
         Box::pin(async move {
             request(&self.tx, |reply| Command::SurfaceChanged {

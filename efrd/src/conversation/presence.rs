@@ -9,7 +9,7 @@ use std::sync::PoisonError;
 use efr_protocol::wire::{Presence, PresenceSetParams, PresenceSetResult, PresenceSource};
 use efr_protocol::{ErrorBody, ErrorCode};
 
-use super::actor::{PresenceSet, decode_outcome, store_error};
+use super::actor::{PresenceSet, decode_outcome};
 use super::{Command, ConversationHandle, Conversations, Deps};
 
 impl ConversationHandle {
@@ -65,7 +65,7 @@ impl Conversations {
             .store
             .command_outcome(params.command_id)
             .await
-            .map_err(store_error)?
+            .map_err(ErrorBody::from)?
         {
             return decode_outcome(&stored);
         }

@@ -14,8 +14,7 @@ use efr_protocol::events::{Event, EventBody, TurnCancelled, TurnInterrupted};
 use efr_protocol::ids::{ConversationId, Timestamp, TurnId};
 use tracing::info;
 
-use super::actor::store_error;
-use crate::store::{Commit, EventRow, OpenTurn, Store};
+use efr_store::{Commit, EventRow, OpenTurn, Store};
 
 /// The kinds that end a turn.
 pub const TERMINAL_KINDS: &[&str] = &[
@@ -39,7 +38,7 @@ pub async fn close_open_turns(store: &Store) -> Result<(Vec<TurnId>, usize), Err
     let open = store
         .open_turns(&["prompt_queued"], TERMINAL_KINDS)
         .await
-        .map_err(store_error)?;
+        .map_err(ErrorBody::from)?;
     let mut by_conversation: BTreeMap<ConversationId, Vec<OpenTurn>> = BTreeMap::new();
     for turn in open {
         by_conversation.entry(turn.conversation_id).or_default().push(turn);
@@ -50,9 +49,9 @@ pub async fn close_open_turns(store: &Store) -> Result<(Vec<TurnId>, usize), Err
         let mut summary = store
             .conversation(conversation_id)
             .await
-            .map_err(store_error)?
+            .map_err(ErrorBody::from)?
             .ok_or_else(|| ErrorBody::internal(format!("events of {conversation_id} have no summary row")))?;
-        let mut seq = store.last_seq(conversation_id).await.map_err(store_error)?;
+        let mut seq = store.last_seq(conversation_id).await.map_err(ErrorBody::from)?;
         let at = Timestamp::now();
         let mut rows = Vec::new();
         for turn in &turns {
@@ -91,7 +90,7 @@ pub async fn close_open_turns(store: &Store) -> Result<(Vec<TurnId>, usize), Err
         store
             .commit(Commit::events(rows).with_conversation(summary))
             .await
-            .map_err(store_error)?;
+            .map_err(ErrorBody::from)?;
     }
     Ok((interrupted, closed))
 }

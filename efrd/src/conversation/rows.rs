@@ -19,7 +19,7 @@ use efr_protocol::ids::ConversationId;
 use efr_protocol::wire::{ConversationsRecentResult, RecentConversation};
 
 use super::summary_to_wire;
-use crate::store::ConversationSummary;
+use efr_store::ConversationSummary;
 
 /// Who asks: the terminal and its working directory, each optional (both absent for conversations.watch).
 #[derive(Debug, Clone, Copy, Default)]

@@ -17,7 +17,7 @@ use efr_protocol::{ErrorBody, ErrorCode};
 
 use crate::config::Config;
 use crate::config::schema::Mode as ConfigMode;
-use crate::model::{Catalog, CatalogOrigin};
+use efr_model::{Catalog, CatalogOrigin};
 
 /// Resolves a prompt's settings against the config and the catalog.
 ///
@@ -141,10 +141,10 @@ mod tests {
     #[test]
     fn with_no_list_at_all_a_named_model_is_taken_as_named_and_none_named_is_unavailable() {
         let missing = Catalog::resolve(
-            crate::model::ProviderKind::OpenAiCompat,
+            efr_model::ProviderKind::OpenAiCompat,
             None,
             None,
-            &crate::model::CatalogConfig::default(),
+            &efr_model::CatalogConfig::default(),
         );
         assert_eq!(missing.origin, CatalogOrigin::Missing);
         let mut config = Config::default();
@@ -155,10 +155,10 @@ mod tests {
         assert_eq!(error.code, ErrorCode::Unavailable, "{error:?}");
         // A list that is known still refuses a model outside it.
         let known = Catalog::resolve(
-            crate::model::ProviderKind::OpenAiApi,
+            efr_model::ProviderKind::OpenAiApi,
             None,
             None,
-            &crate::model::CatalogConfig::default(),
+            &efr_model::CatalogConfig::default(),
         );
         assert_eq!(
             resolve(&known, &config, None, Origin::Terminal).unwrap_err().code,

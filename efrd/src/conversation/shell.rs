@@ -15,8 +15,8 @@ use efr_protocol::wire::{
 };
 use efr_protocol::{ErrorBody, ErrorCode};
 
-use crate::policy::approved_by;
 use crate::tools::spec::SHELL;
+use efr_policy::approved_by;
 
 /// The shell call that holds the hidden shell, if any.
 #[derive(Debug, Default)]

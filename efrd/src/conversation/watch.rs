@@ -25,7 +25,7 @@ use efr_protocol::ids::ConversationId;
 use serde_json::Value;
 use tokio::sync::broadcast;
 
-use crate::store::ConversationSummary;
+use efr_store::ConversationSummary;
 
 /// One change that watchers get.
 #[derive(Debug, Clone, PartialEq)]

@@ -12,10 +12,10 @@ use tracing::info;
 
 use crate::config::Roots;
 use crate::conversation::{Conversations, Deps};
-use crate::model::registry::Models;
+use crate::models::Models;
 use crate::sandbox::SandboxState;
-use crate::snapshot::SnapshotStore;
-use crate::store::Store;
+use efr_snapshot::SnapshotStore;
+use efr_store::Store;
 
 /// How many daemon events (login_completed, logout_completed) a watcher may fall behind.
 const DAEMON_EVENTS: usize = 64;

@@ -16,7 +16,7 @@
 //! | `.docker/config.json` | each key of `auths` and `credHelpers`; Docker Hub's (`index.docker.io`, `docker.io`) → `index.docker.io`, `registry-1.docker.io`, `auth.docker.io` |
 //!
 //! Secrets are never logged or kept: each reader keeps host names only, and a file that does not parse is skipped
-//! with a debug log that names the file, never its content. git runs through [`crate::git::command`], so no program
+//! with a debug log that names the file, never its content. git runs through [`efr_git::command`], so no program
 //! that a config names starts (its own `-c credential.helper=` entry, scope `command`, is left out of the list).
 
 use std::collections::BTreeMap;
@@ -248,7 +248,7 @@ fn git_credentials(found: &mut Found, path: &Path) {
 
 /// git's credential config: the files of `store` helpers and the URLs of `credential.<url>.*` sections.
 fn git_helpers(found: &mut Found, home: &Path) {
-    let output = crate::git::command()
+    let output = efr_git::command()
         .args(["config", "--show-scope", "-z", "--get-regexp", r"^credential\."])
         .current_dir("/")
         .env("HOME", home)

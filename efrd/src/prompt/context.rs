@@ -10,7 +10,7 @@ use efr_protocol::wire::{
 
 use super::TurnPrompt;
 use super::project::{DocFile, Outcome, Scope};
-use crate::model::HistoryItem;
+use efr_model::HistoryItem;
 
 /// How many of the largest items the result names.
 pub const LARGEST: usize = 5;

@@ -2,7 +2,7 @@
 //! sent at the head of the turn's prompt (docs/context.md, "The environment block").
 //!
 //! Reading it is bounded and cheap: the OS from `/etc/os-release`, the branch from the repository's `HEAD` file (no
-//! process), and whether the tree is dirty from one `git status` run as [`crate::git::command`] makes it (no program
+//! process), and whether the tree is dirty from one `git status` run as [`efr_git::command`] makes it (no program
 //! that the repository's config or attributes name can start: the rules of docs/adr/0008-git-outside-the-sandbox.md,
 //! with the filter drivers blanked), that stops at its first byte of output or after [`GIT_TIMEOUT`].
 
@@ -149,7 +149,7 @@ async fn dirty(root: &Path) -> Option<bool> {
 }
 
 async fn dirty_unbounded(root: &Path) -> Option<bool> {
-    let mut listing = crate::git::command();
+    let mut listing = efr_git::command();
     listing
         .arg("-C")
         .arg(root)
@@ -162,8 +162,8 @@ async fn dirty_unbounded(root: &Path) -> Option<bool> {
         .output()
         .await
         .ok()?;
-    let mut command = crate::git::command();
-    crate::git::blank_filters(&mut command, &listing.stdout).ok()?;
+    let mut command = efr_git::command();
+    efr_git::blank_filters(&mut command, &listing.stdout).ok()?;
     command
         .arg("-C")
         .arg(root)

@@ -24,7 +24,7 @@ use std::fmt::Write as _;
 use efr_protocol::wire::Mode;
 
 use self::project::{DocFile, Outcome, Scope};
-use crate::model::{ProviderKind, Tool};
+use efr_model::{ProviderKind, Tool};
 
 /// The base instructions.
 pub const BASE: &str = include_str!("text/base.md");

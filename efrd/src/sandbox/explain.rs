@@ -20,7 +20,7 @@ use std::path::{Component, Path, PathBuf};
 use efr_protocol::internal::{LaunchPlan, MountKind, PlanError, Rule};
 use serde::Serialize;
 
-use super::plan::normalize;
+use efr_policy::paths::normalize_from_root;
 
 /// What a contained call sees at a path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -83,7 +83,7 @@ pub fn explain(path: &Path, cwd: Option<&Path>, plan: &LaunchPlan) -> Result<Exp
         }
         cwd.join(path)
     };
-    let path = normalize(&joined);
+    let path = normalize_from_root(&joined);
     let mounts = plan.mounts()?;
     // The root mount holds every absolute path, so there is always one.
     let Some(mount) = mounts.iter().rev().find(|mount| path.starts_with(&mount.path)) else {

@@ -13,7 +13,7 @@
 //! [`Layout`] holds the folders the plan needs and reads no file; [`project_root`] looks for `.git` up the tree, and
 //! [`base_plan`] reads the writable roots' `.git`.
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use efr_protocol::ids::ConversationId;
 use efr_protocol::internal::{LaunchPlan, Mask, Writable, WritableSource, default_masks};
@@ -52,7 +52,7 @@ impl Layout {
                 roots.state.path.clone(),
                 roots.runtime.path.clone(),
             ],
-            scratch_root: roots.state.path.join(crate::policy::floors::SCRATCH_FOLDER),
+            scratch_root: roots.state.path.join(efr_policy::floors::SCRATCH_FOLDER),
             config_masks: config_masks.to_vec(),
         }
     }
@@ -84,22 +84,6 @@ pub fn project_root(cwd: &Path, home: Option<&Path>) -> Option<PathBuf> {
         .find(|folder| folder.join(".git").exists())
         .unwrap_or(cwd);
     below_home(root).then(|| root.to_path_buf())
-}
-
-/// Removes `.` and resolves `..` lexically, as `sandbox.explain` does with its path (no file is read).
-#[must_use]
-pub fn normalize(path: &Path) -> PathBuf {
-    let mut out = PathBuf::from("/");
-    for component in path.components() {
-        match component {
-            Component::Normal(part) => out.push(part),
-            Component::ParentDir => {
-                out.pop();
-            }
-            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
-        }
-    }
-    out
 }
 
 /// The base plan of a call that runs `argv` in `cwd` (absolute) with `bwrap`: the project root (when there is one)
@@ -240,11 +224,5 @@ mod tests {
             &scratch,
         );
         assert_eq!(plan.writable.len(), 1);
-    }
-
-    #[test]
-    fn normalize_is_lexical() {
-        assert_eq!(normalize(Path::new("/a/./b/../c")), Path::new("/a/c"));
-        assert_eq!(normalize(Path::new("/../..")), Path::new("/"));
     }
 }

@@ -21,7 +21,7 @@ use std::path::{Component, Path, PathBuf};
 use efr_protocol::internal::{LaunchPlan, Protected, ProtectedSource};
 use efr_protocol::wire::Grant;
 
-use super::plan::normalize;
+use efr_policy::paths::normalize_from_root;
 
 /// Removes a `commondir` file that a contained call put in the `.git` folder of a project root, and returns the paths
 /// removed. A main repository's `.git` never holds one (git keeps `commondir` in a linked worktree's own git folder),
@@ -117,7 +117,7 @@ fn git_dir(dir: &Path, roots: &[PathBuf], out: &mut Vec<(PathBuf, ProtectedSourc
     let common = match fs::read_to_string(&commondir) {
         Ok(text) => {
             out.push((commondir, ProtectedSource::GitCommonDir));
-            normalize(&dir.join(text.trim_end_matches(['\n', '\r'])))
+            normalize_from_root(&dir.join(text.trim_end_matches(['\n', '\r'])))
         }
         Err(_) => dir.to_path_buf(),
     };
@@ -143,7 +143,7 @@ fn git_dir(dir: &Path, roots: &[PathBuf], out: &mut Vec<(PathBuf, ProtectedSourc
 fn gitdir_of(file: &Path, root: &Path) -> Option<PathBuf> {
     let text = fs::read_to_string(file).ok()?;
     let target = text.lines().next()?.strip_prefix("gitdir:")?.trim();
-    (!target.is_empty()).then(|| normalize(&root.join(target)))
+    (!target.is_empty()).then(|| normalize_from_root(&root.join(target)))
 }
 
 /// Strictly inside one of `roots`.
@@ -175,7 +175,7 @@ fn efr_guards(root: &Path, efr_roots: &[PathBuf]) -> Vec<PathBuf> {
 
 /// `path` as given and with its links resolved (as far as it exists), without repeats.
 fn forms(path: &Path) -> Vec<PathBuf> {
-    let path = normalize(path);
+    let path = normalize_from_root(path);
     let real = resolved(&path);
     if real == path { vec![path] } else { vec![path, real] }
 }

@@ -128,7 +128,11 @@ pub fn path_dirs(path_var: &str, cwd: &Path, project: &Path) -> Vec<PathBuf> {
         } else {
             cwd.join(entry)
         };
-        let Some(rel) = normalize(&absolute).strip_prefix(project).ok().map(Path::to_path_buf) else {
+        let Some(rel) = efr_policy::paths::normalize(&absolute)
+            .strip_prefix(project)
+            .ok()
+            .map(Path::to_path_buf)
+        else {
             continue;
         };
         if !dirs.contains(&rel) {
@@ -136,22 +140,6 @@ pub fn path_dirs(path_var: &str, cwd: &Path, project: &Path) -> Vec<PathBuf> {
         }
     }
     dirs
-}
-
-/// `path` without `.` parts and with each `..` taking the part before it (lexically, as a PATH lookup does not
-/// resolve symlinks either).
-fn normalize(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for part in path.components() {
-        match part {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other),
-        }
-    }
-    out
 }
 
 /// Whether a hook's text runs make or just: a word `make`, `gmake` or `just` at the start of a command (a line, or

@@ -7,7 +7,5 @@
 //!
 //! Each tool is a library here; the turn loop calls it and turns its outcome into events.
 
-pub mod changes;
-pub mod patch;
 pub mod shell;
 pub mod spec;

@@ -12,7 +12,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::model::Tool;
+use efr_model::Tool;
 
 /// The shell tool's name.
 pub const SHELL: &str = "shell";

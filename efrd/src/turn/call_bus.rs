@@ -8,7 +8,7 @@ use efr_protocol::internal::LaunchPlan;
 use efr_protocol::internal::launch::BusSocket;
 use efr_protocol::wire::{Bus, Grant, SandboxSummary};
 
-use super::tools::ToolEnv;
+use super::env::ToolEnv;
 use crate::bus::{BusPlan, report};
 use crate::helper_process::HelperError;
 

@@ -6,7 +6,7 @@ use efr_protocol::ids::CallId;
 use efr_protocol::internal::LaunchPlan;
 use efr_protocol::wire::{Grant, SandboxSummary};
 
-use super::tools::ToolEnv;
+use super::env::ToolEnv;
 use crate::network::{ProxyError, ProxyPlan, report};
 
 /// Opens the `efr-proxy` plan of a call whose grants hold `host` grants and puts its socket in the launch plan.

@@ -17,8 +17,8 @@ use efr_protocol::wire::FileChanges;
 
 use super::overlap::{Presence, Window};
 use super::snapshots::take_within;
-use crate::snapshot::{Limits, Snapshot, compare};
-use crate::tools::changes::{Change, DisplayRoots, file_changes_marked};
+use efr_patch::changes::{Change, DisplayRoots, file_changes_marked};
+use efr_snapshot::{Limits, Snapshot, compare};
 
 /// The bounds of the walks around one shell call: those of a turn's snapshot, with at most 2 s per walk.
 pub const CALL_LIMITS: Duration = Duration::from_secs(2);
@@ -94,7 +94,7 @@ impl CallRoots {
 }
 
 /// The snapshots of a turn's shell calls: the last one of each root, kept so the next walk reads only what changed.
-/// One per turn ([`crate::turn::tools::ToolEnv`]); what it keeps in memory counts against the daemon's
+/// One per turn ([`crate::turn::env::ToolEnv`]); what it keeps in memory counts against the daemon's
 /// [`CallTextPool`] until it is dropped.
 #[derive(Debug, Default)]
 pub struct CallSnapshots {
@@ -148,7 +148,7 @@ impl CallSnapshots {
     }
 
     fn keep(&self, snapshot: &Arc<Snapshot>) {
-        let bytes: u64 = snapshot.blobs.memory.values().map(|b| b.len() as u64).sum();
+        let bytes = snapshot.memory_bytes();
         let mut last = self.lock();
         let old = last
             .insert(

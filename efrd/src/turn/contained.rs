@@ -28,8 +28,9 @@ use efr_protocol::internal::{
 };
 use efr_protocol::wire::Grant;
 
-use crate::sandbox::plan::{Layout, base_plan, normalize};
+use crate::sandbox::plan::{Layout, base_plan};
 use crate::sandbox::protect::protect;
+use efr_policy::paths::normalize_from_root;
 
 /// The environment variables that hold keys efrd holds itself (model/keys.rs reads them). Neither the hidden shell
 /// nor a contained call gets them (docs/architecture.md, "Processes and trust boundaries").
@@ -87,7 +88,7 @@ pub struct CallPlan<'a> {
     pub desktop: Option<&'a efr_protocol::wire::Desktop>,
 }
 
-/// The git config that a read-only call runs with, on top of every config file git reads: [`crate::git::NO_PROGRAMS`]
+/// The git config that a read-only call runs with, on top of every config file git reads: [`efr_git::NO_PROGRAMS`]
 /// (each key a repository's own config could set to make a read start a program) and no transport at all. Passed
 /// as `GIT_CONFIG_COUNT`/`GIT_CONFIG_KEY_<n>`/`GIT_CONFIG_VALUE_<n>` (git 2.31 and later), which git reads as
 /// command-line config: it wins over the system, global, local and worktree files and their includes. `GIT_PAGER`
@@ -96,7 +97,7 @@ pub struct CallPlan<'a> {
 /// filter's `clean`, a diff driver's `textconv`), whose names git does not fix. Those run only inside the read-only
 /// sandbox, where they can read no more than the call itself.
 fn git_neutral() -> impl Iterator<Item = (&'static str, &'static str)> {
-    crate::git::NO_PROGRAMS
+    efr_git::NO_PROGRAMS
         .iter()
         .copied()
         .chain([("protocol.allow", "never")])
@@ -269,7 +270,7 @@ impl Outcome {
 /// are placeholders): what efrd checks a patch or an exit's path against. The roots and `$SCRATCH` are resolved
 /// through links like the paths they are checked against.
 #[must_use]
-pub fn mounts_plan(env: &super::tools::ToolEnv, grants: &[Grant]) -> LaunchPlan {
+pub fn mounts_plan(env: &super::env::ToolEnv, grants: &[Grant]) -> LaunchPlan {
     let roots = super::patch_paths::resolved_roots(&env.roots);
     let scratch = super::patch_paths::resolved_roots(std::slice::from_ref(&env.scratch)).remove(0);
     call_plan(&CallPlan {
@@ -299,7 +300,7 @@ pub fn writable_in(plan: &LaunchPlan, path: &Path) -> bool {
 /// The kind of the mount that decides what a contained call sees at `path`: the last (deepest) one that holds it;
 /// `None` for a plan that does not build.
 fn deciding_mount(plan: &LaunchPlan, path: &Path) -> Option<MountKind> {
-    let path = normalize(path);
+    let path = normalize_from_root(path);
     let mounts = plan.mounts().ok()?;
     mounts
         .iter()

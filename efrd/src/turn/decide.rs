@@ -2,19 +2,19 @@
 //! check, and asks the policy. What comes out is the [`DecidedCall`]: the policy's [`Decision`] together with what
 //! the call needs to run once allowed (the shell line, or the planned patch with the paths it really touches).
 //!
-//! Recording, the question and running are [`super::tools`]'s; the rules themselves are [`crate::policy`]'s.
+//! Recording, the question and running are [`super::tools`]'s; the rules themselves are [`efr_policy`]'s.
 
 use std::path::Path;
 use std::time::Duration;
 
 use efr_protocol::wire::Mode;
 
+use super::env::ToolEnv;
 use super::git_check;
 use super::patch_paths::{resolved_change, resolved_dirs, resolved_roots};
-use super::tools::ToolEnv;
-use crate::policy::{self, Call, Decision, LineAnalysis, PatchCall, PatchChange, PolicyContext, ShellCall};
-use crate::tools::patch::{self, Plan};
 use crate::tools::spec::ToolCall;
+use efr_patch::{self as patch, Plan};
+use efr_policy::{self as policy, Call, Decision, LineAnalysis, PatchCall, PatchChange, PolicyContext, ShellCall};
 
 /// What a decided call runs once allowed.
 #[derive(Debug)]
@@ -104,7 +104,7 @@ pub async fn decide_call(env: &ToolEnv, call: ToolCall) -> Result<DecidedCall, S
 /// under `/tmp` (auto binds its project over it, writable; the read-only sandbox binds nothing), so there cautious's
 /// reads run direct, with the check of credential stores (docs/adr/0009-cautious-reads-contained.md).
 fn visible_read_only(env: &ToolEnv) -> bool {
-    let under_tmp = |path: &Path| crate::policy::paths::is_within(path, Path::new("/tmp"));
+    let under_tmp = |path: &Path| efr_policy::paths::is_within(path, Path::new("/tmp"));
     !under_tmp(&env.cwd) && !env.roots.iter().any(|root| under_tmp(root))
 }
 

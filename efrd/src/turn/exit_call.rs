@@ -11,12 +11,12 @@ use std::fmt::Write as _;
 use efr_protocol::ids::{CallId, TurnId};
 use efr_protocol::wire::{ApprovedBy, ExitRecord, Grant};
 
+use super::env::{CallOutput, ToolEnv};
 use super::exits::{CallExits, ExitPlace, ExitVerdict, judge, with_grants};
 use super::shell_call::{Executed, ShellRequest, execute, finish};
 use super::sink::Sink;
-use super::tools::{CallOutput, ToolEnv};
 use crate::exits::find;
-use crate::policy::{LineAnalysis, PatchChange, ShellCall};
+use efr_policy::{LineAnalysis, PatchChange, ShellCall};
 
 /// The exits of a shell line, before its contained call runs.
 #[must_use]
@@ -68,7 +68,7 @@ pub async fn run_contained_shell(
     let exits = CallExits {
         turn_id,
         call_id,
-        summary: &crate::policy::decide::shell_summary(request.command),
+        summary: &efr_policy::decide::shell_summary(request.command),
         interactive: false,
     };
     match judge(env, sink, exits, records).await? {

@@ -10,9 +10,9 @@ use std::path::{Path, PathBuf};
 use efr_protocol::wire::{ExitKind, ExitRecord, GitCode, GitCodeItem};
 
 use super::contained;
+use super::env::ToolEnv;
 use super::git_check;
-use super::tools::ToolEnv;
-use crate::policy::{GitTrust, LineAnalysis};
+use efr_policy::{GitTrust, LineAnalysis};
 
 /// Fills `git_code` of the `outside` and `upload` records of a line with git commands, when the check makes them
 /// exits that only the user approves (a writable item, or a repository not checked); leaves it absent otherwise.
@@ -90,7 +90,7 @@ pub fn drop_ungrantable(env: &ToolEnv, records: &mut Vec<ExitRecord>) {
     records.retain(|record| {
         !matches!(record.kind, ExitKind::Write | ExitKind::Delete)
             || !record.targets.iter().any(|target| {
-                let real = crate::policy::paths::resolve(&target.path).unwrap_or_else(|_| target.path.clone());
+                let real = efr_policy::paths::resolve(&target.path).unwrap_or_else(|_| target.path.clone());
                 protected.iter().any(|p| real.starts_with(&p.path))
             })
     });
@@ -104,7 +104,7 @@ fn writable_in_sandbox(env: &ToolEnv, path: &Path) -> bool {
 
 /// Whether a contained call of this turn with `grants` could write `path`.
 fn writable_with(env: &ToolEnv, path: &Path, grants: &[efr_protocol::wire::Grant]) -> bool {
-    let real = crate::policy::paths::resolve(path).unwrap_or_else(|_| path.to_path_buf());
+    let real = efr_policy::paths::resolve(path).unwrap_or_else(|_| path.to_path_buf());
     contained::writable_in(&contained::mounts_plan(env, grants), &real)
 }
 
@@ -147,7 +147,7 @@ mod tests {
     async fn a_hook_in_a_nested_repository_of_the_project_is_writable_but_the_projects_own_is_protected() {
         let dir = tempfile::tempdir().unwrap();
         let env = super::super::testing::tool_env(dir.path(), "/usr/bin/bwrap", efr_protocol::wire::Mode::Auto);
-        let project = crate::policy::paths::resolve(&env.roots[0]).unwrap();
+        let project = efr_policy::paths::resolve(&env.roots[0]).unwrap();
         std::fs::create_dir_all(project.join(".git/hooks")).unwrap();
         std::fs::write(project.join(".git/config"), "").unwrap();
         std::fs::create_dir_all(project.join("vendor/lib/.git/hooks")).unwrap();

@@ -19,12 +19,12 @@ use efr_protocol::wire::{
 };
 use tokio::sync::Mutex;
 
+use super::env::ToolEnv;
 use super::sink::{Answer, Sink};
-use super::tools::ToolEnv;
 use crate::exits::approvers::{Approvers, approvers};
 use crate::exits::find::ExitContext;
 use crate::exits::judge::{ChainOutcome, Judges, Review, TurnDenials, review};
-use crate::policy::{EfrDirs, LaunchKind, Question};
+use efr_policy::{EfrDirs, LaunchKind, Question};
 
 /// The most recent calls a model judge sees (their lines or a patch's files, never their output).
 pub const RECENT_CALLS: usize = 8;
@@ -348,7 +348,7 @@ impl Shown {
     }
 
     fn path(&self, path: &Path) -> String {
-        crate::policy::paths::display(path, &self.roots, self.home.as_deref())
+        efr_policy::paths::display(path, &self.roots, self.home.as_deref())
     }
 }
 
@@ -384,7 +384,7 @@ pub fn target_words(record: &ExitRecord, shown: &Shown) -> String {
             .action
             .command
             .as_deref()
-            .map_or_else(|| record.kind.as_str().to_owned(), crate::policy::decide::shell_summary),
+            .map_or_else(|| record.kind.as_str().to_owned(), efr_policy::decide::shell_summary),
     }
 }
 

@@ -1,5 +1,5 @@
 //! The check behind cautious's read-only git commands: what the repositories of a line's git commands can make git
-//! run. The rules are in [`crate::policy::git_config`]; this module asks git itself, so that repository discovery,
+//! run. The rules are in [`efr_policy::git_config`]; this module asks git itself, so that repository discovery,
 //! `.git` files, `commondir`, `core.worktree`, includes and worktree config are read exactly as the git that runs the
 //! line reads them.
 //!
@@ -13,7 +13,7 @@
 //! 4. `git rev-parse --show-toplevel`, then `git ls-files --stage -z --full-name -- :/`: the gitlinks of the index,
 //!    each populated one checked from 1 as a repository of its own.
 //!
-//! None of these runs a program from the repository, and each runs as [`crate::git::command`] makes it, with what
+//! None of these runs a program from the repository, and each runs as [`efr_git::command`] makes it, with what
 //! could start one (an fsmonitor for `ls-files`, say) switched off all the same. At most [`MAX_REPOSITORIES`]
 //! repositories and [`MAX_DEPTH`] levels of submodules are checked, each git process gets [`GIT_TIMEOUT`]; past
 //! any of them the place is [`GitTrust::Unchecked`] and cautious asks.
@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use crate::policy::git_config::{self, GitPlace, GitTrust};
+use efr_policy::git_config::{self, GitPlace, GitTrust};
 
 /// The most repositories (a place's own and its submodules) checked for one place.
 pub const MAX_REPOSITORIES: usize = 32;
@@ -202,14 +202,14 @@ enum Ran {
     Failed(String),
 }
 
-/// Runs `git <location> <args>` in `dir` as efrd runs git ([`crate::git::command`]: nothing of the repository's
+/// Runs `git <location> <args>` in `dir` as efrd runs git ([`efr_git::command`]: nothing of the repository's
 /// starts), with no input and English messages. `Err` when it did not run or ran too long.
 async fn run_git(dir: &Path, location: &[String], args: &[&str]) -> Result<Ran, GitTrust> {
     // Where the repository's hooks are must be asked without efrd's own `core.hooksPath`.
     let mut command = if args.contains(&"--git-path") {
-        crate::git::command_for_hook_paths()
+        efr_git::command_for_hook_paths()
     } else {
-        crate::git::tokio_command()
+        efr_git::tokio_command()
     };
     command
         .args(location)

@@ -26,6 +26,7 @@ pub mod call_snapshots;
 pub mod coalesce;
 pub mod contained;
 pub mod decide;
+pub mod env;
 pub mod exit_call;
 pub mod exit_git;
 pub mod exits;
@@ -58,7 +59,7 @@ use tracing::debug;
 
 use self::coalesce::TextCoalescer;
 use self::sink::Sink;
-use crate::model::{HistoryItem, ModelError, ModelEvent, ModelRequest, Provider, StopReason, Usage};
+use efr_model::{HistoryItem, ModelError, ModelEvent, ModelRequest, Provider, StopReason, Usage};
 
 /// Everything a turn needs to run, prepared by its conversation's actor.
 #[derive(Debug)]
@@ -72,7 +73,7 @@ pub struct TurnPlan {
     /// The model's context window in tokens, when the catalog knows it (for `context` of the end event).
     pub context_window: Option<u64>,
     /// What the turn's tool calls share; `None` for a turn without tools.
-    pub tools: Option<tools::ToolEnv>,
+    pub tools: Option<env::ToolEnv>,
 }
 
 /// The most model calls one turn makes before it fails (a model that calls tools forever).
@@ -172,7 +173,7 @@ pub async fn run(plan: TurnPlan, recorder: Sink, cancel: CancellationToken) -> T
             // An interrupt stops the running call (SIGINT to a shell call's command, deny for a question) and runs no
             // further call.
             let output = if cancel.is_cancelled() {
-                Some(tools::CallOutput {
+                Some(env::CallOutput {
                     output: "the turn was interrupted before this call ran".to_owned(),
                     is_error: true,
                 })

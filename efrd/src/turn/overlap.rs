@@ -13,7 +13,7 @@
 //! that overlapped another turn; in a turn's `changes` (and conversation.diff), every change that none of its patch
 //! calls or its non-overlapped shell calls made, when the turn overlapped another. undo treats such a change as a
 //! conflict (docs/undo.md); the marks of a turn's `changes` are saved beside its snapshots
-//! ([`crate::snapshot::others`]).
+//! ([`efr_snapshot::others`]).
 //!
 //! [`ProjectTurns`] is the daemon's one registry, keyed by project root (the nearest git root, so two folders of one
 //! repository are one project). A turn enters it for its whole life ([`Presence`], left on drop).

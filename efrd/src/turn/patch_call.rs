@@ -11,12 +11,12 @@ use efr_protocol::ids::{CallId, TurnId};
 use efr_protocol::wire::{FileChangeKind, FileChanges, Grant};
 
 use super::contained;
+use super::env::{CallOutput, ToolEnv, completed};
 use super::patch_paths::touched;
 use super::sink::Sink;
-use super::tools::{CallOutput, ToolEnv, completed};
-use crate::policy::PatchChange;
-use crate::tools::changes::{Change, DisplayRoots, IgnoreRules, TOOL_CALL_DIFF_LINES, file_changes, unified_diff};
-use crate::tools::patch::{self, Plan};
+use efr_patch::changes::{Change, DisplayRoots, IgnoreRules, TOOL_CALL_DIFF_LINES, file_changes, unified_diff};
+use efr_patch::{self as patch, Plan};
+use efr_policy::PatchChange;
 
 /// Applies an allowed patch and records its completion; `grants` is `Some` for a contained call. Returns what the
 /// model gets, or `None` when the sink is gone.
@@ -107,7 +107,7 @@ fn changes_of(results: Vec<patch::FileResult>, env: &ToolEnv) -> (FileChanges, S
             let ignored = ignore
                 .as_mut()
                 .is_some_and(|rules| rules.is_ignored(&result.path, false));
-            Change::from_patch(result, ignored)
+            result.into_change(ignored)
         })
         .collect();
     if let Some(presence) = &env.presence {
@@ -146,7 +146,7 @@ fn sandbox_refusal(env: &ToolEnv, plan: &Plan, changes: &[PatchChange], grants: 
             _ => Some(&file.path),
         })
         .find_map(|source| {
-            let real = crate::policy::paths::resolve(source).unwrap_or_else(|_| source.clone());
+            let real = efr_policy::paths::resolve(source).unwrap_or_else(|_| source.clone());
             (!contained::readable_in(&sandbox, &real)).then(|| {
                 format!(
                     "{} leads to {}, which efr's sandbox hides from a contained call",

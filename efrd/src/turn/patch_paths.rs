@@ -3,7 +3,7 @@
 //! efrd applies a patch itself, as the user, and the file system follows symbolic links: `*** Update File: link.txt`
 //! with `link.txt -> /outside/x` writes `/outside/x`, and `*** Add File: dir/new.toml` with `dir -> ~/.config/efr`
 //! writes into efr's config. The policy and the sandbox check compare paths lexically
-//! ([`crate::policy::paths`]), so every path is resolved first ([`crate::policy::paths::resolve`]): the longest part
+//! ([`efr_policy::paths`]), so every path is resolved first ([`efr_policy::paths::resolve`]): the longest part
 //! that exists is canonicalized. A deleted file and a move's source are the exception: removing or renaming a link
 //! acts on the link, not on its target, so only their folder is resolved. The project roots are resolved the same
 //! way, so a project reached through a link still holds its own files.
@@ -17,9 +17,9 @@ use std::path::{Path, PathBuf};
 
 use efr_protocol::wire::FileChangeKind;
 
-use crate::policy::paths::resolve;
-use crate::policy::{ChangeKind, EfrDirs, PatchChange};
-use crate::tools::patch::FileResult;
+use efr_patch::FileResult;
+use efr_policy::paths::resolve;
+use efr_policy::{ChangeKind, EfrDirs, PatchChange};
 
 /// What the policy judges of one file of a planned patch, with its paths resolved: a move is judged at its old path,
 /// with its new one.
@@ -92,7 +92,7 @@ pub fn resolved_dirs(dirs: &EfrDirs) -> EfrDirs {
 fn through_links(path: &Path) -> Result<PathBuf, String> {
     let judged = resolve(path).map_err(|e| format!("cannot tell where {} leads: {e}", path.display()))?;
     if path.components().any(|c| c == std::path::Component::ParentDir)
-        && crate::policy::paths::resolve_as_written(path).ok().as_ref() != Some(&judged)
+        && efr_policy::paths::resolve_as_written(path).ok().as_ref() != Some(&judged)
     {
         return Err(format!(
             "{} goes up (`..`) from a folder that is a link, so it names another place than it seems; write the \

@@ -5,9 +5,9 @@ use efr_protocol::ids::TurnId;
 use efr_protocol::wire::TurnSettings;
 
 use super::TurnPlan;
-use super::tools::ToolEnv;
-use crate::model::registry::Models;
-use crate::model::{HistoryItem, ModelRequest};
+use super::env::ToolEnv;
+use crate::models::Models;
+use efr_model::{HistoryItem, ModelRequest};
 
 /// The model call of a turn: the active provider, the history, the settings, the instructions and tools of
 /// `prompt` (crate::prompt: pinned per conversation), and the tools only when `tools` is `Some` (an auto turn's
@@ -26,7 +26,7 @@ pub fn plan(
     let provider = models.provider_for_turn()?;
     // Auto's exits are judged by the classifier and the turn's own model (docs/auto.md, "The judges").
     if let Some(env) = tools.as_mut()
-        && crate::policy::effective_mode(env.mode, env.origin) == efr_protocol::wire::Mode::Auto
+        && efr_policy::effective_mode(env.mode, env.origin) == efr_protocol::wire::Mode::Auto
     {
         env.exits.judges =
             crate::exits::judge::Judges::for_turn(&models.config().auto, models, &provider, &settings.model);

@@ -28,14 +28,14 @@ use super::call_bus;
 use super::call_network;
 use super::call_snapshots::CallRoots;
 use super::contained::Outcome;
+use super::env::{CallOutput, ToolEnv};
 use super::shell_prepare::{NotPrepared, Prepared, prepare};
 use super::sink::Sink;
-use super::tools::{CallOutput, ToolEnv};
 use crate::bus::BusSupervisor;
 use crate::network::ProxySupervisor;
 use crate::sandbox::git_link;
-use crate::tools::changes::Change;
 use crate::tools::shell::{Detached, EndCause, HiddenShell, InputKind, OutputLimits, Run, RunAnswer};
+use efr_patch::changes::Change;
 
 /// What the model is told when the hidden shell itself ended during a call.
 const SHELL_ENDED_NOTE: &str = "\n[the hidden shell itself ended during this command; the next call starts a new \
@@ -89,7 +89,7 @@ pub struct ShellRequest<'a> {
     pub grants: Option<&'a [Grant]>,
     /// A contained call in the read-only sandbox (cautious's reads): nothing writable but a private `/tmp`.
     pub read_only: bool,
-    /// Who let it run outside the sandbox ([`crate::policy::approved_by`]); `None` when contained.
+    /// Who let it run outside the sandbox ([`efr_policy::approved_by`]); `None` when contained.
     pub approved_by: Option<ApprovedBy>,
 }
 

@@ -10,7 +10,7 @@ use efr_protocol::ids::CallId;
 use efr_protocol::wire::Grant;
 
 use super::contained::{self, CallPlan};
-use super::tools::ToolEnv;
+use super::env::ToolEnv;
 use super::{call_bus, call_network};
 use crate::bus::{BusPlan, BusSupervisor};
 use crate::network::{ProxyPlan, ProxySupervisor};

@@ -5,6 +5,7 @@
 //! broadcasts each event in its actor; a test gives the turn a sink that keeps the events in memory.
 
 use std::future::Future;
+use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::Arc;
 
@@ -13,9 +14,44 @@ use efr_protocol::events::EventBody;
 use efr_protocol::ids::{CallId, QuestionId, TurnId};
 use efr_protocol::wire::{ApprovalDecision, SurfaceChange};
 
-use super::surface::Held;
-use crate::model::HistoryItem;
-use crate::policy::Question;
+use efr_model::HistoryItem;
+use efr_policy::Question;
+
+/// A surface change that can run code, held until the user answers: what `surface::keep` and `surface::remove` need.
+#[derive(Debug, Clone)]
+pub struct Held {
+    /// The change as its question shows it.
+    pub change: SurfaceChange,
+    /// The project root.
+    pub(super) root: PathBuf,
+    /// For a rename, the path it had (relative to `root`).
+    pub(super) from: Option<PathBuf>,
+    /// The content before the call: `Some(None)` for a file the call added, `Some(Some(bytes))` for one it changed,
+    /// `None` when not kept (binary, or over the call snapshots' bound).
+    pub(super) old: Option<Option<Vec<u8>>>,
+    /// The mode the call left, when efrd removed its executable bits.
+    pub(super) held_mode: Option<u32>,
+    /// SHA-256 of the content as the call left it.
+    pub(super) digest: Option<[u8; 32]>,
+}
+
+impl Held {
+    /// efrd removed the file's executable bits until it is kept.
+    #[must_use]
+    pub fn held(&self) -> bool {
+        self.held_mode.is_some()
+    }
+
+    /// `surface::remove` cannot put back the old content (it was not kept).
+    #[must_use]
+    pub fn cannot_remove(&self) -> bool {
+        self.old.is_none()
+    }
+
+    pub(super) fn path(&self) -> PathBuf {
+        self.root.join(&self.change.path)
+    }
+}
 
 /// A future the sink returns: boxed, so that the trait can be used as `dyn TurnSink`.
 pub type SinkFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, ErrorBody>> + Send + 'a>>;

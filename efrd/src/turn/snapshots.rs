@@ -18,9 +18,9 @@ use efr_protocol::{ErrorBody, ErrorCode};
 use tracing::warn;
 
 use super::overlap::Presence;
-use crate::snapshot::others;
-use crate::snapshot::{Limits, Snapshot, SnapshotError, SnapshotStore, compare};
-use crate::tools::changes::{Change, DisplayRoots, file_changes_marked, unified_diff};
+use efr_patch::changes::{Change, DisplayRoots, file_changes_marked, unified_diff};
+use efr_snapshot::others;
+use efr_snapshot::{Limits, Snapshot, SnapshotError, SnapshotStore, compare};
 
 /// The id of a turn's first snapshot of its project.
 #[must_use]

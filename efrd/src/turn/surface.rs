@@ -17,10 +17,10 @@ use efr_protocol::ids::{CallId, QuestionId, TurnId};
 use efr_protocol::wire::{FileChangeKind, ReportedFile, SurfaceChange, SurfaceKind, SurfaceOutcome};
 use sha2::{Digest as _, Sha256};
 
-use super::sink::Sink;
+use super::sink::{Held, Sink};
 use crate::sandbox::surface::{self as detect, Changed, SurfaceFacts};
-use crate::tools::changes::{Body, Change};
 use crate::undo::trash::Trash;
+use efr_patch::changes::{Body, Change};
 
 /// How long efrd waits for `git rev-parse --git-path hooks`.
 const GIT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -32,42 +32,6 @@ pub struct CallShell {
     pub path_var: Option<String>,
     /// The shell's working folder.
     pub cwd: Option<PathBuf>,
-}
-
-/// A surface change that can run code, held until the user answers: what [`keep`] and [`remove`] need.
-#[derive(Debug, Clone)]
-pub struct Held {
-    /// The change as its question shows it.
-    pub change: SurfaceChange,
-    /// The project root.
-    root: PathBuf,
-    /// For a rename, the path it had (relative to `root`).
-    from: Option<PathBuf>,
-    /// The content before the call: `Some(None)` for a file the call added, `Some(Some(bytes))` for one it changed,
-    /// `None` when not kept (binary, or over the call snapshots' bound).
-    old: Option<Option<Vec<u8>>>,
-    /// The mode the call left, when efrd removed its executable bits.
-    held_mode: Option<u32>,
-    /// SHA-256 of the content as the call left it.
-    digest: Option<[u8; 32]>,
-}
-
-impl Held {
-    /// efrd removed the file's executable bits until it is kept.
-    #[must_use]
-    pub fn held(&self) -> bool {
-        self.held_mode.is_some()
-    }
-
-    /// [`remove`] cannot put back the old content (it was not kept).
-    #[must_use]
-    pub fn cannot_remove(&self) -> bool {
-        self.old.is_none()
-    }
-
-    fn path(&self) -> PathBuf {
-        self.root.join(&self.change.path)
-    }
 }
 
 /// After an auto contained call: finds its surface changes among `raw` (the call's changes, absolute paths), holds
@@ -175,7 +139,7 @@ fn facts(project: &Path, shell: &CallShell, hooks: Option<&Path>) -> SurfaceFact
 /// Where git takes the project's hooks from (`core.hooksPath` or `.git/hooks`), absolute; `None` when git does not
 /// say (no repository, no git).
 async fn git_hooks_dir(project: &Path) -> Option<PathBuf> {
-    let mut command = crate::git::command_for_hook_paths();
+    let mut command = efr_git::command_for_hook_paths();
     command
         .args(["rev-parse", "--path-format=absolute", "--git-path", "hooks"])
         .current_dir(project)

@@ -10,8 +10,8 @@ use efr_protocol::wire::SandboxSummary;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
+use super::env::ToolEnv;
 use super::shell_call::Executed;
-use super::tools::ToolEnv;
 
 /// How long the descendants get to end after SIGTERM, and again after SIGKILL.
 const GRACE: Duration = Duration::from_millis(1500);

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use efr_protocol::wire::{Mode, Origin};
 
-use super::tools::ToolEnv;
+use super::env::ToolEnv;
 use crate::bus::{BusSupervisor, CallBus};
 use crate::network::{CallNetwork, ProxySupervisor};
 use crate::sandbox::plan::Layout;
@@ -45,7 +45,7 @@ pub fn tool_env(dir: &Path, bwrap: &str, mode: Mode) -> ToolEnv {
         config_masks: Vec::new(),
     };
     ToolEnv {
-        efr_dirs: crate::policy::EfrDirs::default(),
+        efr_dirs: efr_policy::EfrDirs::default(),
         home: Some(home.clone()),
         shell: Arc::new(tokio::sync::Mutex::new(ShellSlot::new(ShellOptions::new(
             ShellKind::Bash,

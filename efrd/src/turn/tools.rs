@@ -8,83 +8,21 @@
 //! cautious's read-only ones in the read-only sandbox), a patch in
 //! [`super::patch_call`].
 
-use std::path::PathBuf;
-use std::sync::Arc;
-
-use efr_protocol::events::{CallStatus, EventBody, ToolCallCompleted, ToolCallStarted};
+use efr_policy::{Decision, LaunchKind};
+use efr_protocol::events::{CallStatus, EventBody, ToolCallStarted};
 use efr_protocol::ids::{CallId, TurnId};
-use efr_protocol::wire::{ApprovalDecision, ExitRecord, Launch, Mode, Origin};
+use efr_protocol::wire::{ApprovalDecision, ExitRecord, Launch};
 use serde_json::Value;
-use tokio::sync::Mutex;
 
-use super::call_snapshots::CallSnapshots;
 use super::decide::{CallWork, DecidedCall, decide_call};
+use super::env::{CallOutput, ToolEnv, completed};
 use super::exit_call;
 use super::exits::{CallExits, ExitPlace, ExitVerdict, judge, union_needs, with_grants};
 use super::patch_call::apply_patch;
 use super::shell_call::{ShellRequest, execute, finish, run_shell};
 use super::sink::Sink;
-use crate::network::CallNetwork;
-use crate::policy::{Decision, LaunchKind};
-use crate::sandbox::SandboxState;
-use crate::sandbox::plan::Layout;
-use crate::snapshot::SnapshotStore;
-use crate::tools::shell::{ShellSlot, nested_shell};
+use crate::tools::shell::nested_shell;
 use crate::tools::spec;
-
-/// What a turn's tool calls share: the conversation's hidden shell, where the project is, and the turn's mode.
-#[derive(Debug, Clone)]
-pub struct ToolEnv {
-    /// efr's own roots, for the floors (a call that touches them is refused in every mode).
-    pub efr_dirs: crate::policy::EfrDirs,
-    /// The user's home folder ([`crate::config::Roots::home`]): the policy's floors, and how paths are shown.
-    pub home: Option<PathBuf>,
-    /// The conversation's hidden shell (started on the first shell call).
-    pub shell: Arc<Mutex<ShellSlot>>,
-    /// The working directory of a patch call (the shell's start directory).
-    pub cwd: PathBuf,
-    /// The project roots of the turn.
-    pub roots: Vec<PathBuf>,
-    /// The turn's mode.
-    pub mode: Mode,
-    /// Where the prompt came from.
-    pub origin: Origin,
-    /// `[permissions] question_limit_secs`: replaces the limit of a question that has one.
-    pub question_limit_secs: Option<u32>,
-    /// Where the turn's first and last snapshots of the project go; `None` for a conversation without a project
-    /// (no working directory), which gets no turn `changes` and no `changes` of a shell call in a project.
-    pub snapshots: Option<Arc<SnapshotStore>>,
-    /// The snapshots around the turn's shell calls (a call's own `changes`).
-    pub call_snapshots: Arc<CallSnapshots>,
-    /// The turn's place among the turns running in its project, and the files its calls are known to have changed;
-    /// `None` without a project ([`super::overlap`]).
-    pub presence: Option<Arc<super::overlap::Presence>>,
-    /// The sandbox of contained calls: the cached probe, the launcher's path.
-    pub sandbox: Arc<SandboxState>,
-    /// The network of auto's contained calls: `[network]` as it was at the turn's start, and the proxy.
-    pub network: CallNetwork,
-    /// The D-Bus of auto's contained calls: `[bus]` and the session bus as they were at the turn's start, and the
-    /// bus proxy.
-    pub bus: crate::bus::CallBus,
-    /// The folders of a contained call's base plan.
-    pub layout: Layout,
-    /// The conversation's `$SCRATCH` (`<state root>/scratch/<conversation id>`), made (mode 0700) by the first
-    /// contained call.
-    pub scratch: PathBuf,
-    /// The desktop of the prompt's terminal (`shell_context.desktop`), whose control socket a `desktop` grant binds.
-    pub desktop: Option<efr_protocol::wire::Desktop>,
-    /// What auto's exits share in the turn: the judges, the denials, the prompt ([`super::exits`]).
-    pub exits: super::exits::TurnExits,
-}
-
-/// What goes back to the model for one call.
-#[derive(Debug)]
-pub struct CallOutput {
-    /// The output text for the model (bounded).
-    pub output: String,
-    /// Whether the call failed (a refusal, a denial, an error, a non-zero exit).
-    pub is_error: bool,
-}
 
 /// The input member of tool_call_started: the JSON the model wrote for a function tool, the text for a freeform one
 /// (a JSON string with the raw input when a function tool's input is not JSON).
@@ -240,7 +178,7 @@ async fn run_work(
             let approved_by = if unsandboxed {
                 Some(exit_call::approved_by(asked))
             } else {
-                crate::policy::approved_by(env.mode, grants.is_some(), asked)
+                efr_policy::approved_by(env.mode, grants.is_some(), asked)
             };
             let request = ShellRequest {
                 command: &command,
@@ -315,9 +253,9 @@ fn launch_of(env: &ToolEnv, kind: Option<LaunchKind>, work: &CallWork, exits: &[
 /// A call in a few words, for a question and for the judges' recent calls: a shell call's line, a patch's files.
 fn call_words(env: &ToolEnv, work: &CallWork) -> String {
     match work {
-        CallWork::Shell { command, .. } => crate::policy::decide::shell_summary(command),
+        CallWork::Shell { command, .. } => efr_policy::decide::shell_summary(command),
         CallWork::Patch { changes, .. } => {
-            let shown = |p: &std::path::Path| crate::policy::paths::display(p, &env.roots, env.home.as_deref());
+            let shown = |p: &std::path::Path| efr_policy::paths::display(p, &env.roots, env.home.as_deref());
             let files: Vec<String> = changes.iter().take(3).map(|c| shown(&c.path)).collect();
             let more = changes.len().saturating_sub(3);
             let mut words = format!("apply_patch {}", files.join(", "));
@@ -327,21 +265,6 @@ fn call_words(env: &ToolEnv, work: &CallWork) -> String {
             words
         }
     }
-}
-
-/// A `tool_call_completed` with no exit code, changes or sandbox summary.
-pub(super) fn completed(call_id: &CallId, status: CallStatus, output: String, refusal: Option<String>) -> EventBody {
-    EventBody::ToolCallCompleted(ToolCallCompleted {
-        call_id: call_id.clone(),
-        status,
-        output,
-        exit_code: None,
-        refusal,
-        left_running: false,
-        changes: None,
-        diff: None,
-        sandbox: None,
-    })
 }
 
 /// Records a call that cannot run (an unknown tool, an input that does not parse, a patch that cannot apply): its

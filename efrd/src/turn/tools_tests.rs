@@ -8,10 +8,11 @@ use efr_protocol::ids::TurnId;
 use efr_protocol::wire::{ApprovalDecision, Launch, Mode};
 use tokio_util::sync::CancellationToken;
 
+use super::env::{CallOutput, ToolEnv};
 use super::sink::Sink;
 use super::sink::memory::MemorySink;
 use super::testing::tool_env;
-use super::tools::{CallOutput, ModelCall, ToolEnv, run_call};
+use super::tools::{ModelCall, run_call};
 use crate::tools::spec::{APPLY_PATCH, SHELL};
 
 /// Runs one call of `tool` with `input` through `sink`.

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use super::journal::Journal;
 use super::plan::{Action, Entry, Plan, Reason};
 use super::trash::Trash;
-use crate::snapshot::{EntryKind, FileEntry, blob_path};
+use efr_snapshot::{EntryKind, FileEntry, blob_path};
 
 /// What [`apply`] did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -8,7 +8,7 @@ use std::collections::{HashMap, HashSet};
 
 use efr_protocol::ids::{ConversationId, TurnId};
 
-use crate::snapshot::{SnapshotError, SnapshotStore};
+use efr_snapshot::{SnapshotError, SnapshotStore};
 
 /// The length of a turn id's text (a hyphenated UUID).
 const TURN_ID_LEN: usize = 36;
@@ -57,7 +57,7 @@ pub fn collect(
     let kept = kept_turns(turns, &with_snapshots, keep_turns);
     let removed = store.prune(|id| turn_of(id).is_some_and(|turn| !kept.contains(&turn)))?;
     for turn in with_snapshots.difference(&kept) {
-        crate::snapshot::others::remove(store.dir(), *turn);
+        efr_snapshot::others::remove(store.dir(), *turn);
     }
     Ok(removed)
 }
@@ -85,13 +85,13 @@ mod tests {
         let root = dir.path().join("project");
         std::fs::create_dir(&root).expect("mkdir");
         let store = SnapshotStore::open(&dir.path().join("state")).expect("store");
-        let limits = crate::snapshot::Limits {
-            cover: Some(crate::snapshot::Cover {
+        let limits = efr_snapshot::Limits {
+            cover: Some(efr_snapshot::Cover {
                 blobs: store.blobs(),
                 max_file_bytes: 1 << 20,
                 max_bytes: 1 << 30,
             }),
-            ..crate::snapshot::Limits::default()
+            ..efr_snapshot::Limits::default()
         };
         for i in 0..10 {
             std::fs::write(root.join(format!("f{i}.txt")), format!("{i}\n")).expect("write");
@@ -107,7 +107,7 @@ mod tests {
                     std::fs::write(root.join("f0.txt"), format!("turn {n}\n")).expect("write");
                 }
                 let previous = store.last_of(&root);
-                let snapshot = crate::snapshot::Snapshot::take(&root, &limits, previous.as_deref()).expect("take");
+                let snapshot = efr_snapshot::Snapshot::take(&root, &limits, previous.as_deref()).expect("take");
                 let snapshot = store.remember(snapshot);
                 let id = format!("{turn}-{phase}");
                 store.save(&id, &snapshot).expect("save");
@@ -131,7 +131,7 @@ mod tests {
             for entry in loaded.files.values() {
                 let hash = entry.sha256.as_deref().expect("hash");
                 assert!(
-                    crate::snapshot::blob_path(&store.blobs(), hash).is_file(),
+                    efr_snapshot::blob_path(&store.blobs(), hash).is_file(),
                     "{id}: a content is gone"
                 );
             }

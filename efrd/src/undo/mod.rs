@@ -1,6 +1,6 @@
 //! Undo of a whole turn from its covered snapshots (`docs/undo.md`, `docs/adr/0014-undo.md`).
 //!
-//! A turn's pre and post snapshots (taken with [`crate::snapshot::Cover`]) hold every covered file's bytes, mode and
+//! A turn's pre and post snapshots (taken with [`efr_snapshot::Cover`]) hold every covered file's bytes, mode and
 //! symlink target. Undo moves each path the turn changed from its post state back to its pre state; redo is the same
 //! move the other way. [`plan`] compares the two snapshots with a snapshot of the tree as it is now:
 //!

@@ -3,7 +3,7 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
-use crate::snapshot::{FileEntry, NotCovered, Snapshot};
+use efr_snapshot::{FileEntry, NotCovered, Snapshot};
 
 /// What undo does to one path (the wire's `undo_actions`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -90,7 +90,7 @@ fn same(a: Option<&FileEntry>, b: Option<&FileEntry>) -> bool {
 /// Plans the move of `root` from `from` (the state the turn left, for an undo its post snapshot) to `to` (for an
 /// undo its pre snapshot), given `current`, a snapshot of the tree now. Three snapshots of the same root; `blobs` is
 /// the store they stored their contents in. With `force`, a conflict becomes a `trash` entry and its write. A path of
-/// `others` (relative to the root: a change that may be another turn's, [`crate::snapshot::others`]) is a conflict
+/// `others` (relative to the root: a change that may be another turn's, [`efr_snapshot::others`]) is a conflict
 /// even when the tree still holds what the turn left: undoing it could undo another turn's work.
 #[must_use]
 pub fn plan(

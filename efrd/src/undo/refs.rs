@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use crate::snapshot::{GitRefs, blob_path};
+use efr_snapshot::{GitRefs, blob_path};
 
 /// What undo did to one ref.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -93,7 +93,7 @@ pub fn move_refs(
 }
 
 fn write_ref(root: &Path, blobs: &Path, to: &GitRefs, name: &str, target: Option<&str>, now: Option<&str>) -> bool {
-    let git = |args: &[&str]| crate::snapshot::git_in(root, args).is_some();
+    let git = |args: &[&str]| efr_snapshot::git_in(root, args).is_some();
     match (name, target) {
         ("index", Some(hash)) => {
             let index = to.git_dir.join("index");

@@ -2,7 +2,7 @@
 
 use efr_protocol::wire::{TurnUndoSummary, UndoRoot};
 
-use crate::snapshot::{NotCovered, Snapshot};
+use efr_snapshot::{NotCovered, Snapshot};
 
 /// The most paths of `not_covered`.
 pub const MAX_NOT_COVERED: usize = 20;
@@ -21,7 +21,7 @@ pub fn add_root(summary: &mut TurnUndoSummary, shown: &str, pre: &Snapshot, post
         }
     }
     for (path, reason) in &post.not_covered {
-        // Tools' caches are never changes (crate::tools::changes::CACHE_FOLDERS): not worth a line either.
+        // Tools' caches are never changes (efr_patch::changes::CACHE_FOLDERS): not worth a line either.
         if *reason == NotCovered::BuildOutput && !is_tool_cache(path) {
             missing.push(show(shown, path));
         }

@@ -10,8 +10,8 @@ use std::process::Command;
 use super::journal::{self, Journal, State};
 use super::trash::{self, Trash, TrashBounds};
 use super::*;
-use crate::snapshot::{Cover, Limits, Snapshot, SnapshotStore};
-use crate::tools::changes::git_tests::{git, init_repo};
+use efr_patch::changes::testing::{git, init_repo};
+use efr_snapshot::{Cover, Limits, Snapshot, SnapshotStore};
 
 /// A file as undo must put it back: kind, mode, bytes (a symlink: its target).
 type Tree = BTreeMap<String, (bool, u32, Vec<u8>)>;
@@ -188,10 +188,7 @@ fn a_tree_outside_git_and_a_file_over_the_bound() {
     let big = std::fs::File::create(root.join("disk.img")).expect("create");
     big.set_len(100 << 20).expect("set_len");
     let post = f.snapshot();
-    assert_eq!(
-        post.not_covered.get("disk.img"),
-        Some(&crate::snapshot::NotCovered::Size)
-    );
+    assert_eq!(post.not_covered.get("disk.img"), Some(&efr_snapshot::NotCovered::Size));
     let (_, applied) = f.apply(&post, &pre, false, "u1");
     assert_eq!(
         actions(&applied),

@@ -21,7 +21,7 @@ use std::os::unix::ffi::OsStrExt as _;
 use std::path::{Component, Path, PathBuf};
 use std::time::SystemTime;
 
-pub use crate::snapshot::TrashBounds;
+pub use efr_snapshot::TrashBounds;
 
 /// One file in the trash.
 #[derive(Debug, Clone, PartialEq, Eq)]

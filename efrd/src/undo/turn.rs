@@ -15,7 +15,7 @@ use super::refs::move_refs;
 use super::root_id;
 use super::summary::show;
 use super::trash::{self, Trash};
-use crate::snapshot::{GitRefs, Snapshot, SnapshotPhase, SnapshotStore};
+use efr_snapshot::{GitRefs, Snapshot, SnapshotPhase, SnapshotStore};
 
 /// The plan of one root: its index, the paths, and its refs as the turn left them, as undo leaves them and now.
 type RootPlan = (usize, Plan, Option<(GitRefs, GitRefs, GitRefs)>);
@@ -152,7 +152,7 @@ pub fn undo_turn(store: &Arc<SnapshotStore>, ask: Ask, running: bool) -> Result<
             record.done.len()
         ));
     }
-    let maybe_other = crate::snapshot::others::load(store.dir(), ask.turn_id);
+    let maybe_other = efr_snapshot::others::load(store.dir(), ask.turn_id);
     let mut plans: Vec<RootPlan> = Vec::new();
     for (index, (pre, post)) in pairs.into_iter().enumerate() {
         let Some(post) = post else { continue };

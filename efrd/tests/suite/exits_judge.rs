@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use efr_model::{EnvKeys, KeyStore};
 use efr_protocol::events::{ClassifierPaused, EventBody, ExitJudged, PauseReason};
 use efr_protocol::ids::CallId;
 use efr_protocol::wire::{
@@ -20,8 +21,7 @@ use efr_protocol::wire::{
 use efr_test_support::scripted::{HttpError, RecordedRequest, Reply, ReplyEvent, Script, ScriptedModel, Step};
 use efrd::config::ConfigState;
 use efrd::exits::judge::{ChainOutcome, ChainResult, Judges, Review, TurnDenials, review};
-use efrd::model::registry::Models;
-use efrd::model::{EnvKeys, KeyStore};
+use efrd::models::Models;
 
 const OPENAI_KEY: &str = "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789a1b2";
 const ANTHROPIC_KEY: &str = "sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789c3d4";

@@ -12,11 +12,11 @@ use std::os::unix::fs::PermissionsExt;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use efr_test_support::scripted::{HttpError, ModelsStep, Reply, ReplyEvent, Script, ScriptedModel, Step};
-use efrd::model::{
+use efr_model::{
     Auth, EnvKeys, KeyCheck, KeyError, KeySource, KeyStore, ModelError, ModelRequest, Provider, ProviderConfig,
     ProviderKind, RetryConfig, key_hint,
 };
+use efr_test_support::scripted::{HttpError, ModelsStep, Reply, ReplyEvent, Script, ScriptedModel, Step};
 use futures::StreamExt;
 use secrecy::SecretString;
 

@@ -10,9 +10,9 @@
 
 use std::path::{Path, PathBuf};
 
+use efr_model::anthropic::AnthropicOptions;
+use efr_model::{HistoryItem, ModelRequest, ProviderKind, anthropic, compat, openai};
 use efr_protocol::wire::Mode;
-use efrd::model::anthropic::AnthropicOptions;
-use efrd::model::{HistoryItem, ModelRequest, ProviderKind, anthropic, compat, openai};
 use efrd::prompt::environment::{Environment, GitState};
 use efrd::prompt::project::{self, Lookup};
 use efrd::prompt::{PromptState, Variant};

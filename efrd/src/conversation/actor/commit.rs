@@ -9,7 +9,13 @@ impl Actor {
         &self,
         command_id: CommandId,
     ) -> Result<Option<T>, ErrorBody> {
-        match self.deps.store.command_outcome(command_id).await.map_err(store_error)? {
+        match self
+            .deps
+            .store
+            .command_outcome(command_id)
+            .await
+            .map_err(ErrorBody::from)?
+        {
             Some(record) => decode_outcome(&record).map(Some),
             None => Ok(None),
         }
@@ -78,7 +84,7 @@ impl Actor {
             Ok(()) => {}
             Err(StoreError::DuplicateCommand { stored, .. }) => return Err(CommitRefused::Duplicate(*stored)),
             Err(error) => {
-                let error = store_error(error);
+                let error = ErrorBody::from(error);
                 let _ = self.events.send(Live::StoreFailed(error.clone()));
                 self.store_failure = Some(error.clone());
                 return Err(CommitRefused::Failed(error));
@@ -136,12 +142,4 @@ pub(in crate::conversation) fn decode_outcome<T: DeserializeOwned>(record: &Comm
             ),
         )
     })
-}
-
-/// The error a request gets when the store fails. A full disk says so; nothing was written either way.
-pub(in crate::conversation) fn store_error(error: StoreError) -> ErrorBody {
-    match error {
-        StoreError::DiskFull => ErrorBody::new(ErrorCode::Unavailable, "the disk is full: nothing was recorded"),
-        other => ErrorBody::new(ErrorCode::Unavailable, format!("the event store failed: {other}")),
-    }
 }

@@ -60,7 +60,7 @@ impl Actor {
                 .store
                 .events_after(self.id, seq, PAGE)
                 .await
-                .map_err(store_error)?;
+                .map_err(ErrorBody::from)?;
             let Some(last) = rows.last() else { break };
             seq = last.seq;
             for row in &rows {

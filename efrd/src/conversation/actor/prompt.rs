@@ -61,7 +61,7 @@ impl Actor {
             project_root,
             masks,
         } = place;
-        let cwd = crate::policy::paths::resolve(&cwd).unwrap_or(cwd);
+        let cwd = efr_policy::paths::resolve(&cwd).unwrap_or(cwd);
         let lookup = Lookup {
             global_dir: Some(&self.deps.roots.config.path),
             project_root: project_root.as_deref(),

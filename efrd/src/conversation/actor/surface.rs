@@ -10,7 +10,8 @@ use efr_protocol::events::{
 use efr_protocol::ids::QuestionId;
 use efr_protocol::wire::{SandboxSurfaceRespondParams, SandboxSurfaceRespondResult, SurfaceChange, SurfaceOutcome};
 
-use crate::turn::surface::{Held, NotAnswerable};
+use crate::turn::sink::Held;
+use crate::turn::surface::NotAnswerable;
 
 impl Actor {
     /// Records sandbox_surface_changed and one surface_question_requested per held change, in one commit, and keeps

@@ -128,7 +128,8 @@ impl Actor {
             .map(|root| Arc::new(self.deps.project_turns.enter(root.clone(), turn_id)));
         let snapshots = project.as_ref().map(|_| Arc::clone(&self.deps.snapshots));
         // The config's undo bounds as they are at the turn's start (a reload applies to the next turn).
-        self.deps.snapshots.set_undo_config(&self.deps.models.config().undo);
+        let undo = &self.deps.models.config().undo;
+        self.deps.snapshots.set_bounds(undo.undo_bounds(), undo.trash_bounds());
         // The config's masks as they are at the turn's start (a reload applies to the next turn).
         let layout = Layout::new(
             self.deps.sandbox.options(),
@@ -146,7 +147,7 @@ impl Actor {
             }
         }
         ToolEnv {
-            efr_dirs: crate::policy::EfrDirs::from_roots(&self.deps.roots),
+            efr_dirs: self.deps.roots.efr_dirs(),
             home: self.deps.roots.home.clone(),
             shell: Arc::clone(&self.shell),
             cwd: cwd.clone(),
@@ -198,7 +199,7 @@ impl Actor {
         let home = self.deps.sandbox.options().home.clone();
         let project = start
             .as_ref()
-            .map(|cwd| crate::policy::paths::resolve(cwd).unwrap_or_else(|_| cwd.clone()))
+            .map(|cwd| efr_policy::paths::resolve(cwd).unwrap_or_else(|_| cwd.clone()))
             .and_then(|cwd| crate::sandbox::project_root(&cwd, Some(&home)));
         (start.unwrap_or_else(|| home_dir(&self.deps.roots)), project)
     }

@@ -33,7 +33,7 @@ use efr_protocol::wire::{
 pub use hosts::{NamedHost, remote_hosts, scp_host, ssh_host, url_host};
 pub use places::FLOOR_FILES;
 
-use crate::policy::{EfrDirs, LineAnalysis, PatchChange, ShellCall};
+use efr_policy::{EfrDirs, LineAnalysis, PatchChange, ShellCall};
 
 /// What finding needs besides the call: where the sandbox's walls are.
 #[derive(Clone, Copy)]

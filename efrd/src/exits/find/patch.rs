@@ -5,8 +5,8 @@
 use efr_protocol::wire::{ExitAction, ExitKind, ExitRecord, ExitSource, Grant};
 
 use super::{Exit, ExitContext, Found};
-use crate::policy::paths::normalize;
-use crate::policy::{ChangeKind, PatchChange, floors};
+use efr_policy::paths::normalize;
+use efr_policy::{ChangeKind, PatchChange, floors};
 
 /// See [`super::patch_exits`].
 pub(super) fn exits(changes: &[PatchChange], patch_text: &str, ctx: &ExitContext<'_>) -> Vec<ExitRecord> {

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use efr_protocol::wire::{ExitTarget, TargetClass};
 
 use super::ExitContext;
-use crate::policy::paths::{is_within, normalize};
+use efr_policy::paths::{is_within, normalize};
 
 /// The floor files under the home (ADR 0016, kind 5): a file that runs code or sets policy outside the sandbox at a
 /// later time. A name ending in `/` is a folder: every file below it.

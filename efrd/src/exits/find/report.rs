@@ -22,9 +22,9 @@ use efr_protocol::wire::{BlockReason, Bus, ExitAction, ExitKind, ExitRecord, Exi
 
 use super::hosts::NamedHost;
 use super::{Exit, ExitContext, Found};
-use crate::policy::analysis::{Scope, analyse};
-use crate::policy::paths::normalize;
-use crate::policy::{ShellCall, floors};
+use efr_policy::analysis::{Scope, analyse};
+use efr_policy::paths::normalize;
+use efr_policy::{ShellCall, floors};
 
 /// The bus names of the secret service (the filter refuses them whatever the grant: only the whole bus).
 const SECRET_NAMES: &[&str] = &[
@@ -122,7 +122,7 @@ fn masked_read(found: &mut Found, path: &std::path::Path, already: &[ExitRecord]
     let holds_efr = [&efr.config, &efr.data, &efr.state, &efr.runtime, &efr.scratch]
         .into_iter()
         .flatten()
-        .any(|dir| crate::policy::paths::is_within(dir, &mask) || crate::policy::paths::is_within(&path, dir));
+        .any(|dir| efr_policy::paths::is_within(dir, &mask) || efr_policy::paths::is_within(&path, dir));
     let asked = already.iter().any(|r| r.kind == ExitKind::Unmask);
     if holds_efr || asked {
         return;
@@ -157,11 +157,9 @@ fn refused_write(
     ctx: &ExitContext<'_>,
 ) {
     let path = normalize(path);
-    let asked = already.iter().any(|r| {
-        r.targets
-            .iter()
-            .any(|t| crate::policy::paths::is_within(&path, &t.path))
-    });
+    let asked = already
+        .iter()
+        .any(|r| r.targets.iter().any(|t| efr_policy::paths::is_within(&path, &t.path)));
     if asked
         || ctx.writable(&path)
         || path.starts_with("/tmp")

@@ -15,8 +15,8 @@ use futures::StreamExt;
 
 use super::{JudgeFuture, JudgeModel, JudgeRequest, Judges};
 use crate::config::{AutoSection, ClassifierModel};
-use crate::model::registry::{Models, kind_of};
-use crate::model::{Catalog, HistoryItem, ModelEvent, ModelRequest, Provider, ProviderKind, StopReason};
+use crate::models::{Models, kind_of};
+use efr_model::{Catalog, HistoryItem, ModelEvent, ModelRequest, Provider, ProviderKind, StopReason};
 
 /// The most output tokens of a judge's answer: the JSON object is short; a reasoning model's few thoughts fit too.
 pub const MAX_OUTPUT_TOKENS: u32 = 4096;
@@ -69,7 +69,7 @@ impl JudgeModel for ProviderJudge {
 /// or an answer longer than [`MAX_ANSWER_BYTES`]. Messages after the first are joined with a newline (and then are
 /// not one JSON object).
 async fn collect(
-    stream: impl futures::Stream<Item = Result<ModelEvent, crate::model::ModelError>>,
+    stream: impl futures::Stream<Item = Result<ModelEvent, efr_model::ModelError>>,
 ) -> Result<String, String> {
     let mut stream = pin!(stream);
     let mut text = String::new();
@@ -243,8 +243,8 @@ impl Judges {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::BackendModel;
-    use crate::model::catalog::CatalogConfig;
+    use efr_model::BackendModel;
+    use efr_model::catalog::CatalogConfig;
 
     fn catalog(kind: ProviderKind, ids: &[&str]) -> Catalog {
         let listed = ids
@@ -351,8 +351,8 @@ mod tests {
 
     #[test]
     fn a_classifier_of_a_provider_without_a_key_is_unavailable() {
-        let config = crate::model::ProviderConfig::new(ProviderKind::OpenAiApi, "http://127.0.0.1:9");
-        let turn = Provider::new(config, crate::model::Auth::None).unwrap();
+        let config = efr_model::ProviderConfig::new(ProviderKind::OpenAiApi, "http://127.0.0.1:9");
+        let turn = Provider::new(config, efr_model::Auth::None).unwrap();
         let auto = AutoSection {
             judge_timeout_secs: 7,
             pause_after_denials_in_a_row: 4,

@@ -18,10 +18,10 @@ use serde_json::Value;
 
 use super::{params, result};
 use crate::config::{ConfigError, Root, RootSource};
-use crate::model::catalog::{CatalogOrigin, ModelSource};
-use crate::model::keys::{KeyCheck, KeyError, KeySource};
-use crate::model::{Catalog, ProviderKind};
 use crate::server::RequestCtx;
+use efr_model::catalog::{CatalogOrigin, ModelSource};
+use efr_model::keys::{KeyCheck, KeyError, KeySource};
+use efr_model::{Catalog, ProviderKind};
 
 /// The providers that admin.status lists, in its order.
 const LISTED: [ProviderKind; 3] = [
@@ -250,7 +250,7 @@ fn key_error(error: &KeyError) -> ErrorBody {
 }
 
 /// admin.backup: a consistent copy of the event log at an absolute path that must not exist
-/// ([`crate::store::Store::backup`] holds the rules).
+/// ([`efr_store::Store::backup`] holds the rules).
 ///
 /// # Errors
 /// `invalid` for a relative path or a folder that cannot be written, `conflict` for an existing file, `not_found`

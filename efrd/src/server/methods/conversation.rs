@@ -14,8 +14,8 @@ use super::{params, result};
 use crate::conversation::history::corrupt_event;
 use crate::conversation::{Live, summary_to_wire};
 use crate::server::{RequestCtx, StreamSink};
-use crate::store::{ConversationCursor, PageRequest};
-use crate::tools::changes::CONVERSATION_DIFF_LINES;
+use efr_patch::changes::CONVERSATION_DIFF_LINES;
+use efr_store::{ConversationCursor, PageRequest};
 
 /// How many events one read of the log takes while a subscriber catches up.
 const REPLAY_PAGE: u32 = 500;
@@ -117,14 +117,13 @@ pub async fn conversations_list(ctx: &RequestCtx, raw: Option<Value>) -> Result<
         .map(str::parse::<ConversationCursor>)
         .transpose()
         .map_err(|e| ErrorBody::invalid(format!("bad params: `cursor`: {e}")))?;
-    let store_failed = |e| ErrorBody::new(ErrorCode::Unavailable, format!("the event store failed: {e}"));
     let Some(tty) = params.tty else {
         let page = ctx
             .daemon
             .store
             .list_conversations(PageRequest { limit, after })
             .await
-            .map_err(store_failed)?;
+            .map_err(ErrorBody::from)?;
         return result(&ConversationsListResult {
             conversations: page.conversations.iter().map(summary_to_wire).collect(),
             next_cursor: page.next.map(|c| c.to_string()),
@@ -133,7 +132,7 @@ pub async fn conversations_list(ctx: &RequestCtx, raw: Option<Value>) -> Result<
     // With a tty (spec): only that terminal's conversations, its current (newest) one first, in one page.
     let conversations = of_tty(&ctx.daemon.store, &tty, limit as usize, after)
         .await
-        .map_err(store_failed)?;
+        .map_err(ErrorBody::from)?;
     result(&ConversationsListResult {
         conversations,
         next_cursor: None,
@@ -143,11 +142,11 @@ pub async fn conversations_list(ctx: &RequestCtx, raw: Option<Value>) -> Result<
 /// The conversations of `tty`, newest first, at most `limit`: the store's pages are read until `limit` rows match,
 /// at most [`TTY_SCAN`] rows in all.
 pub(super) async fn of_tty(
-    store: &crate::store::Store,
+    store: &efr_store::Store,
     tty: &str,
     limit: usize,
     after: Option<ConversationCursor>,
-) -> Result<Vec<efr_protocol::wire::ConversationSummary>, crate::store::StoreError> {
+) -> Result<Vec<efr_protocol::wire::ConversationSummary>, efr_store::StoreError> {
     let mut conversations = Vec::new();
     let mut cursor = after;
     let mut scanned = 0;
@@ -276,10 +275,8 @@ pub async fn subscribe(ctx: &RequestCtx, raw: Option<Value>, sink: &mut StreamSi
 pub async fn diff(ctx: &RequestCtx, raw: Option<Value>) -> Result<Value, ErrorBody> {
     let params: ConversationDiffParams = params(raw)?;
     let store = &ctx.daemon.store;
-    let unavailable =
-        |e: crate::store::StoreError| ErrorBody::new(ErrorCode::Unavailable, format!("the event store failed: {e}"));
     if let Some(id) = params.conversation_id
-        && store.conversation(id).await.map_err(unavailable)?.is_none()
+        && store.conversation(id).await.map_err(ErrorBody::from)?.is_none()
     {
         return Err(ErrorBody::new(ErrorCode::NotFound, format!("no conversation {id}")));
     }
@@ -297,7 +294,7 @@ pub async fn diff(ctx: &RequestCtx, raw: Option<Value>) -> Result<Value, ErrorBo
                     })?;
                     of_tty(store, &tty, 1, None)
                         .await
-                        .map_err(unavailable)?
+                        .map_err(ErrorBody::from)?
                         .first()
                         .map(|row| row.conversation_id)
                         .ok_or_else(|| {
@@ -311,7 +308,7 @@ pub async fn diff(ctx: &RequestCtx, raw: Option<Value>) -> Result<Value, ErrorBo
                 let rows = store
                     .events_after(conversation, seq, REPLAY_PAGE)
                     .await
-                    .map_err(unavailable)?;
+                    .map_err(ErrorBody::from)?;
                 let Some(last) = rows.last() else { break };
                 seq = last.seq;
                 for row in &rows {

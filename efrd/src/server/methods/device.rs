@@ -20,7 +20,7 @@ use super::{params, result};
 use crate::remote::pairing::{EnrollOutcome, Enrollment, Pairings, StreamEvent};
 use crate::remote::{ListenerState, RemotePeer, prove, random_token};
 use crate::server::{RequestCtx, StreamSink};
-use crate::store::{DeviceRow, Inserted};
+use efr_store::{DeviceRow, Inserted};
 
 /// The scopes of a paired phone: never admin or terminal (docs/protocol.md, "Remote devices").
 pub const PHONE_SCOPES: [Scope; 3] = [Scope::Read, Scope::Operate, Scope::Approve];
@@ -31,7 +31,7 @@ const NOT_PROVEN: &str = "the device could not be proven";
 /// After this many refused proofs, the connection closes.
 const MAX_REFUSALS: u32 = 3;
 
-fn store_error(error: &crate::store::StoreError) -> ErrorBody {
+fn store_error(error: &efr_store::StoreError) -> ErrorBody {
     ErrorBody::new(ErrorCode::Busy, format!("the device store cannot answer now: {error}"))
         .with_data(json!({"starting": true, "retry_after_secs": 1}))
 }

@@ -19,11 +19,11 @@ use tracing::warn;
 
 use super::{params, result};
 use crate::network::credentials::credential_entries;
-use crate::sandbox::plan::normalize;
 use crate::sandbox::probe::Probe;
 use crate::sandbox::{Layout, View, base_plan, explain, project_root};
 use crate::server::RequestCtx;
-use crate::store::PageRequest;
+use efr_policy::paths::normalize_from_root;
+use efr_store::PageRequest;
 
 /// How many recent conversations give the `writable` project roots of `sandbox_paths`.
 const RECENT_CONVERSATIONS: u32 = 50;
@@ -75,7 +75,7 @@ pub async fn explain_path(ctx: &RequestCtx, raw: Option<Value>) -> Result<Value,
                 cwd.display()
             )));
         }
-        Some(cwd) => Some(normalize(cwd)),
+        Some(cwd) => Some(normalize_from_root(cwd)),
         None => None,
     };
     if params.path.is_relative() && cwd.is_none() {
@@ -187,7 +187,7 @@ async fn recent_projects(ctx: &RequestCtx) -> Vec<PathBuf> {
         .iter()
         .filter_map(|summary| summary.cwd.as_deref().map(Path::new))
         .filter(|cwd| cwd.is_absolute())
-        .filter_map(|cwd| project_root(&normalize(cwd), Some(&home)))
+        .filter_map(|cwd| project_root(&normalize_from_root(cwd), Some(&home)))
         .filter(|root| seen.insert(root.clone()))
         .collect()
 }

@@ -13,19 +13,14 @@ use serde_json::Value;
 
 use super::{params, result};
 use crate::server::RequestCtx;
-use crate::store::{CommandRecord, Commit, StoreError};
 use crate::undo::trash;
+use efr_store::{CommandRecord, Commit, StoreError};
 
 /// One trash.restore at a time: a repeat of a command id waits for the first and gets its stored outcome.
 static RESTORE: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 fn at(time: SystemTime) -> Timestamp {
     Timestamp(DateTime::<Utc>::from(time))
-}
-
-#[allow(clippy::needless_pass_by_value)] // map_err hands the error over by value.
-fn unavailable(e: StoreError) -> ErrorBody {
-    ErrorBody::new(ErrorCode::Unavailable, format!("the event store failed: {e}"))
 }
 
 /// trash.list.
@@ -76,7 +71,11 @@ pub async fn trash_restore(ctx: &RequestCtx, raw: Option<Value>) -> Result<Value
     }
     let _one = RESTORE.lock().await;
     let store = &ctx.daemon.store;
-    if let Some(stored) = store.command_outcome(params.command_id).await.map_err(unavailable)? {
+    if let Some(stored) = store
+        .command_outcome(params.command_id)
+        .await
+        .map_err(ErrorBody::from)?
+    {
         return stored_result(&stored);
     }
     let dir = ctx.daemon.snapshots.trash_dir();
@@ -113,7 +112,7 @@ pub async fn trash_restore(ctx: &RequestCtx, raw: Option<Value>) -> Result<Value
     match store.commit(Commit::default().with_command(command)).await {
         Ok(()) => result(&answer),
         Err(StoreError::DuplicateCommand { stored, .. }) => stored_result(&stored),
-        Err(error) => Err(unavailable(error)),
+        Err(error) => Err(ErrorBody::from(error)),
     }
 }
 

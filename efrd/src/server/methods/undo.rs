@@ -20,9 +20,9 @@ use serde_json::{Value, json};
 use super::conversation::of_tty;
 use super::{params, result};
 use crate::server::RequestCtx;
-use crate::snapshot::SnapshotStore;
-use crate::store::CommandRecord;
 use crate::undo::turn::{Ask, Done, state_of, undo_turn};
+use efr_snapshot::SnapshotStore;
+use efr_store::CommandRecord;
 
 /// How many events one read of the log takes.
 const PAGE: u32 = 500;
@@ -61,11 +61,6 @@ const OUTSIDE_REACH: &[&str] = &[
     "gh release",
 ];
 
-#[allow(clippy::needless_pass_by_value)] // map_err hands the error over by value.
-fn unavailable(e: crate::store::StoreError) -> ErrorBody {
-    ErrorBody::new(ErrorCode::Unavailable, format!("the event store failed: {e}"))
-}
-
 fn refused(kind: UndoRefusalKind) -> UndoRefusal {
     UndoRefusal {
         kind,
@@ -87,7 +82,7 @@ pub async fn turn_undo(ctx: &RequestCtx, raw: Option<Value>) -> Result<Value, Er
             .store
             .command_outcome(params.command_id)
             .await
-            .map_err(unavailable)?;
+            .map_err(ErrorBody::from)?;
         if let Some(stored) = stored {
             return serde_json::from_str(&stored.result)
                 .map_err(|e| ErrorBody::internal(format!("a stored outcome does not parse: {e}")));
@@ -320,7 +315,10 @@ async fn read_turns(ctx: &RequestCtx, conversation: ConversationId) -> Result<Tu
     let mut turns = Turns::default();
     let mut seq = 0;
     loop {
-        let rows = store.events_after(conversation, seq, PAGE).await.map_err(unavailable)?;
+        let rows = store
+            .events_after(conversation, seq, PAGE)
+            .await
+            .map_err(ErrorBody::from)?;
         let Some(last) = rows.last() else { break };
         seq = last.seq;
         for row in &rows {
@@ -363,7 +361,7 @@ async fn read_turns(ctx: &RequestCtx, conversation: ConversationId) -> Result<Tu
 async fn conversation_of(ctx: &RequestCtx, named: Option<ConversationId>) -> Result<ConversationId, ErrorBody> {
     let store = &ctx.daemon.store;
     if let Some(id) = named {
-        return match store.conversation(id).await.map_err(unavailable)? {
+        return match store.conversation(id).await.map_err(ErrorBody::from)? {
             Some(_) => Ok(id),
             None => Err(ErrorBody::new(ErrorCode::NotFound, format!("no conversation {id}"))),
         };
@@ -373,7 +371,7 @@ async fn conversation_of(ctx: &RequestCtx, named: Option<ConversationId>) -> Res
     })?;
     of_tty(store, &tty, 1, None)
         .await
-        .map_err(unavailable)?
+        .map_err(ErrorBody::from)?
         .first()
         .map(|row| row.conversation_id)
         .ok_or_else(|| ErrorBody::new(ErrorCode::NotFound, format!("the terminal {tty} has no conversation")))

@@ -19,7 +19,7 @@ use super::{params, result};
 use crate::conversation::rows::{self, Asker};
 use crate::conversation::watch::RowChange;
 use crate::server::{RequestCtx, StreamSink};
-use crate::store::{PageRequest, StoreError};
+use efr_store::PageRequest;
 
 /// The default and the largest `limit` of both methods (spec: conversations.watch takes 20 by default, 50 at most;
 /// conversations.recent does the same here).
@@ -40,10 +40,6 @@ fn limit(asked: Option<u32>) -> Result<u32, ErrorBody> {
             "bad params: `limit` must be 1 to {LIMIT_MAX}, not {limit}"
         )))
     }
-}
-
-fn store_failed(error: &StoreError) -> ErrorBody {
-    ErrorBody::new(ErrorCode::Unavailable, format!("the event store failed: {error}"))
 }
 
 fn overflow() -> ErrorBody {
@@ -72,7 +68,7 @@ pub async fn conversations_recent(ctx: &RequestCtx, raw: Option<Value>) -> Resul
             after: None,
         })
         .await
-        .map_err(|e| store_failed(&e))?;
+        .map_err(ErrorBody::from)?;
     let asker = Asker {
         tty: params.tty.as_deref(),
         pwd: params.pwd.as_deref(),
@@ -100,7 +96,7 @@ pub async fn conversations_watch(ctx: &RequestCtx, raw: Option<Value>, sink: &mu
         .store
         .list_conversations(PageRequest { limit, after: None })
         .await
-        .map_err(|e| store_failed(&e))?;
+        .map_err(ErrorBody::from)?;
     let snapshot = WatchItem::Snapshot {
         conversations: page
             .conversations

@@ -21,7 +21,7 @@ use efr_protocol::wire::{Bus, DesktopKind, ExitKind, ExitTarget, Grant, TargetCl
 
 use super::Finder;
 use crate::exits::find::Exit;
-use crate::policy::SeenCommand;
+use efr_policy::SeenCommand;
 
 /// The bus names of the secret service: the bus filter refuses them whatever the grant, so only the whole bus
 /// reaches them (ADR 0016, kind 8).

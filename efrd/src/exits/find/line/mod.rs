@@ -24,8 +24,8 @@ use efr_protocol::wire::{ExitAction, ExitKind, ExitSource, ExitTarget, Grant};
 
 use super::hosts::{NamedHost, url_host};
 use super::{Exit, ExitContext, Found};
-use crate::policy::analysis::Concern;
-use crate::policy::{LineAnalysis, SeenCommand, ShellCall};
+use efr_policy::analysis::Concern;
+use efr_policy::{LineAnalysis, SeenCommand, ShellCall};
 
 const LINE: ExitSource = ExitSource::Line;
 

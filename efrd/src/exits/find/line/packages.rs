@@ -8,7 +8,7 @@ use efr_protocol::wire::{ExitKind, Grant};
 use super::{CRATES, Finder, GO, NPM, PYPI, RUBYGEMS, named};
 use crate::exits::find::Exit;
 use crate::exits::find::hosts::{NamedHost, url_host};
-use crate::policy::SeenCommand;
+use efr_policy::SeenCommand;
 
 impl Finder<'_> {
     /// A system package manager: a package installed system-wide runs as root (with the privilege exit); without
@@ -139,7 +139,7 @@ impl Finder<'_> {
             }
             "yarn" if sub == "global" => self.user_install(cmd, ".config/yarn/global", NPM),
             "npm" | "pnpm" | "yarn" | "bun" | "npx" | "pnpx" | "bunx" => {
-                if crate::policy::readonly::kinds::network(name, &cmd.args) {
+                if efr_policy::readonly::kinds::network(name, &cmd.args) {
                     self.registry(NPM);
                 }
             }
@@ -158,7 +158,7 @@ impl Finder<'_> {
                     "generate-lockfile",
                 ]) =>
             {
-                if crate::policy::readonly::kinds::network(name, &cmd.args) {
+                if efr_policy::readonly::kinds::network(name, &cmd.args) {
                     self.registry(CRATES);
                 }
             }

@@ -8,10 +8,10 @@ use efr_protocol::wire::{ExitKind, Grant, HostFact};
 use super::{Finder, host_grant, named};
 use crate::exits::find::Exit;
 use crate::exits::find::hosts::{NamedHost, scp_host, ssh_host, url_host};
-use crate::policy::SeenCommand;
-use crate::policy::floors::{Place, place};
-use crate::policy::readonly::git;
-use crate::policy::shell::Word;
+use efr_policy::SeenCommand;
+use efr_policy::floors::{Place, place};
+use efr_policy::readonly::git;
+use efr_policy::shell::Word;
 
 impl Finder<'_> {
     /// `curl`, `wget` and the HTTP clients: the hosts of their URLs, and an upload when they send a file.
@@ -145,7 +145,7 @@ impl Finder<'_> {
             Some("config") => self.git_config(cmd),
             // `git -c x push` is not read by the policy's git reader, which stops at `-c`; the subcommand still is.
             Some("push" | "fetch" | "pull" | "clone" | "ls-remote") => self.git_network(cmd, sub),
-            _ if crate::policy::readonly::kinds::network("git", &cmd.args) => self.git_network(cmd, sub),
+            _ if efr_policy::readonly::kinds::network("git", &cmd.args) => self.git_network(cmd, sub),
             _ => {}
         }
     }

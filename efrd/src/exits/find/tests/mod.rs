@@ -16,8 +16,8 @@ use efr_protocol::internal::DEFAULT_HOME_MASKS;
 use efr_protocol::wire::{Desktop, ExitRecord, Grant, TargetClass};
 
 use super::ExitContext;
-use crate::policy::analysis::{Scope, analyse};
-use crate::policy::{EfrDirs, ShellCall};
+use efr_policy::analysis::{Scope, analyse};
+use efr_policy::{EfrDirs, ShellCall};
 
 pub(super) const HOME: &str = "/home/u";
 pub(super) const PROJECT: &str = "/home/u/proj";

@@ -7,7 +7,7 @@ use efr_protocol::wire::{BlockReason, Blocked, Bus, BusRefusal, ExitAction, Exit
 use super::{Fixture, call, line, render};
 use crate::exits::find::report::{missing_paths, refused_writes};
 use crate::exits::find::{patch_exits, report_exits};
-use crate::policy::{ChangeKind, PatchChange};
+use efr_policy::{ChangeKind, PatchChange};
 
 fn change(path: &str, kind: ChangeKind) -> PatchChange {
     PatchChange {

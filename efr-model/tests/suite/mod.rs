@@ -1,0 +1,3 @@
+mod model_catalog;
+mod model_parse;
+mod model_provider;

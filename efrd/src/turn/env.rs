@@ -1,0 +1,88 @@
+//! The vocabulary of a turn's tool calls, shared by the orchestrator ([`super::tools`]) and every call runtime
+//! (shell, patch, exit, contained): what the calls share ([`ToolEnv`]), what goes back to the model
+//! ([`CallOutput`]), and the plain `tool_call_completed` ([`completed`]). A leaf: it names no runtime, so the
+//! runtimes and the orchestrator that calls them form no circle.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use efr_protocol::events::{CallStatus, EventBody, ToolCallCompleted};
+use efr_protocol::ids::CallId;
+use efr_protocol::wire::{Mode, Origin};
+use efr_snapshot::SnapshotStore;
+use tokio::sync::Mutex;
+
+use super::call_snapshots::CallSnapshots;
+use crate::network::CallNetwork;
+use crate::sandbox::SandboxState;
+use crate::sandbox::plan::Layout;
+use crate::tools::shell::ShellSlot;
+
+/// What a turn's tool calls share: the conversation's hidden shell, where the project is, and the turn's mode.
+#[derive(Debug, Clone)]
+pub struct ToolEnv {
+    /// efr's own roots, for the floors (a call that touches them is refused in every mode).
+    pub efr_dirs: efr_policy::EfrDirs,
+    /// The user's home folder ([`crate::config::Roots::home`]): the policy's floors, and how paths are shown.
+    pub home: Option<PathBuf>,
+    /// The conversation's hidden shell (started on the first shell call).
+    pub shell: Arc<Mutex<ShellSlot>>,
+    /// The working directory of a patch call (the shell's start directory).
+    pub cwd: PathBuf,
+    /// The project roots of the turn.
+    pub roots: Vec<PathBuf>,
+    /// The turn's mode.
+    pub mode: Mode,
+    /// Where the prompt came from.
+    pub origin: Origin,
+    /// `[permissions] question_limit_secs`: replaces the limit of a question that has one.
+    pub question_limit_secs: Option<u32>,
+    /// Where the turn's first and last snapshots of the project go; `None` for a conversation without a project
+    /// (no working directory), which gets no turn `changes` and no `changes` of a shell call in a project.
+    pub snapshots: Option<Arc<SnapshotStore>>,
+    /// The snapshots around the turn's shell calls (a call's own `changes`).
+    pub call_snapshots: Arc<CallSnapshots>,
+    /// The turn's place among the turns running in its project, and the files its calls are known to have changed;
+    /// `None` without a project ([`super::overlap`]).
+    pub presence: Option<Arc<super::overlap::Presence>>,
+    /// The sandbox of contained calls: the cached probe, the launcher's path.
+    pub sandbox: Arc<SandboxState>,
+    /// The network of auto's contained calls: `[network]` as it was at the turn's start, and the proxy.
+    pub network: CallNetwork,
+    /// The D-Bus of auto's contained calls: `[bus]` and the session bus as they were at the turn's start, and the
+    /// bus proxy.
+    pub bus: crate::bus::CallBus,
+    /// The folders of a contained call's base plan.
+    pub layout: Layout,
+    /// The conversation's `$SCRATCH` (`<state root>/scratch/<conversation id>`), made (mode 0700) by the first
+    /// contained call.
+    pub scratch: PathBuf,
+    /// The desktop of the prompt's terminal (`shell_context.desktop`), whose control socket a `desktop` grant binds.
+    pub desktop: Option<efr_protocol::wire::Desktop>,
+    /// What auto's exits share in the turn: the judges, the denials, the prompt ([`super::exits`]).
+    pub exits: super::exits::TurnExits,
+}
+
+/// What goes back to the model for one call.
+#[derive(Debug)]
+pub struct CallOutput {
+    /// The output text for the model (bounded).
+    pub output: String,
+    /// Whether the call failed (a refusal, a denial, an error, a non-zero exit).
+    pub is_error: bool,
+}
+
+/// A `tool_call_completed` with no exit code, changes or sandbox summary.
+pub fn completed(call_id: &CallId, status: CallStatus, output: String, refusal: Option<String>) -> EventBody {
+    EventBody::ToolCallCompleted(ToolCallCompleted {
+        call_id: call_id.clone(),
+        status,
+        output,
+        exit_code: None,
+        refusal,
+        left_running: false,
+        changes: None,
+        diff: None,
+        sandbox: None,
+    })
+}
