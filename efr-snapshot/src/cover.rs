@@ -10,7 +10,13 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::SnapshotError;
-use super::store::blob_path;
+
+/// Where the content of SHA-256 `hash` (lowercase hex) is in a store's `blobs` folder.
+#[must_use]
+pub fn blob_path(blobs: &Path, hash: &str) -> PathBuf {
+    let (prefix, rest) = hash.split_at(hash.len().min(2));
+    blobs.join(prefix).join(rest)
+}
 
 /// The bounds of what a covered snapshot stores (config `[undo]`, `docs/undo.md`).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -89,11 +89,11 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 pub use compare::{Comparison, compare};
-pub use cover::{BUILD_OUTPUTS, Cover, NotCovered, is_build_output};
+pub use cover::{BUILD_OUTPUTS, Cover, NotCovered, blob_path, is_build_output};
 pub use efr_protocol::events::SnapshotPhase;
 pub use error::SnapshotError;
 pub use refs::{GitRefs, git as git_in};
-pub use store::{SnapshotStore, TrashBounds, UndoBounds, blob_path};
+pub use store::{SnapshotStore, TrashBounds, UndoBounds};
 pub(crate) use sync::{Unsynced, sync_blobs};
 
 /// The bounds of one snapshot.

@@ -28,6 +28,7 @@ use std::sync::{Arc, Mutex};
 
 use sha2::{Digest, Sha256};
 
+use super::cover::blob_path;
 use super::manifest::{self, Contents, MAX_DEPTH, Manifest};
 use super::{Blobs, Cover, Limits, Snapshot, SnapshotError};
 
@@ -521,13 +522,6 @@ impl Snapshot {
         }
         Ok(bytes)
     }
-}
-
-/// Where the content of SHA-256 `hash` (lowercase hex) is in a store's `blobs` folder.
-#[must_use]
-pub fn blob_path(blobs: &Path, hash: &str) -> PathBuf {
-    let (prefix, rest) = hash.split_at(hash.len().min(2));
-    blobs.join(prefix).join(rest)
 }
 
 fn check_id(id: &str) -> Result<(), SnapshotError> {

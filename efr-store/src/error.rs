@@ -15,7 +15,7 @@ use efr_protocol::ids::{CommandId, ConversationId};
 use efr_protocol::{ErrorBody, ErrorCode};
 use rusqlite::ErrorCode as SqliteCode;
 
-use super::rows::CommandRecord;
+use super::command::CommandRecord;
 
 /// A `Result` whose error is a [`StoreError`].
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;

@@ -58,6 +58,8 @@
 //! ```
 
 mod backup;
+mod check;
+mod command;
 mod devices;
 mod error;
 mod read;
@@ -77,11 +79,11 @@ use efr_protocol::ids::{CommandId, ConversationId, TurnId};
 use tokio::sync::{Semaphore, oneshot};
 
 pub use backup::{BackupError, BackupOutcome, PAGES_PER_STEP};
+pub use command::CommandRecord;
 pub use devices::{DeviceRow, Inserted};
 pub use error::{Result, StoreError};
 pub use rows::{
-    CommandRecord, Commit, ConversationCursor, ConversationPage, ConversationSummary, EventRow, MAX_PAGE, OpenTurn,
-    PageRequest,
+    Commit, ConversationCursor, ConversationPage, ConversationSummary, EventRow, MAX_PAGE, OpenTurn, PageRequest,
 };
 pub use schema::{BUSY_TIMEOUT, SCHEMA_VERSION};
 pub use writer::COMMAND_RETENTION;

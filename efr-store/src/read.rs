@@ -17,9 +17,10 @@ use rusqlite::{Connection, OptionalExtension, Row, params, params_from_iter};
 use serde_json::{Map, Value};
 use tokio::sync::Semaphore;
 
+use super::command::CommandRecord;
 use super::error::{Result, StoreError};
 use super::rows::{
-    CommandRecord, ConversationCursor, ConversationPage, ConversationSummary, EventRow, MAX_PAGE, OpenTurn, PageRequest,
+    ConversationCursor, ConversationPage, ConversationSummary, EventRow, MAX_PAGE, OpenTurn, PageRequest,
 };
 use super::schema;
 

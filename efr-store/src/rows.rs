@@ -8,9 +8,10 @@
 use std::fmt;
 use std::str::FromStr;
 
-use efr_protocol::ids::{CommandId, ConversationId, Timestamp, TurnId};
+use efr_protocol::ids::{ConversationId, Timestamp, TurnId};
 use serde_json::{Map, Value};
 
+use super::command::CommandRecord;
 use super::error::{Result, StoreError};
 
 /// One event of a conversation's log.
@@ -54,22 +55,6 @@ pub struct ConversationSummary {
     pub extra: Map<String, Value>,
 }
 
-/// The stored outcome of a write, under its client-generated `command_id` (docs/architecture.md, "The event log":
-/// the same command_id again returns this outcome and changes nothing).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CommandRecord {
-    /// The write's id.
-    pub command_id: CommandId,
-    /// The method that ran, such as `prompt.send`.
-    pub method: String,
-    /// The conversation the write addressed, when it named or created one.
-    pub conversation_id: Option<ConversationId>,
-    /// The outcome as JSON text: the result object or the error body, as the caller chose to store it.
-    pub result: String,
-    /// When the outcome was stored.
-    pub at: Timestamp,
-}
-
 /// One atomic unit of writing: an optional summary upsert, events, and an optional command outcome.
 ///
 /// The store writes all of it or nothing. It is applied in this order: the command (a duplicate refuses the whole
@@ -107,53 +92,6 @@ impl Commit {
         self.command = Some(command);
         self
     }
-
-    /// Checks what the writer cannot check cheaply, before the commit is queued: not empty, each body a JSON object,
-    /// each kind named, each seq in 1..=i64::MAX, a command result that is JSON.
-    ///
-    /// # Errors
-    /// [`StoreError::Invalid`] naming the field.
-    pub(crate) fn validate(&self) -> Result<()> {
-        if self.conversation.is_none() && self.events.is_empty() && self.command.is_none() {
-            return Err(StoreError::invalid(
-                "an empty commit (no summary, no events, no command)",
-            ));
-        }
-        if let Some(summary) = &self.conversation {
-            check_count(summary.turn_count, "conversation.turn_count")?;
-        }
-        for (i, event) in self.events.iter().enumerate() {
-            if event.seq == 0 {
-                return Err(StoreError::invalid(format!("events[{i}].seq is 0; seqs count from 1")));
-            }
-            check_count(event.seq, &format!("events[{i}].seq"))?;
-            if event.kind.is_empty() {
-                return Err(StoreError::invalid(format!("events[{i}].kind is empty")));
-            }
-            if !is_json_object(&event.body) {
-                return Err(StoreError::invalid(format!("events[{i}].body is not a JSON object")));
-            }
-        }
-        if let Some(command) = &self.command
-            && serde_json::from_str::<serde::de::IgnoredAny>(&command.result).is_err()
-        {
-            return Err(StoreError::invalid("command.result is not JSON"));
-        }
-        Ok(())
-    }
-}
-
-/// A count or seq must fit SQLite's signed 64-bit integer.
-fn check_count(value: u64, field: &str) -> Result<()> {
-    if i64::try_from(value).is_err() {
-        return Err(StoreError::invalid(format!("{field} is over i64::MAX")));
-    }
-    Ok(())
-}
-
-/// Whether `text` is one JSON object (leading and trailing whitespace allowed).
-fn is_json_object(text: &str) -> bool {
-    text.trim_start().starts_with('{') && serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok()
 }
 
 /// Where a page of `conversations.list` continues: the last row of the previous page, by `(updated_at, id)`.
@@ -250,14 +188,5 @@ mod tests {
             let err = bad.parse::<ConversationCursor>().unwrap_err();
             assert!(matches!(err, StoreError::Invalid { .. }), "{bad}: {err}");
         }
-    }
-
-    #[test]
-    fn json_object_check() {
-        assert!(is_json_object(r#" {"a": 1} "#));
-        assert!(!is_json_object("[1]"));
-        assert!(!is_json_object(r#"{"a": 1"#));
-        assert!(!is_json_object(r#"{"a": 1} x"#));
-        assert!(!is_json_object(""));
     }
 }

@@ -46,13 +46,13 @@ pub struct Reordered {
     pub command: Option<String>,
 }
 
-/// `args` with each UTF-8 argument [`printable`](crate::turn::clean::printable): for quoting them in an error, never for
+/// `args` with each UTF-8 argument [`printable`](crate::clean::printable): for quoting them in an error, never for
 /// running them. An argument that is not UTF-8 stays (clap refuses it without quoting it).
 #[must_use]
 pub fn printable(args: &[OsString]) -> Vec<OsString> {
     args.iter()
         .map(|arg| match arg.to_str() {
-            Some(text) => crate::turn::clean::printable(text).into_owned().into(),
+            Some(text) => crate::clean::printable(text).into_owned().into(),
             None => arg.clone(),
         })
         .collect()

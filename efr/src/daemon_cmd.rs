@@ -108,7 +108,7 @@ pub fn run(command: &DaemonCommand) -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             // The error may quote systemctl or a path.
-            eprintln!("efr daemon: {}", crate::turn::clean::printable(&error.to_string()));
+            eprintln!("efr daemon: {}", crate::clean::printable(&error.to_string()));
             ExitCode::FAILURE
         }
     }

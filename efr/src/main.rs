@@ -13,6 +13,7 @@
 //! - `shell_init`, `daemon_cmd`: `efr shell-init` and `efr daemon` (their own modules).
 
 mod args;
+mod clean;
 mod cli;
 mod client;
 mod commands;

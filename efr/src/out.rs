@@ -26,7 +26,7 @@
 
 use std::io::Write;
 
-use crate::turn::clean::{json_text, printable};
+use crate::clean::{json_text, printable};
 
 /// The exit status when the reader of stdout left (`EPIPE`): 0, see the module doc.
 pub const READER_LEFT: i32 = 0;

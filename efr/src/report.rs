@@ -11,8 +11,8 @@
 
 use std::process::ExitCode;
 
+use crate::clean::printable;
 use crate::client::{Client, ClientError};
-use crate::turn::clean::printable;
 
 /// Done; a turn completed.
 pub const OK: u8 = 0;

@@ -28,6 +28,7 @@ pub mod internal;
 pub mod methods;
 pub mod schema;
 pub mod secret;
+pub mod streams;
 pub mod wire;
 
 pub use error::{ErrorBody, ErrorCode};

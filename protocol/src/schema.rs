@@ -19,6 +19,7 @@ use crate::error::{ErrorBody, ErrorCode};
 use crate::events::{DaemonEvent, Event};
 use crate::hello::{HelloParams, HelloResult};
 use crate::methods::Scope;
+use crate::streams::{SubscribeItem, WatchItem};
 use crate::wire::ExitRecord;
 use crate::wire::{AdminBackupParams, AdminBackupResult};
 use crate::wire::{
@@ -28,10 +29,10 @@ use crate::wire::{
     ConversationSubscribeParams, ConversationsListParams, ConversationsListResult, InputRespondParams,
     InputRespondResult, ModelsListParams, ModelsListResult, PromptSendParams, PromptSendResult, SandboxExplainParams,
     SandboxExplainResult, ShellInterruptParams, ShellInterruptResult, ShellStatusParams, ShellStatusResult,
-    SubscribeItem, TurnInterruptParams, TurnInterruptResult,
+    TurnInterruptParams, TurnInterruptResult,
 };
 use crate::wire::{ConversationContextParams, ConversationContextResult};
-use crate::wire::{ConversationsRecentParams, ConversationsRecentResult, ConversationsWatchParams, WatchItem};
+use crate::wire::{ConversationsRecentParams, ConversationsRecentResult, ConversationsWatchParams};
 use crate::wire::{
     DeviceEnrollParams, DeviceEnrollResult, DeviceListParams, DeviceListResult, DevicePairConfirmParams,
     DevicePairConfirmResult, DevicePairStartParams, DeviceProveParams, DeviceProveResult, DeviceRevokeParams,

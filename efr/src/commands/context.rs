@@ -31,8 +31,8 @@ use efr_protocol::wire::{
 };
 
 use super::read;
+use crate::clean::printable;
 use crate::cli::ContextArgs;
-use crate::turn::clean::printable;
 use crate::turn::conversation::newest_of_tty;
 use crate::{context, out, report};
 

@@ -32,8 +32,8 @@ use efr_protocol::ids::{ConversationId, TurnId};
 use efr_protocol::wire::{ConversationDiffParams, ConversationDiffResult, FileChanges};
 
 use super::{read, unary_on};
+use crate::clean::printable;
 use crate::cli::DiffArgs;
-use crate::turn::clean::printable;
 use crate::{context, out, report, tty};
 
 /// The mark at the end of a line that lost control characters on a terminal (see the module doc).

@@ -33,9 +33,9 @@ use efr_protocol::wire::{
 use serde_json::json;
 
 use super::human_secs;
+use crate::clean::printable;
 use crate::cli::{ShellArgs, ShellStopArgs};
 use crate::client::{Client, ClientError};
-use crate::turn::clean::printable;
 use crate::turn::conversation::newest_of_tty;
 use crate::turn::describe::prompt_row;
 use crate::{context, out, report};

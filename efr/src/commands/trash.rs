@@ -13,9 +13,9 @@ use efr_protocol::wire::{TrashListResult, TrashRestoreParams, TrashRestoreResult
 use serde_json::json;
 
 use super::{read, run_unary};
+use crate::clean::printable;
 use crate::cli::TrashCommand;
 use crate::report;
-use crate::turn::clean::printable;
 
 /// Runs one `efr trash` command.
 pub async fn run(command: TrashCommand) -> ExitCode {

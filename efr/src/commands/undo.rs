@@ -10,8 +10,8 @@ use efr_protocol::ids::{CommandId, ConversationId, TurnId};
 use efr_protocol::wire::{TurnUndoParams, TurnUndoResult, UndoAction};
 
 use super::{read, unary_on};
+use crate::clean::printable;
 use crate::cli::UndoArgs;
-use crate::turn::clean::printable;
 use crate::{context, out, report, tty};
 
 /// The params of turn.undo from the arguments.

@@ -9,7 +9,7 @@ use std::borrow::Cow;
 use efr_protocol::events::{CallStatus, ToolCallCompleted, ToolCallStarted};
 use efr_protocol::wire::{FileChange, FileChangeKind, FileChanges, Mode, TurnSettings, Usage};
 
-use super::clean::printable;
+use crate::clean::printable;
 
 /// How many lines of a call's output a client shows.
 pub const TAIL_LINES: usize = 10;

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use efr_protocol::events::{ExitJudged, ExitRequested};
 use efr_protocol::wire::{ChainStep, ExitInfo, ExitRecord, JudgeKind, Verdict};
 
-use super::clean::printable;
+use crate::clean::printable;
 
 /// A judge in a word or two, as the transcript and the tally name it.
 #[must_use]

@@ -47,7 +47,6 @@
 //! `queued behind the running turn` before the turn starts: a notice on stderr with a terminal or `--json`, a
 //! transcript line on stdout in the plain form.
 
-pub(crate) mod clean;
 pub(crate) mod conversation;
 pub(crate) mod describe;
 mod exits;

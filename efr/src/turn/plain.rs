@@ -48,12 +48,12 @@ use efr_protocol::events::{Event, EventBody};
 use efr_protocol::ids::ConversationId;
 use efr_protocol::wire::{ApprovalDecision, InputWait};
 
-use super::clean::printable;
 use super::describe::{
     blocked_lines, call_end, call_title, change_lines, fallback_words, output_tail, sandbox_notice, settings_words,
     usage_words,
 };
 use super::exits::{ExitTally, judged_line, requested_line};
+use crate::clean::printable;
 
 /// Writes the plain transcript to stdout.
 #[derive(Debug, Default)]

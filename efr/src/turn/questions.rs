@@ -12,7 +12,7 @@ use efr_protocol::events::{ApprovalRequested, SurfaceQuestionRequested};
 use efr_protocol::events::{EventBody, ToolCallInputChanged};
 use efr_protocol::wire::{AnswerInput, InputWait};
 
-use super::clean::printable;
+use crate::clean::printable;
 
 /// What a question asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]

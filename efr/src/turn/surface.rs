@@ -5,7 +5,7 @@
 use efr_protocol::events::{SandboxSurfaceChanged, SurfaceQuestionRequested, TurnSurfaceReport};
 use efr_protocol::wire::{FileChangeKind, SurfaceChange, SurfaceKind, SurfaceOutcome};
 
-use super::clean::printable;
+use crate::clean::printable;
 
 /// What runs a surface, in words.
 #[must_use]

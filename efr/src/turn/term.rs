@@ -17,13 +17,13 @@ use efr_protocol::events::{Event, EventBody};
 use efr_protocol::wire::{ApprovalDecision, InputWait, Verdict};
 use termimad::MadSkin;
 
-use super::clean::printable;
 use super::describe::{
     blocked_lines, call_end, call_ok, call_title, change_lines, fallback_words, output_tail, sandbox_notice,
     settings_words, usage_words,
 };
 use super::exits::{ExitTally, judged_line, requested_line};
 use super::markdown::{self, Blocks};
+use crate::clean::printable;
 
 const BOLD: &str = "\x1b[1m";
 const DIM: &str = "\x1b[2m";

@@ -9,9 +9,9 @@ use efr_protocol::events::Event;
 use efr_protocol::ids::ConversationId;
 use serde_json::Value;
 
-use super::clean::{json_text, printable};
 use super::plain::{self, PlainView};
 use super::term::TermView;
+use crate::clean::{json_text, printable};
 
 /// The view of a turn.
 #[derive(Debug)]

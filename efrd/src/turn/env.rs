@@ -13,6 +13,7 @@ use efr_snapshot::SnapshotStore;
 use tokio::sync::Mutex;
 
 use super::call_snapshots::CallSnapshots;
+use crate::exits::judge::{Judges, TurnDenials};
 use crate::network::CallNetwork;
 use crate::sandbox::SandboxState;
 use crate::sandbox::plan::Layout;
@@ -60,7 +61,47 @@ pub struct ToolEnv {
     /// The desktop of the prompt's terminal (`shell_context.desktop`), whose control socket a `desktop` grant binds.
     pub desktop: Option<efr_protocol::wire::Desktop>,
     /// What auto's exits share in the turn: the judges, the denials, the prompt ([`super::exits`]).
-    pub exits: super::exits::TurnExits,
+    pub exits: TurnExits,
+}
+
+/// The most recent calls a model judge sees (their lines or a patch's files, never their output).
+pub const RECENT_CALLS: usize = 8;
+
+/// What the exits of a turn's calls share: the judges, the turn's denials, and what finding and judging read of the
+/// prompt.
+#[derive(Debug, Clone, Default)]
+pub struct TurnExits {
+    /// The judges of the turn (the classifier, the turn's model).
+    pub judges: Judges,
+    /// The turn's count of denials: the chain pauses the classifier after too many.
+    pub denials: Arc<Mutex<TurnDenials>>,
+    /// The user's prompt of the turn, as typed (without efr's preamble).
+    pub user_prompt: String,
+    /// The hosts of the remotes of the project's git dir, lowercase (read once per turn).
+    pub project_remotes: Vec<String>,
+    /// The turn's calls so far, oldest first, at most [`RECENT_CALLS`]: a shell call's line, a patch's files.
+    pub recent_calls: Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl TurnExits {
+    /// Notes a call of the turn for the judges of later calls (at most [`RECENT_CALLS`] are kept).
+    pub fn note_call(&self, call: String) {
+        let mut recent = self
+            .recent_calls
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        recent.push(call);
+        let over = recent.len().saturating_sub(RECENT_CALLS);
+        recent.drain(..over);
+    }
+
+    /// The turn's calls so far, oldest first (at most [`RECENT_CALLS`]).
+    pub(super) fn recent(&self) -> Vec<String> {
+        self.recent_calls
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
 }
 
 /// What goes back to the model for one call.

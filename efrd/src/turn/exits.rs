@@ -1,5 +1,5 @@
 //! A call's exits in the turn (docs/adr/0016-exit-kinds.md; docs/auto.md, "Applying a verdict"): what finding needs
-//! from the turn ([`TurnExits`], [`ExitPlace`]), and the judging of one call's exits ([`judge`]): each record's
+//! from the turn ([`TurnExits`](super::env::TurnExits), [`ExitPlace`]), and the judging of one call's exits ([`judge`]): each record's
 //! denial counts filled, `exit_requested` recorded once per record, the chain ([`crate::exits::judge::review`]) run
 //! and its events recorded, and, when it passes the exits to the user, `approval_requested` with the exit and the
 //! user's `exit_judged` per record. What comes out is an [`ExitVerdict`]: run with the union of the records' needs,
@@ -9,7 +9,6 @@
 //! [`super::tools`]'s (before a call) and [`super::exit_call`]'s (after a contained call failed).
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use efr_protocol::events::{EventBody, ExitJudged, ExitRequested};
 use efr_protocol::ids::{CallId, TurnId};
@@ -17,53 +16,13 @@ use efr_protocol::internal::host::HostPattern;
 use efr_protocol::wire::{
     ApprovalDecision, ChainStep, Desktop, ExitInfo, ExitKind, ExitRecord, Grant, JudgeKind, Needs, Verdict,
 };
-use tokio::sync::Mutex;
 
 use super::env::ToolEnv;
 use super::sink::{Answer, Sink};
 use crate::exits::approvers::{Approvers, approvers};
 use crate::exits::find::ExitContext;
-use crate::exits::judge::{ChainOutcome, Judges, Review, TurnDenials, review};
+use crate::exits::judge::{ChainOutcome, Review, review};
 use efr_policy::{EfrDirs, LaunchKind, Question};
-
-/// The most recent calls a model judge sees (their lines or a patch's files, never their output).
-pub const RECENT_CALLS: usize = 8;
-
-/// What the exits of a turn's calls share: the judges, the turn's denials, and what finding and judging read of the
-/// prompt.
-#[derive(Debug, Clone, Default)]
-pub struct TurnExits {
-    /// The judges of the turn (the classifier, the turn's model).
-    pub judges: Judges,
-    /// The turn's count of denials: the chain pauses the classifier after too many.
-    pub denials: Arc<Mutex<TurnDenials>>,
-    /// The user's prompt of the turn, as typed (without efr's preamble).
-    pub user_prompt: String,
-    /// The hosts of the remotes of the project's git dir, lowercase (read once per turn).
-    pub project_remotes: Vec<String>,
-    /// The turn's calls so far, oldest first, at most [`RECENT_CALLS`]: a shell call's line, a patch's files.
-    pub recent_calls: Arc<std::sync::Mutex<Vec<String>>>,
-}
-
-impl TurnExits {
-    /// Notes a call of the turn for the judges of later calls (at most [`RECENT_CALLS`] are kept).
-    pub fn note_call(&self, call: String) {
-        let mut recent = self
-            .recent_calls
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        recent.push(call);
-        let over = recent.len().saturating_sub(RECENT_CALLS);
-        recent.drain(..over);
-    }
-
-    fn recent(&self) -> Vec<String> {
-        self.recent_calls
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
-    }
-}
 
 /// The walls of the sandbox as finding reads them, owned for one call ([`ExitPlace::with`] lends the
 /// [`ExitContext`]).

@@ -12,6 +12,7 @@ use efr_protocol::wire::{
 };
 
 use super::*;
+use crate::turn::env::RECENT_CALLS;
 use crate::turn::sink::memory::MemorySink;
 use crate::turn::testing::tool_env;
 

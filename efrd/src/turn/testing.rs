@@ -76,6 +76,6 @@ pub fn tool_env(dir: &Path, bwrap: &str, mode: Mode) -> ToolEnv {
         scratch: layout.scratch_root.join("c1"),
         desktop: None,
         layout,
-        exits: super::exits::TurnExits::default(),
+        exits: super::env::TurnExits::default(),
     }
 }

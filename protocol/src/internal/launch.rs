@@ -60,7 +60,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::wire::{Bus, DesktopKind, Grant};
 
-pub use crate::internal::validate::PlanError;
+/// The size bound of a contained call's private `/dev/shm`, in bytes (256 MiB): POSIX semaphores and shared memory
+/// (`sem_open`, `shm_open`, Python's `multiprocessing`, pytest-xdist) need a writable `/dev/shm`, and a tmpfs without
+/// a bound could take half the host's memory. 256 MiB is four times Docker's default (64 MiB, which Chromium finds
+/// too small) and far more than locks and worker queues use; a call that needs more gets `ENOSPC`.
+pub const SHM_SIZE: u64 = 256 * 1024 * 1024;
 
 /// One contained call, as efrd hands it to `efr-launcher`. See the module docs for the format and the rules.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -106,7 +110,7 @@ pub struct LaunchPlan {
     /// are in `env`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub desktop_sockets: Vec<DesktopSocket>,
-    /// The bound of the private `/dev/shm`, bytes ([`crate::internal::SHM_SIZE`] unless efrd's probe found a
+    /// The bound of the private `/dev/shm`, bytes ([`SHM_SIZE`] unless efrd's probe found a
     /// bubblewrap older than 0.7, which has no `--size`: then `None`, and the tmpfs has the kernel's default bound,
     /// half the memory; docs/adr/0004-contained-calls.md, decision 10).
     #[serde(default = "default_shm_size")]
@@ -120,7 +124,7 @@ pub struct LaunchPlan {
 }
 
 fn default_shm_size() -> Option<u64> {
-    Some(crate::internal::SHM_SIZE)
+    Some(SHM_SIZE)
 }
 
 fn default_disable_userns() -> bool {

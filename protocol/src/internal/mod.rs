@@ -16,6 +16,7 @@
 
 pub mod bus_policy;
 pub mod bus_proxy;
+pub mod error;
 pub mod host;
 pub mod launch;
 pub mod masks;
@@ -24,11 +25,11 @@ pub mod proxy;
 pub mod report;
 pub mod validate;
 
+pub use error::{MAX_EXEC_STRING, PlanError};
 pub use launch::{
     LaunchCommand, LaunchPlan, Mask, MaskSource, Network, Protected, ProtectedSource, ReportTo, Rlimit, RlimitResource,
-    Writable, WritableSource,
+    SHM_SIZE, Writable, WritableSource,
 };
 pub use masks::{DEFAULT_HOME_MASKS, default_masks};
-pub use mounts::{IfMissing, Mount, MountKind, Rule, SHM_SIZE};
+pub use mounts::{IfMissing, Mount, MountKind, Rule};
 pub use report::{LaunchReport, SETUP_ERROR_EXIT, STDERR_PREFIX, SetupStage};
-pub use validate::{MAX_EXEC_STRING, PlanError};

@@ -22,14 +22,9 @@ use std::collections::HashSet;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use crate::internal::launch::{LaunchPlan, MaskSource, PlanError, ProtectedSource, WritableSource};
+use crate::internal::error::PlanError;
+use crate::internal::launch::{LaunchPlan, MaskSource, ProtectedSource, WritableSource};
 use crate::wire::Grant;
-
-/// The size bound of a contained call's private `/dev/shm`, in bytes (256 MiB): POSIX semaphores and shared memory
-/// (`sem_open`, `shm_open`, Python's `multiprocessing`, pytest-xdist) need a writable `/dev/shm`, and a tmpfs without
-/// a bound could take half the host's memory. 256 MiB is four times Docker's default (64 MiB, which Chromium finds
-/// too small) and far more than locks and worker queues use; a call that needs more gets `ENOSPC`.
-pub const SHM_SIZE: u64 = 256 * 1024 * 1024;
 
 /// What one mount does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -84,7 +84,7 @@ pub use shell::{
     ApprovedBy, How, ShellBusy, ShellInterruptParams, ShellInterruptResult, ShellStatusParams, ShellStatusResult,
 };
 pub use subscribe::{
-    CompactTrigger, ConversationSubscribeParams, Draft, DraftPart, RunningTurn, Snapshot, SnapshotLive, SubscribeItem,
+    CompactTrigger, ConversationSubscribeParams, Draft, DraftPart, RunningTurn, Snapshot, SnapshotLive,
 };
 pub use surface::{
     ReportedFile, SandboxSurfaceRespondParams, SandboxSurfaceRespondResult, SurfaceChange, SurfaceKind, SurfaceOutcome,
@@ -95,4 +95,4 @@ pub use undo::{
     TurnUndoParams, TurnUndoResult, TurnUndoSummary, UndoAction, UndoEntry, UndoReason, UndoRef, UndoRefusal,
     UndoRefusalKind, UndoRoot, UndoTurn,
 };
-pub use watch::{ConversationsWatchParams, WatchItem};
+pub use watch::ConversationsWatchParams;

@@ -9,7 +9,6 @@ use serde::{Deserialize, Serialize};
 
 use super::common::{ContextFill, TurnSettings};
 use super::conversation::ConversationSummary;
-use crate::events::Event;
 use crate::ids::{ConversationId, Timestamp, TurnId};
 use crate::macros::{is_false, wire_enum};
 
@@ -27,19 +26,6 @@ pub struct ConversationSubscribeParams {
     /// This subscriber answers a running command's waits for input (false when absent).
     #[serde(default, skip_serializing_if = "is_false")]
     pub answers_input: bool,
-}
-
-/// One item of a conversation.subscribe stream, tagged by its only member's name: `{"snapshot": ...}`,
-/// `{"event": ...}` or `{"draft": ...}` (an event has its own `kind`, so the item cannot use that tag).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum SubscribeItem {
-    /// The conversation's state (first item, only without `after_seq`).
-    Snapshot(Box<Snapshot>),
-    /// One committed event, in seq order with no gap.
-    Event(Box<Event>),
-    /// What a running turn got from the model before the log has it (only with `drafts`).
-    Draft(Draft),
 }
 
 /// The conversation's state when the subscription started.
@@ -170,8 +156,7 @@ mod tests {
     }
 
     #[test]
-    fn an_item_of_an_unknown_shape_is_an_error() {
-        assert!(serde_json::from_str::<SubscribeItem>(r#"{"rumour":{}}"#).is_err());
+    fn a_draft_part_of_an_unknown_shape_is_an_error() {
         assert!(serde_json::from_str::<DraftPart>(r#"{"kind":"text","index":0,"delta":"x"}"#).is_err());
     }
 }

@@ -177,7 +177,7 @@ impl Actor {
             scratch: layout.scratch_of(self.id),
             layout,
             desktop,
-            exits: crate::turn::exits::TurnExits {
+            exits: crate::turn::env::TurnExits {
                 // The judges come with the turn's provider (turn::plan).
                 user_prompt: user_prompt.to_owned(),
                 project_remotes: remotes,

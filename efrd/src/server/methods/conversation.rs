@@ -1,10 +1,11 @@
 //! prompt.send, turn.interrupt, conversation.subscribe and conversations.list.
 
 use efr_protocol::events::Event;
+use efr_protocol::streams::SubscribeItem;
 use efr_protocol::wire::{
     ApprovalRespondParams, ConversationContextParams, ConversationDiffParams, ConversationDiffResult,
     ConversationSubscribeParams, ConversationsListParams, ConversationsListResult, Origin, PromptSendParams,
-    SubscribeItem, TurnInterruptParams,
+    TurnInterruptParams,
 };
 use efr_protocol::{ErrorBody, ErrorCode};
 use serde_json::{Value, json};

@@ -10,7 +10,8 @@
 //! `{"overflow": true}` and the client watches again (docs/protocol.md, "Daemon events";
 //! docs/adr/0005-daemon-events-on-the-watch.md).
 
-use efr_protocol::wire::{ConversationsRecentParams, ConversationsWatchParams, WatchItem};
+use efr_protocol::streams::WatchItem;
+use efr_protocol::wire::{ConversationsRecentParams, ConversationsWatchParams};
 use efr_protocol::{ErrorBody, ErrorCode};
 use serde_json::{Value, json};
 use tokio::sync::broadcast::error::RecvError;
