@@ -5,26 +5,27 @@
 //!
 //! | module | owns |
 //! |---|---|
-//! | [`bus`] | the D-Bus of contained calls: `[bus]` and the default policy made into a `bus_filter` grant and a bus plan, the session bus, the `efr-bus-proxy` process, a closed plan's refusals |
 //! | [`config`] | the four roots, `config.toml` (typed sections, errors with line, column and key), reload |
-//! | [`store`] | the SQLite event log, conversation summary rows, command ids; the writer thread and its group commit |
 //! | [`listen`] | socket activation, self-bind, the single-instance lock, sd_notify |
-//! | [`model`] | providers, stream parsers, retries, keys, catalog, and their wiring for the daemon (`Models`) |
-//! | [`policy`] | the permission decision: modes, floors, questions, the read-only list, shell line analysis |
+//! | [`models`] | the daemon's wiring of efr-model: the active provider, settings, keys, catalog, HTTP client |
 //! | [`exits`] | auto mode's exits: finding them (line, patch, report), who may approve each, the judge chain |
-//! | [`tools`] | the tool specs, the hidden shell, `apply_patch`, changes and unified diffs |
-//! | [`git`] | the git efrd runs itself, outside the sandbox, with what a repository could make it start switched off |
+//! | [`tools`] | the tool specs and the hidden shell (`apply_patch` is efr-patch's) |
 //! | [`helper_process`] | the supervision of efrd's helper processes (`efr-proxy`, `efr-bus-proxy`): start, restart, status |
-//! | [`network`] | the network of contained calls: `[network]` rules, credential hosts, the `efr-proxy` supervisor |
+//! | [`network`] | the network of contained calls: `[network]` rules, credential hosts, efr-proxy's plans, refusals |
+//! | [`bus`] | the D-Bus of contained calls: `[bus]` and the default policy made into a `bus_filter` grant and a bus plan, the session bus, a closed plan's refusals |
 //! | [`sandbox`] | efrd's side of the sandbox: base plans, protected paths, the probe and its cache, explain |
-//! | [`snapshot`] | snapshots of a project tree, their comparison, the snapshot store on disk |
 //! | [`undo`] | undo and redo of a turn from its covered snapshots: the plan, the writes, the journal, the trash |
 //! | [`prompt`] | what the model is told: base instructions, mode, project instructions (`AGENTS.md`), the environment block, per-provider tool texts |
 //! | [`turn`] | the turn loop and the sink its events go to: model stream → events, tool calls decided and run |
 //! | [`conversation`] | the per-conversation actor: queue, turns, questions, subscribers, recorder, restart recovery |
+//! | [`remote`] | paired devices: pairing, device keys and proofs, the tailnet address, the listener's state |
 //! | [`daemon`] | the shared state: stores, model registry, live conversations, running turns and connections |
-//! | [`server`] | connections, hello, scopes, dispatch, streams, cancel, backpressure; thin method handlers |
+//! | [`server`] | connections (Unix socket, tailnet WebSocket), hello, scopes, dispatch, streams, cancel, backpressure; thin method handlers |
 //! | [`lifecycle`] | the daemon's life from start to graceful stop: build, recover, ready, serve, stop |
+//!
+//! The lower layers are crates of their own: efr-store (the event log), efr-policy (the permission decision),
+//! efr-model (providers), efr-patch (`apply_patch`, changes and diffs), efr-snapshot (snapshots and their store) and
+//! efr-git (the git efrd runs outside the sandbox).
 
 pub mod bus;
 pub mod config;

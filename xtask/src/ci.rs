@@ -130,8 +130,8 @@ fn nix_is_root() -> bool {
         .unwrap_or(false)
 }
 
-/// Format, unused dependencies, lints, the structure (no cycle between modules, docs/architecture.md in step), schema
-/// and fixtures.
+/// Format, unused dependencies, lints, the structure (no cycle between modules, docs/architecture.md in step), the
+/// docs without warnings, schema and fixtures.
 pub fn tidy(root: &Path) -> Result<()> {
     run("cargo fmt --check", cargo().args(["fmt", "--all", "--check"]))?;
     unused_dependencies()?;
@@ -148,6 +148,14 @@ pub fn tidy(root: &Path) -> Result<()> {
         ]),
     )?;
     crate::structure::check(root)?;
+    // Broken intra-doc links and malformed doc comments fail here, as clippy's warnings do: the docs of a public item
+    // are part of its contract.
+    run(
+        "cargo doc (warnings are errors)",
+        cargo()
+            .args(["doc", "--workspace", "--no-deps", "--locked"])
+            .env("RUSTDOCFLAGS", "-D warnings"),
+    )?;
     println!("==> protocol schema current");
     protocol::check_schema(root)?;
     println!("==> fixtures current");
