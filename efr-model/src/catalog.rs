@@ -1,7 +1,7 @@
 //! The model catalog (`models.list`): the active provider's models, where the list came from, and the check of a
 //! prompt's settings against it.
 //!
-//! The list comes from the provider's `GET /v1/models` ([`fetch_models`]) and is cached on disk with its
+//! The list comes from the provider's `GET /v1/models` ([`fetch_models`](crate::list::fetch_models)) and is cached on disk with its
 //! `fetched_at` (`<state>/catalog/<provider>.json`). When the fetch fails, the cache serves (origin `cache`), then a
 //! small list built into efr for `openai-api` (origin `builtin`); `anthropic-api` and `openai-compat` have none
 //! (origin `missing`, an empty list). The `[model]` config adds models (source `config`) or replaces a listed one.

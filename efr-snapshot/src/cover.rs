@@ -65,7 +65,7 @@ pub const BUILD_OUTPUTS: &[&str] = &[
 ];
 
 /// Whether the folder at `path` (named `name`) is a build output: its name is in [`BUILD_OUTPUTS`], it is the
-/// `.cache` of a `node_modules` (one of the cache folders of [`efr_patch::changes::CACHE_FOLDERS`]), or it holds a
+/// `.cache` of a `node_modules` (one of the cache folders of efr-patch's `changes::CACHE_FOLDERS`), or it holds a
 /// `CACHEDIR.TAG`.
 #[must_use]
 pub fn is_build_output(name: &str, path: &Path) -> bool {

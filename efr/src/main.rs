@@ -32,7 +32,7 @@ use clap::Parser;
 
 use cli::{Cli, Command, ConfigCommand, SandboxCommand, ShellCommand};
 
-/// Prints clap's usage error with the arguments it quotes [`printable`](turn::clean::printable): clap quotes a
+/// Prints clap's usage error with the arguments it quotes [`printable`](clean::printable): clap quotes a
 /// refused argument as it came, and a control sequence in it would act on the terminal. The same command line with
 /// each argument made printable gives the same error with clean quotes; when it does not (a mark made an argument
 /// valid), the error's kind is said without quotes.

@@ -2,7 +2,7 @@
 //! (docs/architecture.md, "Tools").
 //!
 //! The input is a list of [`Change`]s, one per file, with what is known of the file before and after ([`Body`]).
-//! They come from an `apply_patch` call ([`Change::from_patch`]) or from comparing two snapshots of a project
+//! They come from an `apply_patch` call ([`FileResult::into_change`](crate::FileResult::into_change)) or from comparing two snapshots of a project
 //! (efr-snapshot's `compare`). From them this module makes the two things the spec puts into events and into
 //! `conversation.diff`:
 //!

@@ -37,7 +37,7 @@ pub struct Rebuilt {
     pub left_running: Vec<(CallId, String)>,
     /// Notices of commands left running that ended after the last turn started, and of those in `left_running`
     /// (they ended with the efrd that ran them): the model has not heard of them
-    /// (see [`super::shell::OpenShellCalls::take_notices`]).
+    /// (see `OpenShellCalls::take_notices` in `conversation/shell.rs`).
     pub notices: Vec<String>,
     /// The first event that does not parse, in words ([`corrupt_event`]): the history stops before it.
     pub corrupt: Option<String>,

@@ -81,7 +81,7 @@ pub struct CallPlan<'a> {
     pub report: &'a Path,
     /// The read-only sandbox of cautious's reads (docs/adr/0009-cautious-reads-contained.md): no project root and no
     /// `$SCRATCH` writable (nothing but the private `/tmp`), no `SCRATCH` variable, and git's config that can start
-    /// a program neutralised ([`git_neutral`]). The masks and the network are as for any contained call.
+    /// a program neutralised (`git_neutral`). The masks and the network are as for any contained call.
     pub read_only: bool,
     /// The desktop of the prompt's terminal (`shell_context.desktop`), whose control socket a `desktop` grant binds
     /// ([`crate::sandbox::grants`]); `None`: a `desktop` grant finds no socket and the launcher refuses the call.

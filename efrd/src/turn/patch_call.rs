@@ -2,7 +2,7 @@
 //! records `tool_call_completed` with the file changes and the diff.
 //!
 //! A contained call's patch (auto mode) applies only where a contained call may write and read: efrd follows the
-//! sandbox's rules itself ([`sandbox_refusal`]), so the patch fails as the same write inside the sandbox would.
+//! sandbox's rules itself (`sandbox_refusal`), so the patch fails as the same write inside the sandbox would.
 
 use std::path::{Path, PathBuf};
 

@@ -2,7 +2,7 @@
 //!
 //! A turn's pre and post snapshots (taken with [`efr_snapshot::Cover`]) hold every covered file's bytes, mode and
 //! symlink target. Undo moves each path the turn changed from its post state back to its pre state; redo is the same
-//! move the other way. [`plan`] compares the two snapshots with a snapshot of the tree as it is now:
+//! move the other way. [`plan()`] compares the two snapshots with a snapshot of the tree as it is now:
 //!
 //! - a path as it is in the target state already: `skip` (done);
 //! - a path as the turn left it: `restore` (write the target bytes and mode, or recreate a deleted file) or `delete`
@@ -11,7 +11,7 @@
 //!   the current file goes to efr's trash first (`trash`), never away;
 //! - a path whose bytes a bound left out on either side: `not_covered`, left as it is.
 //!
-//! [`apply`] writes the plan path by path, each write atomic (a temporary file renamed into place), and journals
+//! [`apply()`] writes the plan path by path, each write atomic (a temporary file renamed into place), and journals
 //! each path done ([`journal`]), so an undo killed midway is reported after a restart and a second undo, planned
 //! afresh against the tree, finishes it: what was done is now `skip` (done).
 

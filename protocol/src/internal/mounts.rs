@@ -6,7 +6,7 @@
 //!
 //! # Order
 //!
-//! 1. `/` read-only, then a fresh `/dev`, a private `/dev/shm` of at most [`SHM_SIZE`] bytes, a fresh `/proc` and a
+//! 1. `/` read-only, then a fresh `/dev`, a private `/dev/shm` of at most [`SHM_SIZE`](crate::internal::SHM_SIZE) bytes, a fresh `/proc` and a
 //!    private `/tmp` (the host's are hidden).
 //! 2. Every other mount, shallowest path first. At equal depth: writable binds (project roots, `$SCRATCH`, `write`
 //!    grants), then pins (protected git folders), then read-only protected paths, then masks, then `device` and
@@ -37,7 +37,7 @@ pub enum MountKind {
     Proc,
     /// A private, empty, writable `/tmp` (`--tmpfs`).
     Tmp,
-    /// A private, empty, writable `/dev/shm` of at most [`SHM_SIZE`] bytes (`--size` + `--tmpfs`): the host's
+    /// A private, empty, writable `/dev/shm` of at most [`SHM_SIZE`](crate::internal::SHM_SIZE) bytes (`--size` + `--tmpfs`): the host's
     /// segments are hidden, and the call's own stay inside.
     SharedMemory,
     /// The host path, writable (`--bind`).

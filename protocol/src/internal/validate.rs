@@ -2,7 +2,7 @@
 //!
 //! The rules are listed in [`crate::internal::launch`]'s module docs. The launcher checks them before anything
 //! runs; efrd's `sandbox.explain` checks them before it reads the mounts. The rules of the proxy and the `host`
-//! grants are in [`network`].
+//! grants are in its `network` part.
 
 mod desktop;
 mod network;

@@ -272,7 +272,7 @@ pub async fn pair_confirm(ctx: &RequestCtx, raw: Option<Value>) -> Result<Value,
 /// device.prove: the device signs the connection's challenge and Tailscale facts.
 ///
 /// # Errors
-/// `unauthorized` (always [`NOT_PROVEN`]; with `re_pair` data only after a valid signature), `conflict` for a second
+/// `unauthorized` (always `NOT_PROVEN`; with `re_pair` data only after a valid signature), `conflict` for a second
 /// proof, `busy` with `starting` when the store cannot answer. The third refusal closes the connection.
 pub async fn prove(ctx: &RequestCtx, raw: Option<Value>) -> Result<Value, ErrorBody> {
     let params: DeviceProveParams = params(raw)?;
