@@ -78,6 +78,7 @@ fn run() -> Result<(), String> {
             max_message: MAX_MESSAGE,
             uid: nix::unistd::getuid().as_raw(),
             connections: std::sync::atomic::AtomicU64::new(0),
+            clients: efr_bus_proxy::serve::Clients::default(),
         };
         serve(listener, Arc::new(plan)).await;
         Ok(())

@@ -11,7 +11,7 @@ use tokio::task::JoinHandle;
 
 use crate::policy::{Level, NamePattern, Policy, Rule};
 use crate::report::Refusals;
-use crate::serve::{MAX_MESSAGE, Plan, serve};
+use crate::serve::{Clients, MAX_MESSAGE, Plan, serve};
 
 /// Every open plan.
 #[derive(Debug)]
@@ -61,6 +61,7 @@ impl Plans {
             max_message: MAX_MESSAGE,
             uid: self.uid,
             connections: AtomicU64::new(0),
+            clients: Clients::default(),
         });
         let task = tokio::spawn(serve(listener, Arc::clone(&plan)));
         self.open.insert(
@@ -83,6 +84,8 @@ impl Plans {
             .open
             .remove(&number)
             .ok_or_else(|| format!("no open bus plan {number}"))?;
+        // Cut the clients first: the task's abort takes effect only at its next await.
+        open.plan.clients.cut();
         open.task.abort();
         let _ = std::fs::remove_file(&open.socket);
         let (bus_refused, bus_refused_more) = open.plan.refusals.snapshot();

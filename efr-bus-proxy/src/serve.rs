@@ -1,8 +1,10 @@
 //! Serving one plan: a listening socket whose every connection gets its own connection to the real bus, filtered.
 
+use std::collections::HashMap;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::net::{UnixListener, UnixStream};
 use tokio::task::JoinSet;
@@ -39,6 +41,79 @@ pub struct Plan {
     pub uid: u32,
     /// Connections accepted so far.
     pub connections: AtomicU64,
+    /// The clients connected now, so that closing the plan cuts them at once.
+    pub clients: Clients,
+}
+
+/// The client sockets of a plan's connections, held so that [`Clients::cut`] ends them before the plan's close is
+/// answered. Aborting the plan's task is not enough: on the multi-threaded runtime a connection's task stops only at
+/// its next await, and could still relay a message after efrd was told the plan is closed.
+#[derive(Debug, Default)]
+pub struct Clients {
+    inner: Mutex<ClientsInner>,
+}
+
+#[derive(Debug, Default)]
+struct ClientsInner {
+    /// Set by [`Clients::cut`]: a client registered after it is cut at once.
+    cut: bool,
+    next: u64,
+    /// A duplicate of each client's descriptor, by registration number.
+    sockets: HashMap<u64, OwnedFd>,
+}
+
+impl Clients {
+    fn lock(&self) -> std::sync::MutexGuard<'_, ClientsInner> {
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Shuts every client's socket down both ways (neither side can read or write through it afterwards), and every
+    /// client registered later at once. Returns when the sockets are cut, whatever the connections' tasks do.
+    pub fn cut(&self) {
+        let mut inner = self.lock();
+        inner.cut = true;
+        for (_, socket) in inner.sockets.drain() {
+            shut_down(&socket);
+        }
+    }
+
+    /// Registers a client; `None` (and the client cut) when the plan was cut, or its descriptor cannot be duplicated
+    /// (then it could not be cut later either, so it is not served).
+    fn register(&self, client: &UnixStream) -> Option<u64> {
+        let mut inner = self.lock();
+        let socket = match client.as_fd().try_clone_to_owned() {
+            Ok(socket) if !inner.cut => socket,
+            _ => {
+                let _ = nix::sys::socket::shutdown(client.as_raw_fd(), nix::sys::socket::Shutdown::Both);
+                return None;
+            }
+        };
+        let number = inner.next;
+        inner.next += 1;
+        inner.sockets.insert(number, socket);
+        Some(number)
+    }
+
+    fn forget(&self, number: u64) {
+        self.lock().sockets.remove(&number);
+    }
+}
+
+fn shut_down(socket: &OwnedFd) {
+    // ENOTCONN (the client already left) is the only failure and changes nothing.
+    let _ = nix::sys::socket::shutdown(socket.as_raw_fd(), nix::sys::socket::Shutdown::Both);
+}
+
+/// A registered client, forgotten when its connection ends however it ends.
+struct Registered {
+    plan: Arc<Plan>,
+    number: u64,
+}
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        self.plan.clients.forget(self.number);
+    }
 }
 
 /// Accepts connections until the listener fails, serving each in a task of its own. Ending (or aborting) this
@@ -53,8 +128,10 @@ pub async fn serve(listener: UnixListener, plan: Arc<Plan>) {
                     continue;
                 }
                 plan.connections.fetch_add(1, Ordering::Relaxed);
+                let Some(number) = plan.clients.register(&stream) else { continue };
                 let plan = Arc::clone(&plan);
                 connections.spawn(async move {
+                    let _registered = Registered { plan: Arc::clone(&plan), number };
                     // A connection's end concerns only that client; a bad one is said on stderr, efrd's log.
                     if let Err(error) = connection(stream, &plan).await {
                         eprintln!("efr-bus-proxy: a connection ended: {error}");

@@ -163,6 +163,7 @@ impl Filtered {
             max_message,
             uid: nix::unistd::getuid().as_raw(),
             connections: std::sync::atomic::AtomicU64::new(0),
+            clients: Default::default(),
         };
         let task = tokio::spawn(serve(listener, Arc::new(plan)));
         Self {
