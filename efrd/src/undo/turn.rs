@@ -1,6 +1,6 @@
 //! [`undo_turn`]: turn.undo of one turn, from its saved snapshots: the refusals, the plan of each root, a dry run,
-//! the writes with their journal, the refs. The method handler resolves the conversation and the turn, lists the
-//! turns and records undo_applied.
+//! the writes with their journal, the refs. [`super::turns`] chooses the turn from the event log; the method handler
+//! resolves the conversation and records undo_applied.
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -85,7 +85,9 @@ fn snapshots_of(store: &SnapshotStore, turn_id: TurnId) -> Vec<(Snapshot, Option
     found
 }
 
-fn refused(kind: UndoRefusalKind) -> UndoRefusal {
+/// A refusal of `kind`, with no paths.
+#[must_use]
+pub fn refused(kind: UndoRefusalKind) -> UndoRefusal {
     UndoRefusal {
         kind,
         paths: Vec::new(),
