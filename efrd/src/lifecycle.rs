@@ -88,6 +88,30 @@ async fn start_and_serve(roots: Roots, config: ConfigState) -> Result<(), StartE
             "removed the hidden shells' folders an earlier efrd left"
         );
     }
+    let daemon = build(roots, config).await?;
+    recover(&daemon).await?;
+    let shutdown = CancellationToken::new();
+    spawn_signal_handler(shutdown.clone()).map_err(|e| fail(EXIT_FAILURE)(format!("cannot watch signals: {e}")))?;
+    let _watchdog = notifier.spawn_watchdog();
+    if let Err(e) = notifier.ready(&format!("listening on {}", listener.path().display())) {
+        warn!(error = %e, "cannot notify systemd");
+    }
+    info!(path = %listener.path().display(), daemon_id = %daemon.daemon_id, "efrd ready");
+
+    spawn_background(&daemon, &notifier, &shutdown);
+    serve_until_stopped(&daemon, &listener, &shutdown).await;
+    daemon.conversations.clear();
+    if let Err(e) = daemon.store.close().await {
+        warn!(error = %e, "the event store did not close cleanly");
+    }
+    drop(listener);
+    info!("efrd stopped");
+    Ok(())
+}
+
+/// Builds the daemon's shared state: the event store, the snapshot store, the keys and models, the sandbox with its
+/// helper supervisors.
+async fn build(roots: Roots, config: ConfigState) -> Result<Arc<Daemon>, StartError> {
     let store = Store::open(roots.data.path.join("efr.db"))
         .await
         .map_err(|e| fail(EXIT_FAILURE)(e.to_string()))?;
@@ -110,8 +134,14 @@ async fn start_and_serve(roots: Roots, config: ConfigState) -> Result<(), StartE
         roots.runtime.path.join("bus"),
     ));
     let sandbox = SandboxState::new(probe_options, proxy, bus);
-    let daemon = Arc::new(Daemon::new(daemon_id, roots, store, models, snapshots, sandbox));
+    Ok(Arc::new(Daemon::new(
+        daemon_id, roots, store, models, snapshots, sandbox,
+    )))
+}
 
+/// What a previous efrd left: its open turns recorded as ended and their changes closed, old snapshots collected;
+/// then the sandbox probed in the background.
+async fn recover(daemon: &Arc<Daemon>) -> Result<(), StartError> {
     let (interrupted, recovered) = recovery::close_open_turns(&daemon.store)
         .await
         .map_err(|e| fail(EXIT_FAILURE)(e.message))?;
@@ -123,20 +153,16 @@ async fn start_and_serve(roots: Roots, config: ConfigState) -> Result<(), StartE
         crate::turn::snapshots::close_after_restart(&daemon.snapshots, turn_id).await;
     }
     // Before any turn saves a snapshot: the old turns' snapshots and the trash past its bounds go.
-    collect_undo(&daemon).await;
+    collect_undo(daemon).await;
     // The first admin.status and the first auto turn then find the sandbox's state cached.
     daemon.sandbox.probe_in_background();
+    Ok(())
+}
 
-    let shutdown = CancellationToken::new();
-    spawn_signal_handler(shutdown.clone()).map_err(|e| fail(EXIT_FAILURE)(format!("cannot watch signals: {e}")))?;
-    let _watchdog = notifier.spawn_watchdog();
-    if let Err(e) = notifier.ready(&format!("listening on {}", listener.path().display())) {
-        warn!(error = %e, "cannot notify systemd");
-    }
-    info!(path = %listener.path().display(), daemon_id = %daemon.daemon_id, "efrd ready");
-
+/// The tasks beside the server: the catalog's fetch, systemd's "stopping", the idle exit.
+fn spawn_background(daemon: &Arc<Daemon>, notifier: &Arc<Notifier>, shutdown: &CancellationToken) {
     // The catalog is fetched in the background: a slow provider must not delay readiness.
-    let refresh = Arc::clone(&daemon);
+    let refresh = Arc::clone(daemon);
     tokio::spawn(async move {
         refresh.models.refresh_catalog().await;
         // The rules that need the fetched list (`[auto] classifier_model` in models.list): a break is logged at its
@@ -146,7 +172,7 @@ async fn start_and_serve(roots: Roots, config: ConfigState) -> Result<(), StartE
         }
     });
 
-    let stopping = Arc::clone(&notifier);
+    let stopping = Arc::clone(notifier);
     let signalled = shutdown.clone();
     tokio::spawn(async move {
         signalled.cancelled().await;
@@ -155,16 +181,20 @@ async fn start_and_serve(roots: Roots, config: ConfigState) -> Result<(), StartE
 
     if let Some(secs) = daemon.models.config().daemon.idle_exit_secs {
         tokio::spawn(exit_when_idle(
-            Arc::clone(&daemon),
+            Arc::clone(daemon),
             Duration::from_secs(secs),
             shutdown.clone(),
         ));
     }
+}
+
+/// Serves the socket (and the tailnet listener when `[remote]` is on) until the shutdown.
+async fn serve_until_stopped(daemon: &Arc<Daemon>, listener: &Listener, shutdown: &CancellationToken) {
     let remote = daemon.models.config().remote.clone();
     let tailnet = remote.enabled.then(|| {
         daemon.remote.set_state(crate::remote::ListenerState::NotListening);
         tokio::spawn(crate::server::tailnet::run(
-            Arc::clone(&daemon),
+            Arc::clone(daemon),
             crate::server::tailnet::Options {
                 port: remote.port,
                 tailscaled_socket: remote.tailscaled_socket,
@@ -172,18 +202,10 @@ async fn start_and_serve(roots: Roots, config: ConfigState) -> Result<(), StartE
             shutdown.clone(),
         ))
     });
-    server::serve(listener.listener(), Arc::clone(&daemon), shutdown.clone()).await;
+    server::serve(listener.listener(), Arc::clone(daemon), shutdown.clone()).await;
     if let Some(tailnet) = tailnet {
         let _ = tailnet.await;
     }
-
-    daemon.conversations.clear();
-    if let Err(e) = daemon.store.close().await {
-        warn!(error = %e, "the event store did not close cleanly");
-    }
-    drop(listener);
-    info!("efrd stopped");
-    Ok(())
 }
 
 /// Stops efrd after `idle` with no connection and no running turn (`[daemon] idle_exit_secs`): socket activation
