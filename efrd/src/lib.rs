@@ -22,7 +22,7 @@
 //! | [`prompt`] | what the model is told: base instructions, mode, project instructions (`AGENTS.md`), the environment block, per-provider tool texts |
 //! | [`turn`] | the turn loop and the sink its events go to: model stream → events, tool calls decided and run |
 //! | [`conversation`] | the per-conversation actor: queue, turns, questions, subscribers, recorder, restart recovery |
-//! | [`daemon`] | the shared state: stores, model registry, live conversations, running turns and connections |
+//! | [`daemon`] | the shared state: the config, stores, model registry, live conversations, running turns and connections |
 //! | [`server`] | connections, hello, scopes, dispatch, streams, cancel, backpressure; thin method handlers |
 //! | [`lifecycle`] | the daemon's life from start to graceful stop: build, recover, ready, serve, stop |
 

@@ -120,11 +120,13 @@ async fn build(roots: Roots, config: ConfigState) -> Result<Arc<Daemon>, StartEr
     let undo = &config.current().undo;
     snapshots.set_bounds(undo.undo_bounds(), undo.trash_bounds());
     let keys = Arc::new(KeyStore::open(&roots.state.path, EnvKeys::from_process()));
-    let models = Models::new(Arc::new(config), keys, &roots.state.path).map_err(|e| fail(EXIT_FAILURE)(e.message))?;
+    let config = Arc::new(config);
+    let models =
+        Models::new(Arc::clone(&config), keys, &roots.state.path).map_err(|e| fail(EXIT_FAILURE)(e.message))?;
     let daemon_id = daemon_id(&roots).map_err(fail(EXIT_FAILURE))?;
     let mut probe_options = SandboxState::default_options(roots.home.as_deref());
-    probe_options.netview_off = !models.config().network.netview;
-    probe_options.bus_off = !models.config().bus.enabled;
+    probe_options.netview_off = !config.current().network.netview;
+    probe_options.bus_off = !config.current().bus.enabled;
     let proxy = Arc::new(ProxySupervisor::new(
         ProxySupervisor::default_program(),
         roots.runtime.path.join("proxy"),
@@ -135,7 +137,7 @@ async fn build(roots: Roots, config: ConfigState) -> Result<Arc<Daemon>, StartEr
     ));
     let sandbox = SandboxState::new(probe_options, proxy, bus);
     Ok(Arc::new(Daemon::new(
-        daemon_id, roots, store, models, snapshots, sandbox,
+        daemon_id, roots, store, config, models, snapshots, sandbox,
     )))
 }
 
@@ -167,7 +169,7 @@ fn spawn_background(daemon: &Arc<Daemon>, notifier: &Arc<Notifier>, shutdown: &C
         refresh.models.refresh_catalog().await;
         // The rules that need the fetched list (`[auto] classifier_model` in models.list): a break is logged at its
         // place, and the turns skip that classifier (the turn's model judges).
-        if let Err(e) = refresh.models.config_state().recheck() {
+        if let Err(e) = refresh.config.recheck() {
             warn!(line = ?e.line, column = ?e.column, key = ?e.key, "config.toml: {}", e.message);
         }
     });
@@ -179,7 +181,7 @@ fn spawn_background(daemon: &Arc<Daemon>, notifier: &Arc<Notifier>, shutdown: &C
         let _ = stopping.stopping("stopping: ending streams and flushing the event log");
     });
 
-    if let Some(secs) = daemon.models.config().daemon.idle_exit_secs {
+    if let Some(secs) = daemon.config().daemon.idle_exit_secs {
         tokio::spawn(exit_when_idle(
             Arc::clone(daemon),
             Duration::from_secs(secs),
@@ -190,7 +192,7 @@ fn spawn_background(daemon: &Arc<Daemon>, notifier: &Arc<Notifier>, shutdown: &C
 
 /// Serves the socket (and the tailnet listener when `[remote]` is on) until the shutdown.
 async fn serve_until_stopped(daemon: &Arc<Daemon>, listener: &Listener, shutdown: &CancellationToken) {
-    let remote = daemon.models.config().remote.clone();
+    let remote = daemon.config().remote.clone();
     let tailnet = remote.enabled.then(|| {
         daemon.remote.set_state(crate::remote::ListenerState::NotListening);
         tokio::spawn(crate::server::tailnet::run(
@@ -245,7 +247,7 @@ fn spawn_signal_handler(shutdown: CancellationToken) -> std::io::Result<()> {
 /// the contents no kept snapshot holds), and the trash past its bounds (`docs/undo.md`). A failure is logged: it
 /// costs disk, never a start.
 async fn collect_undo(daemon: &Arc<Daemon>) {
-    let keep_turns = daemon.models.config().undo.keep_turns;
+    let keep_turns = daemon.config().undo.keep_turns;
     let turns = match daemon.store.turns_of_kind("turn_started").await {
         Ok(turns) => turns,
         Err(error) => {

@@ -82,6 +82,8 @@ mod undo;
 pub struct Deps {
     /// The event store.
     pub store: Store,
+    /// The config: each use reads the one in force.
+    pub config: Arc<crate::config::ConfigState>,
     /// Providers, keys and the catalog.
     pub models: Arc<Models>,
     /// Where hidden shells keep their private files (a folder in the runtime root).
@@ -101,6 +103,14 @@ pub struct Deps {
     pub project_turns: Arc<crate::turn::overlap::ProjectTurns>,
     /// The memory that the call walks of every turn may keep for their changes' line counts.
     pub call_texts: Arc<crate::turn::call_snapshots::CallTextPool>,
+}
+
+impl Deps {
+    /// The config in force.
+    #[must_use]
+    pub fn config(&self) -> Arc<crate::config::Config> {
+        self.config.current()
+    }
 }
 
 /// An approval question that waits for its answer.
@@ -180,9 +190,9 @@ impl Actor {
     /// A conversation that does not exist yet.
     pub(super) fn new(deps: Deps, id: ConversationId) -> Self {
         // `[daemon] subscriber_queue`: how far a subscriber may fall behind before its stream ends with overflow.
-        let capacity = deps.models.config().daemon.subscriber_queue.max(1);
+        let capacity = deps.config().daemon.subscriber_queue.max(1);
         let shell_root = deps.shell_root.clone();
-        let kind = shell_kind(deps.models.config().shell.program);
+        let kind = shell_kind(deps.config().shell.program);
         let home = home_dir(&deps.roots);
         Self {
             deps,
@@ -262,7 +272,7 @@ impl Actor {
     }
 
     async fn run(mut self, mut rx: mpsc::Receiver<Command>, me: mpsc::WeakSender<Command>, registry: Registry) {
-        let idle = Duration::from_secs(self.deps.models.config().daemon.conversation_idle_secs.max(1));
+        let idle = Duration::from_secs(self.deps.config().daemon.conversation_idle_secs.max(1));
         loop {
             let command = tokio::select! {
                 command = rx.recv() => command,

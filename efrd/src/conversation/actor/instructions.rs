@@ -36,7 +36,7 @@ impl Actor {
         let layout = Layout::new(
             self.deps.sandbox.options(),
             &self.deps.roots,
-            &self.deps.models.config().sandbox.extra_masks,
+            &self.deps.config().sandbox.extra_masks,
         );
         let place = Place {
             cwd,
@@ -54,7 +54,7 @@ impl Actor {
         settings: &TurnSettings,
         place: Place,
     ) -> (Variant, Vec<project::DocFile>, Environment) {
-        let config = self.deps.models.config();
+        let config = self.deps.config();
         let variant = Variant::of(self.deps.models.active(), config.instructions.short);
         let Place {
             cwd,

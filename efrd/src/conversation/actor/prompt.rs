@@ -36,7 +36,7 @@ impl Actor {
         if let Some(stored) = self.stored_outcome(params.command_id).await? {
             return Ok(stored);
         }
-        let config = self.deps.models.config();
+        let config = self.deps.config();
         let (settings, overridden) =
             settings::resolve(&self.deps.models.catalog(), &config, params.settings.as_ref(), origin)?;
         let turn_id = TurnId::new();

@@ -167,6 +167,7 @@ impl Actor {
             text: format!("{}{text}", prompt.preamble),
         });
         let planned = turn::plan::plan(
+            &self.deps.config(),
             &self.deps.models,
             turn_id,
             &queued.settings,
@@ -212,19 +213,19 @@ impl Actor {
             .map(|root| Arc::new(self.deps.project_turns.enter(root.clone(), turn_id)));
         let snapshots = project.as_ref().map(|_| Arc::clone(&self.deps.snapshots));
         // The config's undo bounds as they are at the turn's start (a reload applies to the next turn).
-        let undo = &self.deps.models.config().undo;
+        let undo = &self.deps.config().undo;
         self.deps.snapshots.set_bounds(undo.undo_bounds(), undo.trash_bounds());
         // The config's masks as they are at the turn's start (a reload applies to the next turn).
         let layout = Layout::new(
             self.deps.sandbox.options(),
             &self.deps.roots,
-            &self.deps.models.config().sandbox.extra_masks,
+            &self.deps.config().sandbox.extra_masks,
         );
         {
             let mut slot = self.shell.lock().await;
             if slot.current().is_none() {
                 *slot = ShellSlot::new(shell_options(
-                    shell_kind(self.deps.models.config().shell.program),
+                    shell_kind(self.deps.config().shell.program),
                     cwd.clone(),
                     self.deps.shell_root.clone(),
                 ));
@@ -238,7 +239,7 @@ impl Actor {
             roots: project.into_iter().collect(),
             mode: settings.mode,
             origin,
-            question_limit_secs: self.deps.models.config().permissions.question_limit_secs,
+            question_limit_secs: self.deps.config().permissions.question_limit_secs,
             snapshots,
             call_snapshots: Arc::new(crate::turn::call_snapshots::CallSnapshots::new(
                 Arc::clone(&self.deps.call_texts),
@@ -247,13 +248,13 @@ impl Actor {
             presence,
             sandbox: Arc::clone(&self.deps.sandbox),
             network: crate::network::CallNetwork {
-                allow: self.deps.models.config().network.allow.clone(),
-                deny: self.deps.models.config().network.deny.clone(),
+                allow: self.deps.config().network.allow.clone(),
+                deny: self.deps.config().network.deny.clone(),
                 home: self.deps.roots.home.clone(),
                 proxy: Arc::clone(self.deps.sandbox.proxy()),
             },
             bus: crate::bus::CallBus {
-                config: self.deps.models.config().bus.clone(),
+                config: self.deps.config().bus.clone(),
                 session: crate::bus::session_bus(),
                 proxy: Arc::clone(self.deps.sandbox.bus()),
                 runtime_dir: self.deps.sandbox.options().runtime_dir.clone(),
