@@ -325,6 +325,37 @@ impl Parser<'_> {
             move_to = Some(path_of(target, self.at, "Move to")?);
             self.at += 1;
         }
+        let chunks = self.chunks()?;
+        for chunk in &chunks {
+            // Blank lines alone say nothing: they are separators, not a change.
+            if chunk
+                .lines
+                .iter()
+                .all(|line| *line == ChunkLine::Context(String::new()))
+            {
+                return Err(error(
+                    chunk.line,
+                    "the chunk has no lines; expected ` `, `-` or `+` lines after `@@`",
+                ));
+            }
+        }
+        if chunks.is_empty() && move_to.is_none() {
+            return Err(error(
+                Self::number(header),
+                "`*** Update File: ` needs at least one chunk (or a `*** Move to: ` line)",
+            ));
+        }
+        Ok(FileOp::Update {
+            path,
+            move_to,
+            chunks,
+            line: Self::number(header),
+        })
+    }
+
+    /// The chunks of an update, up to the next file's marker: `@@` lines start (or narrow) a chunk, `*** End of
+    /// File` ends one at the file's end, blank lines between chunks separate them.
+    fn chunks(&mut self) -> Result<Vec<Chunk>, ParseError> {
         let mut chunks: Vec<Chunk> = Vec::new();
         // The chunk being read; `None` between chunks.
         let mut current: Option<Chunk> = None;
@@ -371,22 +402,7 @@ impl Parser<'_> {
                 self.at += 1;
                 continue;
             }
-            let chunk_line = match line.chars().next() {
-                None => ChunkLine::Context(String::new()),
-                Some(' ') => ChunkLine::Context(line[1..].to_owned()),
-                Some('-') => ChunkLine::Remove(line[1..].to_owned()),
-                Some('+') => ChunkLine::Add(line[1..].to_owned()),
-                Some(_) => {
-                    return Err(error(
-                        Self::number(index),
-                        format!(
-                            "expected a chunk line starting with ` ` (context), `-` (removed), `+` (added) or `@@`, \
-                             found {}",
-                            shown(line)
-                        ),
-                    ));
-                }
-            };
+            let chunk_line = Self::chunk_line(line, index)?;
             match current.as_mut() {
                 Some(chunk) => chunk.lines.push(chunk_line),
                 None if chunks.is_empty() => {
@@ -413,30 +429,26 @@ impl Parser<'_> {
         if let Some(chunk) = current.take() {
             chunks.push(chunk);
         }
-        for chunk in &chunks {
-            // Blank lines alone say nothing: they are separators, not a change.
-            if chunk
-                .lines
-                .iter()
-                .all(|line| *line == ChunkLine::Context(String::new()))
-            {
+        Ok(chunks)
+    }
+
+    /// One line of a chunk: context, removed or added.
+    fn chunk_line(line: &str, index: usize) -> Result<ChunkLine, ParseError> {
+        Ok(match line.chars().next() {
+            None => ChunkLine::Context(String::new()),
+            Some(' ') => ChunkLine::Context(line[1..].to_owned()),
+            Some('-') => ChunkLine::Remove(line[1..].to_owned()),
+            Some('+') => ChunkLine::Add(line[1..].to_owned()),
+            Some(_) => {
                 return Err(error(
-                    chunk.line,
-                    "the chunk has no lines; expected ` `, `-` or `+` lines after `@@`",
+                    Self::number(index),
+                    format!(
+                        "expected a chunk line starting with ` ` (context), `-` (removed), `+` (added) or `@@`, \
+                         found {}",
+                        shown(line)
+                    ),
                 ));
             }
-        }
-        if chunks.is_empty() && move_to.is_none() {
-            return Err(error(
-                Self::number(header),
-                "`*** Update File: ` needs at least one chunk (or a `*** Move to: ` line)",
-            ));
-        }
-        Ok(FileOp::Update {
-            path,
-            move_to,
-            chunks,
-            line: Self::number(header),
         })
     }
 }

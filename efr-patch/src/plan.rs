@@ -14,7 +14,7 @@ use efr_protocol::wire::FileChangeKind;
 use super::commit::{self, Step};
 use super::disk::{Disk, State};
 use super::error::ApplyError;
-use super::parse::{FileOp, Patch};
+use super::parse::{Chunk, FileOp, Patch};
 use super::text::as_text;
 use super::update::apply_chunks;
 use crate::changes::{Body, Change, line_counts};
@@ -217,107 +217,121 @@ fn resolve(cwd: &Path, path: &Path) -> PathBuf {
 
 fn apply_op(overlay: &mut Overlay, op: &FileOp, cwd: &Path) -> Result<FileResult, ApplyError> {
     match op {
-        FileOp::Add { path, content, .. } => {
-            let path = resolve(cwd, path);
-            let entry = overlay.entry(&path)?;
-            if entry.state != State::Missing {
-                return Err(ApplyError::AlreadyExists { path });
-            }
-            entry.state = State::File {
-                bytes: content.clone().into_bytes(),
-                mode: None,
-            };
-            Ok(FileResult {
-                added: count(content.lines().count()),
-                kind: FileChangeKind::Added,
-                from: None,
-                removed: 0,
-                binary: false,
-                old: None,
-                new: Some(content.clone()),
-                path,
-            })
-        }
-        FileOp::Delete { path, .. } => {
-            let path = resolve(cwd, path);
-            let entry = overlay.entry(&path)?;
-            let (bytes, _) = existing_file(&entry.state, &path, "delete")?;
-            let old = as_text(&bytes).ok().map(str::to_owned);
-            entry.state = State::Missing;
-            Ok(FileResult {
-                removed: count(old.as_deref().map_or(0, |old| old.lines().count())),
-                binary: old.is_none(),
-                kind: FileChangeKind::Deleted,
-                from: None,
-                added: 0,
-                old,
-                new: None,
-                path,
-            })
-        }
+        FileOp::Add { path, content, .. } => add(overlay, resolve(cwd, path), content),
+        FileOp::Delete { path, .. } => delete(overlay, resolve(cwd, path)),
         FileOp::Update {
             path, move_to, chunks, ..
         } => {
-            let path = resolve(cwd, path);
-            let entry = overlay.entry(&path)?;
-            let (bytes, mode) = existing_file(&entry.state, &path, "update")?;
-            let text = as_text(&bytes).ok();
-            let new_bytes = if chunks.is_empty() {
-                bytes.clone()
-            } else {
-                let text = as_text(&bytes).map_err(|why| ApplyError::Binary {
-                    path: path.clone(),
-                    why: why.to_string(),
-                })?;
-                apply_chunks(text, chunks)
-                    .map_err(|error| ApplyError::Chunk {
-                        path: path.clone(),
-                        error,
-                    })?
-                    .into_bytes()
-            };
-            let target = move_to.as_deref().map(|to| resolve(cwd, to)).filter(|to| *to != path);
-            let new = State::File {
-                bytes: new_bytes.clone(),
-                mode,
-            };
-            let (result_path, from) = match target {
-                Some(to) => {
-                    let target_entry = overlay.entry(&to)?;
-                    if target_entry.state != State::Missing {
-                        return Err(ApplyError::MoveTargetExists { from: path, path: to });
-                    }
-                    target_entry.state = new;
-                    overlay.entry(&path)?.state = State::Missing;
-                    (to, Some(path))
-                }
-                None => {
-                    overlay.entry(&path)?.state = new;
-                    (path, None)
-                }
-            };
-            let old = text.map(str::to_owned);
-            let new = as_text(&new_bytes).ok().map(str::to_owned);
-            let (added, removed) = match (&old, &new) {
-                (Some(old), Some(new)) => line_counts(old, new),
-                _ => (0, 0),
-            };
-            Ok(FileResult {
-                path: result_path,
-                kind: if from.is_some() {
-                    FileChangeKind::Renamed
-                } else {
-                    FileChangeKind::Modified
-                },
-                from,
-                added,
-                removed,
-                binary: old.is_none() || new.is_none(),
-                old,
-                new,
-            })
+            let target = move_to.as_deref().map(|to| resolve(cwd, to));
+            update(overlay, resolve(cwd, path), target, chunks)
         }
     }
+}
+
+/// `*** Add File`: a path that must not exist yet.
+fn add(overlay: &mut Overlay, path: PathBuf, content: &str) -> Result<FileResult, ApplyError> {
+    let entry = overlay.entry(&path)?;
+    if entry.state != State::Missing {
+        return Err(ApplyError::AlreadyExists { path });
+    }
+    entry.state = State::File {
+        bytes: content.as_bytes().to_vec(),
+        mode: None,
+    };
+    Ok(FileResult {
+        added: count(content.lines().count()),
+        kind: FileChangeKind::Added,
+        from: None,
+        removed: 0,
+        binary: false,
+        old: None,
+        new: Some(content.to_owned()),
+        path,
+    })
+}
+
+/// `*** Delete File`: a file that must exist.
+fn delete(overlay: &mut Overlay, path: PathBuf) -> Result<FileResult, ApplyError> {
+    let entry = overlay.entry(&path)?;
+    let (bytes, _) = existing_file(&entry.state, &path, "delete")?;
+    let old = as_text(&bytes).ok().map(str::to_owned);
+    entry.state = State::Missing;
+    Ok(FileResult {
+        removed: count(old.as_deref().map_or(0, |old| old.lines().count())),
+        binary: old.is_none(),
+        kind: FileChangeKind::Deleted,
+        from: None,
+        added: 0,
+        old,
+        new: None,
+        path,
+    })
+}
+
+/// `*** Update File`: a file that must exist, its chunks applied, moved to `target` when it names another path.
+fn update(
+    overlay: &mut Overlay,
+    path: PathBuf,
+    target: Option<PathBuf>,
+    chunks: &[Chunk],
+) -> Result<FileResult, ApplyError> {
+    let entry = overlay.entry(&path)?;
+    let (bytes, mode) = existing_file(&entry.state, &path, "update")?;
+    let text = as_text(&bytes).ok();
+    let new_bytes = if chunks.is_empty() {
+        bytes.clone()
+    } else {
+        let text = as_text(&bytes).map_err(|why| ApplyError::Binary {
+            path: path.clone(),
+            why: why.to_string(),
+        })?;
+        apply_chunks(text, chunks)
+            .map_err(|error| ApplyError::Chunk {
+                path: path.clone(),
+                error,
+            })?
+            .into_bytes()
+    };
+    let target = target.filter(|to| *to != path);
+    let new = State::File {
+        bytes: new_bytes.clone(),
+        mode,
+    };
+    let (result_path, from) = match target {
+        Some(to) => {
+            let target_entry = overlay.entry(&to)?;
+            if target_entry.state != State::Missing {
+                return Err(ApplyError::MoveTargetExists { from: path, path: to });
+            }
+            target_entry.state = new;
+            overlay.entry(&path)?.state = State::Missing;
+            (to, Some(path))
+        }
+        None => {
+            overlay.entry(&path)?.state = new;
+            (path, None)
+        }
+    };
+    let old = text.map(str::to_owned);
+    let new = as_text(&new_bytes).ok().map(str::to_owned);
+    let (added, removed) = match (&old, &new) {
+        (Some(old), Some(new)) => line_counts(old, new),
+        _ => (0, 0),
+    };
+    Ok(FileResult {
+        path: result_path,
+        kind: if from.is_some() {
+            FileChangeKind::Renamed
+        } else {
+            FileChangeKind::Modified
+        },
+        from,
+        added,
+        removed,
+        binary: old.is_none() || new.is_none(),
+        old,
+        new,
+    })
 }
 
 /// The bytes and mode of a path that must be a file for `op`.

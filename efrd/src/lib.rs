@@ -19,7 +19,7 @@
 //! | [`turn`] | the turn loop and the sink its events go to: model stream → events, tool calls decided and run |
 //! | [`conversation`] | the per-conversation actor: queue, turns, questions, subscribers, recorder, restart recovery |
 //! | [`remote`] | paired devices: pairing, device keys and proofs, the tailnet address, the listener's state |
-//! | [`daemon`] | the shared state: stores, model registry, live conversations, running turns and connections |
+//! | [`daemon`] | the shared state: the config, stores, model registry, live conversations, running turns and connections |
 //! | [`server`] | connections (Unix socket, tailnet WebSocket), hello, scopes, dispatch, streams, cancel, backpressure; thin method handlers |
 //! | [`lifecycle`] | the daemon's life from start to graceful stop: build, recover, ready, serve, stop |
 //!

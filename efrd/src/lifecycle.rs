@@ -88,6 +88,30 @@ async fn start_and_serve(roots: Roots, config: ConfigState) -> Result<(), StartE
             "removed the hidden shells' folders an earlier efrd left"
         );
     }
+    let daemon = build(roots, config).await?;
+    recover(&daemon).await?;
+    let shutdown = CancellationToken::new();
+    spawn_signal_handler(shutdown.clone()).map_err(|e| fail(EXIT_FAILURE)(format!("cannot watch signals: {e}")))?;
+    let _watchdog = notifier.spawn_watchdog();
+    if let Err(e) = notifier.ready(&format!("listening on {}", listener.path().display())) {
+        warn!(error = %e, "cannot notify systemd");
+    }
+    info!(path = %listener.path().display(), daemon_id = %daemon.daemon_id, "efrd ready");
+
+    spawn_background(&daemon, &notifier, &shutdown);
+    serve_until_stopped(&daemon, &listener, &shutdown).await;
+    daemon.conversations.clear();
+    if let Err(e) = daemon.store.close().await {
+        warn!(error = %e, "the event store did not close cleanly");
+    }
+    drop(listener);
+    info!("efrd stopped");
+    Ok(())
+}
+
+/// Builds the daemon's shared state: the event store, the snapshot store, the keys and models, the sandbox with its
+/// helper supervisors.
+async fn build(roots: Roots, config: ConfigState) -> Result<Arc<Daemon>, StartError> {
     let store = Store::open(roots.data.path.join("efr.db"))
         .await
         .map_err(|e| fail(EXIT_FAILURE)(e.to_string()))?;
@@ -96,11 +120,13 @@ async fn start_and_serve(roots: Roots, config: ConfigState) -> Result<(), StartE
     let undo = &config.current().undo;
     snapshots.set_bounds(undo.undo_bounds(), undo.trash_bounds());
     let keys = Arc::new(KeyStore::open(&roots.state.path, EnvKeys::from_process()));
-    let models = Models::new(Arc::new(config), keys, &roots.state.path).map_err(|e| fail(EXIT_FAILURE)(e.message))?;
+    let config = Arc::new(config);
+    let models =
+        Models::new(Arc::clone(&config), keys, &roots.state.path).map_err(|e| fail(EXIT_FAILURE)(e.message))?;
     let daemon_id = daemon_id(&roots).map_err(fail(EXIT_FAILURE))?;
     let mut probe_options = SandboxState::default_options(roots.home.as_deref());
-    probe_options.netview_off = !models.config().network.netview;
-    probe_options.bus_off = !models.config().bus.enabled;
+    probe_options.netview_off = !config.current().network.netview;
+    probe_options.bus_off = !config.current().bus.enabled;
     let proxy = Arc::new(ProxySupervisor::new(
         ProxySupervisor::default_program(),
         roots.runtime.path.join("proxy"),
@@ -110,8 +136,14 @@ async fn start_and_serve(roots: Roots, config: ConfigState) -> Result<(), StartE
         roots.runtime.path.join("bus"),
     ));
     let sandbox = SandboxState::new(probe_options, proxy, bus);
-    let daemon = Arc::new(Daemon::new(daemon_id, roots, store, models, snapshots, sandbox));
+    Ok(Arc::new(Daemon::new(
+        daemon_id, roots, store, config, models, snapshots, sandbox,
+    )))
+}
 
+/// What a previous efrd left: its open turns recorded as ended and their changes closed, old snapshots collected;
+/// then the sandbox probed in the background.
+async fn recover(daemon: &Arc<Daemon>) -> Result<(), StartError> {
     let (interrupted, recovered) = recovery::close_open_turns(&daemon.store)
         .await
         .map_err(|e| fail(EXIT_FAILURE)(e.message))?;
@@ -123,48 +155,48 @@ async fn start_and_serve(roots: Roots, config: ConfigState) -> Result<(), StartE
         crate::turn::snapshots::close_after_restart(&daemon.snapshots, turn_id).await;
     }
     // Before any turn saves a snapshot: the old turns' snapshots and the trash past its bounds go.
-    collect_undo(&daemon).await;
+    collect_undo(daemon).await;
     // The first admin.status and the first auto turn then find the sandbox's state cached.
     daemon.sandbox.probe_in_background();
+    Ok(())
+}
 
-    let shutdown = CancellationToken::new();
-    spawn_signal_handler(shutdown.clone()).map_err(|e| fail(EXIT_FAILURE)(format!("cannot watch signals: {e}")))?;
-    let _watchdog = notifier.spawn_watchdog();
-    if let Err(e) = notifier.ready(&format!("listening on {}", listener.path().display())) {
-        warn!(error = %e, "cannot notify systemd");
-    }
-    info!(path = %listener.path().display(), daemon_id = %daemon.daemon_id, "efrd ready");
-
+/// The tasks beside the server: the catalog's fetch, systemd's "stopping", the idle exit.
+fn spawn_background(daemon: &Arc<Daemon>, notifier: &Arc<Notifier>, shutdown: &CancellationToken) {
     // The catalog is fetched in the background: a slow provider must not delay readiness.
-    let refresh = Arc::clone(&daemon);
+    let refresh = Arc::clone(daemon);
     tokio::spawn(async move {
         refresh.models.refresh_catalog().await;
         // The rules that need the fetched list (`[auto] classifier_model` in models.list): a break is logged at its
         // place, and the turns skip that classifier (the turn's model judges).
-        if let Err(e) = refresh.models.config_state().recheck() {
+        if let Err(e) = refresh.config.recheck() {
             warn!(line = ?e.line, column = ?e.column, key = ?e.key, "config.toml: {}", e.message);
         }
     });
 
-    let stopping = Arc::clone(&notifier);
+    let stopping = Arc::clone(notifier);
     let signalled = shutdown.clone();
     tokio::spawn(async move {
         signalled.cancelled().await;
         let _ = stopping.stopping("stopping: ending streams and flushing the event log");
     });
 
-    if let Some(secs) = daemon.models.config().daemon.idle_exit_secs {
+    if let Some(secs) = daemon.config().daemon.idle_exit_secs {
         tokio::spawn(exit_when_idle(
-            Arc::clone(&daemon),
+            Arc::clone(daemon),
             Duration::from_secs(secs),
             shutdown.clone(),
         ));
     }
-    let remote = daemon.models.config().remote.clone();
+}
+
+/// Serves the socket (and the tailnet listener when `[remote]` is on) until the shutdown.
+async fn serve_until_stopped(daemon: &Arc<Daemon>, listener: &Listener, shutdown: &CancellationToken) {
+    let remote = daemon.config().remote.clone();
     let tailnet = remote.enabled.then(|| {
         daemon.remote.set_state(crate::remote::ListenerState::NotListening);
         tokio::spawn(crate::server::tailnet::run(
-            Arc::clone(&daemon),
+            Arc::clone(daemon),
             crate::server::tailnet::Options {
                 port: remote.port,
                 tailscaled_socket: remote.tailscaled_socket,
@@ -172,18 +204,10 @@ async fn start_and_serve(roots: Roots, config: ConfigState) -> Result<(), StartE
             shutdown.clone(),
         ))
     });
-    server::serve(listener.listener(), Arc::clone(&daemon), shutdown.clone()).await;
+    server::serve(listener.listener(), Arc::clone(daemon), shutdown.clone()).await;
     if let Some(tailnet) = tailnet {
         let _ = tailnet.await;
     }
-
-    daemon.conversations.clear();
-    if let Err(e) = daemon.store.close().await {
-        warn!(error = %e, "the event store did not close cleanly");
-    }
-    drop(listener);
-    info!("efrd stopped");
-    Ok(())
 }
 
 /// Stops efrd after `idle` with no connection and no running turn (`[daemon] idle_exit_secs`): socket activation
@@ -223,7 +247,7 @@ fn spawn_signal_handler(shutdown: CancellationToken) -> std::io::Result<()> {
 /// the contents no kept snapshot holds), and the trash past its bounds (`docs/undo.md`). A failure is logged: it
 /// costs disk, never a start.
 async fn collect_undo(daemon: &Arc<Daemon>) {
-    let keep_turns = daemon.models.config().undo.keep_turns;
+    let keep_turns = daemon.config().undo.keep_turns;
     let turns = match daemon.store.turns_of_kind("turn_started").await {
         Ok(turns) => turns,
         Err(error) => {

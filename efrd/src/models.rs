@@ -73,16 +73,9 @@ impl Models {
         })
     }
 
-    /// The config in force.
-    #[must_use]
-    pub fn config(&self) -> Arc<Config> {
+    /// The config in force, for the provider settings it reads (the daemon's copy is [`crate::daemon::Daemon::config`]).
+    fn config(&self) -> Arc<Config> {
         self.config.current()
-    }
-
-    /// The config state (reload, status).
-    #[must_use]
-    pub fn config_state(&self) -> &Arc<ConfigState> {
-        &self.config
     }
 
     /// The key store.

@@ -2,12 +2,13 @@
 //! the floors, gathered into a [`LineAnalysis`]. The rules are in the [parent module](super); what a line reads
 //! (git's repositories, efr's state root) is in [`reads`].
 
+mod nested;
 mod reads;
+mod wrappers;
 
 use std::path::Path;
 
-use super::options::{self, Opt, Spec};
-use super::{Concern, LineAnalysis, MAX_SHELL_DEPTH, OutsideWrite, Scope, SeenCommand, dangerous_env};
+use super::{Concern, LineAnalysis, OutsideWrite, Scope, SeenCommand, dangerous_env};
 use crate::floors::{self, Place, place};
 use crate::paths::{display, is_within};
 use crate::readonly::{self, Verdict, kinds};
@@ -63,81 +64,9 @@ fn program(raw: &str) -> Result<&str, &str> {
     }
 }
 
-/// The options of the wrappers efr reads strictly (GNU coreutils and util-linux).
-const ENV: Spec = Spec {
-    flags: &["-i", "--ignore-environment", "-0", "--null"],
-    valued: &["-u", "--unset", "-C", "--chdir"],
-};
-const COMMAND: Spec = Spec {
-    flags: &["-p"],
-    valued: &[],
-};
-const NONE: Spec = Spec {
-    flags: &[],
-    valued: &[],
-};
-const SETSID: Spec = Spec {
-    flags: &["-c", "--ctty", "-f", "--fork", "-w", "--wait"],
-    valued: &[],
-};
-const NICE: Spec = Spec {
-    flags: &[],
-    valued: &["-n", "--adjustment"],
-};
-const TIME: Spec = Spec {
-    flags: &[
-        "-p",
-        "--portability",
-        "-v",
-        "--verbose",
-        "-q",
-        "--quiet",
-        "-a",
-        "--append",
-    ],
-    valued: &["-o", "--output", "-f", "--format"],
-};
-const TIMEOUT: Spec = Spec {
-    flags: &["--preserve-status", "--foreground", "-v", "--verbose"],
-    valued: &["-s", "--signal", "-k", "--kill-after"],
-};
-const STDBUF: Spec = Spec {
-    flags: &[],
-    valued: &["-i", "-o", "-e", "--input", "--output", "--error"],
-};
-
-/// The index of the first operand after a wrapper's options, read leniently (`valued` options take the next word):
-/// where the command of a privileged wrapper or of an option efr does not know starts, for the floors.
-fn skip_options(args: &[Word], valued: &[&str]) -> usize {
-    let mut i = 0;
-    while let Some(value) = args.get(i).and_then(|w| w.value.as_deref()) {
-        if value == "--" {
-            return i + 1;
-        }
-        if !value.starts_with('-') || value == "-" {
-            break;
-        }
-        i += if valued.contains(&value) { 2 } else { 1 };
-    }
-    i.min(args.len())
-}
-
 impl Analyser<'_> {
     fn concern(&mut self, concern: Concern) {
         self.out.concerns.push(concern);
-    }
-
-    /// Records a privileged wrapper's command (the outermost one, as written) and makes it the one that runs the
-    /// commands analysed next; returns the one to restore afterwards.
-    fn enter_privileged(&mut self, words: &[Word]) -> Option<String> {
-        let outer = self.privileged.clone();
-        if outer.is_none() {
-            let text: Vec<&str> = words.iter().map(|w| w.source.as_str()).collect();
-            let text = text.join(" ");
-            self.out.privileged_commands.push(text.clone());
-            self.privileged = Some(text);
-        }
-        outer
     }
 
     fn refuse(&mut self, refusal: &'static str) {
@@ -161,21 +90,8 @@ impl Analyser<'_> {
         walk(&script.body, cwd, home, self);
     }
 
-    /// A nested script (`bash -c`, `su -c`, a static `eval`).
-    fn nested(&mut self, line: &str, cwd: &Cwd) {
-        if self.depth >= MAX_SHELL_DEPTH {
-            self.concern(Concern::Unknown {
-                construct: format!("shells nested more than {MAX_SHELL_DEPTH} deep"),
-            });
-            return;
-        }
-        let outer = std::mem::replace(&mut self.outer_piped, !self.stdin_terminal);
-        self.depth += 1;
-        self.script(line, cwd.clone());
-        self.depth -= 1;
-        self.outer_piped = outer;
-    }
-
+    /// A simple command's words: a wrapper or a shell is read through to the command it runs ([`wrappers`],
+    /// [`nested`]); any other command is a leaf.
     fn words(&mut self, words: &[Word], cwd: &Cwd) {
         let Some(first) = words.first() else { return };
         let Some(raw) = first.value.as_deref().filter(|_| !first.glob) else {
@@ -190,237 +106,21 @@ impl Analyser<'_> {
         });
         let args = &words[1..];
         match name {
-            "sudo" | "doas" | "run0" | "pkexec" => {
-                self.out.privileged = true;
-                self.concern(Concern::Privileged {
-                    command: name.to_owned(),
-                });
-                if kinds::interactive(name, args, self.stdin_terminal) {
-                    self.out.interactive = true;
-                }
-                let valued = [
-                    "-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-T", "-R", "--user", "--group",
-                ];
-                let inner = &args[skip_options(args, &valued)..];
-                let outer = self.enter_privileged(words);
-                if inner.is_empty() {
-                    self.concern(Concern::NotReadOnly(format!("`{name}` without a command")));
-                } else {
-                    self.words(inner, cwd);
-                }
-                self.privileged = outer;
-            }
-            "su" => {
-                self.out.privileged = true;
-                self.out.interactive = true;
-                self.concern(Concern::Privileged {
-                    command: "su".to_owned(),
-                });
-                let outer = self.enter_privileged(words);
-                match args
-                    .iter()
-                    .position(|w| matches!(w.value.as_deref(), Some("-c" | "--command")))
-                {
-                    Some(i) => self.shell_script(name, args.get(i + 1), cwd),
-                    None => self.concern(Concern::Interactive {
-                        command: "su".to_owned(),
-                    }),
-                }
-                self.privileged = outer;
-            }
+            "sudo" | "doas" | "run0" | "pkexec" => self.privileged_wrapper(name, words, cwd),
+            "su" => self.su(words, cwd),
             "env" => self.env(args, cwd),
-            "command" => {
-                if args
-                    .first()
-                    .and_then(|w| w.value.as_deref())
-                    .is_some_and(|v| v == "-v" || v == "-V")
-                {
-                    return;
-                }
-                let (_, start) = self.options(name, args, COMMAND);
-                self.wrapped(&args[start..], cwd);
+            "command" | "builtin" | "busybox" | "setsid" | "nice" | "time" | "timeout" | "stdbuf" => {
+                self.wrapper(name, args, cwd);
             }
-            "builtin" | "busybox" | "setsid" => {
-                let spec = if name == "setsid" { SETSID } else { NONE };
-                let (_, start) = self.options(name, args, spec);
-                self.wrapped(&args[start..], cwd);
-            }
-            "nice" => {
-                // The old form `nice -5 cmd`.
-                let legacy = args
-                    .first()
-                    .and_then(|w| w.value.as_deref())
-                    .is_some_and(|v| v.len() > 1 && v.starts_with('-') && v[1..].bytes().all(|b| b.is_ascii_digit()));
-                let args = &args[usize::from(legacy)..];
-                let (_, start) = self.options(name, args, NICE);
-                self.wrapped(&args[start..], cwd);
-            }
-            "time" => {
-                let (opts, start) = self.options(name, args, TIME);
-                if opts.iter().any(|o| matches!(o.name, "-o" | "--output")) {
-                    self.concern(Concern::NotReadOnly("`time -o`, which writes a file".to_owned()));
-                }
-                self.wrapped(&args[start..], cwd);
-            }
-            "timeout" => {
-                let (_, start) = self.options(name, args, TIMEOUT);
-                self.wrapped(args.get(start + 1..).unwrap_or(&[]), cwd);
-            }
-            "stdbuf" => {
-                let (_, start) = self.options(name, args, STDBUF);
-                self.wrapped(&args[start..], cwd);
-            }
-            "nohup" | "xargs" => {
-                let why = if name == "nohup" {
-                    "writes nohup.out"
-                } else {
-                    "runs commands built from its input"
-                };
-                self.concern(Concern::NotReadOnly(format!("`{name}`, which {why}")));
-                let valued = ["-n", "-I", "-P", "-L", "-d", "-a", "-E", "-s"];
-                self.words(&args[skip_options(args, &valued)..], cwd);
-            }
+            "nohup" | "xargs" => self.runner(name, args, cwd),
             "bash" | "sh" | "zsh" | "dash" | "ksh" | "mksh" => self.shell(name, args, cwd),
-            "eval" => {
-                self.concern(Concern::Unknown {
-                    construct: "`eval`".to_owned(),
-                });
-                let parts: Option<Vec<&str>> = args.iter().map(|w| w.value.as_deref()).collect();
-                if let Some(parts) = parts {
-                    self.nested(&parts.join(" "), cwd);
-                }
-            }
-            "exec" => {
-                self.concern(Concern::Unknown {
-                    construct: "`exec`, which replaces the hidden shell".to_owned(),
-                });
-                self.wrapped(&args[skip_options(args, &["-a"])..], cwd);
-            }
-            "watch" => {
-                self.concern(Concern::NotReadOnly(
-                    "`watch`, which runs its command until stopped".to_owned(),
-                ));
-                let start = skip_options(args, &["-n", "--interval", "-d", "--differences"]);
-                let parts: Option<Vec<&str>> = args[start..].iter().map(|w| w.value.as_deref()).collect();
-                if let Some(parts) = parts {
-                    self.nested(&parts.join(" "), cwd);
-                }
-            }
+            "eval" => self.eval(args, cwd),
+            "exec" => self.exec(args, cwd),
+            "watch" => self.watch(args, cwd),
             "source" | "." => self.concern(Concern::Unknown {
                 construct: format!("`{name}`"),
             }),
             _ => self.leaf(name, args, cwd),
-        }
-    }
-
-    /// A wrapper's options, read strictly ([`options::read`]). An option efr does not know is a concern, and the
-    /// lenient reading then finds the command, so that it still meets the floors.
-    fn options(&mut self, name: &str, args: &[Word], spec: Spec) -> (Vec<Opt>, usize) {
-        match options::read(args, spec) {
-            Ok(read) => read,
-            Err(option) => {
-                self.concern(Concern::Unknown {
-                    construct: format!("`{name} {option}`, an option efr does not read"),
-                });
-                (Vec::new(), skip_options(args, spec.valued))
-            }
-        }
-    }
-
-    /// A wrapper's command; the wrapper alone is read-only.
-    fn wrapped(&mut self, inner: &[Word], cwd: &Cwd) {
-        if !inner.is_empty() {
-            self.words(inner, cwd);
-        }
-    }
-
-    fn env(&mut self, args: &[Word], cwd: &Cwd) {
-        let (opts, mut i) = self.options("env", args, ENV);
-        let mut cwd = cwd.clone();
-        if opts.iter().any(|o| matches!(o.name, "-C" | "--chdir")) {
-            cwd = Cwd::Unknown;
-        }
-        while let Some(word) = args.get(i) {
-            let Some(value) = word.value.as_deref() else {
-                self.concern(Concern::Unknown {
-                    construct: "`env` with a word that expands".to_owned(),
-                });
-                return;
-            };
-            match value.split_once('=') {
-                Some((name, rest)) => {
-                    if dangerous_env(name, &Word::literal(rest)) {
-                        self.concern(Concern::Environment { name: name.to_owned() });
-                    }
-                    i += 1;
-                }
-                None => break,
-            }
-        }
-        self.wrapped(args.get(i..).unwrap_or(&[]), &cwd);
-    }
-
-    /// `bash [options] [-c script | file]`.
-    fn shell(&mut self, name: &str, args: &[Word], cwd: &Cwd) {
-        let mut has_c = false;
-        let mut i = 0;
-        while let Some(value) = args.get(i).and_then(|w| w.value.as_deref()) {
-            if value == "--" {
-                i += 1;
-                break;
-            }
-            if !(value.starts_with('-') || value.starts_with('+')) || value == "-" {
-                break;
-            }
-            let long = value.starts_with("--");
-            // An interactive or login shell reads startup files (`~/.bashrc`, `--rcfile x`) that efr cannot see.
-            let startup = if long {
-                matches!(value, "--login" | "--interactive" | "--rcfile" | "--init-file")
-            } else {
-                value.starts_with('-') && value.contains(['i', 'l'])
-            };
-            if startup {
-                self.concern(Concern::NotReadOnly(format!(
-                    "`{name} {value}`, which reads startup files efr cannot see"
-                )));
-            }
-            if long {
-                i += if matches!(value, "--rcfile" | "--init-file") {
-                    2
-                } else {
-                    1
-                };
-                continue;
-            }
-            has_c |= value.contains('c');
-            i += if value.ends_with(['o', 'O']) { 2 } else { 1 };
-        }
-        if has_c {
-            self.shell_script(name, args.get(i), cwd);
-        } else if let Some(file) = args.get(i) {
-            self.concern(Concern::NotReadOnly(format!(
-                "`{name} {}`, which runs a script efr cannot see",
-                file.source
-            )));
-        } else if self.stdin_terminal {
-            self.out.interactive = true;
-            self.concern(Concern::Interactive {
-                command: name.to_owned(),
-            });
-            self.concern(Concern::NotReadOnly(format!("`{name}`, which starts a shell")));
-        } else {
-            self.concern(Concern::NotReadOnly(format!(
-                "`{name}`, which runs the commands it reads"
-            )));
-        }
-    }
-
-    fn shell_script(&mut self, name: &str, script: Option<&Word>, cwd: &Cwd) {
-        match script.and_then(|w| w.value.as_deref()) {
-            Some(text) => self.nested(text, cwd),
-            None => self.concern(Concern::Unknown {
-                construct: format!("`{name} -c` with a script that expands"),
-            }),
         }
     }
 

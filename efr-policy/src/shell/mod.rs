@@ -36,6 +36,7 @@
 pub mod arith;
 mod lexical;
 mod parse;
+mod redirect;
 
 pub use lexical::plain_name;
 

@@ -6,8 +6,8 @@
 
 use super::key_path::KeyPath;
 use super::schema::{
-    Config, MAX_ATTEMPTS_LIMIT, MAX_IDLE_TIMEOUT_SECS, Mode, PING_INTERVAL_RANGE, ProviderId, SUBSCRIBER_QUEUE_RANGE,
-    TOKEN_LIFETIME_RANGE,
+    Config, DaemonSection, MAX_ATTEMPTS_LIMIT, MAX_IDLE_TIMEOUT_SECS, Mode, ModelSection, PING_INTERVAL_RANGE,
+    ProviderId, ProvidersSection, RemoteSection, SUBSCRIBER_QUEUE_RANGE, SandboxSection, TOKEN_LIFETIME_RANGE,
 };
 
 /// A value that is well-typed but not allowed.
@@ -32,17 +32,34 @@ fn invalid(key: KeyPath, message: impl Into<String>) -> Result<(), Invalid> {
 /// An [`Invalid`] naming the key, such as `model.extra_models[0].default_effort` when it is not one of that
 /// model's efforts.
 pub fn check(config: &Config) -> Result<(), Invalid> {
+    model(&config.model)?;
+    providers(&config.providers)?;
+    // The first broken rule is the error, in this order: [daemon]'s idle time is checked before [sandbox].
+    conversation_idle(&config.daemon)?;
+    sandbox(&config.sandbox)?;
+    if let Err(message) = super::instructions::check(&config.instructions) {
+        return invalid(KeyPath::keys(&["instructions", "max_bytes"]), message);
+    }
+    if let Err((key, message)) = super::auto::check(&config.auto) {
+        return invalid(key, message);
+    }
+    daemon(&config.daemon)?;
+    remote(&config.remote)
+}
+
+/// `[model]`: plain names, each extra model once, its efforts once, its default one of them.
+fn model(section: &ModelSection) -> Result<(), Invalid> {
     let model = KeyPath::keys(&["model"]);
-    if let Some(name) = &config.model.model {
+    if let Some(name) = &section.model {
         plain_name(model.clone().key("model"), name, "a model id")?;
     }
-    if let Some(effort) = &config.model.effort {
+    if let Some(effort) = &section.effort {
         plain_name(model.clone().key("effort"), effort, "an effort")?;
     }
-    for (i, extra) in config.model.extra_models.iter().enumerate() {
+    for (i, extra) in section.extra_models.iter().enumerate() {
         let at = model.clone().key("extra_models").index(i);
         plain_name(at.clone().key("id"), &extra.id, "a model id")?;
-        if config.model.extra_models[..i].iter().any(|other| other.id == extra.id) {
+        if section.extra_models[..i].iter().any(|other| other.id == extra.id) {
             return invalid(at.key("id"), format!("the model {:?} is listed twice", extra.id));
         }
         for (j, effort) in extra.efforts.iter().enumerate() {
@@ -66,9 +83,12 @@ pub fn check(config: &Config) -> Result<(), Invalid> {
             return invalid(at.key("context_window"), "the context window must be at least 1 token");
         }
     }
+    Ok(())
+}
 
+/// `[providers]`: each provider's URL, retries and idle timeout.
+fn providers(p: &ProvidersSection) -> Result<(), Invalid> {
     let providers = KeyPath::keys(&["providers"]);
-    let p = &config.providers;
     for (name, base_url, max_attempts, idle) in [
         (
             "openai-api",
@@ -110,15 +130,23 @@ pub fn check(config: &Config) -> Result<(), Invalid> {
             );
         }
     }
+    Ok(())
+}
 
-    if config.daemon.conversation_idle_secs == 0 {
+/// `[daemon]`'s `conversation_idle_secs`: at least 1.
+fn conversation_idle(d: &DaemonSection) -> Result<(), Invalid> {
+    if d.conversation_idle_secs == 0 {
         return invalid(
             KeyPath::keys(&["daemon", "conversation_idle_secs"]),
             "conversation_idle_secs must be at least 1",
         );
     }
+    Ok(())
+}
 
-    for (i, path) in config.sandbox.extra_masks.iter().enumerate() {
+/// `[sandbox]`: each extra mask absolute, normal, and not `/`.
+fn sandbox(section: &SandboxSection) -> Result<(), Invalid> {
+    for (i, path) in section.extra_masks.iter().enumerate() {
         let key = KeyPath::keys(&["sandbox", "extra_masks"]).index(i);
         let normal = path
             .components()
@@ -133,14 +161,12 @@ pub fn check(config: &Config) -> Result<(), Invalid> {
             return invalid(key, "/ cannot be masked: it is the whole file system");
         }
     }
-    if let Err(message) = super::instructions::check(&config.instructions) {
-        return invalid(KeyPath::keys(&["instructions", "max_bytes"]), message);
-    }
-    if let Err((key, message)) = super::auto::check(&config.auto) {
-        return invalid(key, message);
-    }
+    Ok(())
+}
+
+/// The rest of `[daemon]`: the log filter, the idle exit, the subscriber queue.
+fn daemon(d: &DaemonSection) -> Result<(), Invalid> {
     let daemon = KeyPath::keys(&["daemon"]);
-    let d = &config.daemon;
     if let Err(e) = tracing_subscriber::EnvFilter::try_new(&d.log_level) {
         return invalid(
             daemon.key("log_level"),
@@ -164,7 +190,11 @@ pub fn check(config: &Config) -> Result<(), Invalid> {
             ),
         );
     }
-    let remote = &config.remote;
+    Ok(())
+}
+
+/// `[remote]`: the ping interval and the token lifetime in range.
+fn remote(remote: &RemoteSection) -> Result<(), Invalid> {
     for (key, value, range) in [
         ("ping_interval_secs", remote.ping_interval_secs, PING_INTERVAL_RANGE),
         ("token_lifetime_secs", remote.token_lifetime_secs, TOKEN_LIFETIME_RANGE),

@@ -7,9 +7,10 @@
 //!   stored outcome and records nothing (also when two arrive at once: the store keeps the first).
 //! - One turn runs at a time; queued prompts run in order as turns end.
 //!
-//! Parts: `commit` (numbering, committing and broadcasting events; stored outcomes), `context` (conversation.context), `prompt` (the inputs of a turn's prompt), `questions` (approval
-//! questions, input.respond, shell.status, shell.interrupt) and `turns` (starting the next queued prompt, a turn's
-//! end).
+//! Parts: `commit` (numbering, committing and broadcasting events; stored outcomes), `context`
+//! (conversation.context), `prompt` (prompt.send), `instructions` (the inputs of a turn's prompt), `questions`
+//! (approval questions, input.respond, shell.status, shell.interrupt) and `turns` (starting the next queued prompt,
+//! turn.interrupt, a turn's end).
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::PathBuf;
@@ -68,6 +69,7 @@ pub(in crate::conversation) use commit::decode_outcome;
 mod context;
 mod presence;
 pub(crate) use presence::PresenceSet;
+mod instructions;
 mod prompt;
 mod questions;
 mod retire;
@@ -80,6 +82,8 @@ mod undo;
 pub struct Deps {
     /// The event store.
     pub store: Store,
+    /// The config: each use reads the one in force.
+    pub config: Arc<crate::config::ConfigState>,
     /// Providers, keys and the catalog.
     pub models: Arc<Models>,
     /// Where hidden shells keep their private files (a folder in the runtime root).
@@ -99,6 +103,14 @@ pub struct Deps {
     pub project_turns: Arc<crate::turn::overlap::ProjectTurns>,
     /// The memory that the call walks of every turn may keep for their changes' line counts.
     pub call_texts: Arc<crate::turn::call_snapshots::CallTextPool>,
+}
+
+impl Deps {
+    /// The config in force.
+    #[must_use]
+    pub fn config(&self) -> Arc<crate::config::Config> {
+        self.config.current()
+    }
 }
 
 /// An approval question that waits for its answer.
@@ -178,9 +190,9 @@ impl Actor {
     /// A conversation that does not exist yet.
     pub(super) fn new(deps: Deps, id: ConversationId) -> Self {
         // `[daemon] subscriber_queue`: how far a subscriber may fall behind before its stream ends with overflow.
-        let capacity = deps.models.config().daemon.subscriber_queue.max(1);
+        let capacity = deps.config().daemon.subscriber_queue.max(1);
         let shell_root = deps.shell_root.clone();
-        let kind = shell_kind(deps.models.config().shell.program);
+        let kind = shell_kind(deps.config().shell.program);
         let home = home_dir(&deps.roots);
         Self {
             deps,
@@ -260,7 +272,7 @@ impl Actor {
     }
 
     async fn run(mut self, mut rx: mpsc::Receiver<Command>, me: mpsc::WeakSender<Command>, registry: Registry) {
-        let idle = Duration::from_secs(self.deps.models.config().daemon.conversation_idle_secs.max(1));
+        let idle = Duration::from_secs(self.deps.config().daemon.conversation_idle_secs.max(1));
         loop {
             let command = tokio::select! {
                 command = rx.recv() => command,
@@ -275,271 +287,115 @@ impl Actor {
                 }
             };
             let Some(command) = command else { break };
-            match command {
-                Command::Prompt { params, origin, reply } => {
-                    let answer = match &self.corrupt {
-                        // The model would get a history with a hole: the user starts a new conversation instead.
-                        Some(corrupt) => Err(ErrorBody::internal(corrupt.clone())),
-                        None => match self.close_unclosed().await {
-                            Ok(()) => self.prompt(*params, origin).await,
-                            Err(error) => Err(error),
-                        },
-                    };
-                    if answer.is_ok() {
-                        self.note_input(&me).await;
-                    }
-                    let _ = reply.send(answer);
-                    self.start_next(&me).await;
-                }
-                Command::Subscribe { reply } => {
-                    let _ = reply.send(self.subscription());
-                }
-                Command::Interrupt { params, origin, reply } => {
-                    let _ = reply.send(self.interrupt(*params, origin).await);
-                }
-                Command::Record {
-                    turn_id,
-                    bodies,
-                    history,
-                    reply,
-                } => {
-                    // The turn's history goes in with its end, committed or not (as `turn_ended` would add it):
-                    // a client that sees the end and asks for the context finds the turn there.
-                    self.history.extend(history);
-                    if bodies.iter().any(ends_turn) {
-                        // The row says idle in the same commit as the turn's end.
-                        self.finish_turn_status();
-                    }
-                    let ends = bodies.iter().any(ends_turn);
-                    let bodies = bodies.into_iter().map(|body| (turn_id, body)).collect();
-                    let answer = self
-                        .commit(bodies, None)
-                        .await
-                        .map(|_| self.last_seq)
-                        .map_err(ErrorBody::from);
-                    if ends && answer.is_ok() {
-                        self.terminal_recorded = turn_id;
-                    }
-                    let _ = reply.send(answer);
-                }
-                Command::Ask {
-                    turn_id,
-                    call_id,
-                    question,
-                    reply,
-                } => {
-                    self.ask(turn_id, call_id, *question, reply, &me).await;
-                }
-                Command::Expire { call_id } => self.expire(call_id, false).await,
-                Command::ExpireAway { call_id, epoch } => self.expire_away(call_id, epoch).await,
-                Command::Presence { set, reply } => {
-                    let _ = reply.send(self.set_presence(*set, &me).await);
-                }
-                Command::InputRespond { params, reply } => {
-                    let _ = reply.send(self.input_respond(*params).await);
-                }
-                Command::ShellStatus { reply } => {
-                    let _ = reply.send(self.shell_status().await);
-                }
-                Command::Context { model, reply } => {
-                    let _ = reply.send(self.context(model).await);
-                }
-                Command::ShellInterrupt { params, reply } => {
-                    let _ = reply.send(self.shell_interrupt(*params).await);
-                }
-                Command::Respond { params, origin, reply } => {
-                    let _ = reply.send(self.respond(*params, origin).await);
-                }
-                Command::TurnEnded { turn_id, outcome } => {
-                    self.turn_ended(turn_id, outcome).await;
-                    self.start_next(&me).await;
-                }
-                Command::SurfaceChanged {
-                    turn_id,
-                    call_id,
-                    changes,
-                    held,
-                    reply,
-                } => {
-                    let _ = reply.send(self.surface_changed(turn_id, call_id, changes, held).await);
-                }
-                Command::SurfaceReport { turn_id, reply } => {
-                    let _ = reply.send(self.surface_report(turn_id).await);
-                }
-                Command::SurfaceRespond { params, origin, reply } => {
-                    let _ = reply.send(self.surface_respond(*params, origin).await);
-                }
-                Command::UndoBegin { reply } => {
-                    let _ = reply.send(self.begin_undo());
-                }
-                Command::UndoEnd { bodies, command, reply } => {
-                    let _ = reply.send(self.end_undo(bodies, command).await);
-                    self.start_next(&me).await;
-                }
-            }
+            self.handle(command, &me).await;
         }
         debug!(conversation = %self.id, "conversation actor stopped");
     }
 
-    /// prompt.send: records conversation_created (for a new conversation) and prompt_queued, with the outcome
-    /// under the command id, and queues the prompt.
-    async fn prompt(&mut self, params: PromptSendParams, origin: Origin) -> Result<PromptSendResult, ErrorBody> {
-        if let Some(stored) = self.stored_outcome(params.command_id).await? {
-            return Ok(stored);
-        }
-        let config = self.deps.models.config();
-        let (settings, overridden) =
-            settings::resolve(&self.deps.models.catalog(), &config, params.settings.as_ref(), origin)?;
-        let turn_id = TurnId::new();
-        let context = params.context.clone();
-        let mut bodies = Vec::new();
-        if self.summary.is_none() {
-            bodies.push((
-                None,
-                EventBody::ConversationCreated(ConversationCreated {
-                    cwd: context.as_ref().and_then(|c| c.cwd.clone()),
-                    tty: context.as_ref().and_then(|c| c.tty.clone()),
-                    route: None,
-                }),
-            ));
-        }
-        bodies.push((
-            Some(turn_id),
-            EventBody::PromptQueued(PromptQueued {
-                text: params.text.clone(),
-                command_id: Some(params.command_id),
-                origin,
-                context,
-                settings: params.settings.clone(),
-                steers: Vec::new(),
-            }),
-        ));
-        let result = PromptSendResult {
-            conversation_id: self.id,
-            turn_id,
-            seq: self.last_seq + bodies.len() as u64,
-            settings: Some(settings.clone()),
-            overridden: Some(overridden),
-            route: None,
-        };
-        if self.summary.is_none() {
-            let now = Timestamp::now();
-            self.summary = Some(ConversationSummary {
-                id: self.id,
-                title: Some(history::title_of(&params.text)),
-                status: status_name(ConversationStatus::Idle).to_owned(),
-                cwd: params
-                    .context
-                    .as_ref()
-                    .and_then(|c| c.cwd.as_ref())
-                    .map(|p| p.display().to_string()),
-                created_at: now,
-                updated_at: now,
-                turn_count: 0,
-                extra: params
-                    .context
-                    .as_ref()
-                    .and_then(|c| c.tty.clone())
-                    .map(|tty| serde_json::Map::from_iter([("tty".to_owned(), tty.into())]))
-                    .unwrap_or_default(),
-            });
-        }
-        let command = self.command_record(params.command_id, "prompt.send", &result)?;
-        match self.commit(bodies, Some(command)).await {
-            Ok(_) => {}
-            Err(CommitRefused::Duplicate(stored)) => return decode_outcome(&stored),
-            Err(CommitRefused::Failed(error)) => {
-                if self.last_seq == 0 {
-                    // The conversation was never committed: it does not exist yet.
-                    self.summary = None;
-                }
-                return Err(error);
+    /// One command from the mailbox: each has its method.
+    async fn handle(&mut self, command: Command, me: &mpsc::WeakSender<Command>) {
+        match command {
+            Command::Prompt { params, origin, reply } => {
+                let answer = self.prompt_unless_corrupt(*params, origin, me).await;
+                let _ = reply.send(answer);
+                self.start_next(me).await;
+            }
+            Command::Subscribe { reply } => {
+                let _ = reply.send(self.subscription());
+            }
+            Command::Interrupt { params, origin, reply } => {
+                let _ = reply.send(self.interrupt(*params, origin).await);
+            }
+            Command::Record {
+                turn_id,
+                bodies,
+                history,
+                reply,
+            } => {
+                let _ = reply.send(self.record(turn_id, bodies, history).await);
+            }
+            Command::Ask {
+                turn_id,
+                call_id,
+                question,
+                reply,
+            } => {
+                self.ask(turn_id, call_id, *question, reply, me).await;
+            }
+            Command::Expire { call_id } => self.expire(call_id, false).await,
+            Command::ExpireAway { call_id, epoch } => self.expire_away(call_id, epoch).await,
+            Command::Presence { set, reply } => {
+                let _ = reply.send(self.set_presence(*set, me).await);
+            }
+            Command::InputRespond { params, reply } => {
+                let _ = reply.send(self.input_respond(*params).await);
+            }
+            Command::ShellStatus { reply } => {
+                let _ = reply.send(self.shell_status().await);
+            }
+            Command::Context { model, reply } => {
+                let _ = reply.send(self.context(model).await);
+            }
+            Command::ShellInterrupt { params, reply } => {
+                let _ = reply.send(self.shell_interrupt(*params).await);
+            }
+            Command::Respond { params, origin, reply } => {
+                let _ = reply.send(self.respond(*params, origin).await);
+            }
+            Command::TurnEnded { turn_id, outcome } => {
+                self.turn_ended(turn_id, outcome).await;
+                self.start_next(me).await;
+            }
+            Command::SurfaceChanged {
+                turn_id,
+                call_id,
+                changes,
+                held,
+                reply,
+            } => {
+                let _ = reply.send(self.surface_changed(turn_id, call_id, changes, held).await);
+            }
+            Command::SurfaceReport { turn_id, reply } => {
+                let _ = reply.send(self.surface_report(turn_id).await);
+            }
+            Command::SurfaceRespond { params, origin, reply } => {
+                let _ = reply.send(self.surface_respond(*params, origin).await);
+            }
+            Command::UndoBegin { reply } => {
+                let _ = reply.send(self.begin_undo());
+            }
+            Command::UndoEnd { bodies, command, reply } => {
+                let _ = reply.send(self.end_undo(bodies, command).await);
+                self.start_next(me).await;
             }
         }
-        // The terminal's context reaches only the model's copy of the prompt (spec), never an event or the store.
-        let text = super::preamble::user_message(
-            &params.text,
-            params.context.as_ref().and_then(|c| c.cwd.as_deref()),
-            params.last_command.as_ref(),
-            &params.recent_commands,
-        );
-        let desktop = params
-            .context
-            .as_ref()
-            .and_then(|c| c.shell_context.as_ref())
-            .and_then(|s| s.desktop.clone());
-        self.queue.push_back(Queued {
-            turn_id,
-            text,
-            settings,
-            overridden,
-            origin,
-            desktop,
-            user_prompt: params.text.clone(),
-        });
-        Ok(result)
     }
 
-    /// turn.interrupt: records turn_interrupt_requested and cancels the turn's model call; the turn then records
-    /// turn_interrupted with what it has.
-    async fn interrupt(
+    /// Records a turn's events (its history goes in with its end); the end makes the row idle in the same commit.
+    async fn record(
         &mut self,
-        params: TurnInterruptParams,
-        origin: Origin,
-    ) -> Result<TurnInterruptResult, ErrorBody> {
-        if let Some(stored) = self.stored_outcome(params.command_id).await? {
-            return Ok(stored);
+        turn_id: Option<TurnId>,
+        bodies: Vec<EventBody>,
+        history: Vec<HistoryItem>,
+    ) -> Result<u64, ErrorBody> {
+        // The turn's history goes in with its end, committed or not (as `turn_ended` would add it):
+        // a client that sees the end and asks for the context finds the turn there.
+        self.history.extend(history);
+        if bodies.iter().any(ends_turn) {
+            // The row says idle in the same commit as the turn's end.
+            self.finish_turn_status();
         }
-        if !(params.resend_steers.is_empty() && params.withdraw_steers.is_empty() && params.withdraw.is_empty())
-            || params.resend_as.is_some()
-        {
-            return Err(ErrorBody::invalid(
-                "efrd does not serve resend and withdraw in turn.interrupt yet",
-            ));
+        let ends = bodies.iter().any(ends_turn);
+        let bodies = bodies.into_iter().map(|body| (turn_id, body)).collect();
+        let answer = self
+            .commit(bodies, None)
+            .await
+            .map(|_| self.last_seq)
+            .map_err(ErrorBody::from);
+        if ends && answer.is_ok() {
+            self.terminal_recorded = turn_id;
         }
-        let Some(running) = self.running.as_ref() else {
-            return Err(ErrorBody::new(ErrorCode::Conflict, "no turn runs in this conversation"));
-        };
-        if params.turn_id.is_some_and(|id| id != running.turn_id) {
-            return Err(ErrorBody::new(ErrorCode::Conflict, "the named turn does not run"));
-        }
-        let turn_id = running.turn_id;
-        let result = TurnInterruptResult {
-            turn_id,
-            seq: self.last_seq + 1,
-            resent: None,
-            withdrawn: Vec::new(),
-            withdrawn_steers: Vec::new(),
-        };
-        if running.interrupt_requested {
-            // Asked before under another command id: nothing new to record.
-            return Err(ErrorBody::new(
-                ErrorCode::Conflict,
-                "an interrupt of this turn was already requested",
-            ));
-        }
-        let command = self.command_record(params.command_id, "turn.interrupt", &result)?;
-        let body = EventBody::TurnInterruptRequested(TurnInterruptRequested { origin });
-        match self.commit(vec![(Some(turn_id), body)], Some(command)).await {
-            Ok(_) => {}
-            Err(CommitRefused::Duplicate(stored)) => return decode_outcome(&stored),
-            Err(CommitRefused::Failed(error)) => return Err(error),
-        }
-        if let Some(running) = self.running.as_mut() {
-            running.interrupt_requested = true;
-            running.cancel.cancel();
-        }
-        // An interrupt answers the turn's open questions: deny.
-        let open: Vec<CallId> = self
-            .approvals
-            .iter()
-            .filter(|(_, p)| p.turn_id == turn_id)
-            .map(|(id, _)| id.clone())
-            .collect();
-        for call_id in open {
-            self.resolve(turn_id, call_id, ApprovalDecision::Deny, None).await;
-        }
-        Ok(result)
+        answer
     }
 
     fn subscription(&self) -> Subscription {

@@ -10,7 +10,7 @@ use efr_protocol::ids::{DaemonId, Timestamp};
 use tokio::sync::broadcast;
 use tracing::info;
 
-use crate::config::Roots;
+use crate::config::{Config, ConfigState, Roots};
 use crate::conversation::{Conversations, Deps};
 use crate::models::Models;
 use crate::sandbox::SandboxState;
@@ -32,7 +32,9 @@ pub struct Daemon {
     pub roots: Roots,
     /// The event store.
     pub store: Store,
-    /// Providers, keys, catalog and config.
+    /// The config: the one in force, reload, status.
+    pub config: Arc<ConfigState>,
+    /// Providers, keys and the catalog.
     pub models: Arc<Models>,
     /// The live conversations.
     pub conversations: Conversations,
@@ -60,18 +62,20 @@ impl Daemon {
         daemon_id: DaemonId,
         roots: Roots,
         store: Store,
+        config: Arc<ConfigState>,
         models: Models,
         snapshots: SnapshotStore,
         sandbox: SandboxState,
     ) -> Self {
         // A watcher may fall as far behind as a subscriber (`[daemon] subscriber_queue`).
-        let row_queue = models.config().daemon.subscriber_queue;
+        let row_queue = config.current().daemon.subscriber_queue;
         Self {
             daemon_id,
             started_at: Timestamp::now(),
             started: Instant::now(),
             roots,
             store,
+            config,
             models: Arc::new(models),
             conversations: Conversations::default(),
             snapshots: Arc::new(snapshots),
@@ -87,6 +91,12 @@ impl Daemon {
         }
     }
 
+    /// The config in force.
+    #[must_use]
+    pub fn config(&self) -> Arc<Config> {
+        self.config.current()
+    }
+
     /// How long this process has run.
     #[must_use]
     pub fn uptime(&self) -> Duration {
@@ -98,6 +108,7 @@ impl Daemon {
     pub fn deps(&self) -> Deps {
         Deps {
             store: self.store.clone(),
+            config: Arc::clone(&self.config),
             models: Arc::clone(&self.models),
             shell_root: self.roots.runtime.path.join("shells"),
             snapshots: Arc::clone(&self.snapshots),

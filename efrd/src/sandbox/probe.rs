@@ -145,137 +145,149 @@ pub fn probe(options: &ProbeOptions) -> Probe {
         steps: Vec::new(),
     };
     // The facts, each on its own, so the check names every one that is missing.
-    let bwrap_failed = match &bwrap {
-        None => Some(Finding {
-            cause: super::diagnosis::Cause::BwrapMissing,
-            reason: match &options.bwrap {
-                Some(path) => format!("bubblewrap is not installed at {}", path.display()),
-                None => "bubblewrap is not installed (no bwrap on PATH)".into(),
-            },
-            fix: bwrap_missing_fix(),
-        }),
-        Some(path) => {
-            found.bwrap_version = bwrap_version(path);
-            match &found.bwrap_version {
-                None => Some(Finding {
-                    cause: super::diagnosis::Cause::BwrapMissing,
-                    reason: format!("bubblewrap at {} does not run", path.display()),
-                    fix: bwrap_missing_fix(),
-                }),
-                Some(_) => bwrap_problem(path, file_mode(path)),
-            }
-        }
-    };
-    let detail = bwrap
-        .as_ref()
-        .zip(found.bwrap_version.as_ref())
-        .map(|(path, version)| format!("{version} at {}", path.display()));
-    let bwrap_failed = match bwrap_failed {
-        Some(finding) => {
-            let reason = finding.reason.clone();
-            found.failed(ProbeName::Bwrap, finding, detail);
-            Some(reason)
-        }
-        None => {
-            found.step(ProbeName::Bwrap, None, detail);
-            None
-        }
-    };
-    let launcher_failed = launcher
-        .is_none()
-        .then(|| format!("efr-launcher is not installed at {}", options.launcher.display()));
-    let detail = launcher.as_ref().map(|path| path.display().to_string());
-    found.step(ProbeName::Launcher, launcher_failed.clone(), detail);
-    let userns_failed = match user_namespaces_problem(&facts) {
-        Some(finding) => {
-            let reason = finding.reason.clone();
-            found.failed(ProbeName::UserNamespaces, finding, None);
-            Some(reason)
-        }
-        None => {
-            found.step(ProbeName::UserNamespaces, None, None);
-            None
-        }
-    };
+    let bwrap_failed = found.check_bwrap(options, bwrap.as_deref());
+    let launcher_failed = found.check_launcher(options, launcher.as_deref());
+    let userns_failed = found.check_user_namespaces(&facts);
     let failed = bwrap_failed.or(launcher_failed).or(userns_failed);
     // A missing bubblewrap is always a failure, so `failed` holds a reason whenever this returns.
     let Some(bwrap) = bwrap.filter(|_| failed.is_none()) else {
         return found.stop(failed.unwrap_or_default());
     };
-    // A real contained `true`: bubblewrap, user namespaces, Landlock and seccomp all have to work.
     let version = found.bwrap_version.clone();
-    let plan = base_plan(options, &bwrap, vec!["true".into()], version.as_deref());
-    let report = match launch(&options.launcher, plan) {
-        Ok(report) => report,
-        Err(err) => {
-            let reason = format!("cannot run efr-launcher: {err}");
-            found.step(ProbeName::ContainedRun, Some(reason.clone()), None);
-            return found.stop(reason);
-        }
-    };
-    for line in &report {
-        if let LaunchReport::Sandboxed {
-            landlock_abi,
-            scoped,
-            seccomp,
-            ..
-        } = line
-        {
-            found.status.landlock_abi = Some(*landlock_abi);
-            found.landlock_enforced = true;
-            found.landlock_scoped = *scoped;
-            found.seccomp = *seccomp;
-        }
-    }
-    let run_failed = match LaunchReport::end(&report) {
-        Some(LaunchReport::Exited { exit_code: 0, .. }) if found.landlock_enforced => None,
-        Some(LaunchReport::SetupError { message, .. }) => {
-            found.setup_error = Some(message.clone());
-            Some(format!("the sandbox cannot start: {message}"))
-        }
-        other => Some(format!("a contained `true` did not succeed ({other:?})")),
-    };
-    // The cause of a setup error, when a known one explains it: the step keeps the launcher's words as its
-    // reason (they are what a search finds) and gets the cause's fix.
-    let run_failed = match (
-        run_failed,
-        found
-            .setup_error
-            .as_deref()
-            .and_then(|m| setup_error_cause(m, found.bwrap_version.as_deref(), &facts)),
-    ) {
-        (Some(reason), Some(finding)) => {
-            let reason = format!("{reason}; {}", finding.reason);
-            found.failed(
-                ProbeName::ContainedRun,
-                Finding {
-                    reason: reason.clone(),
-                    ..finding
-                },
-                None,
-            );
-            Some(reason)
-        }
-        (run_failed, _) => {
-            found.step(ProbeName::ContainedRun, run_failed.clone(), None);
-            run_failed
-        }
-    };
-    if let Some(reason) = run_failed {
+    if let Some(reason) = found.contained_true(options, &bwrap, &facts) {
         return found.stop(reason);
     }
-    let abi = found.status.landlock_abi.unwrap_or_default();
-    found.step(ProbeName::Landlock, None, Some(format!("ABI {abi}")));
-    let scope_failed = (!found.landlock_scoped)
-        .then(|| format!("Landlock ABI {abi} cannot scope abstract Unix sockets and signals (ABI 6 can)"));
-    found.step(ProbeName::LandlockScope, scope_failed, None);
-    let seccomp_failed = (!found.seccomp).then(|| "the seccomp filters were not loaded".to_owned());
-    found.step(ProbeName::Seccomp, seccomp_failed, None);
+    found.contained_steps();
     found.status.available = true;
     let net_view = net_view_self_test(options, &bwrap, version.as_deref());
     found.status.netview = net_view.is_ok();
     found.step(ProbeName::NetView, net_view.err(), None);
     found
+}
+
+/// The probe's steps, one fact each; each returns why it failed.
+impl Probe {
+    /// A step that failed with a finding, else passed: the finding's reason.
+    fn found(&mut self, name: ProbeName, finding: Option<Finding>, detail: Option<String>) -> Option<String> {
+        match finding {
+            Some(finding) => {
+                let reason = finding.reason.clone();
+                self.failed(name, finding, detail);
+                Some(reason)
+            }
+            None => {
+                self.step(name, None, detail);
+                None
+            }
+        }
+    }
+
+    /// Bubblewrap: found, runs, and installed so that it can start a sandbox; its version.
+    fn check_bwrap(&mut self, options: &ProbeOptions, bwrap: Option<&Path>) -> Option<String> {
+        let finding = match bwrap {
+            None => Some(Finding {
+                cause: super::diagnosis::Cause::BwrapMissing,
+                reason: match &options.bwrap {
+                    Some(path) => format!("bubblewrap is not installed at {}", path.display()),
+                    None => "bubblewrap is not installed (no bwrap on PATH)".into(),
+                },
+                fix: bwrap_missing_fix(),
+            }),
+            Some(path) => {
+                self.bwrap_version = bwrap_version(path);
+                match &self.bwrap_version {
+                    None => Some(Finding {
+                        cause: super::diagnosis::Cause::BwrapMissing,
+                        reason: format!("bubblewrap at {} does not run", path.display()),
+                        fix: bwrap_missing_fix(),
+                    }),
+                    Some(_) => bwrap_problem(path, file_mode(path)),
+                }
+            }
+        };
+        let detail = bwrap
+            .zip(self.bwrap_version.as_ref())
+            .map(|(path, version)| format!("{version} at {}", path.display()));
+        self.found(ProbeName::Bwrap, finding, detail)
+    }
+
+    /// The launcher is installed.
+    fn check_launcher(&mut self, options: &ProbeOptions, launcher: Option<&Path>) -> Option<String> {
+        let failed = launcher
+            .is_none()
+            .then(|| format!("efr-launcher is not installed at {}", options.launcher.display()));
+        let detail = launcher.map(|path| path.display().to_string());
+        self.step(ProbeName::Launcher, failed.clone(), detail);
+        failed
+    }
+
+    /// Unprivileged user namespaces are allowed.
+    fn check_user_namespaces(&mut self, facts: &KernelFacts) -> Option<String> {
+        self.found(ProbeName::UserNamespaces, user_namespaces_problem(facts), None)
+    }
+
+    /// A real contained `true`: bubblewrap, user namespaces, Landlock and seccomp all have to work. Takes what the
+    /// launcher reports of Landlock and seccomp.
+    fn contained_true(&mut self, options: &ProbeOptions, bwrap: &Path, facts: &KernelFacts) -> Option<String> {
+        let plan = base_plan(options, bwrap, vec!["true".into()], self.bwrap_version.as_deref());
+        let report = match launch(&options.launcher, plan) {
+            Ok(report) => report,
+            Err(err) => {
+                let reason = format!("cannot run efr-launcher: {err}");
+                self.step(ProbeName::ContainedRun, Some(reason.clone()), None);
+                return Some(reason);
+            }
+        };
+        for line in &report {
+            if let LaunchReport::Sandboxed {
+                landlock_abi,
+                scoped,
+                seccomp,
+                ..
+            } = line
+            {
+                self.status.landlock_abi = Some(*landlock_abi);
+                self.landlock_enforced = true;
+                self.landlock_scoped = *scoped;
+                self.seccomp = *seccomp;
+            }
+        }
+        let run_failed = match LaunchReport::end(&report) {
+            Some(LaunchReport::Exited { exit_code: 0, .. }) if self.landlock_enforced => None,
+            Some(LaunchReport::SetupError { message, .. }) => {
+                self.setup_error = Some(message.clone());
+                Some(format!("the sandbox cannot start: {message}"))
+            }
+            other => Some(format!("a contained `true` did not succeed ({other:?})")),
+        };
+        // The cause of a setup error, when a known one explains it: the step keeps the launcher's words as its
+        // reason (they are what a search finds) and gets the cause's fix.
+        let cause = self
+            .setup_error
+            .as_deref()
+            .and_then(|m| setup_error_cause(m, self.bwrap_version.as_deref(), facts));
+        match (run_failed, cause) {
+            (Some(reason), Some(finding)) => {
+                let reason = format!("{reason}; {}", finding.reason);
+                self.found(ProbeName::ContainedRun, Some(Finding { reason, ..finding }), None)
+            }
+            (run_failed, _) => {
+                self.step(ProbeName::ContainedRun, run_failed.clone(), None);
+                run_failed
+            }
+        }
+    }
+
+    /// What the contained `true` reported: Landlock, its scoping, seccomp.
+    fn contained_steps(&mut self) {
+        let abi = self.status.landlock_abi.unwrap_or_default();
+        self.step(ProbeName::Landlock, None, Some(format!("ABI {abi}")));
+        let scope_failed = (!self.landlock_scoped)
+            .then(|| format!("Landlock ABI {abi} cannot scope abstract Unix sockets and signals (ABI 6 can)"));
+        self.step(ProbeName::LandlockScope, scope_failed, None);
+        let seccomp_failed = (!self.seccomp).then(|| "the seccomp filters were not loaded".to_owned());
+        self.step(ProbeName::Seccomp, seccomp_failed, None);
+    }
 }
 
 /// The probe's plan: the default masks, no roots, `/` as the working directory.

@@ -61,7 +61,7 @@ where
     let (tx, rx) = mpsc::channel(QUEUE);
     let ended = kick.child_token();
     // `[remote]` keeps the value efrd started with until a restart.
-    let ping_interval = Duration::from_secs(daemon.models.config().remote.ping_interval_secs);
+    let ping_interval = Duration::from_secs(daemon.config().remote.ping_interval_secs);
     let pump = tokio::spawn(pump(
         ws_tx,
         rx,

@@ -266,6 +266,40 @@ impl Outcome {
     }
 }
 
+/// How a contained call ended, from the launcher's report.
+#[derive(Debug, Default)]
+pub(super) struct ContainedEnd {
+    /// The status to report instead of the shell's (`Some(None)`: none, the command did not run); `None` keeps the
+    /// shell's.
+    pub(super) exit_code: Option<Option<i32>>,
+    /// A line for the model.
+    pub(super) note: Option<String>,
+    /// The sandbox could not start: its message.
+    pub(super) setup_error: Option<String>,
+}
+
+impl ContainedEnd {
+    /// Reads (and removes) the launcher's report.
+    pub(super) fn take(report: &Path) -> Self {
+        match Outcome::take(report) {
+            Outcome::Exited { exit_code, exec_error } => Self {
+                exit_code: Some(Some(exit_code)),
+                note: exec_error.map(|e| format!("[the program could not start: {e}]")),
+                setup_error: None,
+            },
+            // The command did not run: its status is the launcher's, not the command's.
+            Outcome::SetupError { message } => Self {
+                exit_code: Some(None),
+                note: Some(format!(
+                    "[efr's sandbox could not start, so the command did not run: {message}]"
+                )),
+                setup_error: Some(message),
+            },
+            Outcome::NoEnd => Self::default(),
+        }
+    }
+}
+
 /// The launch plan of a contained call of `env`'s turn with `grants`, for its mounts only (the shell, line and report
 /// are placeholders): what efrd checks a patch or an exit's path against. The roots and `$SCRATCH` are resolved
 /// through links like the paths they are checked against.

@@ -153,12 +153,7 @@ pub async fn judge(
     call: CallExits<'_>,
     mut records: Vec<ExitRecord>,
 ) -> Option<ExitVerdict> {
-    let CallExits {
-        turn_id,
-        call_id,
-        summary,
-        interactive,
-    } = call;
+    let CallExits { turn_id, call_id, .. } = call;
     let mut denials = env.exits.denials.lock().await;
     for record in &mut records {
         record.facts.denials_in_a_row = denials.in_a_row;
@@ -198,62 +193,81 @@ pub async fn judge(
             line: denied_line(&records, &reason, &shown),
         }),
         ChainOutcome::AskUser { passed_on_by, reason } => {
-            let info = exit_info(&records, passed_on_by, &reason, &shown);
-            let needs = info.needs.clone();
-            let question = Question {
-                summary: summary.to_owned(),
-                reason: reason.clone(),
-                interactive,
-                // A question about running as another user is the user's machine's alone, as in the other modes.
-                local_only: interactive || records.iter().any(|r| r.kind == ExitKind::Privilege),
-                expires_in_secs: None,
-                launch: ExitVerdict::launch(&needs),
-                exit: Some(info),
-            };
-            let answer = sink.ask(turn_id, call_id.clone(), question).await.ok()?;
-            let allowed = matches!(
-                answer.decision(),
-                ApprovalDecision::Allow | ApprovalDecision::AllowAlways
-            );
-            // An expiry while the user was away is judged presence_expired, not by the user (spec, "phase A").
-            let (judge, why) = match answer {
-                Answer::Expired { away: true } => (
-                    JudgeKind::PresenceExpired,
-                    "the question expired while the user was away",
-                ),
-                Answer::Expired { away: false } => (JudgeKind::User, "the user did not answer in time"),
-                Answer::Decided(_) => (JudgeKind::User, "the user denied it"),
-            };
-            let verdict = if allowed { Verdict::Approve } else { Verdict::Deny };
-            let judged: Vec<EventBody> = records
-                .iter()
-                .map(|record| {
-                    EventBody::ExitJudged(ExitJudged {
-                        call_id: call_id.clone(),
-                        exit_kind: record.kind,
-                        judge,
-                        verdict,
-                        reason: if allowed || judge == JudgeKind::User && matches!(answer, Answer::Decided(_)) {
-                            String::new()
-                        } else {
-                            why.to_owned()
-                        },
-                        chain_step: Some(ChainStep::User),
-                        skipped: Vec::new(),
-                        reasked: false,
-                    })
-                })
-                .collect();
-            sink.record(turn_id, judged).await.ok()?;
-            Some(if allowed {
-                ExitVerdict::Run { needs, by_user: true }
-            } else {
-                ExitVerdict::Denied {
-                    line: denied_line(&records, "the user denied it (or did not answer in time)", &shown),
-                }
-            })
+            ask_user(sink, call, &records, passed_on_by, &reason, &shown).await
         }
     }
+}
+
+/// The chain passed the exits on to the user: the question, then one exit_judged per record for the answer.
+/// `None` when the sink is gone.
+async fn ask_user(
+    sink: &Sink,
+    call: CallExits<'_>,
+    records: &[ExitRecord],
+    passed_on_by: Option<ChainStep>,
+    reason: &str,
+    shown: &Shown,
+) -> Option<ExitVerdict> {
+    let CallExits {
+        turn_id,
+        call_id,
+        summary,
+        interactive,
+    } = call;
+    let info = exit_info(records, passed_on_by, reason, shown);
+    let needs = info.needs.clone();
+    let question = Question {
+        summary: summary.to_owned(),
+        reason: reason.to_owned(),
+        interactive,
+        // A question about running as another user is the user's machine's alone, as in the other modes.
+        local_only: interactive || records.iter().any(|r| r.kind == ExitKind::Privilege),
+        expires_in_secs: None,
+        launch: ExitVerdict::launch(&needs),
+        exit: Some(info),
+    };
+    let answer = sink.ask(turn_id, call_id.clone(), question).await.ok()?;
+    let allowed = matches!(
+        answer.decision(),
+        ApprovalDecision::Allow | ApprovalDecision::AllowAlways
+    );
+    // An expiry while the user was away is judged presence_expired, not by the user (spec, "phase A").
+    let (judge, why) = match answer {
+        Answer::Expired { away: true } => (
+            JudgeKind::PresenceExpired,
+            "the question expired while the user was away",
+        ),
+        Answer::Expired { away: false } => (JudgeKind::User, "the user did not answer in time"),
+        Answer::Decided(_) => (JudgeKind::User, "the user denied it"),
+    };
+    let verdict = if allowed { Verdict::Approve } else { Verdict::Deny };
+    let judged: Vec<EventBody> = records
+        .iter()
+        .map(|record| {
+            EventBody::ExitJudged(ExitJudged {
+                call_id: call_id.clone(),
+                exit_kind: record.kind,
+                judge,
+                verdict,
+                reason: if allowed || judge == JudgeKind::User && matches!(answer, Answer::Decided(_)) {
+                    String::new()
+                } else {
+                    why.to_owned()
+                },
+                chain_step: Some(ChainStep::User),
+                skipped: Vec::new(),
+                reasked: false,
+            })
+        })
+        .collect();
+    sink.record(turn_id, judged).await.ok()?;
+    Some(if allowed {
+        ExitVerdict::Run { needs, by_user: true }
+    } else {
+        ExitVerdict::Denied {
+            line: denied_line(records, "the user denied it (or did not answer in time)", shown),
+        }
+    })
 }
 
 /// The union of the records' needs: every grant once, in the order found; unsandboxed when any record needs it.

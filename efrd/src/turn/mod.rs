@@ -31,6 +31,7 @@ pub mod exit_call;
 pub mod exit_git;
 pub mod exits;
 pub mod git_check;
+mod left_running;
 pub mod overlap;
 pub mod patch_call;
 pub mod patch_paths;

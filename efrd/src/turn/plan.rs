@@ -6,6 +6,7 @@ use efr_protocol::wire::TurnSettings;
 
 use super::TurnPlan;
 use super::env::ToolEnv;
+use crate::config::Config;
 use crate::models::Models;
 use efr_model::{HistoryItem, ModelRequest};
 
@@ -16,6 +17,7 @@ use efr_model::{HistoryItem, ModelRequest};
 /// # Errors
 /// `unauthorized` when the provider needs a key and none is stored or set in the environment.
 pub fn plan(
+    config: &Config,
     models: &Models,
     turn_id: TurnId,
     settings: &TurnSettings,
@@ -28,8 +30,7 @@ pub fn plan(
     if let Some(env) = tools.as_mut()
         && efr_policy::effective_mode(env.mode, env.origin) == efr_protocol::wire::Mode::Auto
     {
-        env.exits.judges =
-            crate::exits::judge::Judges::for_turn(&models.config().auto, models, &provider, &settings.model);
+        env.exits.judges = crate::exits::judge::Judges::for_turn(&config.auto, models, &provider, &settings.model);
     }
     let mut request = ModelRequest::new(settings.model.clone());
     request.instructions.clone_from(&prompt.instructions);

@@ -17,38 +17,25 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use efr_protocol::events::{
-    CallStatus, EventBody, SandboxUnavailable, ShellCommandDetached, ShellCommandEnded, ShellCommandInputChanged,
-    ToolCallCompleted, ToolCallInputChanged,
-};
-use efr_protocol::ids::{CallId, Timestamp, TurnId};
-use efr_protocol::wire::{ApprovedBy, Grant, InputWait as WireInputWait, SandboxSummary};
+use efr_protocol::events::{CallStatus, EventBody, SandboxUnavailable, ToolCallCompleted, ToolCallInputChanged};
+use efr_protocol::ids::{CallId, TurnId};
+use efr_protocol::wire::{ApprovedBy, Grant, SandboxSummary};
 
 use super::call_bus;
 use super::call_network;
-use super::call_snapshots::CallRoots;
-use super::contained::Outcome;
+use super::call_snapshots::{BeforeCall, CallRoots};
+use super::contained::ContainedEnd;
 use super::env::{CallOutput, ToolEnv};
+use super::left_running::{LeftRunning, follow_left_running, wire_wait};
 use super::shell_prepare::{NotPrepared, Prepared, prepare};
 use super::sink::Sink;
-use crate::bus::BusSupervisor;
-use crate::network::ProxySupervisor;
 use crate::sandbox::git_link;
-use crate::tools::shell::{Detached, EndCause, HiddenShell, InputKind, OutputLimits, Run, RunAnswer};
+use crate::tools::shell::{Detached, EndCause, HiddenShell, OutputLimits, Run, RunAnswer};
 use efr_patch::changes::Change;
 
 /// What the model is told when the hidden shell itself ended during a call.
 const SHELL_ENDED_NOTE: &str = "\n[the hidden shell itself ended during this command; the next call starts a new \
      shell, so variables, functions and the folder set before are gone]";
-
-/// The wire form of a wait's kind.
-fn wire_wait(kind: InputKind) -> WireInputWait {
-    match kind {
-        InputKind::None => WireInputWait::None,
-        InputKind::Visible => WireInputWait::Visible,
-        InputKind::Hidden => WireInputWait::Hidden,
-    }
-}
 
 /// Told to the model after a contained call that failed: what the sandbox allows (ADR 0004).
 const SANDBOX_NOTE: &str = "\n[this call ran in efr's sandbox: only the project, $SCRATCH and /tmp are writable, \
@@ -177,6 +164,8 @@ impl Executed<'_> {
 }
 
 /// Runs a shell call and records its events up to its completion, which it returns; `None` when the sink is gone.
+/// Its phases: launch (the shell, the snapshots before, a contained call's launch files, the line typed), await (the
+/// answer, its waits recorded), then close (a contained call's end and plans) and summarize (what the model reads).
 pub async fn execute<'a>(
     env: &ToolEnv,
     sink: &Sink,
@@ -185,167 +174,37 @@ pub async fn execute<'a>(
     request: ShellRequest<'a>,
     cancel: &tokio_util::sync::CancellationToken,
 ) -> Option<Executed<'a>> {
-    let ShellRequest {
-        command,
-        timeout,
-        grants,
-        read_only,
-        approved_by,
-    } = request;
-    let failed = |output: String| Executed {
-        completed: failed_completion(call_id, output.clone(), grants.is_some().then(SandboxSummary::default)),
-        output: CallOutput { output, is_error: true },
-        detached: None,
-        prepared: None,
-        command,
-        approved_by,
-        surface: None,
-    };
-    let launch = match (grants.is_some(), read_only) {
+    let launch = match (request.grants.is_some(), request.read_only) {
         (false, _) => ShellLaunch::Direct,
         (true, false) => ShellLaunch::Contained,
         (true, true) => ShellLaunch::ReadOnly,
     };
-    let shell = match take_shell(env, launch).await {
-        Ok(shell) => shell,
-        Err(why) => return Some(failed(format!("the command did not run: {why}"))),
-    };
-    let before = env.call_snapshots.before(call_roots(env)).await;
-    let prepared = match grants {
-        None => None,
-        Some(grants) => match prepare(env, &shell, call_id, command, grants, read_only).await {
-            Ok(prepared) => Some(prepared),
-            Err(NotPrepared::Unavailable(reason)) => {
-                let unavailable = EventBody::SandboxUnavailable(SandboxUnavailable {
-                    reason: reason.clone(),
-                    call_id: Some(call_id.clone()),
-                });
-                sink.record(turn_id, vec![unavailable]).await.ok()?;
-                return Some(failed(format!(
-                    "the sandbox cannot run, so the command did not run: {reason}"
-                )));
-            }
-            Err(NotPrepared::Failed(why)) => return Some(failed(format!("the command did not run: {why}"))),
-        },
-    };
-    let line = prepared.as_ref().map_or(command, |p| p.line.as_str());
-    let run = match shell.run_as(line, command, timeout).await {
-        Ok(run) => run,
-        Err(error) => {
-            if let Some(prepared) = &prepared {
-                let _ = std::fs::remove_file(&prepared.plan_file);
-                prepared.close_plans(&env.network.proxy, &env.bus.proxy).await;
-            }
-            return Some(failed(format!("the command did not run: {error}")));
-        }
+    let Launched {
+        shell,
+        before,
+        prepared,
+        run,
+    } = match launch_call(env, sink, turn_id, call_id, request, launch).await? {
+        Ok(launched) => launched,
+        Err(output) => return Some(Executed::failed(call_id, request, output)),
     };
     let (answer, interrupted) = follow(&shell, run, sink, turn_id, call_id, cancel).await?;
     let (changes, raw_changes) = env.call_snapshots.changes_and_raw(before).await;
     let left_running = answer.left_running();
-    let mut exit_code = answer.exit_code;
-    let mut sandbox = prepared.as_ref().map(|_| SandboxSummary::default());
-    let mut notes = Vec::new();
-    if let Some(prepared) = prepared.as_ref().filter(|_| !left_running) {
-        let _ = std::fs::remove_file(&prepared.plan_file);
-        let ended = ContainedEnd::take(&prepared.report);
-        if let Some(code) = ended.exit_code {
-            exit_code = code;
-        }
-        notes.extend(ended.note);
-        if let Some(message) = ended.setup_error {
-            sandbox = Some(SandboxSummary {
-                setup_error: Some(message),
-                ..SandboxSummary::default()
-            });
-            // The sandbox may have changed under efrd: the next need probes again (docs/protocol.md, "The
-            // contract": `setup_error`).
-            env.sandbox.invalidate().await;
-        }
-    }
-    let mut connections_cut = false;
-    if let (Some(prepared), Some(summary)) = (prepared.as_ref(), sandbox.as_mut()) {
-        notes.extend(prepared.network_note.clone());
-        if let Some(plan) = &prepared.proxy {
-            summary.proxied = true;
-            if !left_running {
-                match call_network::close(env, plan, summary).await {
-                    Ok(line) => notes.extend(line),
-                    Err(line) => {
-                        connections_cut = true;
-                        notes.push(line);
-                    }
-                }
-            }
-        }
-        notes.extend(prepared.bus_note.clone());
-        if let Some(plan) = prepared.bus.as_ref().filter(|_| !left_running) {
-            match call_bus::close(env, plan, summary).await {
-                Ok(line) => notes.extend(line),
-                Err(line) => {
-                    connections_cut = true;
-                    notes.push(line);
-                }
-            }
-        }
-    }
-    let setup_failed = sandbox.as_ref().is_some_and(|s| s.setup_error.is_some());
-    let ok = !setup_failed && !connections_cut && (exit_code == Some(0) || left_running);
-    let mut model_text = answer.output.for_model(OutputLimits::MODEL);
-    if let Some(prepared) = &prepared {
-        for note in git_link::put_back(&prepared.git_links) {
-            model_text.push('\n');
-            model_text.push_str(&note);
-        }
-        for removed in crate::sandbox::protect::remove_planted_commondirs(&env.roots) {
-            model_text.push_str(&format!(
-                "\n[efr removed {}: in a main .git folder it would point git outside the sandbox at other \
-                 configuration]",
-                removed.display()
-            ));
-        }
-    }
-    for note in notes {
-        model_text.push('\n');
-        model_text.push_str(&note);
-    }
-    if interrupted {
-        // Otherwise the model sees only what the command printed (often nothing) and may run it again.
-        model_text.push_str("\n[the user interrupted the turn: this command got SIGINT]");
-    }
-    if let Some(code) = exit_code.filter(|c| *c != 0) {
-        model_text.push_str(&format!("\n[exit status {code}]"));
-        if prepared.is_some() && !interrupted {
-            // The model should know a failure may be the sandbox's, not the command's own.
-            let proxied = prepared.as_ref().is_some_and(|p| p.proxy.is_some());
-            if read_only {
-                model_text.push_str(READ_ONLY_NOTE);
-            } else if proxied {
-                model_text.push_str(&SANDBOX_NOTE.replace("there is no network", PROXIED_NETWORK));
-            } else {
-                model_text.push_str(SANDBOX_NOTE);
-            }
-        }
-    }
-    if answer.how == Some(EndCause::ShellExited) {
-        // A killed shell (out of memory, a stray `kill`) looks like a failed command otherwise.
-        model_text.push_str(SHELL_ENDED_NOTE);
-    }
-    if left_running {
-        model_text.push_str(&format!(
-            "\n[the command still runs after {} s; the shell takes no other command until it ends]",
-            timeout.as_secs()
-        ));
-    }
+    let closed = close_contained(env, prepared.as_ref(), left_running, answer.exit_code).await;
+    let setup_failed = closed.sandbox.as_ref().is_some_and(|s| s.setup_error.is_some());
+    let ok = !setup_failed && !closed.connections_cut && (closed.exit_code == Some(0) || left_running);
+    let model_text = summarize(env, &request, prepared.as_ref(), &answer, &closed, interrupted);
     let completed = ToolCallCompleted {
         call_id: call_id.clone(),
         status: if ok { CallStatus::Ok } else { CallStatus::Failed },
         output: answer.output.for_client(),
-        exit_code,
+        exit_code: closed.exit_code,
         refusal: None,
         left_running,
         changes,
         diff: None,
-        sandbox,
+        sandbox: closed.sandbox,
     };
     Some(Executed {
         completed,
@@ -359,9 +218,214 @@ pub async fn execute<'a>(
             raw: raw_changes,
         }),
         prepared,
-        command,
-        approved_by,
+        command: request.command,
+        approved_by: request.approved_by,
     })
+}
+
+/// A shell call whose line was typed.
+struct Launched {
+    shell: HiddenShell,
+    before: BeforeCall,
+    /// A contained call's launch files.
+    prepared: Option<Prepared>,
+    run: Run,
+}
+
+impl<'a> Executed<'a> {
+    /// A call that did not run: `output` says why.
+    fn failed(call_id: &CallId, request: ShellRequest<'a>, output: String) -> Self {
+        let sandbox = request.grants.is_some().then(SandboxSummary::default);
+        Executed {
+            completed: failed_completion(call_id, output.clone(), sandbox),
+            output: CallOutput { output, is_error: true },
+            detached: None,
+            prepared: None,
+            command: request.command,
+            approved_by: request.approved_by,
+            surface: None,
+        }
+    }
+}
+
+/// Takes the shell, snapshots the call's roots, prepares a contained call's launch files and types the line. `Err`
+/// is why the command did not run (a sandbox that cannot run is recorded as `sandbox_unavailable`); `None` when the
+/// sink is gone.
+async fn launch_call(
+    env: &ToolEnv,
+    sink: &Sink,
+    turn_id: TurnId,
+    call_id: &CallId,
+    request: ShellRequest<'_>,
+    launch: ShellLaunch,
+) -> Option<Result<Launched, String>> {
+    let command = request.command;
+    let shell = match take_shell(env, launch).await {
+        Ok(shell) => shell,
+        Err(why) => return Some(Err(format!("the command did not run: {why}"))),
+    };
+    let before = env.call_snapshots.before(call_roots(env)).await;
+    let prepared = match request.grants {
+        None => None,
+        Some(grants) => match prepare(env, &shell, call_id, command, grants, request.read_only).await {
+            Ok(prepared) => Some(prepared),
+            Err(NotPrepared::Unavailable(reason)) => {
+                let unavailable = EventBody::SandboxUnavailable(SandboxUnavailable {
+                    reason: reason.clone(),
+                    call_id: Some(call_id.clone()),
+                });
+                sink.record(turn_id, vec![unavailable]).await.ok()?;
+                return Some(Err(format!(
+                    "the sandbox cannot run, so the command did not run: {reason}"
+                )));
+            }
+            Err(NotPrepared::Failed(why)) => return Some(Err(format!("the command did not run: {why}"))),
+        },
+    };
+    let line = prepared.as_ref().map_or(command, |p| p.line.as_str());
+    let run = match shell.run_as(line, command, request.timeout).await {
+        Ok(run) => run,
+        Err(error) => {
+            if let Some(prepared) = &prepared {
+                let _ = std::fs::remove_file(&prepared.plan_file);
+                prepared.close_plans(&env.network.proxy, &env.bus.proxy).await;
+            }
+            return Some(Err(format!("the command did not run: {error}")));
+        }
+    };
+    Some(Ok(Launched {
+        shell,
+        before,
+        prepared,
+        run,
+    }))
+}
+
+/// A call's end as reported: its status, its sandbox summary, notes for the model, and whether a plan had to cut
+/// connections.
+struct Closed {
+    exit_code: Option<i32>,
+    sandbox: Option<SandboxSummary>,
+    notes: Vec<String>,
+    connections_cut: bool,
+}
+
+/// A contained call that ended: the launcher's report read (its status replaces the shell's), then its network and
+/// bus plans closed and read. A command left running keeps its plans open ([`super::left_running`]).
+async fn close_contained(
+    env: &ToolEnv,
+    prepared: Option<&Prepared>,
+    left_running: bool,
+    exit_code: Option<i32>,
+) -> Closed {
+    let mut closed = Closed {
+        exit_code,
+        sandbox: prepared.map(|_| SandboxSummary::default()),
+        notes: Vec::new(),
+        connections_cut: false,
+    };
+    if let Some(prepared) = prepared.filter(|_| !left_running) {
+        let _ = std::fs::remove_file(&prepared.plan_file);
+        let ended = ContainedEnd::take(&prepared.report);
+        if let Some(code) = ended.exit_code {
+            closed.exit_code = code;
+        }
+        closed.notes.extend(ended.note);
+        if let Some(message) = ended.setup_error {
+            closed.sandbox = Some(SandboxSummary {
+                setup_error: Some(message),
+                ..SandboxSummary::default()
+            });
+            // The sandbox may have changed under efrd: the next need probes again (docs/protocol.md, "The
+            // contract": `setup_error`).
+            env.sandbox.invalidate().await;
+        }
+    }
+    let (Some(prepared), Some(summary)) = (prepared, closed.sandbox.as_mut()) else {
+        return closed;
+    };
+    closed.notes.extend(prepared.network_note.clone());
+    if let Some(plan) = &prepared.proxy {
+        summary.proxied = true;
+        if !left_running {
+            match call_network::close(env, plan, summary).await {
+                Ok(line) => closed.notes.extend(line),
+                Err(line) => {
+                    closed.connections_cut = true;
+                    closed.notes.push(line);
+                }
+            }
+        }
+    }
+    closed.notes.extend(prepared.bus_note.clone());
+    if let Some(plan) = prepared.bus.as_ref().filter(|_| !left_running) {
+        match call_bus::close(env, plan, summary).await {
+            Ok(line) => closed.notes.extend(line),
+            Err(line) => {
+                closed.connections_cut = true;
+                closed.notes.push(line);
+            }
+        }
+    }
+    closed
+}
+
+/// What the model reads of a call: its output, then what efr put back or removed, the notes, and a line each for an
+/// interrupt, a failure (with what the sandbox allows), a shell that ended and a command left running.
+fn summarize(
+    env: &ToolEnv,
+    request: &ShellRequest<'_>,
+    prepared: Option<&Prepared>,
+    answer: &RunAnswer,
+    closed: &Closed,
+    interrupted: bool,
+) -> String {
+    let mut model_text = answer.output.for_model(OutputLimits::MODEL);
+    if let Some(prepared) = prepared {
+        for note in git_link::put_back(&prepared.git_links) {
+            model_text.push('\n');
+            model_text.push_str(&note);
+        }
+        for removed in crate::sandbox::protect::remove_planted_commondirs(&env.roots) {
+            model_text.push_str(&format!(
+                "\n[efr removed {}: in a main .git folder it would point git outside the sandbox at other \
+                 configuration]",
+                removed.display()
+            ));
+        }
+    }
+    for note in &closed.notes {
+        model_text.push('\n');
+        model_text.push_str(note);
+    }
+    if interrupted {
+        // Otherwise the model sees only what the command printed (often nothing) and may run it again.
+        model_text.push_str("\n[the user interrupted the turn: this command got SIGINT]");
+    }
+    if let Some(code) = closed.exit_code.filter(|c| *c != 0) {
+        model_text.push_str(&format!("\n[exit status {code}]"));
+        if let Some(prepared) = prepared.filter(|_| !interrupted) {
+            // The model should know a failure may be the sandbox's, not the command's own.
+            if request.read_only {
+                model_text.push_str(READ_ONLY_NOTE);
+            } else if prepared.proxy.is_some() {
+                model_text.push_str(&SANDBOX_NOTE.replace("there is no network", PROXIED_NETWORK));
+            } else {
+                model_text.push_str(SANDBOX_NOTE);
+            }
+        }
+    }
+    if answer.how == Some(EndCause::ShellExited) {
+        // A killed shell (out of memory, a stray `kill`) looks like a failed command otherwise.
+        model_text.push_str(SHELL_ENDED_NOTE);
+    }
+    if answer.left_running() {
+        model_text.push_str(&format!(
+            "\n[the command still runs after {} s; the shell takes no other command until it ends]",
+            request.timeout.as_secs()
+        ));
+    }
+    model_text
 }
 
 /// Records an executed call's completion and, for a command left running, follows it; returns what the model gets,
@@ -469,138 +533,6 @@ async fn follow(
         }
     };
     Some((answer, interrupted))
-}
-
-/// How a contained call ended, from the launcher's report.
-#[derive(Debug, Default)]
-struct ContainedEnd {
-    /// The status to report instead of the shell's (`Some(None)`: none, the command did not run); `None` keeps the
-    /// shell's.
-    exit_code: Option<Option<i32>>,
-    /// A line for the model.
-    note: Option<String>,
-    /// The sandbox could not start: its message.
-    setup_error: Option<String>,
-}
-
-impl ContainedEnd {
-    /// Reads (and removes) the launcher's report.
-    fn take(report: &std::path::Path) -> Self {
-        match Outcome::take(report) {
-            Outcome::Exited { exit_code, exec_error } => Self {
-                exit_code: Some(Some(exit_code)),
-                note: exec_error.map(|e| format!("[the program could not start: {e}]")),
-                setup_error: None,
-            },
-            // The command did not run: its status is the launcher's, not the command's.
-            Outcome::SetupError { message } => Self {
-                exit_code: Some(None),
-                note: Some(format!(
-                    "[efr's sandbox could not start, so the command did not run: {message}]"
-                )),
-                setup_error: Some(message),
-            },
-            Outcome::NoEnd => Self::default(),
-        }
-    }
-}
-
-/// A command left running past its call's timeout: what its events name.
-struct LeftRunning<'a> {
-    call_id: CallId,
-    command: &'a str,
-    approved_by: Option<ApprovedBy>,
-    /// The contained call's launch files (`None` for a direct call).
-    prepared: Option<Prepared>,
-    roots: Vec<PathBuf>,
-    /// Closes the command's proxy plan when it ends.
-    proxy: Arc<ProxySupervisor>,
-    /// Closes the command's bus plan when it ends.
-    bus: Arc<BusSupervisor>,
-}
-
-/// Records `shell_command_detached` for a command left running, then follows it in a task of its own until it
-/// ends: each change of its wait (`shell_command_input_changed`), then `shell_command_ended`. These events belong to
-/// the conversation, not the turn. `None` when the sink is gone.
-async fn follow_left_running(left: LeftRunning<'_>, detached: Detached, sink: &Sink) -> Option<()> {
-    let LeftRunning {
-        call_id,
-        command,
-        approved_by,
-        prepared,
-        roots,
-        proxy,
-        bus,
-    } = left;
-    let contained = prepared.is_some();
-    let mut waits = detached.input();
-    let wait = waits.borrow_and_update().clone();
-    let body = EventBody::ShellCommandDetached(ShellCommandDetached {
-        call_id: call_id.clone(),
-        command: command.chars().take(200).collect(),
-        since: Timestamp::now(),
-        contained,
-        input: wire_wait(wait.kind),
-        looks_secret: wait.looks_secret,
-        prompt: wait.prompt,
-        approved_by,
-    });
-    // Recorded before its end can be: shell_command_ended always comes after shell_command_detached.
-    sink.record_outside_turn(vec![body]).await.ok()?;
-    let sink = Arc::clone(sink);
-    tokio::spawn(async move {
-        let end = detached.ended();
-        tokio::pin!(end);
-        let end = loop {
-            tokio::select! {
-                end = &mut end => break end,
-                changed = waits.changed() => {
-                    if changed.is_err() {
-                        break end.await;
-                    }
-                    let wait = waits.borrow_and_update().clone();
-                    let body = EventBody::ShellCommandInputChanged(ShellCommandInputChanged {
-                        call_id: call_id.clone(),
-                        input: wire_wait(wait.kind),
-                        contained,
-                        looks_secret: wait.looks_secret,
-                        prompt: wait.prompt,
-                    });
-                    let _ = sink.record_outside_turn(vec![body]).await;
-                }
-            }
-        };
-        let mut exit_code = end.exit_code;
-        if let Some(prepared) = prepared {
-            crate::sandbox::protect::remove_planted_commondirs(&roots);
-            git_link::put_back(&prepared.git_links);
-            let _ = std::fs::remove_file(&prepared.plan_file);
-            // Its refusals have no event to go to any more (tool_call_completed is recorded): the plans are closed
-            // so that their sockets and tunnels go.
-            prepared.close_plans(&proxy, &bus).await;
-            if let Some(code) = ContainedEnd::take(&prepared.report).exit_code {
-                exit_code = code;
-            }
-        }
-        let ended = EventBody::ShellCommandEnded(ShellCommandEnded {
-            call_id,
-            how: wire_how(end.how),
-            exit_code,
-        });
-        let _ = sink.record_outside_turn(vec![ended]).await;
-    });
-    Some(())
-}
-
-/// The wire form of how a command ended.
-fn wire_how(cause: EndCause) -> efr_protocol::wire::How {
-    match cause {
-        EndCause::Ended => efr_protocol::wire::How::Ended,
-        EndCause::Stopped => efr_protocol::wire::How::Stopped,
-        EndCause::Limit => efr_protocol::wire::How::Limit,
-        EndCause::Closed => efr_protocol::wire::How::Closed,
-        EndCause::ShellExited => efr_protocol::wire::How::ShellExited,
-    }
 }
 
 /// The roots whose changes a shell call reports: the project (when the conversation has one) and `$SCRATCH` (when

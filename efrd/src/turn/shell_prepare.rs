@@ -86,38 +86,9 @@ pub(super) async fn prepare(
             return Err(NotPrepared::Unavailable(reason));
         }
     };
-    let failed = NotPrepared::Failed;
     let work = shell.work_dir().to_path_buf();
     let id = format!("{:016x}", rand::random::<u64>());
-    let env_file = work.join(format!("env-{id}"));
-    // The shell's exported environment and working directory now, so `cd` and `export` of earlier calls carry over.
-    let run = shell
-        .run(&contained::env_line(&env_file), PREPARE_TIMEOUT)
-        .await
-        .map_err(|e| failed(e.to_string()))?;
-    let answer = run.answer().await;
-    let exported = std::fs::read(&env_file);
-    let _ = std::fs::remove_file(&env_file);
-    if answer.left_running() {
-        let _ = shell.interrupt().await;
-        return Err(failed(
-            "the hidden shell did not report its environment in time".to_owned(),
-        ));
-    }
-    let exported = match (answer.exit_code, exported) {
-        (Some(0), Ok(bytes)) => contained::parse_env(&bytes),
-        (code, _) => {
-            return Err(failed(format!(
-                "the hidden shell could not report its environment (`env -0` ended with {code:?}): {}",
-                answer.output.for_model(OutputLimits::MODEL)
-            )));
-        }
-    };
-    let cwd = answer
-        .cwd
-        .ok_or_else(|| failed("the hidden shell's working directory is not known".to_owned()))?;
-    let program = std::fs::read_link(format!("/proc/{}/exe", shell.pid()))
-        .map_err(|e| failed(format!("cannot find the hidden shell's program: {e}")))?;
+    let ShellState { exported, cwd, program } = shell_state(shell, &work, &id).await?;
     let report = work.join(format!("report-{id}"));
     let plan_file = work.join(format!("plan-{id}.json"));
     let project_roots: Vec<PathBuf> = if env.snapshots.is_some() {
@@ -170,9 +141,51 @@ pub(super) async fn prepare(
     };
     if let Err(why) = written {
         prepared.close_plans(&env.network.proxy, &env.bus.proxy).await;
-        return Err(failed(why));
+        return Err(NotPrepared::Failed(why));
     }
     Ok(prepared)
+}
+
+/// What a contained call starts from: the hidden shell's exported environment, working directory and program.
+struct ShellState {
+    exported: Vec<(String, String)>,
+    cwd: PathBuf,
+    program: PathBuf,
+}
+
+/// Asks the hidden shell for its exported environment and working directory now (a short `env -0` run), so `cd`
+/// and `export` of earlier calls carry over.
+async fn shell_state(shell: &HiddenShell, work: &std::path::Path, id: &str) -> Result<ShellState, NotPrepared> {
+    let failed = NotPrepared::Failed;
+    let env_file = work.join(format!("env-{id}"));
+    let run = shell
+        .run(&contained::env_line(&env_file), PREPARE_TIMEOUT)
+        .await
+        .map_err(|e| failed(e.to_string()))?;
+    let answer = run.answer().await;
+    let exported = std::fs::read(&env_file);
+    let _ = std::fs::remove_file(&env_file);
+    if answer.left_running() {
+        let _ = shell.interrupt().await;
+        return Err(failed(
+            "the hidden shell did not report its environment in time".to_owned(),
+        ));
+    }
+    let exported = match (answer.exit_code, exported) {
+        (Some(0), Ok(bytes)) => contained::parse_env(&bytes),
+        (code, _) => {
+            return Err(failed(format!(
+                "the hidden shell could not report its environment (`env -0` ended with {code:?}): {}",
+                answer.output.for_model(OutputLimits::MODEL)
+            )));
+        }
+    };
+    let cwd = answer
+        .cwd
+        .ok_or_else(|| failed("the hidden shell's working directory is not known".to_owned()))?;
+    let program = std::fs::read_link(format!("/proc/{}/exe", shell.pid()))
+        .map_err(|e| failed(format!("cannot find the hidden shell's program: {e}")))?;
+    Ok(ShellState { exported, cwd, program })
 }
 
 #[cfg(test)]

@@ -23,6 +23,7 @@ pub mod refs;
 pub mod summary;
 pub mod trash;
 pub mod turn;
+pub mod turns;
 
 #[cfg(test)]
 mod tests;

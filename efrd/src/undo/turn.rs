@@ -1,6 +1,6 @@
 //! [`undo_turn`]: turn.undo of one turn, from its saved snapshots: the refusals, the plan of each root, a dry run,
-//! the writes with their journal, the refs. The method handler resolves the conversation and the turn, lists the
-//! turns and records undo_applied.
+//! the writes with their journal, the refs. [`super::turns`] chooses the turn from the event log; the method handler
+//! resolves the conversation and records undo_applied.
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -15,10 +15,14 @@ use super::refs::move_refs;
 use super::root_id;
 use super::summary::show;
 use super::trash::{self, Trash};
-use efr_snapshot::{GitRefs, Snapshot, SnapshotPhase, SnapshotStore};
+use efr_snapshot::{GitRefs, Limits, Snapshot, SnapshotPhase, SnapshotStore};
 
 /// The plan of one root: its index, the paths, and its refs as the turn left them, as undo leaves them and now.
 type RootPlan = (usize, Plan, Option<(GitRefs, GitRefs, GitRefs)>);
+
+/// What an undo may start from: the bounds of a snapshot of the tree now, the turn's (pre, post) snapshots of each
+/// root, and its journal.
+type Admitted = (Limits, Vec<(Snapshot, Option<Snapshot>)>, Option<journal::Record>);
 
 /// What turn.undo asks of one turn.
 #[derive(Debug, Clone, Copy)]
@@ -85,7 +89,9 @@ fn snapshots_of(store: &SnapshotStore, turn_id: TurnId) -> Vec<(Snapshot, Option
     found
 }
 
-fn refused(kind: UndoRefusalKind) -> UndoRefusal {
+/// A refusal of `kind`, with no paths.
+#[must_use]
+pub fn refused(kind: UndoRefusalKind) -> UndoRefusal {
     UndoRefusal {
         kind,
         paths: Vec::new(),
@@ -109,6 +115,51 @@ fn shown(index: usize, root: &std::path::Path) -> String {
 /// The refusal: `off` (undo off, or the turn's snapshots were not covered), `running`, `undone`, `not_undone`,
 /// `nothing` (no snapshots, or nothing changed), `conflicts` (without force).
 pub fn undo_turn(store: &Arc<SnapshotStore>, ask: Ask, running: bool) -> Result<Done, UndoRefusal> {
+    let (limits, pairs, record) = admit(store, ask, running)?;
+    let resumed = record.as_ref().is_some_and(|record| record.state != State::Done);
+    let mut done = Done {
+        resumed: resumed && !ask.dry_run,
+        ..Done::default()
+    };
+    if let Some(record) = record.as_ref().filter(|_| resumed) {
+        done.notes.push(format!(
+            "the {} of {} started at {} did not finish (efrd stopped, or a write failed); it had done {} paths",
+            if record.redo { "redo" } else { "undo" },
+            ask.turn_id,
+            record.at.to_rfc3339(),
+            record.done.len()
+        ));
+    }
+    let plans = plan_roots(store, &limits, pairs, ask, &mut done);
+    let mut conflicts = conflicts_of(store, &plans, ask.force);
+    done.conflicts = conflicts.len() as u64;
+    if !conflicts.is_empty() && !ask.force && !ask.dry_run {
+        let more = conflicts.len().saturating_sub(50) as u64;
+        conflicts.truncate(50);
+        return Err(UndoRefusal {
+            kind: UndoRefusalKind::Conflicts,
+            paths: conflicts,
+            more,
+        });
+    }
+    if !writes(store, &plans, ask.force)
+        && !resumed
+        && plans.iter().all(|(_, root_plan, _)| root_plan.entries.is_empty())
+    {
+        return Err(refused(UndoRefusalKind::Nothing));
+    }
+    if ask.dry_run {
+        dry_run(store, &plans, ask.force, &mut done);
+    } else {
+        write(store, &plans, ask, &mut done);
+    }
+    count(&mut done);
+    Ok(done)
+}
+
+/// The refusals before any plan: running, off, nothing, or undone already (not undone, for a redo). Else the
+/// undo's limits, the turn's snapshots and its journal.
+fn admit(store: &SnapshotStore, ask: Ask, running: bool) -> Result<Admitted, UndoRefusal> {
     if running {
         return Err(refused(UndoRefusalKind::Running));
     }
@@ -128,9 +179,7 @@ pub fn undo_turn(store: &Arc<SnapshotStore>, ask: Ask, running: bool) -> Result<
     if pairs.iter().any(|(_, post)| post.is_none()) {
         return Err(refused(UndoRefusalKind::Running));
     }
-    let undo_dir = store.dir().join("undo");
-    let turn = ask.turn_id.to_string();
-    let record = journal::read(&undo_dir, &turn);
+    let record = journal::read(&store.dir().join("undo"), &ask.turn_id.to_string());
     let resumed = record.as_ref().is_some_and(|record| record.state != State::Done);
     let undone = record.as_ref().is_some_and(journal::Record::undone);
     if !resumed && !ask.redo && undone {
@@ -139,26 +188,24 @@ pub fn undo_turn(store: &Arc<SnapshotStore>, ask: Ask, running: bool) -> Result<
     if !resumed && ask.redo && !undone {
         return Err(refused(UndoRefusalKind::NotUndone));
     }
-    let mut done = Done {
-        resumed: resumed && !ask.dry_run,
-        ..Done::default()
-    };
-    if let Some(record) = record.as_ref().filter(|_| resumed) {
-        done.notes.push(format!(
-            "the {} of {} started at {} did not finish (efrd stopped, or a write failed); it had done {} paths",
-            if record.redo { "redo" } else { "undo" },
-            turn,
-            record.at.to_rfc3339(),
-            record.done.len()
-        ));
-    }
+    Ok((limits, pairs, record))
+}
+
+/// The plan of each root against the tree as it is now; a root gone, or changed while another turn ran, is noted.
+fn plan_roots(
+    store: &SnapshotStore,
+    limits: &Limits,
+    pairs: Vec<(Snapshot, Option<Snapshot>)>,
+    ask: Ask,
+    done: &mut Done,
+) -> Vec<RootPlan> {
     let maybe_other = efr_snapshot::others::load(store.dir(), ask.turn_id);
     let mut plans: Vec<RootPlan> = Vec::new();
     for (index, (pre, post)) in pairs.into_iter().enumerate() {
         let Some(post) = post else { continue };
         let (from, to) = if ask.redo { (pre, post) } else { (post, pre) };
         let previous = store.last_of(&from.root);
-        let Ok(current) = Snapshot::take(&from.root, &limits, previous.as_deref()) else {
+        let Ok(current) = Snapshot::take(&from.root, limits, previous.as_deref()) else {
             done.notes
                 .push(format!("{} is gone: nothing there was undone", from.root.display()));
             continue;
@@ -179,12 +226,17 @@ pub fn undo_turn(store: &Arc<SnapshotStore>, ask: Ask, running: bool) -> Result<
         };
         plans.push((index, root_plan, refs));
     }
+    plans
+}
+
+/// The conflicts of every root, paths and refs, as shown.
+fn conflicts_of(store: &SnapshotStore, plans: &[RootPlan], force: bool) -> Vec<String> {
     let mut conflicts: Vec<String> = Vec::new();
-    for (index, root_plan, refs) in &plans {
+    for (index, root_plan, refs) in plans {
         let name = shown(*index, &root_plan.root);
         conflicts.extend(root_plan.conflicts.iter().map(|path| show(&name, path)));
         if let Some((from, to, current)) = refs {
-            let moves = move_refs(&root_plan.root, &store.blobs(), from, to, current, ask.force, false);
+            let moves = move_refs(&root_plan.root, &store.blobs(), from, to, current, force, false);
             conflicts.extend(
                 moves
                     .iter()
@@ -193,54 +245,52 @@ pub fn undo_turn(store: &Arc<SnapshotStore>, ask: Ask, running: bool) -> Result<
             );
         }
     }
-    done.conflicts = conflicts.len() as u64;
-    if !conflicts.is_empty() && !ask.force && !ask.dry_run {
-        let more = conflicts.len().saturating_sub(50) as u64;
-        conflicts.truncate(50);
-        return Err(UndoRefusal {
-            kind: UndoRefusalKind::Conflicts,
-            paths: conflicts,
-            more,
-        });
-    }
-    let writes = plans.iter().any(|(_, root_plan, refs)| {
+    conflicts
+}
+
+/// Whether the plans write a path or move a ref.
+fn writes(store: &SnapshotStore, plans: &[RootPlan], force: bool) -> bool {
+    plans.iter().any(|(_, root_plan, refs)| {
         root_plan.writes()
             || refs.as_ref().is_some_and(|(from, to, current)| {
-                move_refs(&root_plan.root, &store.blobs(), from, to, current, ask.force, false)
+                move_refs(&root_plan.root, &store.blobs(), from, to, current, force, false)
                     .iter()
                     .any(|one| one.to != current_value(current, &one.name))
             })
-    });
-    if !writes && !resumed && plans.iter().all(|(_, root_plan, _)| root_plan.entries.is_empty()) {
-        return Err(refused(UndoRefusalKind::Nothing));
-    }
-    if ask.dry_run {
-        for (index, root_plan, refs) in &plans {
-            let name = shown(*index, &root_plan.root);
-            done.entries.extend(
-                root_plan
-                    .entries
-                    .iter()
-                    .map(|entry| wire_entry(&name, entry.action, &entry.path, entry.reason)),
-            );
-            if let Some((from, to, current)) = refs {
-                let moves = move_refs(&root_plan.root, &store.blobs(), from, to, current, ask.force, false);
-                done.refs.extend(moves.into_iter().map(|one| wire_ref(&name, one)));
-            }
+    })
+}
+
+/// A dry run: the entries and ref moves the plans would make.
+fn dry_run(store: &SnapshotStore, plans: &[RootPlan], force: bool, done: &mut Done) {
+    for (index, root_plan, refs) in plans {
+        let name = shown(*index, &root_plan.root);
+        done.entries.extend(
+            root_plan
+                .entries
+                .iter()
+                .map(|entry| wire_entry(&name, entry.action, &entry.path, entry.reason)),
+        );
+        if let Some((from, to, current)) = refs {
+            let moves = move_refs(&root_plan.root, &store.blobs(), from, to, current, force, false);
+            done.refs.extend(moves.into_iter().map(|one| wire_ref(&name, one)));
         }
-        count(&mut done);
-        return Ok(done);
     }
+}
+
+/// The writes: each root's plan applied with the journal (after a failed write, the rest is reported not done),
+/// then its refs moved; the trash bounded and noted.
+fn write(store: &SnapshotStore, plans: &[RootPlan], ask: Ask, done: &mut Done) {
     // A random id (the uuid of a fresh id of the protocol crate: v4).
     let undo_id = format!("undo-{}", efr_protocol::ids::CommandId::new().0.simple());
     let trash_dir = store.trash_dir();
-    let Ok(mut journal) = Journal::begin(&undo_dir, &turn, &undo_id, ask.redo) else {
+    let Ok(mut journal) = Journal::begin(&store.dir().join("undo"), &ask.turn_id.to_string(), &undo_id, ask.redo)
+    else {
         done.notes
             .push("the undo journal cannot be written: nothing was changed".to_owned());
         done.stopped = true;
-        return Ok(done);
+        return;
     };
-    for (index, root_plan, refs) in &plans {
+    for (index, root_plan, refs) in plans {
         let name = shown(*index, &root_plan.root);
         if done.stopped {
             done.entries.extend(root_plan.entries.iter().map(|entry| {
@@ -289,10 +339,8 @@ pub fn undo_turn(store: &Arc<SnapshotStore>, ask: Ask, running: bool) -> Result<
             folder.display()
         ));
     }
-    count(&mut done);
     done.undo_id = Some(undo_id);
     done.applied = done.restored + done.deleted + done.trashed > 0 || done.refs.iter().any(|one| one.applied);
-    Ok(done)
 }
 
 fn current_value(current: &GitRefs, name: &str) -> Option<String> {

@@ -33,6 +33,7 @@ const GOOD_REASON: &str = "crates.io serves the crate the user asked to add";
 
 struct Fixture {
     server: ScriptedModel,
+    config: Arc<ConfigState>,
     models: Models,
     config_text: String,
     _dir: tempfile::TempDir,
@@ -64,10 +65,12 @@ async fn fixture_of(provider: &str, listed: &[&str], steps: Vec<Step>, auto: &st
     let (config, _) = ConfigState::load(&path).expect("config");
     let env = EnvKeys::new(Some(OPENAI_KEY.into()), Some(ANTHROPIC_KEY.into()));
     let keys = Arc::new(KeyStore::open(dir.path(), env));
-    let models = Models::new(Arc::new(config), keys, dir.path()).expect("models");
+    let config = Arc::new(config);
+    let models = Models::new(Arc::clone(&config), keys, dir.path()).expect("models");
     models.refresh_catalog().await;
     Fixture {
         server,
+        config,
         models,
         config_text,
         _dir: dir,
@@ -81,7 +84,7 @@ impl Fixture {
 
     fn judges_of(&self, turn_model: &str) -> Judges {
         let provider = self.models.provider_for_turn().expect("provider");
-        Judges::for_turn(&self.models.config().auto, &self.models, &provider, turn_model)
+        Judges::for_turn(&self.config.current().auto, &self.models, &provider, turn_model)
     }
 
     /// The model calls the server received (not the model list).
@@ -469,7 +472,7 @@ async fn a_classifier_that_is_not_listed_is_a_config_error_and_skipped() {
         "judge_timeout_secs = 5\nclassifier_model = \"gpt-9-nano\"",
     )
     .await;
-    let error = f.models.config_state().recheck().unwrap_err();
+    let error = f.config.recheck().unwrap_err();
     let line = f
         .config_text
         .lines()
@@ -502,10 +505,10 @@ async fn a_classifier_that_is_not_listed_is_a_config_error_and_skipped() {
 
     // A listed one passes the check.
     let ok = fixture(Vec::new(), "classifier_model = \"gpt-5-mini\"").await;
-    assert_eq!(ok.models.config_state().recheck(), Ok(()));
+    assert_eq!(ok.config.recheck(), Ok(()));
 
     // admin.config_reload refuses a file whose classifier is not listed, at its place, and keeps the config.
-    let state = ok.models.config_state();
+    let state = &ok.config;
     let text = ok.config_text.replace("gpt-5-mini", "gpt-4o-mini");
     std::fs::write(state.path(), &text).unwrap();
     let outcome = state.reload();

@@ -18,7 +18,7 @@ impl Actor {
     /// # Errors
     /// `invalid` for a model that models.list does not have, `unavailable` when no model is known or the store fails.
     pub(super) async fn context(&self, model: Option<String>) -> Result<ConversationContextResult, ErrorBody> {
-        let config = self.deps.models.config();
+        let config = self.deps.config();
         let asked = PromptSettings {
             model,
             ..PromptSettings::default()

@@ -108,7 +108,7 @@ impl Actor {
         if self.presence != Presence::Away {
             return;
         }
-        let secs = self.deps.models.config().permissions.away_question_secs();
+        let secs = self.deps.config().permissions.away_question_secs();
         let epoch = self.presence_epoch;
         // The timer holds only a weak sender: it never keeps a stopped actor alive.
         let me = me.clone();

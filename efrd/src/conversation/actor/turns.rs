@@ -1,112 +1,197 @@
-//! The actor's turns: starting the next queued prompt (its settings, its tools, the model's copy of the prompt with
-//! its environment block and notices), and what a turn's end changes.
+//! The actor's turns: turn.interrupt, starting the next queued prompt (its settings, its tools, the model's copy of
+//! the prompt with its environment block and notices), and what a turn's end changes.
 
 // A part of the actor: its imports and private types.
 use super::*;
 
 impl Actor {
+    /// turn.interrupt: records turn_interrupt_requested and cancels the turn's model call; the turn then records
+    /// turn_interrupted with what it has.
+    pub(super) async fn interrupt(
+        &mut self,
+        params: TurnInterruptParams,
+        origin: Origin,
+    ) -> Result<TurnInterruptResult, ErrorBody> {
+        if let Some(stored) = self.stored_outcome(params.command_id).await? {
+            return Ok(stored);
+        }
+        if !(params.resend_steers.is_empty() && params.withdraw_steers.is_empty() && params.withdraw.is_empty())
+            || params.resend_as.is_some()
+        {
+            return Err(ErrorBody::invalid(
+                "efrd does not serve resend and withdraw in turn.interrupt yet",
+            ));
+        }
+        let Some(running) = self.running.as_ref() else {
+            return Err(ErrorBody::new(ErrorCode::Conflict, "no turn runs in this conversation"));
+        };
+        if params.turn_id.is_some_and(|id| id != running.turn_id) {
+            return Err(ErrorBody::new(ErrorCode::Conflict, "the named turn does not run"));
+        }
+        let turn_id = running.turn_id;
+        let result = TurnInterruptResult {
+            turn_id,
+            seq: self.last_seq + 1,
+            resent: None,
+            withdrawn: Vec::new(),
+            withdrawn_steers: Vec::new(),
+        };
+        if running.interrupt_requested {
+            // Asked before under another command id: nothing new to record.
+            return Err(ErrorBody::new(
+                ErrorCode::Conflict,
+                "an interrupt of this turn was already requested",
+            ));
+        }
+        let command = self.command_record(params.command_id, "turn.interrupt", &result)?;
+        let body = EventBody::TurnInterruptRequested(TurnInterruptRequested { origin });
+        match self.commit(vec![(Some(turn_id), body)], Some(command)).await {
+            Ok(_) => {}
+            Err(CommitRefused::Duplicate(stored)) => return decode_outcome(&stored),
+            Err(CommitRefused::Failed(error)) => return Err(error),
+        }
+        if let Some(running) = self.running.as_mut() {
+            running.interrupt_requested = true;
+            running.cancel.cancel();
+        }
+        // An interrupt answers the turn's open questions: deny.
+        let open: Vec<CallId> = self
+            .approvals
+            .iter()
+            .filter(|(_, p)| p.turn_id == turn_id)
+            .map(|(id, _)| id.clone())
+            .collect();
+        for call_id in open {
+            self.resolve(turn_id, call_id, ApprovalDecision::Deny, None).await;
+        }
+        Ok(result)
+    }
+
     /// Starts the next queued prompt when no turn runs.
     pub(super) async fn start_next(&mut self, me: &mpsc::WeakSender<Command>) {
         while self.running.is_none() && !self.undoing {
-            let Some(queued) = self.queue.pop_front() else { return };
+            let Some(mut queued) = self.queue.pop_front() else {
+                return;
+            };
             let Some(tx) = me.upgrade() else { return };
             let turn_id = queued.turn_id;
-            if let Some(summary) = self.summary.as_mut() {
-                summary.turn_count += 1;
-                summary.status = status_name(ConversationStatus::Running).to_owned();
-            }
-            let mut queued = queued;
-            // Auto's sandbox is checked here, at the turn's start (the probe is cached; the first one takes tens of
-            // milliseconds): prompt.send stays fast, and a queued prompt is judged by the sandbox of its own start.
-            // Cautious's reads run in the read-only sandbox, so a cautious turn is told when it cannot run either.
-            let unavailable = match queued.settings.mode {
-                efr_protocol::wire::Mode::Auto => {
-                    let probe = self.deps.sandbox.current().await;
-                    settings::sandbox_fallback(&mut queued.settings, &probe.status)
-                }
-                efr_protocol::wire::Mode::Cautious => {
-                    let probe = self.deps.sandbox.current().await;
-                    settings::cautious_uncontained(&queued.settings, &probe.status)
-                }
-                _ => None,
-            };
-            let started = EventBody::TurnStarted(TurnStarted {
-                settings: Some(queued.settings.clone()),
-                overridden: Some(queued.overridden),
-            });
-            let mut bodies = vec![(Some(turn_id), started)];
-            if let Some(unavailable) = unavailable {
-                bodies.push((Some(turn_id), EventBody::SandboxUnavailable(unavailable)));
-            }
-            if let Err(error) = self.commit(bodies, None).await {
-                warn!(conversation = %self.id, %turn_id, error = %error.body(), "cannot start a turn");
-                if let Some(summary) = self.summary.as_mut() {
-                    summary.turn_count -= 1;
-                    summary.status = status_name(ConversationStatus::Idle).to_owned();
-                }
+            if !self.record_start(&mut queued).await {
                 // The prompt stays queued; the next prompt or a restart retries it.
                 self.queue.push_front(queued);
                 return;
             }
-            // Commands left running that ended since the last turn: the model's copy of the prompt says so (never
-            // an event: the log has their shell_command_ended).
-            let notices = self.open_calls.take_notices();
-            let text = if notices.is_empty() {
-                queued.text
-            } else {
-                let lines: String = notices.iter().map(|n| format!("- {n}\n")).collect();
-                format!("<shell_notices>\n{lines}</shell_notices>\n\n{}", queued.text)
-            };
-            let tools = self
-                .tool_env(
-                    turn_id,
-                    &queued.settings,
-                    queued.origin,
-                    queued.desktop.clone(),
-                    &queued.user_prompt,
-                )
-                .await;
-            let prompt = self.turn_prompt(&queued.settings, &tools).await;
-            self.history.push(HistoryItem::UserText {
-                text: format!("{}{text}", prompt.preamble),
-            });
-            let planned = turn::plan::plan(
-                &self.deps.models,
-                turn_id,
-                &queued.settings,
-                &self.history,
-                &prompt,
-                Some(tools),
-            );
-            self.last_prompt = Some(prompt);
-            let plan = match planned {
-                Ok(plan) => plan,
-                Err(error) => {
-                    let failed = EventBody::TurnFailed(TurnFailed {
-                        error,
-                        usage: None,
-                        context: None,
-                        changes: None,
-                        undo: None,
-                    });
-                    self.finish_turn_status();
-                    if let Err(error) = self.commit(vec![(Some(turn_id), failed)], None).await {
-                        warn!(conversation = %self.id, %turn_id, error = %error.body(), "cannot record turn_failed");
-                    }
-                    continue;
-                }
+            let settings = queued.settings.clone();
+            let Some(plan) = self.plan_turn(queued).await else {
+                continue;
             };
             let cancel = CancellationToken::new();
             self.running = Some(Running {
                 turn_id,
                 started_at: Timestamp::now(),
-                settings: queued.settings,
+                settings,
                 cancel: cancel.clone(),
                 interrupt_requested: false,
             });
             self.deps.running_turns.fetch_add(1, Ordering::Relaxed);
             let recorder: Sink = Arc::new(crate::conversation::Recorder { tx: tx.clone() });
             tokio::spawn(run_turn(plan, recorder, cancel, tx));
+        }
+    }
+
+    /// Records a queued prompt's turn_started (with sandbox_unavailable when its mode's sandbox cannot run, its
+    /// settings then fallen back) and counts the turn; `false` when the commit failed, which changes nothing.
+    async fn record_start(&mut self, queued: &mut Queued) -> bool {
+        let turn_id = queued.turn_id;
+        if let Some(summary) = self.summary.as_mut() {
+            summary.turn_count += 1;
+            summary.status = status_name(ConversationStatus::Running).to_owned();
+        }
+        // Auto's sandbox is checked here, at the turn's start (the probe is cached; the first one takes tens of
+        // milliseconds): prompt.send stays fast, and a queued prompt is judged by the sandbox of its own start.
+        // Cautious's reads run in the read-only sandbox, so a cautious turn is told when it cannot run either.
+        let unavailable = match queued.settings.mode {
+            efr_protocol::wire::Mode::Auto => {
+                let probe = self.deps.sandbox.current().await;
+                settings::sandbox_fallback(&mut queued.settings, &probe.status)
+            }
+            efr_protocol::wire::Mode::Cautious => {
+                let probe = self.deps.sandbox.current().await;
+                settings::cautious_uncontained(&queued.settings, &probe.status)
+            }
+            _ => None,
+        };
+        let started = EventBody::TurnStarted(TurnStarted {
+            settings: Some(queued.settings.clone()),
+            overridden: Some(queued.overridden),
+        });
+        let mut bodies = vec![(Some(turn_id), started)];
+        if let Some(unavailable) = unavailable {
+            bodies.push((Some(turn_id), EventBody::SandboxUnavailable(unavailable)));
+        }
+        if let Err(error) = self.commit(bodies, None).await {
+            warn!(conversation = %self.id, %turn_id, error = %error.body(), "cannot start a turn");
+            if let Some(summary) = self.summary.as_mut() {
+                summary.turn_count -= 1;
+                summary.status = status_name(ConversationStatus::Idle).to_owned();
+            }
+            return false;
+        }
+        true
+    }
+
+    /// The plan of a started turn: its tools, its prompt (with the notices of commands left running that ended
+    /// since), the model's copy of the prompt in the history. `None` when it cannot be planned: turn_failed is
+    /// recorded.
+    async fn plan_turn(&mut self, queued: Queued) -> Option<TurnPlan> {
+        let turn_id = queued.turn_id;
+        // Commands left running that ended since the last turn: the model's copy of the prompt says so (never
+        // an event: the log has their shell_command_ended).
+        let notices = self.open_calls.take_notices();
+        let text = if notices.is_empty() {
+            queued.text
+        } else {
+            let lines: String = notices.iter().map(|n| format!("- {n}\n")).collect();
+            format!("<shell_notices>\n{lines}</shell_notices>\n\n{}", queued.text)
+        };
+        let tools = self
+            .tool_env(
+                turn_id,
+                &queued.settings,
+                queued.origin,
+                queued.desktop.clone(),
+                &queued.user_prompt,
+            )
+            .await;
+        let prompt = self.turn_prompt(&queued.settings, &tools).await;
+        self.history.push(HistoryItem::UserText {
+            text: format!("{}{text}", prompt.preamble),
+        });
+        let planned = turn::plan::plan(
+            &self.deps.config(),
+            &self.deps.models,
+            turn_id,
+            &queued.settings,
+            &self.history,
+            &prompt,
+            Some(tools),
+        );
+        self.last_prompt = Some(prompt);
+        match planned {
+            Ok(plan) => Some(plan),
+            Err(error) => {
+                let failed = EventBody::TurnFailed(TurnFailed {
+                    error,
+                    usage: None,
+                    context: None,
+                    changes: None,
+                    undo: None,
+                });
+                self.finish_turn_status();
+                if let Err(error) = self.commit(vec![(Some(turn_id), failed)], None).await {
+                    warn!(conversation = %self.id, %turn_id, error = %error.body(), "cannot record turn_failed");
+                }
+                None
+            }
         }
     }
 
@@ -128,19 +213,19 @@ impl Actor {
             .map(|root| Arc::new(self.deps.project_turns.enter(root.clone(), turn_id)));
         let snapshots = project.as_ref().map(|_| Arc::clone(&self.deps.snapshots));
         // The config's undo bounds as they are at the turn's start (a reload applies to the next turn).
-        let undo = &self.deps.models.config().undo;
+        let undo = &self.deps.config().undo;
         self.deps.snapshots.set_bounds(undo.undo_bounds(), undo.trash_bounds());
         // The config's masks as they are at the turn's start (a reload applies to the next turn).
         let layout = Layout::new(
             self.deps.sandbox.options(),
             &self.deps.roots,
-            &self.deps.models.config().sandbox.extra_masks,
+            &self.deps.config().sandbox.extra_masks,
         );
         {
             let mut slot = self.shell.lock().await;
             if slot.current().is_none() {
                 *slot = ShellSlot::new(shell_options(
-                    shell_kind(self.deps.models.config().shell.program),
+                    shell_kind(self.deps.config().shell.program),
                     cwd.clone(),
                     self.deps.shell_root.clone(),
                 ));
@@ -154,7 +239,7 @@ impl Actor {
             roots: project.into_iter().collect(),
             mode: settings.mode,
             origin,
-            question_limit_secs: self.deps.models.config().permissions.question_limit_secs,
+            question_limit_secs: self.deps.config().permissions.question_limit_secs,
             snapshots,
             call_snapshots: Arc::new(crate::turn::call_snapshots::CallSnapshots::new(
                 Arc::clone(&self.deps.call_texts),
@@ -163,13 +248,13 @@ impl Actor {
             presence,
             sandbox: Arc::clone(&self.deps.sandbox),
             network: crate::network::CallNetwork {
-                allow: self.deps.models.config().network.allow.clone(),
-                deny: self.deps.models.config().network.deny.clone(),
+                allow: self.deps.config().network.allow.clone(),
+                deny: self.deps.config().network.deny.clone(),
                 home: self.deps.roots.home.clone(),
                 proxy: Arc::clone(self.deps.sandbox.proxy()),
             },
             bus: crate::bus::CallBus {
-                config: self.deps.models.config().bus.clone(),
+                config: self.deps.config().bus.clone(),
                 session: crate::bus::session_bus(),
                 proxy: Arc::clone(self.deps.sandbox.bus()),
                 runtime_dir: self.deps.sandbox.options().runtime_dir.clone(),

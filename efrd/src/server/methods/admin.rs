@@ -89,7 +89,7 @@ fn provider_param(name: &str) -> Result<ProviderKind, ErrorBody> {
 pub async fn status(ctx: &RequestCtx) -> Result<Value, ErrorBody> {
     let daemon = &ctx.daemon;
     let roots = &daemon.roots;
-    let config = daemon.models.config_state().status();
+    let config = daemon.config.status();
     let active = daemon.models.active();
     let providers = LISTED
         .iter()
@@ -139,7 +139,7 @@ pub async fn status(ctx: &RequestCtx) -> Result<Value, ErrorBody> {
 /// # Errors
 /// Never in practice: a broken file is reported in the result, not as an error.
 pub async fn config_reload(ctx: &RequestCtx) -> Result<Value, ErrorBody> {
-    let outcome = ctx.daemon.models.config_state().reload();
+    let outcome = ctx.daemon.config.reload();
     if outcome.applied {
         // The provider or the extra models may have changed.
         ctx.daemon.models.refresh_catalog().await;

@@ -75,7 +75,7 @@ pub async fn pair_start(ctx: &RequestCtx, raw: Option<Value>, sink: &mut StreamS
     let pairing_id = PairingId::new();
     let (tx, mut rx) = mpsc::unbounded_channel();
     // `[remote]` keeps the value efrd started with until a restart.
-    let lifetime = Duration::from_secs(daemon.models.config().remote.token_lifetime_secs);
+    let lifetime = Duration::from_secs(daemon.config().remote.token_lifetime_secs);
     pairings
         .open(pairing_id, &token, params.name, lifetime, tx)
         .map_err(|_| ErrorBody::new(ErrorCode::Busy, "4 pairings are open: finish or cancel one first"))?;

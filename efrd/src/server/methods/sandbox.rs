@@ -128,7 +128,7 @@ pub async fn explain_host(ctx: &RequestCtx, raw: Option<Value>) -> Result<Value,
     if port == 0 {
         return Err(ErrorBody::invalid("bad params: `port` must be from 1 to 65535"));
     }
-    let config = ctx.daemon.models.config();
+    let config = ctx.daemon.config();
     let (allow, deny) = (config.network.allow.clone(), config.network.deny.clone());
     let home = ctx.daemon.roots.home.clone();
     let answer = tokio::task::spawn_blocking(move || {
@@ -143,7 +143,7 @@ pub async fn explain_host(ctx: &RequestCtx, raw: Option<Value>) -> Result<Value,
 /// This daemon's sandbox layout: its home and runtime folder, its four roots, the config's masks as they are now
 /// (a reload applies to the next answer; the turns' contained calls build theirs the same way).
 fn layout(ctx: &RequestCtx) -> Layout {
-    let config = ctx.daemon.models.config();
+    let config = ctx.daemon.config();
     Layout::new(
         ctx.daemon.sandbox.options(),
         &ctx.daemon.roots,

@@ -27,112 +27,147 @@ struct Command {
 
 /// Splits a line into simple commands with quotes removed.
 fn commands(line: &str) -> Vec<Command> {
-    let mut out = Vec::new();
-    let mut command = Command::default();
-    let mut word = String::new();
-    let mut in_word = false;
-    // Set after a redirection operator: the next word is its target, not an argument.
-    let mut skip_next = false;
-    let mut chars = line.chars().peekable();
-    let end_word = |word: &mut String, in_word: &mut bool, command: &mut Command, skip_next: &mut bool| {
-        if *in_word {
-            if *skip_next {
-                *skip_next = false;
-            } else {
-                command.words.push(std::mem::take(word));
-            }
-            word.clear();
-            *in_word = false;
-        }
+    let mut split = Splitter {
+        chars: line.chars().peekable(),
+        out: Vec::new(),
+        command: Command::default(),
+        word: String::new(),
+        in_word: false,
+        skip_next: false,
     };
-    while let Some(c) = chars.next() {
+    while let Some(c) = split.chars.next() {
         match c {
-            '\\' => {
-                in_word = true;
-                match chars.next() {
-                    Some('\n') | None => {}
-                    Some(next) => word.push(next),
-                }
-            }
-            '\'' => {
-                in_word = true;
-                for next in chars.by_ref() {
-                    if next == '\'' {
-                        break;
-                    }
-                    word.push(next);
-                }
-            }
-            '"' => {
-                in_word = true;
-                while let Some(next) = chars.next() {
-                    match next {
-                        '"' => break,
-                        '\\' => {
-                            if let Some(escaped) = chars.next() {
-                                word.push(escaped);
-                            }
-                        }
-                        _ => word.push(next),
-                    }
-                }
-            }
-            '#' if !in_word => {
-                for next in chars.by_ref() {
-                    if next == '\n' {
-                        break;
-                    }
-                }
-                end_word(&mut word, &mut in_word, &mut command, &mut skip_next);
-                out.push(std::mem::take(&mut command));
-            }
-            ';' | '&' | '|' | '\n' | '(' | ')' => {
-                end_word(&mut word, &mut in_word, &mut command, &mut skip_next);
-                let piped = c == '|' && chars.peek() != Some(&'|');
-                if c == '&' && chars.peek() == Some(&'>') {
-                    // `&>file`: a redirection of stdout and stderr, not a separator.
-                    chars.next();
-                    skip_next = true;
-                    continue;
-                }
-                if matches!((c, chars.peek()), ('&', Some('&')) | ('|', Some('|' | '&'))) {
-                    chars.next();
-                }
-                out.push(std::mem::take(&mut command));
-                command.stdin_redirected = piped;
-            }
-            '<' | '>' => {
-                // A word of digits right before is the descriptor (`2>`, `0<`).
-                let fd_word = in_word && !word.is_empty() && word.bytes().all(|b| b.is_ascii_digit());
-                let fd = if fd_word {
-                    std::mem::take(&mut word)
-                } else {
-                    String::new()
-                };
-                if fd_word {
-                    in_word = false;
-                } else {
-                    end_word(&mut word, &mut in_word, &mut command, &mut skip_next);
-                }
-                if c == '<' && (fd.is_empty() || fd == "0") {
-                    command.stdin_redirected = true;
-                }
-                while matches!(chars.peek(), Some('<' | '>' | '&' | '|')) {
-                    chars.next();
-                }
-                skip_next = true;
-            }
-            c if c.is_whitespace() => end_word(&mut word, &mut in_word, &mut command, &mut skip_next),
+            '\\' => split.escaped(),
+            '\'' => split.single_quoted(),
+            '"' => split.double_quoted(),
+            '#' if !split.in_word => split.comment(),
+            ';' | '&' | '|' | '\n' | '(' | ')' => split.separator(c),
+            '<' | '>' => split.redirect(c),
+            c if c.is_whitespace() => split.end_word(),
             _ => {
-                in_word = true;
-                word.push(c);
+                split.in_word = true;
+                split.word.push(c);
             }
         }
     }
-    end_word(&mut word, &mut in_word, &mut command, &mut skip_next);
-    out.push(command);
+    split.end_word();
+    let mut out = split.out;
+    out.push(split.command);
     out.retain(|c| !c.words.is_empty());
     out
+}
+
+/// The state of [`commands`] as it reads a line.
+struct Splitter<'a> {
+    chars: std::iter::Peekable<std::str::Chars<'a>>,
+    /// The simple commands so far.
+    out: Vec<Command>,
+    command: Command,
+    word: String,
+    in_word: bool,
+    /// Set after a redirection operator: the next word is its target, not an argument.
+    skip_next: bool,
+}
+
+impl Splitter<'_> {
+    fn end_word(&mut self) {
+        if self.in_word {
+            if self.skip_next {
+                self.skip_next = false;
+            } else {
+                self.command.words.push(std::mem::take(&mut self.word));
+            }
+            self.word.clear();
+            self.in_word = false;
+        }
+    }
+
+    /// After `\`: the next character as it is; a newline (a continued line) is dropped.
+    fn escaped(&mut self) {
+        self.in_word = true;
+        match self.chars.next() {
+            Some('\n') | None => {}
+            Some(next) => self.word.push(next),
+        }
+    }
+
+    fn single_quoted(&mut self) {
+        self.in_word = true;
+        for next in self.chars.by_ref() {
+            if next == '\'' {
+                break;
+            }
+            self.word.push(next);
+        }
+    }
+
+    fn double_quoted(&mut self) {
+        self.in_word = true;
+        while let Some(next) = self.chars.next() {
+            match next {
+                '"' => break,
+                '\\' => {
+                    if let Some(escaped) = self.chars.next() {
+                        self.word.push(escaped);
+                    }
+                }
+                _ => self.word.push(next),
+            }
+        }
+    }
+
+    /// A comment runs to the end of its line, which ends the command.
+    fn comment(&mut self) {
+        for next in self.chars.by_ref() {
+            if next == '\n' {
+                break;
+            }
+        }
+        self.end_word();
+        self.out.push(std::mem::take(&mut self.command));
+    }
+
+    /// `;`, `&`, `|`, a newline or a parenthesis ends the command (`&>` is a redirection); after a pipe, the next
+    /// command's standard input is the pipe.
+    fn separator(&mut self, c: char) {
+        self.end_word();
+        let piped = c == '|' && self.chars.peek() != Some(&'|');
+        if c == '&' && self.chars.peek() == Some(&'>') {
+            // `&>file`: a redirection of stdout and stderr, not a separator.
+            self.chars.next();
+            self.skip_next = true;
+            return;
+        }
+        if matches!((c, self.chars.peek()), ('&', Some('&')) | ('|', Some('|' | '&'))) {
+            self.chars.next();
+        }
+        self.out.push(std::mem::take(&mut self.command));
+        self.command.stdin_redirected = piped;
+    }
+
+    /// `<` or `>`: the next word is the target; an input redirection of descriptor 0 means the command does not
+    /// read the terminal.
+    fn redirect(&mut self, c: char) {
+        // A word of digits right before is the descriptor (`2>`, `0<`).
+        let fd_word = self.in_word && !self.word.is_empty() && self.word.bytes().all(|b| b.is_ascii_digit());
+        let fd = if fd_word {
+            std::mem::take(&mut self.word)
+        } else {
+            String::new()
+        };
+        if fd_word {
+            self.in_word = false;
+        } else {
+            self.end_word();
+        }
+        if c == '<' && (fd.is_empty() || fd == "0") {
+            self.command.stdin_redirected = true;
+        }
+        while matches!(self.chars.peek(), Some('<' | '>' | '&' | '|')) {
+            self.chars.next();
+        }
+        self.skip_next = true;
+    }
 }
 
 const SHELLS: &[&str] = &[
