@@ -109,28 +109,7 @@ pub async fn run(plan: TurnPlan, recorder: Sink, cancel: CancellationToken) -> T
         tools,
     } = plan;
     let base_history = request.history.clone();
-    let mut snapshots = tools.as_ref().and_then(|env| {
-        let store = env.snapshots.clone()?;
-        let project = env.roots.first()?.clone();
-        let mut roots = vec![snapshots::TurnRoot {
-            path: project,
-            shown: ".".into(),
-        }];
-        // With undo on, $SCRATCH exists before the first snapshot (a contained call would make it later), so what a
-        // turn writes there is covered from its first turn on. Without it, the turn runs; its scratch is not covered.
-        if store.undo_limits().is_some()
-            && let Err(error) = crate::config::ensure_private_dir(&env.scratch)
-        {
-            tracing::warn!(%error, "cannot make $SCRATCH: undo does not cover it this turn");
-        }
-        if env.scratch.is_dir() {
-            roots.push(snapshots::TurnRoot {
-                path: env.scratch.clone(),
-                shown: "$SCRATCH".into(),
-            });
-        }
-        Some(snapshots::TurnSnapshots::new(store, roots, turn_id).with_presence(env.presence.clone()))
-    });
+    let mut snapshots = tools.as_ref().and_then(|env| turn_snapshots(env, turn_id));
     let mut state = CallState::new(turn_id, recorder);
     let mut calls_made = 0;
     let ending = loop {
@@ -162,48 +141,7 @@ pub async fn run(plan: TurnPlan, recorder: Sink, cancel: CancellationToken) -> T
                 break Ending::Lost;
             }
         }
-        let calls = std::mem::take(&mut state.calls);
-        let mut lost = false;
-        for call in calls {
-            state.history.push(HistoryItem::tool_call(
-                call.call_id.clone(),
-                call.tool.clone(),
-                call.freeform,
-                call.input.clone(),
-            ));
-            // An interrupt stops the running call (SIGINT to a shell call's command, deny for a question) and runs no
-            // further call.
-            let output = if cancel.is_cancelled() {
-                Some(env::CallOutput {
-                    output: "the turn was interrupted before this call ran".to_owned(),
-                    is_error: true,
-                })
-            } else {
-                tools::run_call(
-                    env,
-                    &state.recorder,
-                    turn_id,
-                    tools::ModelCall {
-                        call_id: &call.call_id,
-                        tool: &call.tool,
-                        freeform: call.freeform,
-                        input: &call.input,
-                    },
-                    &cancel,
-                )
-                .await
-            };
-            let Some(output) = output else {
-                lost = true;
-                break;
-            };
-            state.history.push(HistoryItem::ToolOutput {
-                call_id: call.call_id,
-                output: output.output,
-                is_error: output.is_error,
-            });
-        }
-        if lost {
+        if run_calls(&mut state, env, &cancel).await.is_none() {
             break Ending::Lost;
         }
         if cancel.is_cancelled() {
@@ -229,6 +167,73 @@ pub async fn run(plan: TurnPlan, recorder: Sink, cancel: CancellationToken) -> T
         return state.outcome();
     }
     finish(state, ending, turn_id, context_window, (ended.changes, ended.undo)).await
+}
+
+/// The turn's snapshots of its project and `$SCRATCH` (docs/undo.md); `None` without a project or a snapshot store.
+fn turn_snapshots(env: &env::ToolEnv, turn_id: TurnId) -> Option<snapshots::TurnSnapshots> {
+    let store = env.snapshots.clone()?;
+    let project = env.roots.first()?.clone();
+    let mut roots = vec![snapshots::TurnRoot {
+        path: project,
+        shown: ".".into(),
+    }];
+    // With undo on, $SCRATCH exists before the first snapshot (a contained call would make it later), so what a
+    // turn writes there is covered from its first turn on. Without it, the turn runs; its scratch is not covered.
+    if store.undo_limits().is_some()
+        && let Err(error) = crate::config::ensure_private_dir(&env.scratch)
+    {
+        tracing::warn!(%error, "cannot make $SCRATCH: undo does not cover it this turn");
+    }
+    if env.scratch.is_dir() {
+        roots.push(snapshots::TurnRoot {
+            path: env.scratch.clone(),
+            shown: "$SCRATCH".into(),
+        });
+    }
+    Some(snapshots::TurnSnapshots::new(store, roots, turn_id).with_presence(env.presence.clone()))
+}
+
+/// Runs the tool calls of the last model call in order, each with its output into the history; an interrupt runs no
+/// further call. `None`: the sink is gone.
+async fn run_calls(state: &mut CallState, env: &env::ToolEnv, cancel: &CancellationToken) -> Option<()> {
+    let calls = std::mem::take(&mut state.calls);
+    for call in calls {
+        state.history.push(HistoryItem::tool_call(
+            call.call_id.clone(),
+            call.tool.clone(),
+            call.freeform,
+            call.input.clone(),
+        ));
+        // An interrupt stops the running call (SIGINT to a shell call's command, deny for a question) and runs no
+        // further call.
+        let output = if cancel.is_cancelled() {
+            Some(env::CallOutput {
+                output: "the turn was interrupted before this call ran".to_owned(),
+                is_error: true,
+            })
+        } else {
+            tools::run_call(
+                env,
+                &state.recorder,
+                state.turn_id,
+                tools::ModelCall {
+                    call_id: &call.call_id,
+                    tool: &call.tool,
+                    freeform: call.freeform,
+                    input: &call.input,
+                },
+                cancel,
+            )
+            .await
+        };
+        let output = output?;
+        state.history.push(HistoryItem::ToolOutput {
+            call_id: call.call_id,
+            output: output.output,
+            is_error: output.is_error,
+        });
+    }
+    Some(())
 }
 
 /// Streams one model call into events until it stops, fails or is interrupted.
