@@ -8,7 +8,6 @@
 //! `cancel` has nothing in flight to cancel and is ignored. The end of the stream (efrd closed its end, or ended)
 //! calls [`Handler::end`] and ends the loop.
 
-use std::future::Future;
 use std::os::fd::OwnedFd;
 
 use bytes::BytesMut;

@@ -9,7 +9,7 @@
 
 use std::ffi::OsStr;
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
@@ -19,8 +19,8 @@ use nix::fcntl::{FcntlArg, fcntl};
 
 use crate::start::CONTROL_FD;
 
-/// A helper to start: its command line, and its standard streams (stdin from `/dev/null`, stdout and stderr
-/// inherited unless set).
+/// A helper to start: its command line, and its standard streams (stdin from `/dev/null`, stdout inherited unless
+/// set, stderr inherited). Environment and the like are set on the `Command` given to [`Self::wrapping`].
 #[derive(Debug)]
 pub struct HelperCommand {
     command: Command,
@@ -51,11 +51,6 @@ impl HelperCommand {
     pub fn stdout(mut self, stdout: Stdio) -> Self {
         self.command.stdout(stdout);
         self
-    }
-
-    /// The command, for what else a caller sets (its environment, its stderr).
-    pub fn command_mut(&mut self) -> &mut Command {
-        &mut self.command
     }
 
     /// Starts the helper; returns it and the parent's end of its control socket (blocking).
@@ -109,7 +104,7 @@ fn above_stdio(fd: OwnedFd) -> io::Result<OwnedFd> {
     }
     let copy = fcntl(&fd, FcntlArg::F_DUPFD_CLOEXEC(3))?;
     // SAFETY: F_DUPFD_CLOEXEC returned a new descriptor that nothing else owns.
-    Ok(unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(copy) })
+    Ok(unsafe { OwnedFd::from_raw_fd(copy) })
 }
 
 /// In the child: makes `fd` its fd 3, open across exec. Async-signal-safe.
