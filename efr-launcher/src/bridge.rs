@@ -176,10 +176,10 @@ impl Bridge {
 /// The bridge thread's own sandbox; the connection threads it starts inherit it.
 fn confine() -> Result<(), String> {
     privileges::drop_thread_capabilities()?;
-    privileges::set_no_new_privs()?;
+    efr_helper::harden::set_no_new_privs()?;
     ruleset::apply_bridge()?;
     let programs = seccomp::bridge_filters().map_err(|e| format!("cannot build the seccomp filters: {e}"))?;
-    seccomp::apply(&programs).map_err(|e| format!("cannot load the seccomp filters: {e}"))
+    efr_helper::harden::seccomp::install(&programs)
 }
 
 /// Waits for `stop` or `fd` to be readable; true when `fd` is.

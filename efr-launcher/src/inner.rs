@@ -14,6 +14,7 @@ use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::process::{Command, ExitCode};
 
+use efr_helper::harden;
 use efr_protocol::internal::{LaunchCommand, SETUP_ERROR_EXIT};
 
 use crate::spec::{InnerSpec, InnerStatus};
@@ -117,11 +118,11 @@ pub fn run(fds: InnerFds) -> ExitCode {
 fn confine(spec: &InnerSpec) -> Result<ruleset::Enforced, String> {
     privileges::cloexec_above_stderr().map_err(|e| format!("cannot mark descriptors close-on-exec: {e}"))?;
     privileges::set_limits(&spec.rlimits)?;
-    privileges::drop_capabilities()?;
-    privileges::set_no_new_privs()?;
+    harden::drop_capabilities()?;
+    harden::set_no_new_privs()?;
     let enforced = ruleset::apply(spec.network, &spec.writable, &spec.devices)?;
     let programs = seccomp::filters(spec.network).map_err(|e| format!("cannot build the seccomp filters: {e}"))?;
-    seccomp::apply(&programs).map_err(|e| format!("cannot load the seccomp filters: {e}"))?;
+    harden::seccomp::install(&programs)?;
     Ok(enforced)
 }
 

@@ -3,13 +3,15 @@
 //!
 //! - Every descriptor above 2 becomes close-on-exec, so nothing that the launcher, bubblewrap or the hidden shell
 //!   held open reaches the command.
-//! - Capabilities: bubblewrap run by root keeps the full set inside (it maps root to root). [`drop_capabilities`]
-//!   empties the bounding set first (it needs `CAP_SETPCAP`), then ambient, inheritable, effective and permitted,
-//!   and reads all five back: a set that is not empty refuses the launch. With an empty bounding set even a root
-//!   exec of a setuid-root program gains nothing.
-//! - no_new_privs: set before Landlock and seccomp (both need it); setuid and file capabilities do nothing after it.
+//! - Capabilities: bubblewrap run by root keeps the full set inside (it maps root to root). The inner stage empties
+//!   all five sets and reads them back ([`efr_helper::harden::drop_capabilities`]): a set that is not empty refuses
+//!   the launch. With an empty bounding set even a root exec of a setuid-root program gains nothing. The bridge
+//!   thread empties its own ([`drop_thread_capabilities`]).
+//! - no_new_privs ([`efr_helper::harden::set_no_new_privs`]): set before Landlock and seccomp (both need it);
+//!   setuid and file capabilities do nothing after it.
 
 use caps::CapSet;
+use efr_helper::harden;
 use efr_protocol::internal::{Rlimit, RlimitResource};
 use nix::sys::resource::{Resource, setrlimit};
 
@@ -54,39 +56,6 @@ pub fn set_limits(limits: &[Rlimit]) -> Result<(), String> {
     Ok(())
 }
 
-/// Empties all five capability sets and checks that they are empty.
-///
-/// # Errors
-///
-/// The set that could not be emptied.
-pub fn drop_capabilities() -> Result<(), String> {
-    let bounding = caps::read(None, CapSet::Bounding).map_err(|e| format!("cannot read the bounding set: {e}"))?;
-    for cap in bounding {
-        caps::drop(None, CapSet::Bounding, cap).map_err(|e| format!("cannot drop {cap} from the bounding set: {e}"))?;
-    }
-    for set in [
-        CapSet::Ambient,
-        CapSet::Inheritable,
-        CapSet::Effective,
-        CapSet::Permitted,
-    ] {
-        caps::clear(None, set).map_err(|e| format!("cannot clear the {set:?} capability set: {e}"))?;
-    }
-    for set in [
-        CapSet::Bounding,
-        CapSet::Ambient,
-        CapSet::Inheritable,
-        CapSet::Effective,
-        CapSet::Permitted,
-    ] {
-        let left = caps::read(None, set).map_err(|e| format!("cannot read the {set:?} capability set: {e}"))?;
-        if !left.is_empty() {
-            return Err(format!("the {set:?} capability set still holds {left:?}"));
-        }
-    }
-    Ok(())
-}
-
 /// Empties the calling thread's effective, permitted, inheritable and ambient sets, and its bounding set when it
 /// may (`CAP_SETPCAP`; an unprivileged thread cannot, and with nothing permitted and no_new_privs it gains nothing
 /// from it). For the outer stage's proxy bridge thread: capabilities are per thread, so the stage's other threads
@@ -98,40 +67,7 @@ pub fn drop_capabilities() -> Result<(), String> {
 pub fn drop_thread_capabilities() -> Result<(), String> {
     let permitted = caps::read(None, CapSet::Permitted).map_err(|e| format!("cannot read the permitted set: {e}"))?;
     if permitted.contains(&caps::Capability::CAP_SETPCAP) {
-        let bounding = caps::read(None, CapSet::Bounding).map_err(|e| format!("cannot read the bounding set: {e}"))?;
-        for cap in bounding {
-            caps::drop(None, CapSet::Bounding, cap)
-                .map_err(|e| format!("cannot drop {cap} from the bounding set: {e}"))?;
-        }
+        harden::drop_bounding_set()?;
     }
-    let sets = [
-        CapSet::Ambient,
-        CapSet::Inheritable,
-        CapSet::Effective,
-        CapSet::Permitted,
-    ];
-    for set in sets {
-        caps::clear(None, set).map_err(|e| format!("cannot clear the {set:?} capability set: {e}"))?;
-    }
-    for set in sets {
-        let left = caps::read(None, set).map_err(|e| format!("cannot read the {set:?} capability set: {e}"))?;
-        if !left.is_empty() {
-            return Err(format!("the {set:?} capability set still holds {left:?}"));
-        }
-    }
-    Ok(())
-}
-
-/// Sets no_new_privs and checks it.
-///
-/// # Errors
-///
-/// The kernel's refusal.
-pub fn set_no_new_privs() -> Result<(), String> {
-    nix::sys::prctl::set_no_new_privs().map_err(|e| format!("cannot set no_new_privs: {e}"))?;
-    match nix::sys::prctl::get_no_new_privs() {
-        Ok(true) => Ok(()),
-        Ok(false) => Err("no_new_privs did not stay set".into()),
-        Err(e) => Err(format!("cannot read no_new_privs: {e}")),
-    }
+    harden::clear_capabilities()
 }

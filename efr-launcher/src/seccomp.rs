@@ -223,18 +223,6 @@ fn argument_rules() -> Result<Vec<(i64, Vec<SeccompRule>)>, seccompiler::Error> 
     ])
 }
 
-/// Loads `programs` into the calling thread (no_new_privs must be set).
-///
-/// # Errors
-///
-/// The kernel's refusal.
-pub fn apply(programs: &[BpfProgram]) -> Result<(), seccompiler::Error> {
-    for program in programs {
-        seccompiler::apply_filter(program)?;
-    }
-    Ok(())
-}
-
 /// The x32 guard (filter 4): `nr & 0x40000000` on x86_64 → `EPERM`.
 pub fn x32_guard() -> BpfProgram {
     /// `struct seccomp_data`: `nr` at offset 0, `arch` at offset 4.
@@ -362,6 +350,14 @@ mod tests {
         ("x32 socket", 0x4000_0000 | libc::SYS_socket, [2, 1, 0, 0], libc::EPERM),
     ];
 
+    /// Loads `programs` in a forked child: seccompiler's own loader, which allocates nothing, even on failure
+    /// (efr-helper's `install` formats its error).
+    fn load(programs: &[BpfProgram]) -> bool {
+        programs
+            .iter()
+            .all(|program| seccompiler::apply_filter(program).is_ok())
+    }
+
     /// Runs every case in a child process of its own, with the filters loaded when `filtered`, and gives the errno of
     /// each (0 when the call went through).
     fn errnos(filtered: bool) -> Vec<i32> {
@@ -375,7 +371,7 @@ mod tests {
         assert!(pid >= 0, "fork failed");
         if pid == 0 {
             let mut out = [0_i32; CASES.len()];
-            let loaded = !filtered || apply(&programs).is_ok();
+            let loaded = !filtered || load(&programs);
             for (slot, (_, nr, args, _)) in out.iter_mut().zip(CASES) {
                 // SAFETY: every case's arguments are null pointers, bad descriptors or plain numbers, which the
                 // kernel checks; none of them writes to this process's memory.
@@ -436,7 +432,7 @@ mod tests {
                 }
             };
             let mut out = [-1_i32; 3];
-            if apply(&programs).is_ok() {
+            if load(&programs) {
                 // SAFETY: socket and execve take plain numbers and NUL-terminated strings that live here; an execve
                 // that went through would replace this child, which then reports nothing.
                 unsafe {

@@ -14,14 +14,13 @@
 
 use std::io::{Read, Write};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpStream};
-use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
-use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Child, ExitCode, Stdio};
+use std::process::{Child, ExitCode};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use efr_helper::spawn::HelperCommand;
 use efr_protocol::codec::{FrameReader, FrameWriter};
 use efr_protocol::internal::proxy::Opened;
 use efr_test_support::netns::NetNs;
@@ -258,24 +257,10 @@ impl Proxy {
             .prefix("tunnel-")
             .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
             .map_err(err)?;
-        let (ours, theirs) = UnixStream::pair().map_err(err)?;
-        let fd = theirs.as_raw_fd();
-        let mut command = netns.command(env!("CARGO_BIN_EXE_efr-proxy"));
-        command
-            .args(["--control-fd", "3", "--sockets"])
-            .arg(sockets.path())
-            .stdin(Stdio::null());
-        // SAFETY: dup2 in the child before exec is async-signal-safe and touches only the child's descriptors.
-        unsafe {
-            command.pre_exec(move || {
-                if libc::dup2(fd, 3) < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
-        let child = command.spawn().map_err(|e| format!("cannot start efr-proxy: {e}"))?;
-        drop(theirs);
+        let command = netns.command(env!("CARGO_BIN_EXE_efr-proxy"));
+        let (child, ours) = HelperCommand::wrapping(command, sockets.path())
+            .spawn()
+            .map_err(|e| format!("cannot start efr-proxy: {e}"))?;
         Ok(Self {
             child,
             reader: FrameReader::new(ours.try_clone().map_err(err)?),

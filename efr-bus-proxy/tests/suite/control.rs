@@ -3,11 +3,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a failed unwrap is a failed test.
 
 use std::io::{Read, Write};
-use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
-use std::os::unix::process::CommandExt;
-use std::process::{Child, Command};
+use std::process::Child;
 
+use efr_helper::spawn::HelperCommand;
 use efr_protocol::wire::Bus;
 use serde_json::{Value, json};
 
@@ -26,21 +25,9 @@ struct Supervised {
 impl Supervised {
     fn start() -> Self {
         let sockets = tempfile::tempdir().unwrap();
-        let (ours, theirs) = UnixStream::pair().unwrap();
-        let fd = theirs.as_raw_fd();
-        let mut command = Command::new(env!("CARGO_BIN_EXE_efr-bus-proxy"));
-        command.args(["--control-fd", "3", "--sockets"]).arg(sockets.path());
-        // SAFETY: dup2 in the child before exec: async-signal-safe, it touches only the child's descriptors.
-        unsafe {
-            command.pre_exec(move || {
-                if libc::dup2(fd, 3) < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
-        let child = command.spawn().expect("start efr-bus-proxy");
-        drop(theirs);
+        let (child, ours) = HelperCommand::new(env!("CARGO_BIN_EXE_efr-bus-proxy"), sockets.path())
+            .spawn()
+            .expect("start efr-bus-proxy");
         ours.set_read_timeout(Some(std::time::Duration::from_secs(10))).unwrap();
         Self {
             control: ours,

@@ -4,14 +4,13 @@
 
 use std::io::{Read, Write};
 use std::net::{IpAddr, Ipv4Addr};
-use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
+use std::process::Child;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use efr_helper::spawn::HelperCommand;
 use efr_protocol::codec::{FrameReader, FrameWriter};
 use efr_protocol::error::ErrorBody;
 use efr_protocol::frame::ServerFrame;
@@ -82,24 +81,10 @@ pub struct Proxy {
 impl Proxy {
     pub fn start(netns: &NetNs) -> Self {
         let sockets = tempfile::tempdir().unwrap();
-        let (ours, theirs) = UnixStream::pair().unwrap();
-        let fd = theirs.as_raw_fd();
-        let mut command = netns.command(env!("CARGO_BIN_EXE_efr-proxy"));
-        command
-            .args(["--control-fd", "3", "--sockets"])
-            .arg(sockets.path())
-            .stdin(Stdio::null());
-        // SAFETY: dup2 in the child before exec: async-signal-safe, it touches only the child's descriptors.
-        unsafe {
-            command.pre_exec(move || {
-                if libc::dup2(fd, 3) < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
-        let child = command.spawn().expect("start efr-proxy");
-        drop(theirs);
+        let command = netns.command(env!("CARGO_BIN_EXE_efr-proxy"));
+        let (child, ours) = HelperCommand::wrapping(command, sockets.path())
+            .spawn()
+            .expect("start efr-proxy");
         Self {
             child,
             reader: FrameReader::new(ours.try_clone().unwrap()),

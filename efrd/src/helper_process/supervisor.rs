@@ -2,10 +2,10 @@
 //! and speak the control framing of [`super::control`].
 //!
 //! - **Start on first need.** [`Supervisor::call`] starts the helper when none runs: `PROGRAM --control-fd 3
-//!   --sockets DIR` (the folder made with mode 0700), with one end of a Unix socket pair as its fd 3. efrd is
-//!   threaded, so the child comes from `std::process::Command` (by way of tokio's), whose `pre_exec` hook only
-//!   moves that end to fd 3 (`dup2`, async-signal-safe); both ends are made `SOCK_CLOEXEC`, so no other child
-//!   inherits them. The helper hardens itself before it serves (docs/network.md, "The proxy itself").
+//!   --sockets DIR` (the folder made with mode 0700), with one end of a Unix socket pair as its fd 3
+//!   ([`efr_helper::spawn::HelperCommand`]: the child comes from `std::process::Command`, whose `pre_exec` hook
+//!   only does async-signal-safe work, as efrd is threaded; no other child inherits either end). The helper
+//!   hardens itself before it serves (docs/network.md, "The proxy itself").
 //! - **Supervision.** A task waits for the child. When it ends, the instance is marked dead (requests about what
 //!   it served fail with [`HelperError::Died`]: the helper took its sockets with it, so nothing stays open), the
 //!   reason is kept as `last_error`, and the helper is started again after a backoff ([`backoff`]: 250 ms doubling
@@ -14,12 +14,12 @@
 //! - **Not installed.** A program that is not a file is never started: [`Supervisor::installed`] is false.
 //! - **Status.** [`Supervisor::status`]: the state, the pid, the restarts and the last error.
 
-use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
+use efr_helper::spawn::HelperCommand;
 use efr_protocol::wire::{ProxyProcess, ProxyState};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -289,29 +289,11 @@ impl Supervisor {
     fn spawn(self: &Arc<Self>) -> Result<Arc<Instance>, String> {
         crate::config::ensure_private_dir(&self.sockets)
             .map_err(|e| format!("cannot make its sockets folder {}: {e}", self.sockets.display()))?;
-        let (ours, theirs) = nix::sys::socket::socketpair(
-            nix::sys::socket::AddressFamily::Unix,
-            nix::sys::socket::SockType::Stream,
-            None,
-            nix::sys::socket::SockFlag::SOCK_CLOEXEC,
-        )
-        .map_err(|e| format!("cannot make its control socket: {e}"))?;
-        let mut command = tokio::process::Command::new(&self.program);
-        command
-            .arg("--control-fd")
-            .arg("3")
-            .arg("--sockets")
-            .arg(&self.sockets)
-            .stdin(Stdio::null())
+        let (child, stream) = HelperCommand::new(&self.program, &self.sockets)
             .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .kill_on_drop(true);
-        let child = spawn_with_control(&mut command, &theirs).map_err(|e| e.to_string())?;
-        drop(theirs);
+            .spawn_tokio()
+            .map_err(|e| e.to_string())?;
         let pid = child.id().unwrap_or_default();
-        let stream = std::os::unix::net::UnixStream::from(ours);
-        stream.set_nonblocking(true).map_err(|e| e.to_string())?;
-        let stream = tokio::net::UnixStream::from_std(stream).map_err(|e| e.to_string())?;
         let control = Control::start(self.name, stream);
         let instance = Arc::new(Instance {
             name: self.name,
@@ -330,30 +312,6 @@ impl Supervisor {
         tokio::spawn(watch(Arc::clone(self), Arc::clone(&instance), child));
         Ok(instance)
     }
-}
-
-/// Starts `command` with `control` as its fd 3.
-fn spawn_with_control(
-    command: &mut tokio::process::Command,
-    control: &OwnedFd,
-) -> std::io::Result<tokio::process::Child> {
-    let fd = control.as_raw_fd();
-    // SAFETY: the hook runs in the child between fork and exec and calls only async-signal-safe functions (dup2,
-    // fcntl); it allocates nothing and touches no lock.
-    unsafe {
-        command.pre_exec(move || {
-            if fd == 3 {
-                // Already in place: only its close-on-exec flag must go.
-                if libc::fcntl(3, libc::F_SETFD, 0) == -1 {
-                    return Err(std::io::Error::last_os_error());
-                }
-            } else if libc::dup2(fd, 3) == -1 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    command.spawn()
 }
 
 /// Waits for one helper to end, records why, and starts the next after the backoff.
