@@ -1,6 +1,6 @@
 //! Test support for efr: the scripted model server ([`scripted`]), a network namespace of a test's own with a TLS
 //! server and its CA ([`netns`], [`tls`]), a real `dbus-daemon`
-//! ([`dbus`]), and the helpers of the workspace-level integration tests.
+//! ([`dbus`]), a process's memory ([`proc`]), and the helpers of the workspace-level integration tests.
 
 pub mod binaries;
 pub mod client;
@@ -8,6 +8,7 @@ pub mod daemon;
 pub mod dbus;
 pub mod netns;
 pub mod notify;
+pub mod proc;
 pub mod python;
 pub mod scripted;
 pub mod soak;

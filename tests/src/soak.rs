@@ -452,18 +452,10 @@ struct Sample {
 
 /// efrd's RSS in KiB and its open descriptors.
 fn sample(pid: u32) -> Result<Sample> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
-    let kib = |key: &str| -> Result<u64> {
-        status
-            .lines()
-            .find_map(|line| line.strip_prefix(key))
-            .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
-            .with_context(|| key.to_owned())
-    };
     let fds = std::fs::read_dir(format!("/proc/{pid}/fd"))?.count();
     Ok(Sample {
-        rss: kib("VmRSS:")?,
-        anon: kib("RssAnon:")?,
+        rss: crate::proc::rss_kib(pid)?,
+        anon: crate::proc::status_kib(pid, "RssAnon")?,
         fds,
     })
 }

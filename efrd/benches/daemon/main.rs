@@ -31,6 +31,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use efr_protocol::frame::RequestId;
 use efr_test_support::client::{Client, StreamFrame};
 use efr_test_support::daemon::{TestDaemon, config_for};
+use efr_test_support::proc::rss_kib;
 use efr_test_support::scripted::{Reply, ReplyEvent, Script, ScriptUsage, ScriptedModel, Step};
 use serde_json::{Value, json};
 
@@ -380,19 +381,6 @@ async fn idle_rss(efrd: &TestDaemon) -> Result<u64> {
     }
     samples.sort_unstable();
     Ok(samples[samples.len() / 2])
-}
-
-/// `VmRSS` of process `pid`, in KiB, from `/proc/<pid>/status`.
-fn rss_kib(pid: u32) -> Result<u64> {
-    let path = format!("/proc/{pid}/status");
-    let status = std::fs::read_to_string(&path).with_context(|| format!("cannot read {path}"))?;
-    let line = status
-        .lines()
-        .find_map(|line| line.strip_prefix("VmRSS:"))
-        .ok_or_else(|| anyhow!("{path} has no VmRSS line"))?;
-    let kib = line.trim().trim_end_matches("kB").trim();
-    kib.parse()
-        .with_context(|| format!("VmRSS of {path} is not a number of kB: {line:?}"))
 }
 
 /// The highest of [`RSS_SAMPLES`] samples of `pid`'s RSS, [`SAMPLE_EVERY`] apart.

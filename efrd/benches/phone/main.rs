@@ -33,6 +33,7 @@ use efr_protocol::frame::RequestId;
 use efr_test_support::client::{Client, StreamFrame};
 use efr_test_support::daemon::{TestDaemon, config_for};
 use efr_test_support::netns::NetNs;
+use efr_test_support::proc::rss_kib;
 use efr_test_support::scripted::{Reply, ReplyEvent, Script, ScriptUsage, ScriptedModel, Step};
 use efr_test_support::tailscaled::{LocalApiDouble, status_json, whois_json};
 use serde_json::{Value, json};
@@ -393,19 +394,6 @@ async fn devices_rss(listener: SocketAddr, devices: &[Device], daemon_id: &str, 
         phone.ok("conversations.recent", json!({})).await?;
     }
     Ok((before, with))
-}
-
-/// `VmRSS` of process `pid`, in KiB, from `/proc/<pid>/status`.
-fn rss_kib(pid: u32) -> Result<u64> {
-    let path = format!("/proc/{pid}/status");
-    let status = std::fs::read_to_string(&path).with_context(|| format!("cannot read {path}"))?;
-    let line = status
-        .lines()
-        .find_map(|line| line.strip_prefix("VmRSS:"))
-        .ok_or_else(|| anyhow!("{path} has no VmRSS line"))?;
-    let kib = line.trim().trim_end_matches("kB").trim();
-    kib.parse()
-        .with_context(|| format!("VmRSS of {path} is not a number of kB: {line:?}"))
 }
 
 /// The highest of [`RSS_SAMPLES`] samples of `pid`'s RSS, [`SAMPLE_EVERY`] apart.
