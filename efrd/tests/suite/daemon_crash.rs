@@ -11,7 +11,7 @@ use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use efr_protocol::frame::ServerFrame;
-use efr_test_support::scripted::{Reply, ReplyEvent};
+use efr_test_support::scripted::Reply;
 use rand::{Rng, SeedableRng};
 use serde_json::json;
 
@@ -24,15 +24,7 @@ const SEED_VAR: &str = "EFR_CRASH_SEED";
 
 /// A reply that streams for about a second, in many small pieces.
 fn slow_reply(round: usize) -> Reply {
-    let mut events = Vec::new();
-    for i in 0..40 {
-        events.push(ReplyEvent::Text(format!("r{round}-{i} größe 🙂 ")));
-        events.push(ReplyEvent::DelayMs(25));
-    }
-    Reply {
-        events,
-        ..Reply::default()
-    }
+    Reply::streamed((0..40).map(|i| format!("r{round}-{i} größe 🙂 ")), 25)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

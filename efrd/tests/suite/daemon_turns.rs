@@ -158,14 +158,11 @@ async fn a_repeated_command_id_changes_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_interrupt_stops_the_model_call_and_keeps_what_came() {
     let home = tempfile::tempdir().unwrap();
-    let slow = Reply {
-        events: vec![
-            ReplyEvent::Text("first part ".into()),
-            ReplyEvent::DelayMs(20_000),
-            ReplyEvent::Text("never".into()),
-        ],
-        ..Reply::default()
-    };
+    let slow = Reply::of(vec![
+        ReplyEvent::Text("first part ".into()),
+        ReplyEvent::DelayMs(20_000),
+        ReplyEvent::Text("never".into()),
+    ]);
     let server = model(vec![slow]).await;
     let efrd = daemon(home.path(), &server);
     let mut client = efrd.client().await.unwrap();
@@ -260,10 +257,7 @@ async fn settings_outside_the_catalog_are_invalid_with_their_choices() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restart_cancels_waiting_prompts_and_interrupts_the_running_turn() {
     let home = tempfile::tempdir().unwrap();
-    let slow = Reply {
-        events: vec![ReplyEvent::Text("working".into()), ReplyEvent::DelayMs(30_000)],
-        ..Reply::default()
-    };
+    let slow = Reply::streamed(["working".to_owned()], 30_000);
     let server = model(vec![slow]).await;
     let mut efrd = daemon(home.path(), &server);
     let mut client = efrd.client().await.unwrap();

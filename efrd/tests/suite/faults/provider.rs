@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use efr_test_support::daemon::{TestDaemon, config_for};
-use efr_test_support::scripted::{HttpError, Reply, ReplyEvent, Script, ScriptedModel, Step};
+use efr_test_support::scripted::{HttpError, Reply, Script, ScriptedModel, Step};
 
 use crate::common::auto::bounded;
 use crate::common::{efrd_binary, events_until, prompt, subscribe, text_of, text_reply};
@@ -41,10 +41,7 @@ fn server_error(status: u16) -> Step {
 async fn a_provider_that_hangs() {
     let home = tempfile::tempdir().unwrap();
     // Some text, then nothing for 10 minutes.
-    let hang = Reply {
-        events: vec![ReplyEvent::Text("the start ".into()), ReplyEvent::DelayMs(600_000)],
-        ..Reply::default()
-    };
+    let hang = Reply::streamed(["the start ".to_owned()], 600_000);
     let server = scripted(vec![Step::Reply(hang), Step::Reply(text_reply("after", 8, 0))]).await;
     let config = config_for(&server.base_url()).replace(
         "retry = { max_attempts = 2 }",
