@@ -96,11 +96,15 @@ pub fn command_id() -> String {
     uuid::Uuid::new_v4().to_string()
 }
 
-/// Sends a prompt and returns its result.
-pub async fn prompt(client: &mut Client, conversation: Option<&str>, text: &str) -> Value {
-    // A small project of its own: a turn snapshots its working directory at its start and end.
-    let project = std::env::temp_dir().join("efr-tests-project");
-    std::fs::create_dir_all(&project).unwrap();
+/// A small project folder of the test's own, removed when dropped: a turn snapshots its working directory at its
+/// start and end, so [`prompt`]'s turns run in a folder with nothing else in it and no git root above it; one per
+/// test, so that tests running side by side never see each other's files.
+pub fn project() -> tempfile::TempDir {
+    tempfile::Builder::new().prefix("efr-tests-project").tempdir().unwrap()
+}
+
+/// Sends a prompt from `project` (see [`project`]) and returns its result.
+pub async fn prompt(client: &mut Client, project: &Path, conversation: Option<&str>, text: &str) -> Value {
     let mut params =
         json!({"command_id": command_id(), "text": text, "context": {"cwd": project, "tty": "/dev/pts/9"}});
     if let Some(id) = conversation {

@@ -55,11 +55,12 @@ fn entries(folder: &Path) -> Vec<PathBuf> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_backup_while_a_turn_streams_holds_every_committed_event_and_is_private() {
     let home = tempfile::tempdir().unwrap();
+    let project = common::project();
     // About three seconds of streaming: the backup lands in the middle of the turn.
     let server = model(vec![slow_reply()]).await;
     let efrd = daemon(home.path(), &server);
     let mut client = efrd.client().await.unwrap();
-    let sent = prompt(&mut client, None, "stream for a while").await;
+    let sent = prompt(&mut client, project.path(), None, "stream for a while").await;
     let conversation = sent["conversation_id"].as_str().unwrap().to_owned();
 
     // A subscriber sees an event only after its commit: the last seq it saw before the backup was asked for is
@@ -171,10 +172,11 @@ impl Drop for ReadOnly {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_destinations_get_a_clear_error_and_lose_nothing() {
     let home = tempfile::tempdir().unwrap();
+    let project = common::project();
     let server = model(vec![text_reply("one answer", 64, 0)]).await;
     let efrd = daemon(home.path(), &server);
     let mut client = efrd.client().await.unwrap();
-    let sent = prompt(&mut client, None, "something to keep").await;
+    let sent = prompt(&mut client, project.path(), None, "something to keep").await;
     let conversation = sent["conversation_id"].as_str().unwrap().to_owned();
     let (id, _) = common::subscribe(&mut client, &conversation, Some(0)).await;
     common::events_until(&mut client, id, "turn_completed").await;

@@ -30,6 +30,7 @@ fn slow_reply(round: usize) -> Reply {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigkill_at_random_moments_loses_nothing_and_leaves_no_gap() {
     let home = tempfile::tempdir().unwrap();
+    let project = common::project();
     let server = model((0..ROUNDS * 2).map(slow_reply).collect()).await;
     let mut efrd = daemon(home.path(), &server);
     // A failure is replayed with the seed it printed: `EFR_CRASH_SEED=<seed> cargo test -p efrd --test all daemon_crash`.
@@ -52,12 +53,24 @@ async fn sigkill_at_random_moments_loses_nothing_and_leaves_no_gap() {
         } else {
             Some(conversations[rng.random_range(0..conversations.len())].clone())
         };
-        let first = prompt(&mut client, target.as_deref(), &format!("round {round}")).await;
+        let first = prompt(
+            &mut client,
+            project.path(),
+            target.as_deref(),
+            &format!("round {round}"),
+        )
+        .await;
         let conversation = first["conversation_id"].as_str().unwrap().to_owned();
         if !conversations.contains(&conversation) {
             conversations.push(conversation.clone());
         }
-        let second = prompt(&mut client, Some(&conversation), &format!("round {round}, waiting")).await;
+        let second = prompt(
+            &mut client,
+            project.path(),
+            Some(&conversation),
+            &format!("round {round}, waiting"),
+        )
+        .await;
 
         let mut watcher = efrd.client().await.unwrap();
         let id = watcher
