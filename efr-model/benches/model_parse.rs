@@ -41,11 +41,12 @@ const FLOOR_MIB_S: f64 = 100.0;
 /// A stream of `format` of at least 10 MiB: text deltas of a few words, every fourth one with multi-byte text.
 fn stream(format: Format) -> Vec<u8> {
     let words = ["Hello", " größe", " world", " 🙂", " and", " more", " text", " here"];
-    let one = |deltas: usize| Reply {
-        events: (0..deltas)
-            .map(|i| ReplyEvent::Text(format!("{}{}{}", words[i % 8], words[(i + 3) % 8], words[(i + 5) % 8])))
-            .collect(),
-        ..Reply::default()
+    let one = |deltas: usize| {
+        Reply::of(
+            (0..deltas)
+                .map(|i| ReplyEvent::Text(format!("{}{}{}", words[i % 8], words[(i + 3) % 8], words[(i + 5) % 8])))
+                .collect(),
+        )
     };
     let sample = encoded(format, &one(1000)).len();
     let reply = one(TARGET * 1000 / sample + 1000);
@@ -56,10 +57,7 @@ fn stream(format: Format) -> Vec<u8> {
 
 /// A Responses stream of one text of [`LONG_TEXT`] bytes, in one delta.
 fn long_answer() -> Vec<u8> {
-    let reply = Reply {
-        events: vec![ReplyEvent::Text("a long answer ".repeat(LONG_TEXT / 14))],
-        ..Reply::default()
-    };
+    let reply = Reply::text("a long answer ".repeat(LONG_TEXT / 14));
     encoded(Format::Responses, &reply)
 }
 

@@ -300,12 +300,7 @@ impl Proxy {
     }
 
     fn rss_kib(&self) -> Result<u64> {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).map_err(err)?;
-        status
-            .lines()
-            .find_map(|line| line.strip_prefix("VmRSS:"))
-            .and_then(|rest| rest.split_whitespace().next()?.parse().ok())
-            .ok_or_else(|| "no VmRSS".to_owned())
+        efr_test_support::proc::rss_kib(self.child.id()).map_err(|e| format!("{e:#}"))
     }
 }
 

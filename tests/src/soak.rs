@@ -36,7 +36,7 @@ use tokio::sync::Mutex;
 
 use crate::client::{Client, StreamFrame};
 use crate::daemon::{TestDaemon, config_for};
-use crate::scripted::{Reply, ReplyEvent, Script, ScriptToolCall, ScriptedModel, Step};
+use crate::scripted::{Reply, Script, ScriptedModel, Step};
 
 /// How long a soak run is.
 #[derive(Debug, Clone, Copy)]
@@ -324,16 +324,7 @@ async fn client_loop(
                 .as_str()
                 .context("a conversation id")?
                 .to_owned();
-            let sub = client
-                .send(
-                    "conversation.subscribe",
-                    json!({"conversation_id": id, "after_seq": 0}),
-                    true,
-                )
-                .await?;
-            if client.next_of(sub).await? != StreamFrame::Ack {
-                bail!("the subscription was not acknowledged");
-            }
+            let (sub, _) = crate::subscription::subscribe(&mut client, &id, Some(0)).await?;
             subscription = Some(sub);
             conversation = Some(id);
         }
@@ -403,34 +394,14 @@ async fn read_turn(
 
 /// A turn's three steps: a shell call that removes what the patches added, a patch that adds a file, a text.
 fn steps(turn: usize) -> Vec<Step> {
-    let call = |id: String, name: &str, freeform: bool, input: String| {
-        Step::Reply(Reply {
-            events: vec![ReplyEvent::ToolCall(ScriptToolCall {
-                id,
-                name: name.into(),
-                freeform,
-                input: vec![input],
-            })],
-            ..Reply::default()
-        })
-    };
     vec![
-        call(
-            format!("call_shell_{turn}"),
-            "shell",
-            false,
-            json!({"command": "rm -f added-*.txt; echo soak"}).to_string(),
-        ),
-        call(
-            format!("call_patch_{turn}"),
-            "apply_patch",
-            true,
-            format!("*** Begin Patch\n*** Add File: added-{turn}.txt\n+turn {turn}\n*** End Patch\n"),
-        ),
-        Step::Reply(Reply {
-            events: vec![ReplyEvent::Text(format!("turn {turn} is done"))],
-            ..Reply::default()
-        }),
+        Reply::shell(&format!("call_shell_{turn}"), "rm -f added-*.txt; echo soak").into(),
+        Reply::patch(
+            &format!("call_patch_{turn}"),
+            &format!("*** Begin Patch\n*** Add File: added-{turn}.txt\n+turn {turn}\n*** End Patch\n"),
+        )
+        .into(),
+        Reply::text(format!("turn {turn} is done")).into(),
     ]
 }
 
@@ -452,18 +423,10 @@ struct Sample {
 
 /// efrd's RSS in KiB and its open descriptors.
 fn sample(pid: u32) -> Result<Sample> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
-    let kib = |key: &str| -> Result<u64> {
-        status
-            .lines()
-            .find_map(|line| line.strip_prefix(key))
-            .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
-            .with_context(|| key.to_owned())
-    };
     let fds = std::fs::read_dir(format!("/proc/{pid}/fd"))?.count();
     Ok(Sample {
-        rss: kib("VmRSS:")?,
-        anon: kib("RssAnon:")?,
+        rss: crate::proc::rss_kib(pid)?,
+        anon: crate::proc::status_kib(pid, "RssAnon")?,
         fds,
     })
 }

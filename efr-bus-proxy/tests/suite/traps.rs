@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use efr_bus_proxy::policy::{Level, Policy};
 use efr_bus_proxy::serve::MAX_MESSAGE;
 use efr_protocol::wire::Bus;
+use efr_test_support::proc::rss_kib;
 use tokio::io::AsyncWriteExt;
 use zbus::message::Message;
 
@@ -331,7 +332,7 @@ async fn a_flood_of_10000_messages_keeps_memory_bounded() {
             }
         }
         if (replies + errors) % 1000 == 0 {
-            peak_rss = peak_rss.max(rss_kib(proxy.0.id()));
+            peak_rss = peak_rss.max(rss_kib(proxy.0.id()).unwrap());
         }
         assert!(
             start.elapsed() < Duration::from_secs(120),
@@ -359,16 +360,6 @@ async fn a_flood_of_10000_messages_keeps_memory_bounded() {
         peak_rss > 0 && peak_rss < 64 * 1024,
         "the proxy's RSS peaked at {peak_rss} KiB"
     );
-}
-
-/// The resident set of a process, in KiB.
-fn rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    status
-        .lines()
-        .find_map(|line| line.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap()
 }
 
 /// A child process killed when the test ends, passed or not.

@@ -167,12 +167,7 @@ impl Proxy {
 
     /// The proxy's resident memory, in KiB.
     pub fn rss_kib(&self) -> u64 {
-        status_field(self.pid(), "VmRSS:")
-            .split_whitespace()
-            .next()
-            .unwrap()
-            .parse()
-            .unwrap()
+        efr_test_support::proc::rss_kib(self.pid()).unwrap()
     }
 
     /// Ends the proxy by closing the control socket, as efrd's end does; its exit status.

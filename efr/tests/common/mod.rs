@@ -12,8 +12,7 @@ use std::time::{Duration, Instant};
 
 use efr_test_support::binaries::sibling;
 use efr_test_support::daemon::{TestDaemon, config_for};
-use efr_test_support::scripted::{Reply, ReplyEvent, Script, ScriptToolCall, ScriptUsage, ScriptedModel, Step};
-use serde_json::json;
+use efr_test_support::scripted::{Reply, Script, ScriptedModel};
 
 /// The key the tests log in with (through the environment of efrd).
 pub const KEY: &str = "sk-proj-testkey0000000000000000a1b2";
@@ -34,60 +33,24 @@ pub fn efrd() -> &'static Path {
 
 /// A model server that answers each call with the given replies, in order.
 pub async fn model(replies: Vec<Reply>) -> ScriptedModel {
-    let script = Script {
-        steps: replies.into_iter().map(Step::Reply).collect(),
-        models: vec!["gpt-5".into()],
-        ..Script::default()
-    };
-    ScriptedModel::start(script).await.expect("scripted model server")
+    ScriptedModel::start(Script::replies(replies))
+        .await
+        .expect("scripted model server")
 }
 
 /// A text reply, streamed in small chunks, with usage 120 in / 30 out.
 pub fn text(answer: &str) -> Reply {
-    Reply {
-        events: vec![ReplyEvent::Text(answer.into())],
-        usage: Some(ScriptUsage {
-            input: 120,
-            output: 30,
-            ..ScriptUsage::default()
-        }),
-        chunk_bytes: Some(7),
-        chunk_delay_ms: Some(5),
-        ..Reply::default()
-    }
-}
-
-/// A tool call of the shell tool.
-pub fn shell_call(id: &str, command: &str) -> ReplyEvent {
-    ReplyEvent::ToolCall(ScriptToolCall {
-        id: id.into(),
-        name: "shell".into(),
-        freeform: false,
-        input: vec![json!({ "command": command }).to_string()],
-    })
+    Reply::text(answer).with_usage(120, 30).with_chunks(7, 5)
 }
 
 /// A reply that is one shell call.
 pub fn shell(id: &str, command: &str) -> Reply {
-    Reply {
-        events: vec![shell_call(id, command)],
-        stop: Some("tool_use".into()),
-        ..Reply::default()
-    }
+    Reply::shell(id, command).with_stop("tool_use")
 }
 
 /// A reply that is one apply_patch call.
 pub fn patch(id: &str, patch: &str) -> Reply {
-    Reply {
-        events: vec![ReplyEvent::ToolCall(ScriptToolCall {
-            id: id.into(),
-            name: "apply_patch".into(),
-            freeform: true,
-            input: vec![patch.into()],
-        })],
-        stop: Some("tool_use".into()),
-        ..Reply::default()
-    }
+    Reply::patch(id, patch).with_stop("tool_use")
 }
 
 /// efrd in `home`, pointed at `model`; logged in to openai-api through its environment when `logged_in`.

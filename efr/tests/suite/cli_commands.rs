@@ -273,19 +273,11 @@ async fn config_reload_applies_a_good_file_and_says_where_a_broken_one_is_wrong(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn efr_shell_shows_a_command_left_running_and_stops_it() {
-    use efr_test_support::scripted::{Reply, ReplyEvent, ScriptToolCall};
+    use efr_test_support::scripted::Reply;
     let home = tempfile::tempdir().unwrap();
     let project = tempfile::tempdir().unwrap();
-    let long = Reply {
-        events: vec![ReplyEvent::ToolCall(ScriptToolCall {
-            id: "call_long".into(),
-            name: "shell".into(),
-            freeform: false,
-            input: vec![serde_json::json!({"command": "sleep 300", "timeout": 1}).to_string()],
-        })],
-        stop: Some("tool_use".into()),
-        ..Reply::default()
-    };
+    let long = Reply::shell_with("call_long", &serde_json::json!({"command": "sleep 300", "timeout": 1}))
+        .with_stop("tool_use");
     let server = model(vec![long, text("it still runs")]).await;
     let _efrd = daemon(home.path(), &server, true);
     let run = |args: Vec<String>| {
@@ -343,20 +335,15 @@ async fn efr_shell_shows_a_command_left_running_and_stops_it() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn efr_shell_stop_exits_1_when_the_command_survives_sigint() {
-    use efr_test_support::scripted::{Reply, ReplyEvent, ScriptToolCall};
+    use efr_test_support::scripted::Reply;
     let home = tempfile::tempdir().unwrap();
     let project = tempfile::tempdir().unwrap();
     // SIGINT is ignored by the shell that sources the command and so by its sleep: only closing the shell ends it.
-    let stubborn = Reply {
-        events: vec![ReplyEvent::ToolCall(ScriptToolCall {
-            id: "call_stubborn".into(),
-            name: "shell".into(),
-            freeform: false,
-            input: vec![serde_json::json!({"command": "trap '' INT; sleep 600", "timeout": 1}).to_string()],
-        })],
-        stop: Some("tool_use".into()),
-        ..Reply::default()
-    };
+    let stubborn = Reply::shell_with(
+        "call_stubborn",
+        &serde_json::json!({"command": "trap '' INT; sleep 600", "timeout": 1}),
+    )
+    .with_stop("tool_use");
     let server = model(vec![stubborn, text("it still runs")]).await;
     let _efrd = daemon(home.path(), &server, true);
     let out = efr_run(

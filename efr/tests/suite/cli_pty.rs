@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use common::{daemon, efr, model, shell_call, text};
+use common::{daemon, efr, model, shell, text};
 use efr_test_support::scripted::{Reply, ReplyEvent};
 
 /// A private tmux server (its own socket name), killed when dropped.
@@ -124,21 +124,13 @@ fn uuid_like() -> u128 {
 async fn a_whole_turn_in_a_terminal_then_ctrl_c_interrupts_the_next() {
     let home = tempfile::tempdir().unwrap();
     let project = tempfile::tempdir().unwrap();
-    let first = Reply {
-        events: vec![
-            ReplyEvent::Text("## Plan\n\nI will ask for a **password** with `read`.\n\n".into()),
-            shell_call("call_pw", "read -s -p 'Password: ' pw; echo got-${#pw}"),
-        ],
-        stop: Some("tool_use".into()),
-        chunk_bytes: Some(9),
-        chunk_delay_ms: Some(20),
-        ..Reply::default()
-    };
-    let second = Reply {
-        events: vec![shell_call("call_sleep", "sleep 30")],
-        stop: Some("tool_use".into()),
-        ..Reply::default()
-    };
+    let first = Reply::of(vec![
+        ReplyEvent::Text("## Plan\n\nI will ask for a **password** with `read`.\n\n".into()),
+        ReplyEvent::shell("call_pw", "read -s -p 'Password: ' pw; echo got-${#pw}"),
+    ])
+    .with_stop("tool_use")
+    .with_chunks(9, 20);
+    let second = shell("call_sleep", "sleep 30");
     let server = model(vec![first, text("It was read."), second, text("never")]).await;
     let _efrd = daemon(home.path(), &server, true);
     let tmux = Tmux::start(project.path(), home.path());

@@ -16,9 +16,10 @@ use std::process::{Command, Output};
 use std::time::Duration;
 
 use crate::common::efrd;
-use efr_test_support::client::{Client, StreamFrame};
+use efr_test_support::client::Client;
 use efr_test_support::daemon::config_for;
-use efr_test_support::scripted::{Reply, ReplyEvent, Script, ScriptedModel, Step};
+use efr_test_support::scripted::{Reply, Script, ScriptedModel};
+use efr_test_support::subscription;
 use efr_test_support::systemd::{UserManager, require_root};
 use serde_json::{Value, json};
 
@@ -59,32 +60,12 @@ async fn prompt(client: &mut Client, cwd: &Path, text: &str) -> String {
 
 /// Subscribes from the start of the log and reads events until one of kind `until`.
 async fn events_until(client: &mut Client, conversation: &str, until: &str) -> Vec<Value> {
-    let id = client
-        .send(
-            "conversation.subscribe",
-            json!({"conversation_id": conversation, "after_seq": 0}),
-            true,
-        )
+    let (id, _) = subscription::subscribe(client, conversation, Some(0)).await.unwrap();
+    let events = subscription::events_through(client, id, until)
         .await
-        .unwrap();
-    assert_eq!(client.next_of(id).await.unwrap(), StreamFrame::Ack);
-    let mut events = Vec::new();
-    loop {
-        let frame = client.next_of(id).await;
-        let frame = frame.unwrap_or_else(|error| panic!("{error:#} while waiting for {until}, after {events:#?}"));
-        match frame {
-            StreamFrame::Item(item) => {
-                let event = item["event"].clone();
-                let kind = event["kind"].as_str().unwrap_or_default().to_owned();
-                events.push(event);
-                if kind == until {
-                    client.cancel(id).await.unwrap();
-                    return events;
-                }
-            }
-            other => panic!("expected an event, got {other:?} after {events:?}"),
-        }
-    }
+        .unwrap_or_else(|error| panic!("{error:#}"));
+    client.cancel(id).await.unwrap();
+    events
 }
 
 #[test]
@@ -97,14 +78,9 @@ fn efr_daemon_install_starts_efrd_through_the_socket_and_a_restart_keeps_the_log
         .build()
         .unwrap();
     let model = runtime
-        .block_on(ScriptedModel::start(Script {
-            steps: vec![Step::Reply(Reply {
-                events: vec![ReplyEvent::Text("kept across restarts".into())],
-                ..Reply::default()
-            })],
-            models: vec!["gpt-5".into()],
-            ..Script::default()
-        }))
+        .block_on(ScriptedModel::start(Script::replies([Reply::text(
+            "kept across restarts",
+        )])))
         .unwrap();
     let config = manager.config_home().join("efr");
     std::fs::create_dir_all(&config).unwrap();

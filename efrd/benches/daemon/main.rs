@@ -31,7 +31,9 @@ use anyhow::{Context, Result, anyhow, bail};
 use efr_protocol::frame::RequestId;
 use efr_test_support::client::{Client, StreamFrame};
 use efr_test_support::daemon::{TestDaemon, config_for};
-use efr_test_support::scripted::{Reply, ReplyEvent, Script, ScriptUsage, ScriptedModel, Step};
+use efr_test_support::proc::rss_kib;
+use efr_test_support::scripted::{Reply, ReplyEvent, Script, ScriptedModel, Step};
+use efr_test_support::subscription::{events_until, next_event, subscribe};
 use serde_json::{Value, json};
 
 use echo::Echo;
@@ -234,32 +236,17 @@ fn load_average() -> String {
 
 /// A short answer in one burst, with usage, as the scripted server sends it at once.
 fn whole_reply() -> Reply {
-    Reply {
-        events: vec![ReplyEvent::Text("The answer: 42, größe 🙂.".into())],
-        usage: Some(usage()),
-        ..Reply::default()
-    }
+    Reply::text("The answer: 42, größe 🙂.").with_usage(120, 12)
 }
 
 /// The first words at once, then a pause of [`PAUSE_MS`], then the rest.
 fn streamed_reply() -> Reply {
-    Reply {
-        events: vec![
-            ReplyEvent::Text("The answer".into()),
-            ReplyEvent::DelayMs(PAUSE_MS),
-            ReplyEvent::Text(": 42, größe 🙂.".into()),
-        ],
-        usage: Some(usage()),
-        ..Reply::default()
-    }
-}
-
-fn usage() -> ScriptUsage {
-    ScriptUsage {
-        input: 120,
-        output: 12,
-        ..ScriptUsage::default()
-    }
+    Reply::of(vec![
+        ReplyEvent::Text("The answer".into()),
+        ReplyEvent::DelayMs(PAUSE_MS),
+        ReplyEvent::Text(": 42, größe 🙂.".into()),
+    ])
+    .with_usage(120, 12)
 }
 
 /// prompt.send params with a fresh command id; into `conversation` when given, else a new one.
@@ -284,8 +271,8 @@ async fn first_delta(efrd: &TestDaemon, model: &ScriptedModel, reply: &Reply) ->
         .as_str()
         .ok_or_else(|| anyhow!("a prompt.send result without conversation_id: {sent}"))?
         .to_owned();
-    let subscription = subscribe(&mut watcher, &conversation, Some(0)).await?;
-    read_until(&mut watcher, subscription, "turn_completed").await?;
+    let (subscription, _) = subscribe(&mut watcher, &conversation, Some(0)).await?;
+    events_until(&mut watcher, subscription, "turn_completed").await?;
 
     let mut times = Vec::with_capacity(PROMPTS);
     for round in 0..PROMPT_WARMUP + PROMPTS {
@@ -294,13 +281,13 @@ async fn first_delta(efrd: &TestDaemon, model: &ScriptedModel, reply: &Reply) ->
         let request = writer
             .send("prompt.send", prompt_params(Some(&conversation), "again"), false)
             .await?;
-        let first = read_until(&mut watcher, subscription, "assistant_message_updated").await?;
+        let first = events_until(&mut watcher, subscription, "assistant_message_updated").await?;
         let elapsed = started.elapsed();
         let first = first
             .last()
             .ok_or_else(|| anyhow!("no event read before the first delta"))?
             .clone();
-        read_until(&mut watcher, subscription, "turn_completed").await?;
+        events_until(&mut watcher, subscription, "turn_completed").await?;
         let result = match writer.next_of(request).await? {
             StreamFrame::Item(result) => result,
             other => bail!("prompt.send {round}: expected its result, got {other:?}"),
@@ -323,52 +310,6 @@ async fn first_delta(efrd: &TestDaemon, model: &ScriptedModel, reply: &Reply) ->
     Ok(times)
 }
 
-/// Subscribes with ack; with no `after_seq`, also reads the snapshot. Returns the subscription's request id.
-async fn subscribe(client: &mut Client, conversation: &str, after_seq: Option<u64>) -> Result<RequestId> {
-    let mut params = json!({"conversation_id": conversation});
-    if let Some(seq) = after_seq {
-        params["after_seq"] = json!(seq);
-    }
-    let id = client.send("conversation.subscribe", params, true).await?;
-    if client.next_of(id).await? != StreamFrame::Ack {
-        bail!("conversation.subscribe: the ack did not come first");
-    }
-    if after_seq.is_none() {
-        match client.next_of(id).await? {
-            StreamFrame::Item(item) if item.get("snapshot").is_some() => {}
-            other => bail!("conversation.subscribe: expected the snapshot, got {other:?}"),
-        }
-    }
-    Ok(id)
-}
-
-/// The next event of subscription `id`.
-async fn next_event(client: &mut Client, id: RequestId) -> Result<Value> {
-    match client.next_of(id).await? {
-        StreamFrame::Item(mut item) => match item.get_mut("event").map(Value::take) {
-            Some(event) => Ok(event),
-            None => bail!("a subscription item that is not an event: {item}"),
-        },
-        other => bail!("the subscription ended: {other:?}"),
-    }
-}
-
-/// Reads events of subscription `id` up to one of kind `until` (included). A turn that ends otherwise is an error.
-async fn read_until(client: &mut Client, id: RequestId, until: &str) -> Result<Vec<Value>> {
-    let mut events = Vec::new();
-    loop {
-        let event = next_event(client, id).await?;
-        let kind = event["kind"].as_str().unwrap_or_default().to_owned();
-        events.push(event);
-        if kind == until {
-            return Ok(events);
-        }
-        if matches!(kind.as_str(), "turn_failed" | "turn_interrupted" | "turn_cancelled") {
-            bail!("waiting for {until}, the turn ended: {:?}", events.last());
-        }
-    }
-}
-
 /// efrd's idle RSS in KiB: the median of five samples after [`SETTLE`].
 async fn idle_rss(efrd: &TestDaemon) -> Result<u64> {
     let pid = efrd.pid().ok_or_else(|| anyhow!("efrd is not running"))?;
@@ -380,19 +321,6 @@ async fn idle_rss(efrd: &TestDaemon) -> Result<u64> {
     }
     samples.sort_unstable();
     Ok(samples[samples.len() / 2])
-}
-
-/// `VmRSS` of process `pid`, in KiB, from `/proc/<pid>/status`.
-fn rss_kib(pid: u32) -> Result<u64> {
-    let path = format!("/proc/{pid}/status");
-    let status = std::fs::read_to_string(&path).with_context(|| format!("cannot read {path}"))?;
-    let line = status
-        .lines()
-        .find_map(|line| line.strip_prefix("VmRSS:"))
-        .ok_or_else(|| anyhow!("{path} has no VmRSS line"))?;
-    let kib = line.trim().trim_end_matches("kB").trim();
-    kib.parse()
-        .with_context(|| format!("VmRSS of {path} is not a number of kB: {line:?}"))
 }
 
 /// The highest of [`RSS_SAMPLES`] samples of `pid`'s RSS, [`SAMPLE_EVERY`] apart.
@@ -407,16 +335,7 @@ async fn peak_rss(pid: u32) -> Result<u64> {
 
 /// The long answer of the RSS measure.
 fn long_reply() -> Reply {
-    let mut events = Vec::with_capacity(PIECES * 2);
-    for _ in 0..PIECES {
-        events.push(ReplyEvent::Text(PIECE.into()));
-        events.push(ReplyEvent::DelayMs(PIECE_DELAY_MS));
-    }
-    Reply {
-        events,
-        usage: Some(usage()),
-        ..Reply::default()
-    }
+    Reply::streamed(std::iter::repeat_n(PIECE.to_owned(), PIECES), PIECE_DELAY_MS).with_usage(120, 12)
 }
 
 /// Starts a long answer; samples efrd's RSS while it streams to one subscriber, then while it streams to
@@ -432,8 +351,8 @@ async fn subscribers_rss(efrd: &TestDaemon, model: &ScriptedModel) -> Result<(u6
         .ok_or_else(|| anyhow!("a prompt.send result without conversation_id: {sent}"))?
         .to_owned();
     let mut watcher = efrd.client().await?;
-    let watch = subscribe(&mut watcher, &conversation, Some(0)).await?;
-    read_until(&mut watcher, watch, "assistant_message_updated").await?;
+    let (watch, _) = subscribe(&mut watcher, &conversation, Some(0)).await?;
+    events_until(&mut watcher, watch, "assistant_message_updated").await?;
     // The watcher keeps reading in its own task, so it never falls behind.
     let watcher = tokio::spawn(follow(watcher, watch, None));
     let before = peak_rss(pid).await?;
@@ -442,7 +361,7 @@ async fn subscribers_rss(efrd: &TestDaemon, model: &ScriptedModel) -> Result<(u6
     let mut readers = Vec::with_capacity(SUBSCRIBERS);
     for _ in 0..SUBSCRIBERS {
         let mut client = efrd.client().await?;
-        let id = subscribe(&mut client, &conversation, None).await?;
+        let (id, _) = subscribe(&mut client, &conversation, None).await?;
         readers.push(tokio::spawn(follow(client, id, Some(live_tx.clone()))));
     }
     drop(live_tx);

@@ -33,7 +33,9 @@ use efr_protocol::frame::RequestId;
 use efr_test_support::client::{Client, StreamFrame};
 use efr_test_support::daemon::{TestDaemon, config_for};
 use efr_test_support::netns::NetNs;
-use efr_test_support::scripted::{Reply, ReplyEvent, Script, ScriptUsage, ScriptedModel, Step};
+use efr_test_support::proc::rss_kib;
+use efr_test_support::scripted::{Reply, Script, ScriptedModel, Step};
+use efr_test_support::subscription::{Frames, events_until};
 use efr_test_support::tailscaled::{LocalApiDouble, status_json, whois_json};
 use serde_json::{Value, json};
 
@@ -231,27 +233,12 @@ async fn phase<T>(name: &str, future: impl Future<Output = Result<T>>) -> Result
         .with_context(|| format!("the {name} phase"))
 }
 
-/// One connection that sends prompts and follows its conversation: the Unix socket's client or a phone.
-trait Connection {
-    async fn send(&mut self, method: &str, params: Value, ack: bool) -> Result<RequestId>;
-    async fn next_of(&mut self, id: RequestId) -> Result<StreamFrame>;
-}
-
-impl Connection for Client {
-    async fn send(&mut self, method: &str, params: Value, ack: bool) -> Result<RequestId> {
-        Client::send(self, method, params, ack).await
+impl Frames for Phone {
+    fn send(&mut self, method: &str, params: Value, ack: bool) -> impl Future<Output = Result<RequestId>> {
+        Phone::send(self, method, params, ack)
     }
-    async fn next_of(&mut self, id: RequestId) -> Result<StreamFrame> {
-        Client::next_of(self, id).await
-    }
-}
-
-impl Connection for Phone {
-    async fn send(&mut self, method: &str, params: Value, ack: bool) -> Result<RequestId> {
-        Phone::send(self, method, params, ack).await
-    }
-    async fn next_of(&mut self, id: RequestId) -> Result<StreamFrame> {
-        Phone::next_of(self, id).await
+    fn next_of(&mut self, id: RequestId) -> impl Future<Output = Result<StreamFrame>> {
+        Phone::next_of(self, id)
     }
 }
 
@@ -263,15 +250,7 @@ struct Followed {
 
 /// A short answer in one burst, with usage.
 fn reply() -> Reply {
-    Reply {
-        events: vec![ReplyEvent::Text("The answer: 42, größe 🙂.".into())],
-        usage: Some(ScriptUsage {
-            input: 120,
-            output: 12,
-            ..ScriptUsage::default()
-        }),
-        ..Reply::default()
-    }
+    Reply::text("The answer: 42, größe 🙂.").with_usage(120, 12)
 }
 
 /// prompt.send params with a fresh command id; into `conversation` when given, else a new one.
@@ -284,7 +263,7 @@ fn prompt_params(conversation: Option<&str>) -> Value {
 }
 
 /// Sends a first prompt (not measured), subscribes to its conversation and reads its turn to the end.
-async fn follow(conn: &mut impl Connection, model: &ScriptedModel) -> Result<Followed> {
+async fn follow(conn: &mut impl Frames, model: &ScriptedModel) -> Result<Followed> {
     model.push(Step::Reply(reply()));
     let request = conn.send("prompt.send", prompt_params(None), false).await?;
     let StreamFrame::Item(sent) = conn.next_of(request).await? else {
@@ -296,7 +275,7 @@ async fn follow(conn: &mut impl Connection, model: &ScriptedModel) -> Result<Fol
         .to_owned();
     let params = json!({"conversation_id": conversation, "after_seq": 0});
     let subscription = conn.send("conversation.subscribe", params, false).await?;
-    read_until(conn, subscription, "turn_completed").await?;
+    events_until(conn, subscription, "turn_completed").await?;
     Ok(Followed {
         conversation,
         subscription,
@@ -304,16 +283,16 @@ async fn follow(conn: &mut impl Connection, model: &ScriptedModel) -> Result<Fol
 }
 
 /// One measured prompt: prompt.send → the turn's first `assistant_message_updated` on `followed`'s subscription.
-async fn first_draft(conn: &mut impl Connection, followed: &Followed, model: &ScriptedModel) -> Result<Duration> {
+async fn first_draft(conn: &mut impl Frames, followed: &Followed, model: &ScriptedModel) -> Result<Duration> {
     model.push(Step::Reply(reply()));
     let started = Instant::now();
     let request = conn
         .send("prompt.send", prompt_params(Some(&followed.conversation)), false)
         .await?;
-    let events = read_until(conn, followed.subscription, "assistant_message_updated").await?;
+    let events = events_until(conn, followed.subscription, "assistant_message_updated").await?;
     let elapsed = started.elapsed();
     let first = events.last().cloned().unwrap_or_default();
-    read_until(conn, followed.subscription, "turn_completed").await?;
+    events_until(conn, followed.subscription, "turn_completed").await?;
     let StreamFrame::Item(result) = conn.next_of(request).await? else {
         bail!("prompt.send has no result");
     };
@@ -322,29 +301,6 @@ async fn first_draft(conn: &mut impl Connection, followed: &Followed, model: &Sc
         bail!("the first delta read is not its turn's first: {first} (result {result})");
     }
     Ok(elapsed)
-}
-
-/// Reads events of subscription `id` up to one of kind `until` (included). A turn that ends otherwise is an error.
-async fn read_until(conn: &mut impl Connection, id: RequestId, until: &str) -> Result<Vec<Value>> {
-    let mut events = Vec::new();
-    loop {
-        let event = match conn.next_of(id).await? {
-            StreamFrame::Item(mut item) => item
-                .get_mut("event")
-                .map(Value::take)
-                .ok_or_else(|| anyhow!("a subscription item that is not an event: {item}"))?,
-            StreamFrame::Ack => continue,
-            other => bail!("the subscription ended: {other:?}"),
-        };
-        let kind = event["kind"].as_str().unwrap_or_default().to_owned();
-        events.push(event);
-        if kind == until {
-            return Ok(events);
-        }
-        if matches!(kind.as_str(), "turn_failed" | "turn_interrupted" | "turn_cancelled") {
-            bail!("waiting for {until}, the turn ended: {:?}", events.last());
-        }
-    }
 }
 
 /// [`PROMPT_WARMUP`] then [`PROMPTS`] prompts on each transport, one of each in turn, each into its own
@@ -393,19 +349,6 @@ async fn devices_rss(listener: SocketAddr, devices: &[Device], daemon_id: &str, 
         phone.ok("conversations.recent", json!({})).await?;
     }
     Ok((before, with))
-}
-
-/// `VmRSS` of process `pid`, in KiB, from `/proc/<pid>/status`.
-fn rss_kib(pid: u32) -> Result<u64> {
-    let path = format!("/proc/{pid}/status");
-    let status = std::fs::read_to_string(&path).with_context(|| format!("cannot read {path}"))?;
-    let line = status
-        .lines()
-        .find_map(|line| line.strip_prefix("VmRSS:"))
-        .ok_or_else(|| anyhow!("{path} has no VmRSS line"))?;
-    let kib = line.trim().trim_end_matches("kB").trim();
-    kib.parse()
-        .with_context(|| format!("VmRSS of {path} is not a number of kB: {line:?}"))
 }
 
 /// The highest of [`RSS_SAMPLES`] samples of `pid`'s RSS, [`SAMPLE_EVERY`] apart.

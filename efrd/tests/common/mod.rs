@@ -11,7 +11,8 @@ pub mod tools;
 use efr_protocol::frame::RequestId;
 use efr_test_support::client::{Client, StreamFrame};
 use efr_test_support::daemon::{TestDaemon, config_for};
-use efr_test_support::scripted::{Reply, ReplyEvent, Script, ScriptUsage, ScriptedModel, Step};
+use efr_test_support::scripted::{Reply, Script, ScriptedModel};
+use efr_test_support::subscription;
 use serde_json::{Value, json};
 
 /// The efrd binary cargo built for these tests.
@@ -21,27 +22,15 @@ pub fn efrd_binary() -> &'static Path {
 
 /// A model server that answers each call with the given replies, in order.
 pub async fn model(replies: Vec<Reply>) -> ScriptedModel {
-    let script = Script {
-        steps: replies.into_iter().map(Step::Reply).collect(),
-        models: vec!["gpt-5".into()],
-        ..Script::default()
-    };
-    ScriptedModel::start(script).await.expect("scripted model server")
+    ScriptedModel::start(Script::replies(replies))
+        .await
+        .expect("scripted model server")
 }
 
-/// A reply with `text` streamed in chunks of `chunk` bytes (boundaries may split characters).
+/// A reply with `text` streamed in chunks of `chunk` bytes (boundaries may split characters), `delay_ms` apart, with
+/// usage 120 in / 30 out.
 pub fn text_reply(text: &str, chunk: usize, delay_ms: u64) -> Reply {
-    Reply {
-        events: vec![ReplyEvent::Text(text.to_owned())],
-        usage: Some(ScriptUsage {
-            input: 120,
-            output: 30,
-            ..ScriptUsage::default()
-        }),
-        chunk_bytes: Some(chunk),
-        chunk_delay_ms: Some(delay_ms),
-        ..Reply::default()
-    }
+    Reply::text(text).with_usage(120, 30).with_chunks(chunk, delay_ms)
 }
 
 /// efrd in `home`, logged in to openai-api through the environment, pointed at `model`.
@@ -107,11 +96,15 @@ pub fn command_id() -> String {
     uuid::Uuid::new_v4().to_string()
 }
 
-/// Sends a prompt and returns its result.
-pub async fn prompt(client: &mut Client, conversation: Option<&str>, text: &str) -> Value {
-    // A small project of its own: a turn snapshots its working directory at its start and end.
-    let project = std::env::temp_dir().join("efr-tests-project");
-    std::fs::create_dir_all(&project).unwrap();
+/// A small project folder of the test's own, removed when dropped: a turn snapshots its working directory at its
+/// start and end, so [`prompt`]'s turns run in a folder with nothing else in it and no git root above it; one per
+/// test, so that tests running side by side never see each other's files.
+pub fn project() -> tempfile::TempDir {
+    tempfile::Builder::new().prefix("efr-tests-project").tempdir().unwrap()
+}
+
+/// Sends a prompt from `project` (see [`project`]) and returns its result.
+pub async fn prompt(client: &mut Client, project: &Path, conversation: Option<&str>, text: &str) -> Value {
     let mut params =
         json!({"command_id": command_id(), "text": text, "context": {"cwd": project, "tty": "/dev/pts/9"}});
     if let Some(id) = conversation {
@@ -122,64 +115,23 @@ pub async fn prompt(client: &mut Client, conversation: Option<&str>, text: &str)
 
 /// Subscribes with ack and returns the request id after the ack (and the snapshot, when `after_seq` is absent).
 pub async fn subscribe(client: &mut Client, conversation: &str, after_seq: Option<u64>) -> (RequestId, Option<Value>) {
-    let mut params = json!({"conversation_id": conversation});
-    if let Some(seq) = after_seq {
-        params["after_seq"] = json!(seq);
-    }
-    let id = client
-        .send("conversation.subscribe", params, true)
+    subscription::subscribe(client, conversation, after_seq)
         .await
-        .expect("subscribe");
-    assert_eq!(
-        client.next_of(id).await.expect("ack"),
-        StreamFrame::Ack,
-        "the ack comes first"
-    );
-    let snapshot = if after_seq.is_none() {
-        match client.next_of(id).await.expect("snapshot") {
-            StreamFrame::Item(item) => Some(item["snapshot"].clone()),
-            other => panic!("expected the snapshot, got {other:?}"),
-        }
-    } else {
-        None
-    };
-    (id, snapshot)
+        .unwrap_or_else(|error| panic!("{error:#}"))
 }
 
 /// Reads events of subscription `id` until one of kind `until` (included); fails when a turn ends before.
 pub async fn events_until(client: &mut Client, id: RequestId, until: &str) -> Vec<Value> {
-    read_events(client, id, until, true).await
+    subscription::events_until(client, id, until)
+        .await
+        .unwrap_or_else(|error| panic!("{error:#}"))
 }
 
 /// Reads events of subscription `id` until one of kind `until` (included), through the ends of turns.
 pub async fn events_through(client: &mut Client, id: RequestId, until: &str) -> Vec<Value> {
-    read_events(client, id, until, false).await
-}
-
-async fn read_events(client: &mut Client, id: RequestId, until: &str, strict: bool) -> Vec<Value> {
-    let mut events = Vec::new();
-    loop {
-        match client.next_of(id).await.expect("a frame of the subscription") {
-            StreamFrame::Item(item) => {
-                let event = item["event"].clone();
-                assert!(!event.is_null(), "an item that is not an event: {item}");
-                let kind = event["kind"].as_str().unwrap_or_default().to_owned();
-                events.push(event.clone());
-                if kind == until {
-                    return events;
-                }
-                assert!(
-                    !strict
-                        || !matches!(
-                            kind.as_str(),
-                            "turn_completed" | "turn_failed" | "turn_interrupted" | "turn_cancelled"
-                        ),
-                    "waiting for {until}, the turn ended: {event}"
-                );
-            }
-            other => panic!("expected an event, got {other:?}"),
-        }
-    }
+    subscription::events_through(client, id, until)
+        .await
+        .unwrap_or_else(|error| panic!("{error:#}"))
 }
 
 /// The assistant's text of a list of events, rebuilt from assistant_message_updated by offset.

@@ -3,7 +3,7 @@
 
 use efr_protocol::frame::RequestId;
 use efr_test_support::client::Client;
-use efr_test_support::scripted::{Reply, ReplyEvent, ScriptToolCall, ScriptedModel};
+use efr_test_support::scripted::{Reply, ScriptedModel};
 use serde_json::{Value, json};
 
 use super::{command_id, subscribe};
@@ -12,12 +12,12 @@ use super::{command_id, subscribe};
 pub fn shell_call(id: &str, command: &str) -> Reply {
     let input = json!({ "command": command }).to_string();
     let (a, b) = input.split_at(input.len() / 2);
-    tool_call(id, "shell", false, vec![a.into(), b.into()])
+    Reply::tool_call(id, "shell", false, vec![a.into(), b.into()])
 }
 
 /// A shell call with this whole input (`command`, `timeout`).
 pub fn shell_call_with(id: &str, input: &Value) -> Reply {
-    tool_call(id, "shell", false, vec![input.to_string()])
+    Reply::shell_with(id, input)
 }
 
 /// A shell call with a timeout of 1 s: its command is left running when it runs longer.
@@ -27,27 +27,12 @@ pub fn left_running_call(id: &str, command: &str) -> Reply {
 
 /// An apply_patch call (freeform) with this patch text.
 pub fn patch_call(id: &str, patch: &str) -> Reply {
-    tool_call(id, "apply_patch", true, vec![patch.into()])
-}
-
-fn tool_call(id: &str, name: &str, freeform: bool, input: Vec<String>) -> Reply {
-    Reply {
-        events: vec![ReplyEvent::ToolCall(ScriptToolCall {
-            id: id.into(),
-            name: name.into(),
-            freeform,
-            input,
-        })],
-        ..Reply::default()
-    }
+    Reply::patch(id, patch)
 }
 
 /// A text answer, whole.
 pub fn text(answer: &str) -> Reply {
-    Reply {
-        events: vec![ReplyEvent::Text(answer.into())],
-        ..Reply::default()
-    }
+    Reply::text(answer)
 }
 
 /// prompt.send in `cwd` with `mode`: to `conversation`, or a new one.

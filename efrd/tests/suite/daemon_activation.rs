@@ -30,6 +30,7 @@ async fn the_first_connection_starts_efrd_through_socket_activation() {
     let activate = which("systemd-socket-activate")
         .expect("systemd-socket-activate is missing: install the Debian package systemd (cargo xtask ci does)");
     let home = tempfile::tempdir().unwrap();
+    let project = common::project();
     let server = model(vec![common::text_reply("activated", 8, 0)]).await;
     std::fs::create_dir_all(home.path().join("config")).unwrap();
     std::fs::write(home.path().join("config/config.toml"), config_for(&server.base_url())).unwrap();
@@ -62,7 +63,7 @@ async fn the_first_connection_starts_efrd_through_socket_activation() {
     }
     // Nothing runs efrd yet: the socket belongs to systemd-socket-activate until the first connection.
     let mut client = Client::connect(&socket).await.unwrap();
-    let sent = prompt(&mut client, None, "hello").await;
+    let sent = prompt(&mut client, project.path(), None, "hello").await;
     assert!(sent["turn_id"].is_string());
     let status = client.ok("admin.status", json!(null)).await.unwrap();
     assert_eq!(

@@ -66,6 +66,7 @@ async fn status_reports_roots_config_providers_and_catalog() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_broken_config_reload_keeps_the_previous_config_and_says_where() {
     let home = tempfile::tempdir().unwrap();
+    let project = common::project();
     let server = model(vec![]).await;
     let efrd = common::daemon(home.path(), &server);
     let mut client = efrd.client().await.unwrap();
@@ -82,7 +83,7 @@ async fn a_broken_config_reload_keeps_the_previous_config_and_says_where() {
     let status = client.ok("admin.status", json!(null)).await.unwrap();
     assert_eq!(status["config"]["reload_error"], *error);
     // The previous config is still in force: prompts run with its default mode.
-    let sent = common::prompt(&mut client, None, "x").await;
+    let sent = common::prompt(&mut client, project.path(), None, "x").await;
     assert_eq!(sent["settings"]["mode"], "cautious");
 
     std::fs::write(
@@ -96,7 +97,7 @@ async fn a_broken_config_reload_keeps_the_previous_config_and_says_where() {
     assert_eq!(reload["restart_needed"], json!(["daemon.subscriber_queue"]));
     let status = client.ok("admin.status", json!(null)).await.unwrap();
     assert!(status["config"].get("reload_error").is_none());
-    let sent = common::prompt(&mut client, None, "y").await;
+    let sent = common::prompt(&mut client, project.path(), None, "y").await;
     assert_eq!(sent["settings"]["mode"], "manual");
 }
 

@@ -10,24 +10,19 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use efr_protocol::ErrorCode;
-use efr_protocol::frame::ServerFrame;
 use rusqlite::{Connection, OpenFlags};
 use serde_json::{Value, json};
 
-use common::{daemon, model, prompt, text_reply};
-use efr_test_support::scripted::{Reply, ReplyEvent};
+use common::{daemon, events_until, model, prompt, subscribe, text_reply};
+use efr_test_support::scripted::Reply;
+use efr_test_support::subscription::read_until;
 
 /// A reply that streams for about three seconds, in many small pieces.
 fn slow_reply() -> Reply {
-    let mut events = Vec::new();
-    for i in 0..80 {
-        events.push(ReplyEvent::Text(format!("piece {i} streamed while the copy is made ")));
-        events.push(ReplyEvent::DelayMs(40));
-    }
-    Reply {
-        events,
-        ..Reply::default()
-    }
+    Reply::streamed(
+        (0..80).map(|i| format!("piece {i} streamed while the copy is made ")),
+        40,
+    )
 }
 
 /// `(conversation_id, seq, body)` of every event in the database at `path`, in order.
@@ -60,33 +55,26 @@ fn entries(folder: &Path) -> Vec<PathBuf> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_backup_while_a_turn_streams_holds_every_committed_event_and_is_private() {
     let home = tempfile::tempdir().unwrap();
+    let project = common::project();
     // About three seconds of streaming: the backup lands in the middle of the turn.
     let server = model(vec![slow_reply()]).await;
     let efrd = daemon(home.path(), &server);
     let mut client = efrd.client().await.unwrap();
-    let sent = prompt(&mut client, None, "stream for a while").await;
+    let sent = prompt(&mut client, project.path(), None, "stream for a while").await;
     let conversation = sent["conversation_id"].as_str().unwrap().to_owned();
 
     // A subscriber sees an event only after its commit: the last seq it saw before the backup was asked for is
     // committed, so the copy must hold it.
     let mut watcher = efrd.client().await.unwrap();
-    let id = watcher
-        .send(
-            "conversation.subscribe",
-            json!({"conversation_id": conversation, "after_seq": 0}),
-            true,
-        )
+    let (id, _) = subscribe(&mut watcher, &conversation, Some(0)).await;
+    let mut updates = 0;
+    let fifth_update = |event: &Value| {
+        updates += usize::from(event["kind"] == "assistant_message_updated");
+        updates == 5
+    };
+    let seen = read_until(&mut watcher, id, "the fifth delta", true, fifth_update)
         .await
         .unwrap();
-    let mut seen: Vec<Value> = Vec::new();
-    let updates = |seen: &[Value]| seen.iter().filter(|e| e["kind"] == "assistant_message_updated").count();
-    while updates(&seen) < 5 {
-        match watcher.read_frame().await.unwrap() {
-            Some(ServerFrame::Item { item, .. }) => seen.push(item["event"].clone()),
-            Some(ServerFrame::Ack(_)) => {}
-            other => panic!("unexpected frame {other:?} (request {id})"),
-        }
-    }
     assert!(
         !seen.iter().any(|e| e["kind"] == "turn_completed"),
         "the turn still streams"
@@ -118,13 +106,7 @@ async fn a_backup_while_a_turn_streams_holds_every_committed_event_and_is_privat
     assert_eq!(in_copy, (1..=in_copy.len() as u64).collect::<Vec<_>>(), "no gap");
 
     // The turn went on and ends normally; the copy is a prefix of the live log, event for event.
-    loop {
-        match watcher.read_frame().await.unwrap() {
-            Some(ServerFrame::Item { item, .. }) if item["event"]["kind"] == "turn_completed" => break,
-            Some(ServerFrame::Item { .. } | ServerFrame::Ack(_)) => {}
-            other => panic!("unexpected frame {other:?}"),
-        }
-    }
+    events_until(&mut watcher, id, "turn_completed").await;
     let live = rows(&home.path().join("data/efr.db"));
     assert!(live.len() > copy.len(), "the turn committed more after the copy");
     for row in &copy {
@@ -190,10 +172,11 @@ impl Drop for ReadOnly {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_destinations_get_a_clear_error_and_lose_nothing() {
     let home = tempfile::tempdir().unwrap();
+    let project = common::project();
     let server = model(vec![text_reply("one answer", 64, 0)]).await;
     let efrd = daemon(home.path(), &server);
     let mut client = efrd.client().await.unwrap();
-    let sent = prompt(&mut client, None, "something to keep").await;
+    let sent = prompt(&mut client, project.path(), None, "something to keep").await;
     let conversation = sent["conversation_id"].as_str().unwrap().to_owned();
     let (id, _) = common::subscribe(&mut client, &conversation, Some(0)).await;
     common::events_until(&mut client, id, "turn_completed").await;

@@ -11,7 +11,7 @@ use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use efr_protocol::frame::ServerFrame;
-use efr_test_support::scripted::{Reply, ReplyEvent};
+use efr_test_support::scripted::Reply;
 use rand::{Rng, SeedableRng};
 use serde_json::json;
 
@@ -24,20 +24,13 @@ const SEED_VAR: &str = "EFR_CRASH_SEED";
 
 /// A reply that streams for about a second, in many small pieces.
 fn slow_reply(round: usize) -> Reply {
-    let mut events = Vec::new();
-    for i in 0..40 {
-        events.push(ReplyEvent::Text(format!("r{round}-{i} größe 🙂 ")));
-        events.push(ReplyEvent::DelayMs(25));
-    }
-    Reply {
-        events,
-        ..Reply::default()
-    }
+    Reply::streamed((0..40).map(|i| format!("r{round}-{i} größe 🙂 ")), 25)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigkill_at_random_moments_loses_nothing_and_leaves_no_gap() {
     let home = tempfile::tempdir().unwrap();
+    let project = common::project();
     let server = model((0..ROUNDS * 2).map(slow_reply).collect()).await;
     let mut efrd = daemon(home.path(), &server);
     // A failure is replayed with the seed it printed: `EFR_CRASH_SEED=<seed> cargo test -p efrd --test all daemon_crash`.
@@ -60,12 +53,24 @@ async fn sigkill_at_random_moments_loses_nothing_and_leaves_no_gap() {
         } else {
             Some(conversations[rng.random_range(0..conversations.len())].clone())
         };
-        let first = prompt(&mut client, target.as_deref(), &format!("round {round}")).await;
+        let first = prompt(
+            &mut client,
+            project.path(),
+            target.as_deref(),
+            &format!("round {round}"),
+        )
+        .await;
         let conversation = first["conversation_id"].as_str().unwrap().to_owned();
         if !conversations.contains(&conversation) {
             conversations.push(conversation.clone());
         }
-        let second = prompt(&mut client, Some(&conversation), &format!("round {round}, waiting")).await;
+        let second = prompt(
+            &mut client,
+            project.path(),
+            Some(&conversation),
+            &format!("round {round}, waiting"),
+        )
+        .await;
 
         let mut watcher = efrd.client().await.unwrap();
         let id = watcher

@@ -60,10 +60,7 @@ fn turn(reply: Reply) -> Step {
 
 /// The classifier's answer text.
 fn judge(text: &str) -> Step {
-    Step::Reply(Reply {
-        events: vec![ReplyEvent::Text(text.to_owned())],
-        ..Reply::default()
-    })
+    Reply::text(text).into()
 }
 
 fn verdict(verdict: &str, reason: &str) -> Step {
@@ -190,13 +187,10 @@ async fn an_approved_host_exit_after_a_refusal_runs_again_and_still_cannot_read_
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_deny_an_unreadable_answer_and_a_timeout_do_not_run_and_the_model_is_told_why() {
     let (home, project) = (tempdir(), tempdir());
-    let slow = Step::Reply(Reply {
-        events: vec![
-            ReplyEvent::DelayMs(4_000),
-            ReplyEvent::Text(json!({"verdict": "approve", "reason": "late but approving"}).to_string()),
-        ],
-        ..Reply::default()
-    });
+    let slow = Step::from(Reply::of(vec![
+        ReplyEvent::DelayMs(4_000),
+        ReplyEvent::Text(json!({"verdict": "approve", "reason": "late but approving"}).to_string()),
+    ]));
     let server = server(vec![
         turn(shell_call("call_deny", &curl("deny.efr-test.invalid"))),
         verdict("deny", "nothing in the prompt needs this host"),

@@ -277,12 +277,13 @@ async fn many_requests_in_flight_are_answered_interleaved() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_answer_over_the_frame_limit_is_too_large_for_its_request_and_the_connection_goes_on() {
     let home = tempfile::tempdir().unwrap();
+    let project = common::project();
     // A message of 17 MiB: assistant_message_completed holds it whole, one item over the 16 MiB frame limit.
     let big = "abcdefghijklmno\n".repeat(17 * 1024 * 1024 / 16);
     let server = model(vec![common::text_reply(&big, 256 * 1024, 0)]).await;
     let efrd = daemon(home.path(), &server);
     let mut client = efrd.client().await.unwrap();
-    let sent = common::prompt(&mut client, None, "say a lot").await;
+    let sent = common::prompt(&mut client, project.path(), None, "say a lot").await;
     let conversation = sent["conversation_id"].as_str().unwrap();
     let (id, _) = common::subscribe(&mut client, conversation, Some(0)).await;
     let mut text = 0;

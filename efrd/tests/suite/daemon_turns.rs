@@ -19,13 +19,14 @@ const ANSWER: &str = "größe 🙂 — the answer is a stream of multi-byte text
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_prompt_streams_to_two_subscribers_identically() {
     let home = tempfile::tempdir().unwrap();
+    let project = common::project();
     let long = ANSWER.repeat(20);
     let server = model(vec![text_reply(&long, 5, 1)]).await;
     let efrd = daemon(home.path(), &server);
 
     let mut writer = efrd.client().await.unwrap();
     // The first prompt creates the conversation.
-    let sent = prompt(&mut writer, None, "say something").await;
+    let sent = prompt(&mut writer, project.path(), None, "say something").await;
     let conversation = sent["conversation_id"].as_str().unwrap().to_owned();
     assert_eq!(sent["seq"], 2, "conversation_created then prompt_queued");
     assert_eq!(sent["settings"]["model"], "gpt-5");
@@ -76,6 +77,7 @@ async fn a_prompt_streams_to_two_subscribers_identically() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_resume_with_after_seq_has_no_gap_and_no_repeat() {
     let home = tempfile::tempdir().unwrap();
+    let project = common::project();
     let server = model(vec![
         text_reply(&ANSWER.repeat(10), 3, 5),
         text_reply("second answer", 4, 0),
@@ -83,7 +85,7 @@ async fn a_resume_with_after_seq_has_no_gap_and_no_repeat() {
     .await;
     let efrd = daemon(home.path(), &server);
     let mut client = efrd.client().await.unwrap();
-    let sent = prompt(&mut client, None, "one").await;
+    let sent = prompt(&mut client, project.path(), None, "one").await;
     let conversation = sent["conversation_id"].as_str().unwrap().to_owned();
 
     let (id, snapshot) = subscribe(&mut client, &conversation, None).await;
@@ -111,7 +113,7 @@ async fn a_resume_with_after_seq_has_no_gap_and_no_repeat() {
     );
 
     // A second prompt to the same conversation runs as the next turn, and the model sees the first exchange.
-    let second = prompt(&mut client, Some(&conversation), "two").await;
+    let second = prompt(&mut client, project.path(), Some(&conversation), "two").await;
     assert_eq!(second["conversation_id"], conversation.as_str());
     let more = events_until(&mut other, id2, "turn_completed").await;
     assert_eq!(common::text_of(&more), "second answer");
@@ -158,18 +160,16 @@ async fn a_repeated_command_id_changes_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_interrupt_stops_the_model_call_and_keeps_what_came() {
     let home = tempfile::tempdir().unwrap();
-    let slow = Reply {
-        events: vec![
-            ReplyEvent::Text("first part ".into()),
-            ReplyEvent::DelayMs(20_000),
-            ReplyEvent::Text("never".into()),
-        ],
-        ..Reply::default()
-    };
+    let project = common::project();
+    let slow = Reply::of(vec![
+        ReplyEvent::Text("first part ".into()),
+        ReplyEvent::DelayMs(20_000),
+        ReplyEvent::Text("never".into()),
+    ]);
     let server = model(vec![slow]).await;
     let efrd = daemon(home.path(), &server);
     let mut client = efrd.client().await.unwrap();
-    let sent = prompt(&mut client, None, "long one").await;
+    let sent = prompt(&mut client, project.path(), None, "long one").await;
     let conversation = sent["conversation_id"].as_str().unwrap().to_owned();
     let (id, _) = subscribe(&mut client, &conversation, Some(0)).await;
     let before = events_until(&mut client, id, "assistant_message_updated").await;
@@ -206,6 +206,7 @@ async fn an_interrupt_stops_the_model_call_and_keeps_what_came() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_provider_error_fails_the_turn_with_its_body() {
     let home = tempfile::tempdir().unwrap();
+    let project = common::project();
     let server = model(vec![]).await;
     server.push(Step::HttpError(HttpError {
         status: 401,
@@ -214,7 +215,7 @@ async fn a_provider_error_fails_the_turn_with_its_body() {
     }));
     let efrd = daemon(home.path(), &server);
     let mut client = efrd.client().await.unwrap();
-    let sent = prompt(&mut client, None, "hello").await;
+    let sent = prompt(&mut client, project.path(), None, "hello").await;
     let conversation = sent["conversation_id"].as_str().unwrap().to_owned();
     let (id, _) = subscribe(&mut client, &conversation, Some(0)).await;
     let events = events_until(&mut client, id, "turn_failed").await;
@@ -260,18 +261,16 @@ async fn settings_outside_the_catalog_are_invalid_with_their_choices() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restart_cancels_waiting_prompts_and_interrupts_the_running_turn() {
     let home = tempfile::tempdir().unwrap();
-    let slow = Reply {
-        events: vec![ReplyEvent::Text("working".into()), ReplyEvent::DelayMs(30_000)],
-        ..Reply::default()
-    };
+    let project = common::project();
+    let slow = Reply::streamed(["working".to_owned()], 30_000);
     let server = model(vec![slow]).await;
     let mut efrd = daemon(home.path(), &server);
     let mut client = efrd.client().await.unwrap();
-    let first = prompt(&mut client, None, "running one").await;
+    let first = prompt(&mut client, project.path(), None, "running one").await;
     let conversation = first["conversation_id"].as_str().unwrap().to_owned();
     let (id, _) = subscribe(&mut client, &conversation, Some(0)).await;
     events_until(&mut client, id, "assistant_message_updated").await;
-    let waiting = prompt(&mut client, Some(&conversation), "waiting one").await;
+    let waiting = prompt(&mut client, project.path(), Some(&conversation), "waiting one").await;
     drop(client);
 
     efrd.kill().unwrap();
@@ -305,10 +304,11 @@ async fn a_restart_cancels_waiting_prompts_and_interrupts_the_running_turn() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_ends_every_stream_and_exits_0_within_5_seconds() {
     let home = tempfile::tempdir().unwrap();
+    let project = common::project();
     let server = model(vec![text_reply("done", 4, 0)]).await;
     let mut efrd = daemon(home.path(), &server);
     let mut client = efrd.client().await.unwrap();
-    let sent = prompt(&mut client, None, "x").await;
+    let sent = prompt(&mut client, project.path(), None, "x").await;
     let conversation = sent["conversation_id"].as_str().unwrap().to_owned();
     let (id, _) = subscribe(&mut client, &conversation, Some(0)).await;
     events_until(&mut client, id, "turn_completed").await;
@@ -330,6 +330,7 @@ async fn sigterm_ends_every_stream_and_exits_0_within_5_seconds() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_subscriber_that_does_not_read_is_ended_with_overflow_and_resumes() {
     let home = tempfile::tempdir().unwrap();
+    let project = common::project();
     // 100 short turns make 500 events: more than the connection's outbound queue (256 frames) and the 16 events
     // that `subscriber_queue` lets a subscriber fall behind.
     const TURNS: usize = 100;
@@ -344,13 +345,13 @@ async fn a_subscriber_that_does_not_read_is_ended_with_overflow_and_resumes() {
     .unwrap();
     let mut writer = efrd.client().await.unwrap();
     let mut lazy = efrd.client().await.unwrap();
-    let first = prompt(&mut writer, None, "p0").await;
+    let first = prompt(&mut writer, project.path(), None, "p0").await;
     let conversation = first["conversation_id"].as_str().unwrap().to_owned();
     let (id, _) = subscribe(&mut lazy, &conversation, Some(0)).await;
     let (wid, _) = subscribe(&mut writer, &conversation, Some(0)).await;
     let mut all = Vec::new();
     for i in 1..TURNS {
-        prompt(&mut writer, Some(&conversation), &format!("p{i}")).await;
+        prompt(&mut writer, project.path(), Some(&conversation), &format!("p{i}")).await;
     }
     // The writer reads everything while the lazy subscriber reads nothing.
     for _ in 0..TURNS {
@@ -393,12 +394,13 @@ async fn a_subscriber_that_does_not_read_is_ended_with_overflow_and_resumes() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_large_answer_streams_whole_in_bounded_events() {
     let home = tempfile::tempdir().unwrap();
+    let project = common::project();
     let big = "größe 🙂 ".repeat(256 * 1024);
     let server = model(vec![text_reply(&big, 64 * 1024, 0)]).await;
     let efrd = daemon(home.path(), &server);
     let mut client = efrd.client().await.unwrap();
     let started = std::time::Instant::now();
-    let sent = prompt(&mut client, None, "big").await;
+    let sent = prompt(&mut client, project.path(), None, "big").await;
     let conversation = sent["conversation_id"].as_str().unwrap().to_owned();
     let (id, _) = subscribe(&mut client, &conversation, Some(0)).await;
     let events = events_until(&mut client, id, "turn_completed").await;

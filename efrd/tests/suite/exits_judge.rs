@@ -98,15 +98,7 @@ impl Fixture {
 }
 
 fn answer(verdict: &str, reason: &str) -> Step {
-    let text = serde_json::json!({"verdict": verdict, "reason": reason}).to_string();
-    reply(vec![ReplyEvent::Text(text)])
-}
-
-fn reply(events: Vec<ReplyEvent>) -> Step {
-    Step::Reply(Reply {
-        events,
-        ..Reply::default()
-    })
+    Reply::text(serde_json::json!({"verdict": verdict, "reason": reason}).to_string()).into()
 }
 
 fn host_record() -> ExitRecord {
@@ -286,19 +278,15 @@ async fn a_deny_ends_the_chain_and_counts() {
 
 #[tokio::test]
 async fn an_unreadable_answer_an_error_and_a_tool_call_deny() {
-    let garbage = reply(vec![ReplyEvent::Text(format!(
+    let garbage = Reply::text(format!(
         "Sure! {{\"verdict\":\"approve\",\"reason\":\"{GOOD_REASON}\"}}"
-    ))]);
+    ))
+    .into();
     let error = Step::HttpError(HttpError {
         status: 500,
         ..HttpError::default()
     });
-    let tool = reply(vec![ReplyEvent::ToolCall(efr_test_support::scripted::ScriptToolCall {
-        id: "call_x".into(),
-        name: "shell".into(),
-        freeform: false,
-        input: vec!["{}".into()],
-    })]);
+    let tool = Reply::tool_call("call_x", "shell", false, vec!["{}".into()]).into();
     let f = fixture(vec![garbage, error, tool], "").await;
     let judges = f.judges();
     for expected in ["could not be read", "could not judge", "called the tool"] {
@@ -316,10 +304,11 @@ async fn an_unreadable_answer_an_error_and_a_tool_call_deny() {
 
 #[tokio::test]
 async fn a_classifier_that_does_not_answer_in_time_denies() {
-    let slow = reply(vec![
+    let slow = Reply::of(vec![
         ReplyEvent::DelayMs(5_000),
         ReplyEvent::Text(r#"{"verdict":"approve","reason":"late but approving"}"#.into()),
-    ]);
+    ])
+    .into();
     let f = fixture(vec![slow], "").await;
     let mut judges = f.judges();
     judges.timeout = Duration::from_millis(300);

@@ -8,14 +8,8 @@ use crate::common;
 
 use std::time::Duration;
 
+use efr_test_support::proc::rss_kib;
 use efrd::tools::shell::{CLIENT_OUTPUT_CAP, HiddenShell, OutputLimits, ShellKind, ShellOptions};
-
-/// The resident set of this process in KiB, from `/proc/self/status`.
-fn rss_kib() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
-    line.split_whitespace().nth(1).unwrap().parse().unwrap()
-}
 
 #[test]
 fn fifty_mib_of_output_keep_memory_bounded() {
@@ -41,12 +35,12 @@ async fn measure() {
         .await;
     assert!(warm.output.is_truncated());
     drop(warm);
-    let before = rss_kib();
+    let before = rss_kib(std::process::id()).unwrap();
 
     let size: u64 = 50 * 1024 * 1024;
     let line = format!("yes 'the quick brown fox jumps' | head -c {size}");
     let answer = shell.run(&line, Duration::from_secs(300)).await.unwrap().answer().await;
-    let after = rss_kib();
+    let after = rss_kib(std::process::id()).unwrap();
 
     assert!(!answer.left_running(), "50 MiB did not pass within 300 s");
     assert_eq!(answer.exit_code, Some(0));

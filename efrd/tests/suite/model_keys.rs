@@ -16,7 +16,7 @@ use efr_model::{
     Auth, EnvKeys, KeyCheck, KeyError, KeySource, KeyStore, ModelError, ModelRequest, Provider, ProviderConfig,
     ProviderKind, RetryConfig, key_hint,
 };
-use efr_test_support::scripted::{HttpError, ModelsStep, Reply, ReplyEvent, Script, ScriptedModel, Step};
+use efr_test_support::scripted::{HttpError, ModelsStep, Reply, Script, ScriptedModel, Step};
 use futures::StreamExt;
 use secrecy::SecretString;
 
@@ -325,10 +325,7 @@ async fn no_key_in_logs_or_debug_prints() {
                 status: 500,
                 ..HttpError::default()
             }),
-            Step::Reply(Reply {
-                events: vec![ReplyEvent::Text("hi".into())],
-                ..Reply::default()
-            }),
+            Reply::text("hi").into(),
         ],
         models: vec!["gpt-5".into()],
         ..Script::default()

@@ -206,21 +206,18 @@ async fn a_local_only_question_refused_to_a_phone_stays_open_and_the_terminal_an
     terminal.ok("approval.respond", allow).await.unwrap();
     let params = json!({"conversation_id": conversation, "after_seq": 0});
     let watch = terminal.send("conversation.subscribe", params, false).await.unwrap();
+    let turn_ended = |event: &Value| {
+        let kind = event["kind"].as_str().unwrap_or_default();
+        kind.starts_with("turn_") && kind != "turn_started"
+    };
+    let events = efr_test_support::subscription::read_until(&mut terminal, watch, "the turn's end", true, turn_ended)
+        .await
+        .unwrap();
     let mut kinds = Vec::new();
-    for _ in 0..100 {
-        let efr_test_support::client::StreamFrame::Item(item) = terminal.next_of(watch).await.unwrap() else {
-            panic!("the subscription ended after {kinds:?}");
-        };
-        let event = &item["event"];
+    for event in &events {
         kinds.push(event["kind"].as_str().unwrap_or_default().to_owned());
         if event["kind"] == "approval_resolved" {
             assert_eq!(event["decision"], "allow", "{event}");
-        }
-        if kinds
-            .last()
-            .is_some_and(|kind| kind.starts_with("turn_") && kind != "turn_started")
-        {
-            break;
         }
     }
     assert!(kinds.iter().any(|kind| kind == "approval_resolved"), "{kinds:?}");

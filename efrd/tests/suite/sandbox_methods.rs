@@ -62,6 +62,7 @@ fn strings(value: &Value) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_check_passes_here_with_every_probe_and_admin_status_shows_it() {
     let home = tempfile::tempdir().unwrap();
+    let project = common::project();
     let server = model(vec![text_reply("done", 8, 0)]).await;
     let efrd = TestDaemon::start(
         efrd_binary(),
@@ -76,7 +77,7 @@ async fn the_check_passes_here_with_every_probe_and_admin_status_shows_it() {
     .expect("efrd starts");
     let mut client = efrd.client().await.unwrap();
     // A conversation whose project shows among the writable roots.
-    let sent = common::prompt(&mut client, None, "hello").await;
+    let sent = common::prompt(&mut client, project.path(), None, "hello").await;
     assert!(sent["conversation_id"].is_string(), "{sent:#}");
 
     let check = client.ok("admin.sandbox_check", json!({})).await.unwrap();
@@ -131,9 +132,8 @@ async fn the_check_passes_here_with_every_probe_and_admin_status_shows_it() {
             "{masked:?} not in {masks:?}"
         );
     }
-    // common::prompt's project has no git root above it: the folder itself is the project.
-    let project = std::env::temp_dir().join("efr-tests-project");
-    assert_eq!(strings(&paths["writable"]), [project.display().to_string()]);
+    // common::project has no git root above it: the folder itself is the project.
+    assert_eq!(strings(&paths["writable"]), [project.path().display().to_string()]);
 
     // admin.status reports the cached check, without probing again.
     let status = client.ok("admin.status", json!(null)).await.unwrap();

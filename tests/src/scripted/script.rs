@@ -86,6 +86,133 @@ pub struct Reply {
     pub chunk_delay_ms: Option<u64>,
 }
 
+impl Script {
+    /// A script that answers each model call with the next of `replies` and lists the model `gpt-5` (the one
+    /// [`config_for`](crate::daemon::config_for) names).
+    #[must_use]
+    pub fn replies(replies: impl IntoIterator<Item = Reply>) -> Self {
+        Self {
+            steps: replies.into_iter().map(Step::Reply).collect(),
+            models: vec!["gpt-5".into()],
+            ..Self::default()
+        }
+    }
+}
+
+impl From<Reply> for Step {
+    fn from(reply: Reply) -> Self {
+        Self::Reply(reply)
+    }
+}
+
+/// Replies as tests write them: a constructor for the common shapes, then `with_*` for the rest.
+impl Reply {
+    /// A reply of `events`, whole: no usage, the default stop, whole SSE events.
+    #[must_use]
+    pub fn of(events: Vec<ReplyEvent>) -> Self {
+        Self {
+            events,
+            ..Self::default()
+        }
+    }
+
+    /// A reply that is `text`, as one delta.
+    #[must_use]
+    pub fn text(text: impl Into<String>) -> Self {
+        Self::of(vec![ReplyEvent::Text(text.into())])
+    }
+
+    /// A reply that streams each of `pieces` as a text delta followed by a pause of `delay_ms` milliseconds (no
+    /// pause when 0): an answer that lasts about `pieces × delay_ms`.
+    #[must_use]
+    pub fn streamed(pieces: impl IntoIterator<Item = String>, delay_ms: u64) -> Self {
+        let mut events = Vec::new();
+        for piece in pieces {
+            events.push(ReplyEvent::Text(piece));
+            if delay_ms > 0 {
+                events.push(ReplyEvent::DelayMs(delay_ms));
+            }
+        }
+        Self::of(events)
+    }
+
+    /// A reply that is one call of tool `name` (see [`ReplyEvent::tool_call`]).
+    #[must_use]
+    pub fn tool_call(id: &str, name: &str, freeform: bool, input: Vec<String>) -> Self {
+        Self::of(vec![ReplyEvent::tool_call(id, name, freeform, input)])
+    }
+
+    /// A reply that is one `shell` call of `command` (see [`ReplyEvent::shell`]).
+    #[must_use]
+    pub fn shell(id: &str, command: &str) -> Self {
+        Self::of(vec![ReplyEvent::shell(id, command)])
+    }
+
+    /// A reply that is one `shell` call with the whole input `input` (see [`ReplyEvent::shell_with`]).
+    #[must_use]
+    pub fn shell_with(id: &str, input: &serde_json::Value) -> Self {
+        Self::of(vec![ReplyEvent::shell_with(id, input)])
+    }
+
+    /// A reply that is one `apply_patch` call (freeform) with the patch text `patch`.
+    #[must_use]
+    pub fn patch(id: &str, patch: &str) -> Self {
+        Self::tool_call(id, "apply_patch", true, vec![patch.into()])
+    }
+
+    /// With the token counts `input` and `output` (the others 0).
+    #[must_use]
+    pub fn with_usage(mut self, input: u64, output: u64) -> Self {
+        self.usage = Some(ScriptUsage {
+            input,
+            output,
+            ..ScriptUsage::default()
+        });
+        self
+    }
+
+    /// With the stop `stop` (`tool_use`, `max_tokens`, ...; see [`Reply::stop`]).
+    #[must_use]
+    pub fn with_stop(mut self, stop: &str) -> Self {
+        self.stop = Some(stop.into());
+        self
+    }
+
+    /// Written in pieces of `bytes` bytes, `delay_ms` milliseconds apart (see [`Reply::chunk_bytes`]).
+    #[must_use]
+    pub fn with_chunks(mut self, bytes: usize, delay_ms: u64) -> Self {
+        self.chunk_bytes = Some(bytes);
+        self.chunk_delay_ms = Some(delay_ms);
+        self
+    }
+}
+
+impl ReplyEvent {
+    /// A call of tool `name` with id `id` whose input arrives in `input`'s pieces, one delta each; `freeform` for a
+    /// plain-text input (see [`ScriptToolCall::freeform`]).
+    #[must_use]
+    pub fn tool_call(id: &str, name: &str, freeform: bool, input: Vec<String>) -> Self {
+        Self::ToolCall(ScriptToolCall {
+            id: id.into(),
+            name: name.into(),
+            freeform,
+            input,
+        })
+    }
+
+    /// A `shell` call of `command`: the input `{"command": command}`, in one piece.
+    #[must_use]
+    pub fn shell(id: &str, command: &str) -> Self {
+        Self::shell_with(id, &serde_json::json!({ "command": command }))
+    }
+
+    /// A `shell` call with the whole input `input` (`{"command": ..., "timeout": ...}`), in one piece.
+    #[must_use]
+    pub fn shell_with(id: &str, input: &serde_json::Value) -> Self {
+        Self::tool_call(id, "shell", false, vec![input.to_string()])
+    }
+}
+
 /// One thing in a reply.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

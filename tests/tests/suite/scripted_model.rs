@@ -9,7 +9,9 @@ use std::net::TcpStream;
 use std::process::{Command, Stdio};
 
 use efr_test_support::scripted::encode::{Action, Format, encode};
-use efr_test_support::scripted::{Reply, ReplyEvent, Script, ScriptedModel, mask_key};
+use efr_test_support::scripted::{
+    Reply, ReplyEvent, Script, ScriptToolCall, ScriptUsage, ScriptedModel, Step, mask_key,
+};
 
 /// One HTTP/1.1 request with `Connection: close`; the whole answer as text.
 fn http(port: u16, request: &str) -> String {
@@ -139,10 +141,7 @@ fn replies_split_characters_and_end_as_asked() {
         "a disconnect ends the body before the completion event"
     );
 
-    let truncated = Reply {
-        events: vec![ReplyEvent::Text("a".into()), ReplyEvent::End],
-        ..Reply::default()
-    };
+    let truncated = Reply::of(vec![ReplyEvent::Text("a".into()), ReplyEvent::End]);
     for format in [Format::Responses, Format::Messages, Format::Chat] {
         let actions = encode(format, &truncated, &serde_json::json!({"model": "m"}));
         assert!(!actions.contains(&Action::Abort));
@@ -160,4 +159,64 @@ fn replies_split_characters_and_end_as_asked() {
             assert!(!text.contains(completion), "{format:?}: {text}");
         }
     }
+}
+
+#[test]
+fn the_reply_builder_makes_the_shapes_tests_wrote_by_hand() {
+    let shell = Reply::shell("call_1", "ls -la").with_stop("tool_use");
+    assert_eq!(
+        shell,
+        Reply {
+            events: vec![ReplyEvent::ToolCall(ScriptToolCall {
+                id: "call_1".into(),
+                name: "shell".into(),
+                freeform: false,
+                input: vec![r#"{"command":"ls -la"}"#.into()],
+            })],
+            stop: Some("tool_use".into()),
+            ..Reply::default()
+        }
+    );
+    let patch = Reply::patch("call_2", "*** Begin Patch\n*** End Patch\n");
+    assert_eq!(
+        patch.events,
+        [ReplyEvent::ToolCall(ScriptToolCall {
+            id: "call_2".into(),
+            name: "apply_patch".into(),
+            freeform: true,
+            input: vec!["*** Begin Patch\n*** End Patch\n".into()],
+        })]
+    );
+    let text = Reply::text("hi").with_usage(120, 30).with_chunks(7, 5);
+    assert_eq!(
+        text,
+        Reply {
+            events: vec![ReplyEvent::Text("hi".into())],
+            usage: Some(ScriptUsage {
+                input: 120,
+                output: 30,
+                ..ScriptUsage::default()
+            }),
+            chunk_bytes: Some(7),
+            chunk_delay_ms: Some(5),
+            ..Reply::default()
+        }
+    );
+    // A pause follows each piece; none when the delay is 0.
+    assert_eq!(
+        Reply::streamed(["a".to_owned(), "b".to_owned()], 20).events,
+        [
+            ReplyEvent::Text("a".into()),
+            ReplyEvent::DelayMs(20),
+            ReplyEvent::Text("b".into()),
+            ReplyEvent::DelayMs(20),
+        ]
+    );
+    assert_eq!(
+        Reply::streamed(["a".to_owned()], 0).events,
+        [ReplyEvent::Text("a".into())]
+    );
+    let script = Script::replies([Reply::text("one")]);
+    assert_eq!(script.steps, [Step::Reply(Reply::text("one"))]);
+    assert_eq!(script.models, ["gpt-5"]);
 }

@@ -171,10 +171,7 @@ async fn stop_reasons_map_per_format() {
         (ProviderKind::OpenAiCompat, "content_filter", StopReason::ContentFilter),
     ];
     for (kind, stop, expected) in cases {
-        let step = Step::Reply(Reply {
-            stop: Some(stop.into()),
-            ..Reply::default()
-        });
+        let step = Reply::default().with_stop(stop).into();
         let f = fixture(vec![step]).await;
         let events = collect(&f.provider(kind, fast_retry(1)), &request()).await;
         assert_eq!(

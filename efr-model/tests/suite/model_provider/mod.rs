@@ -79,10 +79,7 @@ fn request() -> ModelRequest {
 }
 
 fn reply(events: Vec<ReplyEvent>) -> Step {
-    Step::Reply(Reply {
-        events,
-        ..Reply::default()
-    })
+    Reply::of(events).into()
 }
 
 fn text(events: &[Result<ModelEvent, ModelError>]) -> String {

@@ -16,6 +16,7 @@ use crate::common::{daemon, events_until, model, prompt, subscribe, text_of, tex
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_never_reads() {
     let home = tempfile::tempdir().unwrap();
+    let project = crate::common::project();
     // 5 MiB of text, streamed as fast as the provider sends it: merged, it is about 80 events of 64 KiB.
     let answer: String = (0..5 * 1024)
         .map(|i| format!("{i:07} {}\n", "x".repeat(1015)))
@@ -24,7 +25,7 @@ async fn a_client_that_never_reads() {
     let efrd = daemon(home.path(), &server);
     let mut reader = efrd.client().await.unwrap();
     let mut lazy = efrd.client().await.unwrap();
-    let first = prompt(&mut reader, None, "write a lot").await;
+    let first = prompt(&mut reader, project.path(), None, "write a lot").await;
     let conversation = first["conversation_id"].as_str().unwrap().to_owned();
     let (lazy_id, _) = subscribe(&mut lazy, &conversation, Some(0)).await;
     let (id, _) = subscribe(&mut reader, &conversation, Some(0)).await;
@@ -69,7 +70,7 @@ async fn a_client_that_never_reads() {
     .await;
     assert_eq!(got.len() + rest.len(), events.len());
     // And the daemon serves both.
-    prompt(&mut reader, Some(&conversation), "more").await;
+    prompt(&mut reader, project.path(), Some(&conversation), "more").await;
     let next = bounded("the next turn", events_until(&mut reader, id, "turn_completed")).await;
     assert_eq!(text_of(&next), "after");
 }
@@ -81,6 +82,7 @@ async fn a_thousand_clients_at_once() {
     let (_, hard) = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE).unwrap();
     nix::sys::resource::setrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE, hard, hard).unwrap();
     let home = tempfile::tempdir().unwrap();
+    let project = crate::common::project();
     let server = model(vec![text_reply("after", 8, 0)]).await;
     let efrd = daemon(home.path(), &server);
     let socket = efrd.socket();
@@ -124,7 +126,7 @@ async fn a_thousand_clients_at_once() {
         client.ok("admin.status", json!({})).await.unwrap();
     }
     let mut client = served.pop().unwrap();
-    let sent = prompt(&mut client, None, "hello").await;
+    let sent = prompt(&mut client, project.path(), None, "hello").await;
     let (id, _) = subscribe(&mut client, sent["conversation_id"].as_str().unwrap(), Some(0)).await;
     let events = bounded("a turn under load", events_until(&mut client, id, "turn_completed")).await;
     assert_eq!(text_of(&events), "after");

@@ -9,9 +9,10 @@
 use std::path::Path;
 
 use efr_protocol::ErrorCode;
-use efr_test_support::client::{Client, StreamFrame};
+use efr_test_support::client::Client;
 use efr_test_support::daemon::TestDaemon;
-use efr_test_support::scripted::{Reply, ReplyEvent};
+use efr_test_support::scripted::Reply;
+use efr_test_support::subscription::read_until;
 use serde_json::{Value, json};
 
 use super::procs;
@@ -57,36 +58,19 @@ async fn restart_and_check(efrd: &mut TestDaemon, conversation: &str, project: &
 
 /// A reply that streams for about 2 s in many small pieces.
 fn long_reply(pieces: usize, delay_ms: u64) -> Reply {
-    let mut events = Vec::new();
-    for i in 0..pieces {
-        events.push(ReplyEvent::Text(format!("piece {i} ")));
-        if delay_ms > 0 {
-            events.push(ReplyEvent::DelayMs(delay_ms));
-        }
-    }
-    Reply {
-        events,
-        ..Reply::default()
-    }
+    Reply::streamed((0..pieces).map(|i| format!("piece {i} ")), delay_ms)
 }
 
 /// Reads events of `id` until `n` assistant deltas came; returns all it read.
 async fn until_deltas(client: &mut Client, id: efr_protocol::frame::RequestId, n: usize) -> Vec<Value> {
-    let mut seen = Vec::new();
     let mut deltas = 0;
-    while deltas < n {
-        match client.next_of(id).await.unwrap() {
-            StreamFrame::Item(item) => {
-                let event = item["event"].clone();
-                if event["kind"] == "assistant_message_updated" {
-                    deltas += 1;
-                }
-                seen.push(event);
-            }
-            other => panic!("{other:?}"),
-        }
-    }
-    seen
+    let counted = |event: &Value| {
+        deltas += usize::from(event["kind"] == "assistant_message_updated");
+        deltas == n
+    };
+    read_until(client, id, &format!("{n} deltas"), true, counted)
+        .await
+        .unwrap_or_else(|error| panic!("{error:#}"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

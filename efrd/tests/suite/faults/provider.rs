@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use efr_test_support::daemon::{TestDaemon, config_for};
-use efr_test_support::scripted::{HttpError, Reply, ReplyEvent, Script, ScriptedModel, Step};
+use efr_test_support::scripted::{HttpError, Reply, Script, ScriptedModel, Step};
 
 use crate::common::auto::bounded;
 use crate::common::{efrd_binary, events_until, prompt, subscribe, text_of, text_reply};
@@ -40,11 +40,9 @@ fn server_error(status: u16) -> Step {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_provider_that_hangs() {
     let home = tempfile::tempdir().unwrap();
+    let project = crate::common::project();
     // Some text, then nothing for 10 minutes.
-    let hang = Reply {
-        events: vec![ReplyEvent::Text("the start ".into()), ReplyEvent::DelayMs(600_000)],
-        ..Reply::default()
-    };
+    let hang = Reply::streamed(["the start ".to_owned()], 600_000);
     let server = scripted(vec![Step::Reply(hang), Step::Reply(text_reply("after", 8, 0))]).await;
     let config = config_for(&server.base_url()).replace(
         "retry = { max_attempts = 2 }",
@@ -53,7 +51,7 @@ async fn a_provider_that_hangs() {
     let efrd = daemon_with_config(home.path(), &config);
     let mut client = efrd.client().await.unwrap();
     let started = Instant::now();
-    let sent = prompt(&mut client, None, "talk").await;
+    let sent = prompt(&mut client, project.path(), None, "talk").await;
     let conversation = sent["conversation_id"].as_str().unwrap().to_owned();
     let (id, _) = subscribe(&mut client, &conversation, Some(0)).await;
     let events = bounded(
@@ -73,7 +71,7 @@ async fn a_provider_that_hangs() {
     );
     assert_eq!(text_of(&events), "the start ", "what came before the hang is kept");
     // The daemon serves the next prompt.
-    prompt(&mut client, Some(&conversation), "again").await;
+    prompt(&mut client, project.path(), Some(&conversation), "again").await;
     let next = bounded("the next turn", events_until(&mut client, id, "turn_completed")).await;
     assert_eq!(text_of(&next), "after");
 }
@@ -81,6 +79,7 @@ async fn a_provider_that_hangs() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_500_then_a_200() {
     let home = tempfile::tempdir().unwrap();
+    let project = crate::common::project();
     let server = scripted(vec![
         // One 500 is retried within the turn (max_attempts = 2).
         server_error(500),
@@ -93,13 +92,13 @@ async fn a_500_then_a_200() {
     .await;
     let efrd = daemon_with_config(home.path(), &config_for(&server.base_url()));
     let mut client = efrd.client().await.unwrap();
-    let sent = prompt(&mut client, None, "one").await;
+    let sent = prompt(&mut client, project.path(), None, "one").await;
     let conversation = sent["conversation_id"].as_str().unwrap().to_owned();
     let (id, _) = subscribe(&mut client, &conversation, Some(0)).await;
     let events = bounded("a retried turn", events_until(&mut client, id, "turn_completed")).await;
     assert_eq!(text_of(&events), "after one 500");
 
-    prompt(&mut client, Some(&conversation), "two").await;
+    prompt(&mut client, project.path(), Some(&conversation), "two").await;
     let events = bounded(
         "a failed turn",
         crate::common::events_through(&mut client, id, "turn_failed"),
@@ -107,7 +106,7 @@ async fn a_500_then_a_200() {
     .await;
     let failed = events.last().unwrap();
     assert!(failed["error"]["message"].as_str().unwrap().contains("500"), "{failed}");
-    prompt(&mut client, Some(&conversation), "three").await;
+    prompt(&mut client, project.path(), Some(&conversation), "three").await;
     let events = bounded("the turn after", events_until(&mut client, id, "turn_completed")).await;
     assert_eq!(text_of(&events), "after two");
     assert_eq!(

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use crate::common::auto::bounded;
 use crate::common::tools::{prompt_to, start, text};
 use crate::common::{daemon, events_through, events_until, model, seqs, subscribe, text_of, whole_log};
-use efr_test_support::scripted::{Reply, ReplyEvent};
+use efr_test_support::scripted::Reply;
 
 /// A small ext4 file system in a file, loop-mounted at a folder; unmounted when dropped.
 struct LoopFs {
@@ -75,15 +75,7 @@ async fn the_data_disk_fills() {
     let fill = disk.mount.join("fill");
     // An answer that streams for about 4 s; the disk fills after its first words. (The model cannot fill it: efr's
     // own files are a floor no call may write.)
-    let mut events = Vec::new();
-    for i in 0..200 {
-        events.push(ReplyEvent::Text(format!("words that need room {i} ")));
-        events.push(ReplyEvent::DelayMs(20));
-    }
-    let slow = Reply {
-        events,
-        ..Reply::default()
-    };
+    let slow = Reply::streamed((0..200).map(|i| format!("words that need room {i} ")), 20);
     let server = model(vec![slow, text("after")]).await;
     let mut efrd = daemon(home.path(), &server);
     let mut client = efrd.client().await.unwrap();
