@@ -133,7 +133,7 @@ impl Turns {
         }
     }
 
-    /// The turn `named`, else the default one ([`Self::default_turn`]), with what is asked of it.
+    /// The turn `named`, else the default one (`default_turn`), with what is asked of it.
     ///
     /// # Errors
     /// [`NotChosen::Unknown`] for a turn the conversation lacks; [`NotChosen::Refused`] when none is named and none
