@@ -80,7 +80,7 @@ fn field_of<'a>(status: &'a str, name: &str) -> &'a str {
 /// Hardens itself, checks what it may and may not do, says `checked` and waits for its stdin to end.
 fn child(sockets: &Path, outside: &Path) -> ExitCode {
     let policy = Policy {
-        calls: CALLS,
+        calls: &[CALLS],
         families: &[libc::AF_UNIX],
     };
     if let Err(error) = efr_helper::harden::apply(sockets, &policy) {

@@ -67,11 +67,34 @@ pub const RUNTIME_CALLS: &[(&str, i64)] = &[
 #[allow(clippy::unnecessary_cast)] // The requests' type is not u64 on every target.
 const IOCTLS: &[u64] = &[libc::FIONBIO as u64, libc::FIOCLEX as u64];
 
+/// The calls of a helper that serves plans over sockets, whatever their arguments: its plans' listeners (`bind`,
+/// `listen`, `accept4`), its upstream connections (`connect`), messages both ways with the descriptors they carry,
+/// socket options and names, and removing a plan's socket when the plan closes.
+pub const SOCKET_SERVER_CALLS: &[(&str, i64)] = &[
+    ("connect", libc::SYS_connect),
+    ("bind", libc::SYS_bind),
+    ("listen", libc::SYS_listen),
+    ("accept4", libc::SYS_accept4),
+    ("getsockopt", libc::SYS_getsockopt),
+    ("setsockopt", libc::SYS_setsockopt),
+    ("getsockname", libc::SYS_getsockname),
+    ("getpeername", libc::SYS_getpeername),
+    ("shutdown", libc::SYS_shutdown),
+    ("sendto", libc::SYS_sendto),
+    ("recvfrom", libc::SYS_recvfrom),
+    ("sendmsg", libc::SYS_sendmsg),
+    ("recvmsg", libc::SYS_recvmsg),
+    ("unlinkat", libc::SYS_unlinkat),
+    #[cfg(target_arch = "x86_64")]
+    ("unlink", libc::SYS_unlink),
+];
+
 /// What one helper's allow-list adds to [`RUNTIME_CALLS`].
 #[derive(Debug, Clone, Copy)]
 pub struct Policy<'a> {
-    /// Calls allowed whatever their arguments, by name and number (the helper's sockets and files).
-    pub calls: &'a [(&'a str, i64)],
+    /// Lists of calls allowed whatever their arguments, by name and number (the helper's sockets and files), such as
+    /// [`SOCKET_SERVER_CALLS`] and the helper's own.
+    pub calls: &'a [&'a [(&'a str, i64)]],
     /// The socket families `socket` may open (`libc::AF_*`).
     pub families: &'a [i32],
 }
@@ -84,7 +107,7 @@ pub fn allow_list(policy: &Policy<'_>) -> Result<BpfProgram, String> {
     let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(fail)?;
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = RUNTIME_CALLS
         .iter()
-        .chain(policy.calls)
+        .chain(policy.calls.iter().copied().flatten())
         .map(|(_, number)| (*number, Vec::new()))
         .collect();
     let families = policy
@@ -150,7 +173,7 @@ mod tests {
         })
         .unwrap();
         let more = allow_list(&Policy {
-            calls: &[("connect", libc::SYS_connect), ("bind", libc::SYS_bind)],
+            calls: &[SOCKET_SERVER_CALLS, &[("sendmmsg", libc::SYS_sendmmsg)]],
             families: &[libc::AF_UNIX, libc::AF_INET],
         })
         .unwrap();
