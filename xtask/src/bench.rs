@@ -14,7 +14,7 @@ const BENCHES: &[(&str, &str)] = &[
     ("efr-model", "model_parse"),
     ("efr-store", "store"),
     ("efrd", "daemon"),
-    ("efrd", "undo"),
+    ("efr-snapshot", "undo"),
     ("efrd", "phone"),
     ("efrd", "exits"),
     ("efr-launcher", "contained_true"),

@@ -12,8 +12,8 @@
 //! - `dedup` (printed, no budget): the store's size on disk over 100 turns that each change one file, next to the
 //!   tree's size: the contents are stored once, so each turn adds its manifest and one blob.
 //!
-//! Exits with status 1 when a budget fails. Run with `cargo bench -p efrd --bench undo` (or `cargo xtask bench`);
-//! `cargo bench -p efrd --bench undo -- warm` runs only the measures named (`warm`, `first`, `dedup`), and
+//! Exits with status 1 when a budget fails. Run with `cargo bench -p efr-snapshot --bench undo` (or `cargo xtask bench`);
+//! `cargo bench -p efr-snapshot --bench undo -- warm` runs only the measures named (`warm`, `first`, `dedup`), and
 //! `EFR_BENCH_PHASES=1` prints each snapshot's parts (finding the stat cache, the walk, the keeping, the save).
 
 use std::fs;
