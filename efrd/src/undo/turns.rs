@@ -129,7 +129,7 @@ impl Turns {
             .collect();
         TurnUndoResult {
             turns,
-            ..empty(conversation)
+            ..TurnUndoResult::empty(conversation)
         }
     }
 
@@ -277,27 +277,7 @@ impl Chosen {
             entries_more,
             refs: done.refs,
             notes: done.notes,
-            ..empty(conversation)
+            ..TurnUndoResult::empty(conversation)
         }
-    }
-}
-
-/// A result of turn.undo with nothing in it.
-#[must_use]
-pub fn empty(conversation_id: ConversationId) -> TurnUndoResult {
-    TurnUndoResult {
-        conversation_id,
-        turn_id: None,
-        title: None,
-        undo_id: None,
-        trash: None,
-        applied: false,
-        stopped: false,
-        resumed: false,
-        entries: Vec::new(),
-        entries_more: 0,
-        refs: Vec::new(),
-        notes: Vec::new(),
-        turns: Vec::new(),
     }
 }

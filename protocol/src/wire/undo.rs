@@ -205,6 +205,26 @@ pub struct TurnUndoResult {
 impl TurnUndoResult {
     /// The most entries a result carries.
     pub const MAX_ENTRIES: usize = 500;
+
+    /// A result of `conversation_id` with nothing in it: no turn, nothing applied, no entries, refs, notes or turns.
+    #[must_use]
+    pub fn empty(conversation_id: ConversationId) -> Self {
+        Self {
+            conversation_id,
+            turn_id: None,
+            title: None,
+            undo_id: None,
+            trash: None,
+            applied: false,
+            stopped: false,
+            resumed: false,
+            entries: Vec::new(),
+            entries_more: 0,
+            refs: Vec::new(),
+            notes: Vec::new(),
+            turns: Vec::new(),
+        }
+    }
 }
 
 /// The `refused` of turn.undo's conflict error.
