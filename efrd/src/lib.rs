@@ -16,6 +16,7 @@
 //! | [`sandbox`] | efrd's side of the sandbox: base plans, protected paths, the probe and its cache, explain |
 //! | [`undo`] | undo and redo of a turn from its covered snapshots: the plan, the writes, the journal, the trash |
 //! | [`prompt`] | what the model is told: base instructions, mode, project instructions (`AGENTS.md`), the environment block, per-provider tool texts |
+//! | [`compact`] | compaction of a conversation's context: the model's copy, its cut, the count, the summary's call |
 //! | [`turn`] | the turn loop and the sink its events go to: model stream → events, tool calls decided and run |
 //! | [`conversation`] | the per-conversation actor: queue, turns, questions, subscribers, recorder, restart recovery |
 //! | [`remote`] | paired devices: pairing, device keys and proofs, the tailnet address, the listener's state |
@@ -28,6 +29,7 @@
 //! efr-git (the git efrd runs outside the sandbox).
 
 pub mod bus;
+pub mod compact;
 pub mod config;
 pub mod conversation;
 pub mod daemon;

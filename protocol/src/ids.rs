@@ -65,6 +65,10 @@ uuid_id!(
     DaemonId
 );
 uuid_id!(
+    /// A compaction of a conversation's context (conversation_compacted).
+    CompactionId
+);
+uuid_id!(
     /// A paired device.
     DeviceId
 );

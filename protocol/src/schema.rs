@@ -31,7 +31,9 @@ use crate::wire::{
     SandboxExplainResult, ShellInterruptParams, ShellInterruptResult, ShellStatusParams, ShellStatusResult,
     TurnInterruptParams, TurnInterruptResult,
 };
-use crate::wire::{ConversationContextParams, ConversationContextResult};
+use crate::wire::{
+    ConversationCompactParams, ConversationCompactResult, ConversationContextParams, ConversationContextResult,
+};
 use crate::wire::{ConversationsRecentParams, ConversationsRecentResult, ConversationsWatchParams};
 use crate::wire::{
     DeviceEnrollParams, DeviceEnrollResult, DeviceListParams, DeviceListResult, DevicePairConfirmParams,
@@ -84,6 +86,8 @@ pub fn protocol_schema() -> Value {
             ConversationDiffResult,
             ConversationContextParams,
             ConversationContextResult,
+            ConversationCompactParams,
+            ConversationCompactResult,
             TurnInterruptParams,
             TurnInterruptResult,
             TurnUndoParams,

@@ -8,6 +8,7 @@
 //! - [`auto`]: `[auto]`, the judges of auto mode's exits (the classifier model, the judge timeout, the pause
 //!   after denials).
 //! - [`instructions`]: `[instructions]`, the project instructions' size bound and the short variant.
+//! - [`context`]: `[context]`, when a conversation's context is compacted.
 //! - [`validate`]: the rules a well-typed config must meet, and the warnings a valid one may deserve.
 //! - [`state`]: the config in effect, its reload (`admin.config_reload`) and its `admin.status` report.
 //!
@@ -31,6 +32,7 @@
 //! Writing the file (always rules, projects) will go through `toml_edit`; it is not here yet.
 
 pub mod auto;
+pub mod context;
 pub mod error;
 pub mod instructions;
 pub mod key_path;

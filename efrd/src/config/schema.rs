@@ -59,6 +59,9 @@
 //! trash_max_bytes = 4294967296      # the most bytes efr's trash holds (4 GiB); the oldest undos' files go first
 //! trash_days = 30                   # how long the trash keeps a file
 //!
+//! [context]                         # compaction of the model's context, see config/context.rs
+//! trigger_percent = 80              # compact at this share of the model's window
+//!
 //! [auto]                            # the judges of auto mode's exits, see config/auto.rs
 //! classifier_model = "gpt-5-mini"   # absent: the provider's small model; "none": the turn's model judges
 //! judge_timeout_secs = 20           # a model judge that does not answer in time denies
@@ -111,6 +114,8 @@ pub struct Config {
     pub undo: UndoSection,
     /// `[auto]`: the judges of auto mode's exits (`config/auto.rs`).
     pub auto: super::auto::AutoSection,
+    /// `[context]`: when a conversation's context is compacted (`config/context.rs`).
+    pub context: super::context::ContextSection,
 }
 
 /// `[remote]`: the tailnet WebSocket that a paired phone connects to (docs/remote.md). Read at the start: a change

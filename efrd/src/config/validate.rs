@@ -37,6 +37,9 @@ pub fn check(config: &Config) -> Result<(), Invalid> {
     // The first broken rule is the error, in this order: [daemon]'s idle time is checked before [sandbox].
     conversation_idle(&config.daemon)?;
     sandbox(&config.sandbox)?;
+    if let Err((key, message)) = super::context::check(&config.context) {
+        return invalid(KeyPath::keys(&["context", key]), message);
+    }
     if let Err(message) = super::instructions::check(&config.instructions) {
         return invalid(KeyPath::keys(&["instructions", "max_bytes"]), message);
     }

@@ -64,8 +64,10 @@ fn home_dir(roots: &crate::config::Roots) -> PathBuf {
 }
 
 mod commit;
+mod compact;
 use commit::CommitRefused;
 pub(in crate::conversation) use commit::decode_outcome;
+pub(super) use compact::CompactBegin;
 mod context;
 mod presence;
 pub(crate) use presence::PresenceSet;
@@ -143,6 +145,10 @@ struct Running {
     settings: TurnSettings,
     cancel: CancellationToken,
     interrupt_requested: bool,
+    /// The turn's last context draft: how full the context was before or after its last model call.
+    context: Option<efr_protocol::wire::ContextFill>,
+    /// A compaction runs in the turn, started by this.
+    compacting: Option<efr_protocol::wire::CompactTrigger>,
 }
 
 pub(super) struct Actor {
@@ -154,7 +160,8 @@ pub(super) struct Actor {
     /// which conversations.watch hears of a change (`watch.rs`).
     row_facts: Option<super::watch::RowFacts>,
     last_seq: u64,
-    history: Vec<HistoryItem>,
+    /// The model's copy of the conversation (crate::compact::history).
+    history: crate::compact::ModelHistory,
     queue: VecDeque<Queued>,
     running: Option<Running>,
     events: broadcast::Sender<Live>,
@@ -177,6 +184,8 @@ pub(super) struct Actor {
     store_failure: Option<ErrorBody>,
     /// A turn.undo writes the conversation's files: no turn starts (`undo.rs`).
     undoing: bool,
+    /// A conversation.compact runs: no turn starts (`compact.rs`).
+    compacting: bool,
     /// The surface changes of its turns and their questions (`surface.rs`).
     surface: crate::turn::surface::Book,
     /// The user's presence (`presence.rs`): present until presence.set says away; a loaded conversation takes its
@@ -200,7 +209,7 @@ impl Actor {
             summary: None,
             row_facts: None,
             last_seq: 0,
-            history: Vec::new(),
+            history: crate::compact::ModelHistory::default(),
             queue: VecDeque::new(),
             running: None,
             events: broadcast::channel(capacity).0,
@@ -214,6 +223,7 @@ impl Actor {
             unclosed: None,
             store_failure: None,
             undoing: false,
+            compacting: false,
             surface: crate::turn::surface::Book::default(),
             presence: efr_protocol::wire::Presence::Present,
             presence_epoch: 0,
@@ -366,6 +376,26 @@ impl Actor {
             }
             Command::UndoEnd { bodies, command, reply } => {
                 let _ = reply.send(self.end_undo(bodies, command).await);
+                self.start_next(me).await;
+            }
+            Command::Compacted {
+                turn_id,
+                compaction,
+                history,
+                reply,
+            } => {
+                let _ = reply.send(self.compacted_in_turn(turn_id, *compaction, *history).await);
+            }
+            Command::Draft { turn_id, part } => self.draft(turn_id, &part),
+            Command::CompactBegin { params, reply } => {
+                let _ = reply.send(self.begin_compact(*params).await);
+            }
+            Command::CompactEnd {
+                command_id,
+                outcome,
+                reply,
+            } => {
+                let _ = reply.send(self.end_compact(command_id, *outcome).await);
                 self.start_next(me).await;
             }
         }

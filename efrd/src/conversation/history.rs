@@ -16,6 +16,7 @@ use efr_protocol::events::{CallStatus, Event, EventBody};
 use efr_protocol::ids::{CallId, ConversationId, TurnId};
 use efr_protocol::wire::How;
 
+use crate::compact::ModelHistory;
 use efr_model::HistoryItem;
 use efr_store::Store;
 
@@ -28,8 +29,8 @@ const TITLE_CHARS: usize = 80;
 /// What a conversation's log implies when it is opened.
 #[derive(Debug, Default)]
 pub struct Rebuilt {
-    /// The model's history.
-    pub history: Vec<HistoryItem>,
+    /// The model's copy of the conversation (after its newest compaction).
+    pub history: ModelHistory,
     /// The last seq of the log (0 for none).
     pub last_seq: u64,
     /// Calls whose command was left running and has no end in the log, with the command, in the order they were
@@ -122,7 +123,7 @@ pub const LEFT_RUNNING_NOTE: &str =
 /// The history so far while the log is read.
 #[derive(Default)]
 struct Rebuild {
-    history: Vec<HistoryItem>,
+    history: ModelHistory,
     /// Prompts of queued turns that have not started, by turn.
     prompts: HashMap<TurnId, String>,
     /// The call started and not completed yet (calls of a turn run one at a time).
@@ -142,8 +143,14 @@ impl Rebuild {
                 // That turn's prompt told the model of the ends before it.
                 self.notices.clear();
                 if let Some(text) = self.prompts.remove(&turn_id) {
-                    self.push(HistoryItem::UserText { text });
+                    self.close_open_call();
+                    self.history.push_prompt(turn_id, text);
                 }
+            }
+            (EventBody::ConversationCompacted(compaction), running) => {
+                // The same rule as the running daemon's (compact::history): the copy shrinks, the log does not.
+                self.close_open_call();
+                self.history = self.history.compacted(compaction, running);
             }
             (EventBody::AssistantMessageCompleted(message), _) => {
                 self.push(HistoryItem::AssistantText {
@@ -211,7 +218,7 @@ impl Rebuild {
         }
     }
 
-    fn finish(mut self) -> Vec<HistoryItem> {
+    fn finish(mut self) -> ModelHistory {
         self.close_open_call();
         self.history
     }
@@ -266,6 +273,7 @@ mod tests {
             rebuild.apply(&event(turn, body));
         }
         let history = rebuild.finish();
+        let history = history.items();
         let expected = vec![
             HistoryItem::UserText { text: "run it".into() },
             HistoryItem::AssistantText {

@@ -166,6 +166,27 @@ enum Command {
         command: Option<efr_store::CommandRecord>,
         reply: oneshot::Sender<Result<(), ErrorBody>>,
     },
+    /// A compaction in a running turn (the turn's [`TurnSink::compacted`]).
+    Compacted {
+        turn_id: TurnId,
+        compaction: Box<efr_protocol::wire::Compaction>,
+        history: Box<crate::compact::ModelHistory>,
+        reply: oneshot::Sender<Result<u64, ErrorBody>>,
+    },
+    /// A draft of the running turn (the turn's [`TurnSink::draft`]).
+    Draft {
+        turn_id: TurnId,
+        part: efr_protocol::wire::DraftPart,
+    },
+    CompactBegin {
+        params: Box<efr_protocol::wire::ConversationCompactParams>,
+        reply: oneshot::Sender<Result<actor::CompactBegin, ErrorBody>>,
+    },
+    CompactEnd {
+        command_id: efr_protocol::ids::CommandId,
+        outcome: Box<Result<crate::compact::Compacted, crate::compact::Failed>>,
+        reply: oneshot::Sender<Result<efr_protocol::wire::ConversationCompactResult, ErrorBody>>,
+    },
 }
 
 /// A handle to one conversation's actor. Cheap to clone.
@@ -313,6 +334,38 @@ impl ConversationHandle {
         self.ask(|reply| Command::UndoBegin { reply }).await
     }
 
+    /// conversation.compact: the summary's model call runs in a task of its own (a client that goes away does not
+    /// leave the conversation gated), then the actor commits conversation_compacted and takes the smaller copy.
+    ///
+    /// # Errors
+    /// As the actor's `begin_compact` and `end_compact`: `busy`, `conflict`, `unauthorized`, `unavailable`.
+    pub async fn compact(
+        &self,
+        params: efr_protocol::wire::ConversationCompactParams,
+    ) -> Result<efr_protocol::wire::ConversationCompactResult, ErrorBody> {
+        let params = Box::new(params);
+        let job = match self.ask(|reply| Command::CompactBegin { params, reply }).await?? {
+            actor::CompactBegin::Done(result) => return Ok(*result),
+            actor::CompactBegin::Run(job) => job,
+        };
+        let tx = self.tx.clone();
+        let (reply, answer) = oneshot::channel();
+        tokio::spawn(async move {
+            let outcome = Box::new(job.run().await);
+            let end = Command::CompactEnd {
+                command_id: job.command_id,
+                outcome,
+                reply,
+            };
+            if tx.send(end).await.is_err() {
+                tracing::debug!("the conversation stopped during a compaction");
+            }
+        });
+        answer
+            .await
+            .map_err(|_| ErrorBody::new(ErrorCode::Unavailable, "the conversation stopped"))?
+    }
+
     /// turn.undo ends: records `bodies` (undo_applied, outside any turn) with the undo's outcome under its command
     /// id, and lets the queued prompts start.
     ///
@@ -394,6 +447,28 @@ impl TurnSink for Recorder {
             })
             .await?
         })
+    }
+
+    fn compacted(
+        &self,
+        turn_id: TurnId,
+        compaction: efr_protocol::wire::Compaction,
+        history: crate::compact::ModelHistory,
+    ) -> SinkFuture<'_, u64> {
+        Box::pin(async move {
+            request(&self.tx, |reply| Command::Compacted {
+                turn_id,
+                compaction: Box::new(compaction),
+                history: Box::new(history),
+                reply,
+            })
+            .await?
+        })
+    }
+
+    fn draft(&self, turn_id: TurnId, part: efr_protocol::wire::DraftPart) {
+        // A draft never waits: with a full mailbox it is dropped (the next one says the same, newer).
+        let _ = self.tx.try_send(Command::Draft { turn_id, part });
     }
 
     fn ask(&self, turn_id: TurnId, call_id: CallId, question: Question) -> SinkFuture<'_, Answer> {

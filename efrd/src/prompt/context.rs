@@ -22,6 +22,31 @@ pub const fn tokens(bytes: u64) -> u64 {
     bytes.div_ceil(4)
 }
 
+/// The bytes an item adds to a request, as efr counts them: its text (a tool call's name and input, a reasoning's
+/// text and its opaque carry-over, which goes back to the provider too), without the provider's framing.
+#[must_use]
+pub fn item_bytes(item: &HistoryItem) -> u64 {
+    let bytes = match item {
+        HistoryItem::UserText { text } | HistoryItem::AssistantText { text } => text.len(),
+        HistoryItem::Reasoning { text, carry } => {
+            let carried = carry
+                .as_ref()
+                .and_then(|carry| serde_json::to_string(carry).ok())
+                .map_or(0, |json| json.len());
+            text.len() + carried
+        }
+        HistoryItem::ToolCall { tool, input, .. } => tool.len() + input.len(),
+        HistoryItem::ToolOutput { output, .. } => output.len(),
+    };
+    bytes as u64
+}
+
+/// The estimated tokens of `items`.
+#[must_use]
+pub fn items_tokens(items: &[HistoryItem]) -> u64 {
+    tokens(items.iter().map(item_bytes).sum())
+}
+
 /// What `conversation.context` says of a request: its parts, their sum, the largest items of the history.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Fill {
@@ -33,9 +58,15 @@ pub struct Fill {
     pub largest: Vec<ContextItem>,
 }
 
-/// The fill of the request that `prompt` (the next turn's, without the text of its prompt) makes after `history`.
+/// The fill of the request that `prompt` (the next turn's, without the text of its prompt) makes after `history`,
+/// whose first item is a compaction's summary when `summarised` (that item is the part `summary`, not a user
+/// message).
 #[must_use]
-pub fn fill(prompt: &TurnPrompt, history: &[HistoryItem]) -> Fill {
+pub fn fill(prompt: &TurnPrompt, history: &[HistoryItem], summarised: bool) -> Fill {
+    let (summary, history) = match history.split_first() {
+        Some((first, rest)) if summarised => (item_bytes(first), rest),
+        _ => (0, history),
+    };
     let sizes = &prompt.sizes;
     let mut parts = vec![
         part(ContextPartKind::Tools, sizes.tools, 0),
@@ -45,8 +76,7 @@ pub fn fill(prompt: &TurnPrompt, history: &[HistoryItem]) -> Fill {
             files: files(&prompt.files),
             ..part(ContextPartKind::ProjectInstructions, sizes.project, 0)
         },
-        // No compaction yet, so no summary.
-        part(ContextPartKind::Summary, 0, 0),
+        part(ContextPartKind::Summary, summary, u64::from(summary > 0)),
     ];
     let (history_parts, largest) = history_fill(history);
     parts.extend(history_parts);
@@ -87,29 +117,20 @@ fn history_fill(history: &[HistoryItem]) -> (Vec<ContextPart>, Vec<ContextItem>)
     let mut items = Vec::with_capacity(history.len());
     let mut tools: HashMap<&str, &str> = HashMap::new();
     for item in history {
-        let (index, bytes, label) = match item {
-            HistoryItem::UserText { text } => (0, text.len(), "user message"),
-            HistoryItem::AssistantText { text } => (1, text.len(), "assistant message"),
-            HistoryItem::Reasoning { text, carry } => {
-                // What goes back to the provider: the text and its opaque carry-over (signature, encrypted content).
-                let carried = carry
-                    .as_ref()
-                    .and_then(|carry| serde_json::to_string(carry).ok())
-                    .map_or(0, |json| json.len());
-                (2, text.len() + carried, "reasoning")
-            }
-            HistoryItem::ToolCall {
-                call_id, tool, input, ..
-            } => {
+        let (index, label) = match item {
+            HistoryItem::UserText { .. } => (0, "user message"),
+            HistoryItem::AssistantText { .. } => (1, "assistant message"),
+            HistoryItem::Reasoning { .. } => (2, "reasoning"),
+            HistoryItem::ToolCall { call_id, tool, .. } => {
                 tools.insert(call_id, tool);
-                (3, tool.len() + input.len(), tool.as_str())
+                (3, tool.as_str())
             }
-            HistoryItem::ToolOutput { call_id, output, .. } => {
+            HistoryItem::ToolOutput { call_id, .. } => {
                 let tool = tools.get(call_id.as_str()).copied().unwrap_or("tool output");
-                (4, output.len(), tool)
+                (4, tool)
             }
         };
-        let bytes = bytes as u64;
+        let bytes = item_bytes(item);
         sums[index].0 += bytes;
         sums[index].1 += 1;
         items.push(ContextItem {
@@ -195,7 +216,7 @@ mod tests {
             },
             HistoryItem::AssistantText { text: "done".into() },
         ];
-        let fill = fill(&prompt, &history);
+        let fill = fill(&prompt, &history, false);
         let kinds: Vec<_> = fill.parts.iter().map(|p| p.kind).collect();
         let known: Vec<_> = ContextPartKind::ALL
             .iter()

@@ -192,6 +192,8 @@ pub struct TurnPrompt {
     pub tools: Vec<Tool>,
     /// The environment block and the notes, to put before the prompt's text.
     pub preamble: String,
+    /// The environment block alone: the fresh context block a compaction sends before its summary.
+    pub environment: String,
     /// The instruction files as read at this turn (for `efr context`).
     pub files: Vec<DocFile>,
     /// The parts' sizes.
@@ -250,6 +252,7 @@ impl PromptState {
             instructions: pinned.text.clone(),
             tools,
             preamble: format!("{environment}{notes}"),
+            environment: environment.to_owned(),
             files: files.clone(),
             sizes,
         };

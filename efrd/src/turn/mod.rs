@@ -24,6 +24,7 @@ pub mod call_bus;
 pub mod call_network;
 pub mod call_snapshots;
 pub mod coalesce;
+pub mod compaction;
 pub mod contained;
 pub mod decide;
 pub mod env;
@@ -52,7 +53,7 @@ use std::time::Instant;
 
 use efr_protocol::events::{AssistantMessageCompleted, EventBody, TurnCompleted, TurnFailed, TurnInterrupted};
 use efr_protocol::ids::TurnId;
-use efr_protocol::wire::{ContextFill, Stop, StopReason as WireStop, Usage as WireUsage};
+use efr_protocol::wire::{ContextFill, Stop, StopReason as WireStop};
 use efr_protocol::{ErrorBody, ErrorCode};
 use futures::StreamExt;
 use tokio_util::sync::CancellationToken;
@@ -71,8 +72,10 @@ pub struct TurnPlan {
     pub request: ModelRequest,
     /// The provider to call.
     pub provider: Provider,
-    /// The model's context window in tokens, when the catalog knows it (for `context` of the end event).
-    pub context_window: Option<u64>,
+    /// The conversation's copy with this turn's prompt last (what `request.history` holds).
+    pub history: crate::compact::ModelHistory,
+    /// The model's limits and what a compaction in the turn needs.
+    pub context: compaction::TurnContext,
     /// What the turn's tool calls share; `None` for a turn without tools.
     pub tools: Option<env::ToolEnv>,
 }
@@ -94,6 +97,8 @@ enum Ending {
         empty: bool,
     },
     Failed(ErrorBody),
+    /// The provider refused the request as longer than the model's context, before any of its answer came.
+    Overflow(ModelError),
     Interrupted,
     /// The recorder is gone (the actor stopped at shutdown): nothing more can be recorded.
     Lost,
@@ -105,16 +110,30 @@ pub async fn run(plan: TurnPlan, recorder: Sink, cancel: CancellationToken) -> T
         turn_id,
         mut request,
         provider,
-        context_window,
+        history,
+        context,
         tools,
     } = plan;
-    let base_history = request.history.clone();
+    let mut window = compaction::Window::new(history, context);
     let mut snapshots = tools.as_ref().and_then(|env| turn_snapshots(env, turn_id));
     let mut state = CallState::new(turn_id, recorder);
     let mut calls_made = 0;
     let ending = loop {
         calls_made += 1;
-        let ending = model_call(&mut state, &provider, &request, &cancel).await;
+        if window.before_call(&mut state, &provider, &mut request).await.is_err() {
+            break Ending::Lost;
+        }
+        let ending = match model_call(&mut state, &provider, &request, &cancel).await {
+            Ending::Overflow(error) => match window.overflowed(&mut state, &provider, &mut request, &error).await {
+                compaction::Overflow::Retry => continue,
+                compaction::Overflow::Fail(message) => Ending::Failed(ErrorBody::new(ErrorCode::TooLarge, message)),
+                compaction::Overflow::Lost => Ending::Lost,
+            },
+            ending => ending,
+        };
+        if matches!(ending, Ending::Stopped { .. }) {
+            window.after_call(&state, &request);
+        }
         let Ending::Stopped { .. } = ending else { break ending };
         if state.calls.is_empty() {
             break ending;
@@ -148,11 +167,7 @@ pub async fn run(plan: TurnPlan, recorder: Sink, cancel: CancellationToken) -> T
             break Ending::Interrupted;
         }
         state.next_model_call();
-        request.history = base_history
-            .iter()
-            .cloned()
-            .chain(state.history.iter().cloned())
-            .collect();
+        request.history = window.items(&state);
     };
     // The turn's changes: its first snapshot against its last (after the model's last word, before the end event).
     let ended = match snapshots {
@@ -166,7 +181,8 @@ pub async fn run(plan: TurnPlan, recorder: Sink, cancel: CancellationToken) -> T
     if !matches!(ending, Ending::Lost) && state.recorder.surface_report(turn_id).await.is_err() {
         return state.outcome();
     }
-    finish(state, ending, turn_id, context_window, (ended.changes, ended.undo)).await
+    let context = window.fill(&request);
+    finish(state, ending, turn_id, context, (ended.changes, ended.undo)).await
 }
 
 /// The turn's snapshots of its project and `$SCRATCH` (docs/undo.md); `None` without a project or a snapshot store.
@@ -243,6 +259,7 @@ async fn model_call(
     request: &ModelRequest,
     cancel: &CancellationToken,
 ) -> Ending {
+    state.start_call();
     let mut stream = std::pin::pin!(provider.stream(request));
     loop {
         let deadline = state.coalescer.deadline();
@@ -259,6 +276,9 @@ async fn model_call(
         };
         let step = match next {
             None => Err(Ending::Failed(model_error(&ModelError::StreamEnded))),
+            Some(Err(error @ ModelError::ContextOverflow { .. })) if state.nothing_answered() => {
+                Err(Ending::Overflow(error))
+            }
             Some(Err(error)) => Err(Ending::Failed(model_error(&error))),
             Some(Ok(event)) => state.apply(event).await,
         };
@@ -273,7 +293,7 @@ async fn finish(
     mut state: CallState,
     ending: Ending,
     turn_id: TurnId,
-    context_window: Option<u64>,
+    context: ContextFill,
     (changes, undo): (
         Option<efr_protocol::wire::FileChanges>,
         Option<efr_protocol::wire::TurnUndoSummary>,
@@ -283,13 +303,8 @@ async fn finish(
     if !matches!(ending, Ending::Lost) && state.finish_message().await.is_err() {
         return state.outcome();
     }
-    let usage = wire_usage(&state.usage);
-    let context = context_window.map(|window| ContextFill {
-        tokens: state.usage.input + state.usage.output,
-        // No compaction yet: the limit a client shows as 100% is the whole window.
-        limit: window,
-        window,
-    });
+    let usage = crate::compact::meter::wire_usage(&state.usage, &state.call_usage);
+    let context = Some(context);
     let usage_member = (state.usage != Usage::default()).then_some(usage);
     let body = match ending {
         Ending::Stopped { reason, empty } => EventBody::TurnCompleted(TurnCompleted {
@@ -313,6 +328,14 @@ async fn finish(
             undo,
         }),
         Ending::Lost => return state.outcome(),
+        // The turn's loop turns an overflow into a retry or a failure.
+        Ending::Overflow(error) => EventBody::TurnFailed(TurnFailed {
+            error: model_error(&error),
+            usage: usage_member,
+            context,
+            changes,
+            undo,
+        }),
     };
     // The history goes to the conversation with the end event, not after the turn returns: a client that sees the
     // end may ask for the context at once.
@@ -343,20 +366,6 @@ async fn sleep_until(deadline: Option<Instant>) {
     }
 }
 
-/// The wire usage of a turn's summed model usage.
-#[must_use]
-pub fn wire_usage(usage: &Usage) -> WireUsage {
-    WireUsage {
-        input_tokens: usage.input,
-        output_tokens: usage.output,
-        cached_input_tokens: usage.cached_input,
-        reasoning_tokens: usage.reasoning,
-        context_tokens: usage.input + usage.output,
-        cache_write_tokens: usage.cache_write,
-        cache_write_1h_tokens: usage.cache_write_1h,
-    }
-}
-
 /// The error body a turn fails with for a model error. The message never holds a key.
 #[must_use]
 pub fn model_error(error: &ModelError) -> ErrorBody {
@@ -378,7 +387,11 @@ struct CallState {
     /// The open message's index and text so far.
     message: Option<(u32, String)>,
     usage: Usage,
+    /// The usage of the current (or last) model call.
+    call_usage: Usage,
     history: Vec<HistoryItem>,
+    /// The length of `history` when the current model call started.
+    call_start: usize,
     /// The tool calls of the current model call, complete, in order.
     calls: Vec<PendingCall>,
     /// Messages with text in the turn's earlier model calls: the index of this call's first message.
@@ -406,7 +419,9 @@ impl CallState {
             coalescer: TextCoalescer::default(),
             message: None,
             usage: Usage::default(),
+            call_usage: Usage::default(),
             history: Vec::new(),
+            call_start: 0,
             calls: Vec::new(),
             index_base: 0,
             messages_this_call: 0,
@@ -417,6 +432,33 @@ impl CallState {
     fn next_model_call(&mut self) {
         self.index_base += self.messages_this_call;
         self.messages_this_call = 0;
+    }
+
+    /// A model call starts: its usage and answer are counted from here.
+    fn start_call(&mut self) {
+        self.call_usage = Usage::default();
+        self.call_start = self.history.len();
+    }
+
+    /// The current model call has answered nothing yet (no text, no tool call): it can be made again.
+    fn nothing_answered(&self) -> bool {
+        self.message.is_none() && self.calls.is_empty() && self.history.len() == self.call_start
+    }
+
+    /// The bytes of the current model call's answer: its items so far, its open message and its tool calls.
+    fn answer_bytes(&self) -> u64 {
+        let items: u64 = self.history[self.call_start.min(self.history.len())..]
+            .iter()
+            .map(crate::prompt::context::item_bytes)
+            .sum();
+        let open = self.message.as_ref().map_or(0, |(_, text)| text.len() as u64);
+        let calls: u64 = self.calls.iter().map(|c| (c.tool.len() + c.input.len()) as u64).sum();
+        items + open + calls
+    }
+
+    /// The index of the turn's last message with text so far, when it has one.
+    fn last_message_index(&self) -> Option<u32> {
+        (self.index_base + self.messages_this_call).checked_sub(1)
     }
 
     fn outcome(self) -> TurnOutcome {
@@ -495,19 +537,11 @@ impl CallState {
                 Ok(())
             }
             ModelEvent::Usage(usage) => {
-                add_usage(&mut self.usage, &usage);
+                crate::compact::meter::add_usage(&mut self.usage, &usage);
+                crate::compact::meter::add_usage(&mut self.call_usage, &usage);
                 Ok(())
             }
             ModelEvent::Stop { reason, empty } => Err(Ending::Stopped { reason, empty }),
         }
     }
-}
-
-fn add_usage(sum: &mut Usage, usage: &Usage) {
-    sum.input += usage.input;
-    sum.cached_input += usage.cached_input;
-    sum.cache_write += usage.cache_write;
-    sum.cache_write_1h += usage.cache_write_1h;
-    sum.output += usage.output;
-    sum.reasoning += usage.reasoning;
 }

@@ -5,10 +5,12 @@ use efr_protocol::ids::TurnId;
 use efr_protocol::wire::TurnSettings;
 
 use super::TurnPlan;
+use super::compaction::TurnContext;
 use super::env::ToolEnv;
+use crate::compact::{Limits, ModelHistory};
 use crate::config::Config;
 use crate::models::Models;
-use efr_model::{HistoryItem, ModelRequest};
+use efr_model::ModelRequest;
 
 /// The model call of a turn: the active provider, the history, the settings, the instructions and tools of
 /// `prompt` (crate::prompt: pinned per conversation), and the tools only when `tools` is `Some` (an auto turn's
@@ -21,7 +23,7 @@ pub fn plan(
     models: &Models,
     turn_id: TurnId,
     settings: &TurnSettings,
-    history: &[HistoryItem],
+    history: &ModelHistory,
     prompt: &crate::prompt::TurnPrompt,
     mut tools: Option<ToolEnv>,
 ) -> Result<TurnPlan, ErrorBody> {
@@ -34,16 +36,23 @@ pub fn plan(
     }
     let mut request = ModelRequest::new(settings.model.clone());
     request.instructions.clone_from(&prompt.instructions);
-    request.history = history.to_vec();
+    request.history = history.items().to_vec();
     request.effort = settings.effort.clone();
     if tools.is_some() {
         request.tools.clone_from(&prompt.tools);
     }
+    let sizes = &prompt.sizes;
+    let context = TurnContext {
+        limits: Limits::of(&config.context, models.context_window(&settings.model)),
+        prefix_tokens: crate::prompt::context::tokens(sizes.tools + sizes.base + sizes.mode + sizes.project),
+        fresh: prompt.environment.clone(),
+    };
     Ok(TurnPlan {
         turn_id,
         request,
         provider,
-        context_window: models.context_window(&settings.model),
+        history: history.clone(),
+        context,
         tools,
     })
 }

@@ -12,8 +12,9 @@ use std::sync::Arc;
 use efr_protocol::ErrorBody;
 use efr_protocol::events::EventBody;
 use efr_protocol::ids::{CallId, QuestionId, TurnId};
-use efr_protocol::wire::{ApprovalDecision, SurfaceChange};
+use efr_protocol::wire::{ApprovalDecision, Compaction, DraftPart, SurfaceChange};
 
+use crate::compact::ModelHistory;
 use efr_model::HistoryItem;
 use efr_policy::Question;
 
@@ -136,6 +137,23 @@ pub trait TurnSink: Send + Sync + std::fmt::Debug {
         })
     }
 
+    /// Records conversation_compacted of `turn_id` (a compaction in the running turn) and makes `history` the
+    /// conversation's copy in the same step, so that the copy and the log never disagree; yields the event's seq.
+    /// This default, for a sink that keeps no history, records the event alone.
+    ///
+    /// # Errors
+    /// As [`TurnSink::record_as`]: the conversation keeps its copy as it was.
+    fn compacted(&self, turn_id: TurnId, compaction: Compaction, history: ModelHistory) -> SinkFuture<'_, u64> {
+        let _ = history;
+        self.record_as(Some(turn_id), vec![EventBody::ConversationCompacted(compaction)])
+    }
+
+    /// A draft of the running turn: how full the context is before and after each model call, or that a compaction
+    /// runs. Never stored and never waited for; this default drops it.
+    fn draft(&self, turn_id: TurnId, part: DraftPart) {
+        let _ = (turn_id, part);
+    }
+
     /// At a turn's end, before its terminal event: records turn_surface_report when the turn made a surface change.
     ///
     /// # Errors
@@ -186,6 +204,8 @@ pub(crate) mod memory {
         pub questions: Mutex<Vec<(CallId, Question)>>,
         /// The answers to the next questions; a question with none left expires (not away).
         pub answers: Mutex<VecDeque<ApprovalDecision>>,
+        /// Every draft, in order.
+        pub drafts: Mutex<Vec<DraftPart>>,
     }
 
     impl MemorySink {
@@ -215,6 +235,13 @@ pub(crate) mod memory {
                 events.extend(bodies.into_iter().map(|body| (turn_id, body)));
                 Ok(events.len() as u64)
             })
+        }
+
+        fn draft(&self, _turn_id: TurnId, part: DraftPart) {
+            self.drafts
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push(part);
         }
 
         fn ask(&self, _turn_id: TurnId, call_id: CallId, question: Question) -> SinkFuture<'_, Answer> {

@@ -62,8 +62,13 @@ async fn after_a_turn_the_context_lists_the_instruction_files_and_the_history() 
     let context: ConversationContextResult = serde_json::from_value(value.clone()).unwrap();
     assert_eq!(context.model.id, "gpt-5");
     assert!(context.model.window > 0);
-    assert_eq!(context.model.trigger, context.model.window, "no compaction yet");
-    assert!(!context.model.auto);
+    // The default `[context]`: compaction starts by itself at 80% of the window; the hard cap is the window.
+    assert_eq!(
+        context.model.trigger,
+        context.model.window / 100 * 80 + context.model.window % 100 * 80 / 100
+    );
+    assert_eq!(context.model.hard_cap, context.model.window);
+    assert!(context.model.auto);
     assert!(context.compactions.is_empty());
 
     let kinds: Vec<_> = context.parts.iter().map(|p| p.kind).collect();

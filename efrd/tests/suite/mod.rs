@@ -1,5 +1,6 @@
 //! One module per file of this folder; `tests/all.rs` is the binary that holds them.
 
+mod compaction;
 mod conversation_context;
 mod daemon_activation;
 mod daemon_admin;

@@ -225,6 +225,9 @@ event_body! {
         SnapshotTaken(SnapshotTaken) = "snapshot_taken",
         /// An undo or redo of a turn wrote files (it belongs to no turn).
         UndoApplied(UndoApplied) = "undo_applied",
+        /// The model's copy of the conversation was compacted: a summary replaces its older turns (the log keeps
+        /// every event).
+        ConversationCompacted(crate::wire::Compaction) = "conversation_compacted",
     }
 }
 

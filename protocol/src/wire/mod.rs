@@ -14,6 +14,7 @@ pub mod approval;
 pub mod backup;
 pub mod changes;
 pub mod common;
+pub mod compact;
 pub mod config;
 pub mod context;
 pub mod conversation;
@@ -46,6 +47,7 @@ pub use changes::{FileChange, FileChangeKind, FileChanges};
 pub use common::{
     ContextFill, Mode, ModeFallback, Origin, Overridden, PromptSettings, Stop, StopReason, TurnSettings, Usage,
 };
+pub use compact::{Compaction, ConversationCompactParams, ConversationCompactResult};
 pub use config::{AdminConfigReloadParams, AdminConfigReloadResult, ConfigError};
 pub use context::{
     ContextCache, ContextCompaction, ContextCounted, ContextItem, ContextModel, ContextPart, ContextPartKind,

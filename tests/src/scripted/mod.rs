@@ -36,7 +36,7 @@ use axum::response::Response;
 use serde_json::{Value, json};
 
 pub use encode::{Action, Format};
-pub use script::{HttpError, ModelsStep, Raw, Reply, ReplyEvent, Script, ScriptToolCall, ScriptUsage, Step};
+pub use script::{HttpError, ModelsStep, Raw, Reply, ReplyEvent, Script, ScriptToolCall, ScriptUsage, Step, When};
 
 /// The largest request body the server reads: 64 MiB.
 const REQUEST_LIMIT: usize = 64 << 20;
@@ -91,6 +91,8 @@ pub fn mask_key(key: &str) -> String {
 #[derive(Debug, Default)]
 struct Inner {
     steps: VecDeque<Step>,
+    when: Vec<When>,
+    usage_from_body: bool,
     model_steps: VecDeque<ModelsStep>,
     models: Vec<String>,
     requests: Vec<RecordedRequest>,
@@ -118,6 +120,8 @@ impl ScriptedModel {
     pub async fn start(script: Script) -> std::io::Result<Self> {
         let shared: Shared = Arc::new(Mutex::new(Inner {
             steps: script.steps.into(),
+            when: script.when,
+            usage_from_body: script.usage_from_body,
             model_steps: script.model_steps.into(),
             models: script.models,
             requests: Vec::new(),
@@ -185,6 +189,7 @@ impl Drop for ScriptedModel {
 
 async fn handle(State(shared): State<Shared>, method: Method, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
     let request = record(&method, &uri, &headers, &body);
+    let raw = body.clone();
     let anthropic_style = headers.contains_key("anthropic-version");
     let format = match (method.clone(), uri.path()) {
         (Method::POST, "/v1/responses") => Some(Format::Responses),
@@ -197,10 +202,33 @@ async fn handle(State(shared): State<Shared>, method: Method, uri: Uri, headers:
     let (step, model_step, listed) = {
         let mut inner = lock(&shared);
         inner.requests.push(request);
+        let text = String::from_utf8_lossy(&raw);
         let step = if format.is_some() {
-            inner.steps.pop_front()
+            match inner.when.iter().find(|rule| text.contains(&rule.contains)) {
+                Some(rule) => Some(rule.step.clone()),
+                None => inner.steps.pop_front(),
+            }
         } else {
             None
+        };
+        let step = match step {
+            Some(Step::Reply(mut reply)) if inner.usage_from_body && reply.usage.is_none() => {
+                let output: usize = reply
+                    .events
+                    .iter()
+                    .map(|event| match event {
+                        ReplyEvent::Text(text) => text.len(),
+                        _ => 0,
+                    })
+                    .sum();
+                reply.usage = Some(ScriptUsage {
+                    input: (raw.len() as u64).div_ceil(4),
+                    output: (output as u64).div_ceil(4),
+                    ..ScriptUsage::default()
+                });
+                Some(Step::Reply(reply))
+            }
+            other => other,
         };
         let model_step = if models { inner.model_steps.pop_front() } else { None };
         (step, model_step, inner.models.clone())

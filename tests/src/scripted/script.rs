@@ -39,6 +39,24 @@ pub struct Script {
     /// The model list served when `model_steps` is spent; empty serves an empty list.
     #[serde(default)]
     pub models: Vec<String>,
+    /// Answers by what a model call's request holds, before `steps`: the first rule whose `contains` is in the
+    /// request's body answers with its step, which stays for every such request (such as a summary's request, which
+    /// comes whenever efrd compacts).
+    #[serde(default)]
+    pub when: Vec<When>,
+    /// A reply without `usage` counts its input as the request body's bytes and its output as its text's bytes,
+    /// 4 bytes a token, as a provider's own count grows with the conversation.
+    #[serde(default)]
+    pub usage_from_body: bool,
+}
+
+/// An answer for the model calls whose request holds a text.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct When {
+    /// The text, found in the request's body as sent (JSON).
+    pub contains: String,
+    /// The answer.
+    pub step: Step,
 }
 
 /// The answer to one model call.

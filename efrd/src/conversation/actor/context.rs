@@ -3,10 +3,10 @@
 
 // A part of the actor: its imports and private types.
 use super::*;
-use efr_protocol::wire::{ContextCache, ContextCounted, ContextModel, ConversationContextResult, PromptSettings};
-
-/// The window assumed for a model whose window the catalog does not know, in tokens (`window_known` false).
-pub(crate) const ASSUMED_WINDOW: u64 = 128_000;
+use crate::compact::Limits;
+use efr_protocol::wire::{
+    ContextCache, ContextCompaction, ContextCounted, ContextModel, ConversationContextResult, PromptSettings,
+};
 
 /// How many events one read of the log takes.
 const PAGE: u32 = 500;
@@ -25,34 +25,33 @@ impl Actor {
         };
         let (settings, _) = settings::resolve(&self.deps.models.catalog(), &config, Some(&asked), Origin::Terminal)?;
         let prompt = self.next_prompt(&settings).await;
-        let fill = crate::prompt::context::fill(&prompt, &self.history);
-        let known = self.deps.models.context_window(&settings.model);
-        let window = known.unwrap_or(ASSUMED_WINDOW);
-        let (counted, cache) = self.counts().await?;
+        let fill = crate::prompt::context::fill(&prompt, self.history.items(), self.history.is_summarised());
+        let limits = Limits::of(&config.context, self.deps.models.context_window(&settings.model));
+        let logged = self.counts().await?;
         Ok(ConversationContextResult {
             model: ContextModel {
                 id: settings.model,
-                window,
-                window_known: known.is_some(),
-                // efrd does not compact yet: the point shown as 100% and the hard cap are the window, and nothing
-                // compacts automatically (docs/context.md, "Where to see it").
-                trigger: window,
-                hard_cap: window,
-                auto: false,
+                window: limits.window,
+                window_known: limits.window_known,
+                trigger: limits.trigger,
+                hard_cap: limits.hard_cap,
+                auto: limits.auto,
             },
-            counted,
+            counted: logged.counted,
             estimate: fill.estimate,
             parts: fill.parts,
             largest: fill.largest,
-            compactions: Vec::new(),
-            cache,
+            compactions: logged.compactions,
+            cache: logged.cache,
         })
     }
 
-    /// The last real count (the newest turn end whose usage has one) and the sums of the turns' usage, from the log.
-    async fn counts(&self) -> Result<(Option<ContextCounted>, ContextCache), ErrorBody> {
+    /// The last real count since the newest compaction (the newest turn end whose usage has one), the sums of the
+    /// turns' usage and the compactions, from the log.
+    async fn counts(&self) -> Result<Logged, ErrorBody> {
         let mut counted = None;
         let mut cache = ContextCache::default();
+        let mut compactions = Vec::new();
         let mut seq = 0;
         loop {
             let rows = self
@@ -64,7 +63,10 @@ impl Actor {
             let Some(last) = rows.last() else { break };
             seq = last.seq;
             for row in &rows {
-                if !matches!(row.kind.as_str(), "turn_completed" | "turn_failed" | "turn_interrupted") {
+                if !matches!(
+                    row.kind.as_str(),
+                    "turn_completed" | "turn_failed" | "turn_interrupted" | "conversation_compacted"
+                ) {
                     continue;
                 }
                 let Ok(event) = serde_json::from_str::<Event>(&row.body) else {
@@ -72,6 +74,21 @@ impl Actor {
                     continue;
                 };
                 let (usage, context) = match &event.body {
+                    EventBody::ConversationCompacted(compaction) => {
+                        // A count from before a compaction no longer describes the copy.
+                        counted = None;
+                        cache.input_tokens += compaction.usage.input_tokens;
+                        cache.cached_input_tokens += compaction.usage.cached_input_tokens;
+                        cache.cache_write_tokens += compaction.usage.cache_write_tokens;
+                        compactions.push(ContextCompaction {
+                            seq: row.seq,
+                            at: row.at,
+                            trigger: compaction.trigger,
+                            tokens_before: compaction.tokens_before,
+                            tokens_after: compaction.tokens_after,
+                        });
+                        continue;
+                    }
                     EventBody::TurnCompleted(end) => (end.usage, end.context),
                     EventBody::TurnFailed(end) => (end.usage, end.context),
                     EventBody::TurnInterrupted(end) => (end.usage, end.context),
@@ -96,6 +113,17 @@ impl Actor {
                 }
             }
         }
-        Ok((counted, cache))
+        Ok(Logged {
+            counted,
+            cache,
+            compactions,
+        })
     }
+}
+
+/// What the log says of a conversation's context.
+struct Logged {
+    counted: Option<ContextCounted>,
+    cache: ContextCache,
+    compactions: Vec<ContextCompaction>,
 }

@@ -13,6 +13,7 @@ impl Actor {
     pub(super) fn may_retire(&self) -> bool {
         self.running.is_none()
             && !self.undoing
+            && !self.compacting
             && self.queue.is_empty()
             && self.approvals.is_empty()
             && !self.surface.has_waiting()

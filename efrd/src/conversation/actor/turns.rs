@@ -69,7 +69,7 @@ impl Actor {
 
     /// Starts the next queued prompt when no turn runs.
     pub(super) async fn start_next(&mut self, me: &mpsc::WeakSender<Command>) {
-        while self.running.is_none() && !self.undoing {
+        while self.running.is_none() && !self.undoing && !self.compacting {
             let Some(mut queued) = self.queue.pop_front() else {
                 return;
             };
@@ -91,6 +91,8 @@ impl Actor {
                 settings,
                 cancel: cancel.clone(),
                 interrupt_requested: false,
+                context: None,
+                compacting: None,
             });
             self.deps.running_turns.fetch_add(1, Ordering::Relaxed);
             let recorder: Sink = Arc::new(crate::conversation::Recorder { tx: tx.clone() });
@@ -163,9 +165,7 @@ impl Actor {
             )
             .await;
         let prompt = self.turn_prompt(&queued.settings, &tools).await;
-        self.history.push(HistoryItem::UserText {
-            text: format!("{}{text}", prompt.preamble),
-        });
+        self.history.push_prompt(turn_id, format!("{}{text}", prompt.preamble));
         let planned = turn::plan::plan(
             &self.deps.config(),
             &self.deps.models,

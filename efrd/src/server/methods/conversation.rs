@@ -339,3 +339,19 @@ pub async fn context(ctx: &RequestCtx, raw: Option<Value>) -> Result<Value, Erro
         .await?;
     result(&handle.context(params.model).await?)
 }
+
+/// conversation.compact (scope operate, a command id): compacts the conversation's context now, with the user's
+/// optional focus (docs/context.md, "Compaction").
+///
+/// # Errors
+/// `not_found` for an unknown conversation, `busy` while a turn, an undo or a compaction runs, `conflict` with
+/// nothing to compact, `unavailable` when the summary's model call fails (the conversation is as it was).
+pub async fn compact(ctx: &RequestCtx, raw: Option<Value>) -> Result<Value, ErrorBody> {
+    let params: efr_protocol::wire::ConversationCompactParams = params(raw)?;
+    let handle = ctx
+        .daemon
+        .conversations
+        .get(&ctx.daemon.deps(), params.conversation_id)
+        .await?;
+    result(&handle.compact(params).await?)
+}
