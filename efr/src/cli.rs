@@ -87,6 +87,9 @@ pub enum Command {
     Presence(PresenceArgs),
     /// Show what fills the model's context: the parts of the next request, the instruction files read, the counts.
     Context(ContextArgs),
+    /// Compact the conversation's context now: a summary replaces its older turns in the model's copy (the
+    /// transcript keeps everything).
+    Compact(CompactArgs),
     /// The conversation's hidden shell: `efr shell [status]`, `efr shell stop [--close]`.
     #[command(args_conflicts_with_subcommands = true)]
     Shell {
@@ -402,6 +405,20 @@ pub struct ContextArgs {
     #[arg(long)]
     pub model: Option<String>,
     /// Print the result as JSON (conversation.context's result, one line).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `efr compact`.
+#[derive(Debug, Args)]
+pub struct CompactArgs {
+    /// The conversation; absent: the terminal's.
+    #[arg(long, value_name = "ID")]
+    pub conversation: Option<String>,
+    /// What the summary should keep above all, in your words.
+    #[arg(long, value_name = "TEXT")]
+    pub focus: Option<String>,
+    /// Print the result as JSON (conversation.compact's result, one line).
     #[arg(long)]
     pub json: bool,
 }

@@ -2,7 +2,12 @@
 //! of a conversation (docs/context.md, "Where to see it").
 //!
 //! ```text
-//! model gpt-5: window 272000 tokens; compaction at 272000 (automatic compaction is not built)
+//! gpt-5: 25875 of 272000 tokens (9%); compaction at 217600 (80%, the `|`)
+//! [tttiiiipppuuuaaooooooooe·······································|·········]
+//!  t tools 2355  i instructions 1200  ...  o tool_outputs 7751
+//!       7751 tokens  shell (tool_outputs)
+//!
+//! model gpt-5: window 272000 tokens; compaction at 217600 tokens (automatic)
 //! last count: 24871 tokens, at the end of turn 7c9e6679-... (2026-11-30T14:33:11.042Z)
 //! next request, without its prompt: about 25875 tokens (103489 bytes), 10% of the window
 //!
@@ -14,6 +19,8 @@
 //!   read   412 of 412 bytes     /home/ada/.config/efr/AGENTS.md (global)
 //!   cut    32356 of 40960 bytes /home/ada/src/efr/AGENTS.md
 //! ```
+//!
+//! On a terminal the bar's parts are coloured; in a pipe each part is its letter.
 //!
 //! The conversation is `--conversation ID`, else the terminal's (the newest conversation of the tty of stdin, as
 //! `efr diff` and `efr shell` take it). Exit codes: 0 done; 1 for bad input or an unknown conversation; 2 when efrd
@@ -43,32 +50,9 @@ fn failed(message: &str) -> ExitCode {
 
 /// Runs `efr context`.
 pub async fn run(args: &ContextArgs) -> ExitCode {
-    let tty = context::stdin_tty();
-    let named = match args.conversation.as_deref() {
-        Some(id) => match id.parse::<ConversationId>() {
-            Ok(id) => Some(id),
-            Err(_) => return failed(&format!("--conversation: `{id}` is not a conversation id (a UUID)")),
-        },
-        None if tty.is_none() => {
-            return failed(
-                "efr context needs --conversation ID when stdin is not a terminal (efr's last line names the \
-                 conversation then; `efr --json` too)",
-            );
-        }
-        None => None,
-    };
-    let client = match report::connect(tty.clone()).await {
-        Ok(client) => client,
+    let (client, conversation_id) = match target(args.conversation.as_deref(), "efr context").await {
+        Ok(target) => target,
         Err(code) => return code,
-    };
-    let conversation_id = match (named, tty) {
-        (Some(id), _) => id,
-        (None, Some(tty)) => match newest_of_tty(&client, &tty).await {
-            Ok(Some(id)) => id,
-            Ok(None) => return failed(&format!("the terminal {tty} has no conversation yet")),
-            Err(error) => return report::failure(&error),
-        },
-        (None, None) => return failed("efr context needs --conversation ID"),
     };
     let params = ConversationContextParams {
         conversation_id,
@@ -90,11 +74,141 @@ pub async fn run(args: &ContextArgs) -> ExitCode {
     }
     match read::<ConversationContextResult>("conversation.context", &value) {
         Ok(result) => {
-            out::print(&render(&result));
+            let colour = std::io::IsTerminal::is_terminal(&std::io::stdout());
+            out::print(&format!("{}\n{}", picture(&result, BAR_CELLS, colour), render(&result)));
             ExitCode::SUCCESS
         }
         Err(message) => failed(&message),
     }
+}
+
+/// The connection and the conversation a command acts on: `--conversation ID`, else the terminal's (the newest
+/// conversation of the tty of stdin). `command` names the command in the messages.
+///
+/// # Errors
+/// The exit code, after the message: 1 for a bad id or a terminal without a conversation, 2 without efrd.
+pub async fn target(
+    conversation: Option<&str>,
+    command: &str,
+) -> Result<(crate::client::Client, ConversationId), ExitCode> {
+    let tty = context::stdin_tty();
+    let named = match conversation {
+        Some(id) => match id.parse::<ConversationId>() {
+            Ok(id) => Some(id),
+            Err(_) => {
+                return Err(failed(&format!(
+                    "--conversation: `{id}` is not a conversation id (a UUID)"
+                )));
+            }
+        },
+        None if tty.is_none() => {
+            return Err(failed(&format!(
+                "{command} needs --conversation ID when stdin is not a terminal (efr's last line names the \
+                 conversation then; `efr --json` too)"
+            )));
+        }
+        None => None,
+    };
+    let client = report::connect(tty.clone()).await?;
+    let conversation_id = match (named, tty) {
+        (Some(id), _) => id,
+        (None, Some(tty)) => match newest_of_tty(&client, &tty).await {
+            Ok(Some(id)) => id,
+            Ok(None) => return Err(failed(&format!("the terminal {tty} has no conversation yet"))),
+            Err(error) => return Err(report::failure(&error)),
+        },
+        (None, None) => return Err(failed(&format!("{command} needs --conversation ID"))),
+    };
+    Ok((client, conversation_id))
+}
+
+/// The cells of the window's bar.
+const BAR_CELLS: usize = 64;
+
+/// Each part's letter in the bar (a pipe gets letters; a terminal gets the letter on its part's colour) and its
+/// colour (an ANSI SGR code): the prefix in blues, the summary in magenta, the history in greens, yellows and reds.
+fn look(kind: ContextPartKind) -> (char, &'static str) {
+    match kind {
+        ContextPartKind::Tools => ('t', "44"),
+        ContextPartKind::Instructions => ('i', "46"),
+        ContextPartKind::Mode => ('m', "46"),
+        ContextPartKind::ProjectInstructions => ('p', "46"),
+        ContextPartKind::Summary => ('s', "45"),
+        ContextPartKind::UserMessages => ('u', "42"),
+        ContextPartKind::AssistantMessages => ('a', "43"),
+        ContextPartKind::Reasoning => ('r', "100"),
+        ContextPartKind::ToolCalls => ('c', "41"),
+        ContextPartKind::ToolOutputs => ('o', "41"),
+        ContextPartKind::Environment => ('e', "47"),
+        ContextPartKind::Notes => ('n', "47"),
+        ContextPartKind::Unknown => ('?', "47"),
+    }
+}
+
+/// The window as one bar of `cells` cells: each part's share in the order of the request, the free rest as `·`,
+/// and the trigger (where compaction starts) marked `|`; then a legend of the parts that fill it and the largest
+/// items. With `colour`, each part's cells are its colour (a terminal); without, its letter (a pipe).
+#[must_use]
+pub fn picture(context: &ConversationContextResult, cells: usize, colour: bool) -> String {
+    let model = &context.model;
+    let per_cell = model.window.div_ceil(cells as u64).max(1);
+    let mut bar = String::new();
+    let mut used = 0;
+    let trigger = usize::try_from(model.trigger / per_cell)
+        .unwrap_or(cells)
+        .min(cells - 1);
+    let cell = |bar: &mut String, index: usize, letter: char, sgr: Option<&str>| {
+        let letter = if index == trigger { '|' } else { letter };
+        match sgr {
+            Some(sgr) if colour => bar.push_str(&format!("\x1b[{sgr};30m{letter}\x1b[0m")),
+            _ => bar.push(letter),
+        }
+    };
+    for part in context.parts.iter().filter(|p| p.tokens > 0) {
+        let (letter, sgr) = look(part.kind);
+        let width = usize::try_from(part.tokens.div_ceil(per_cell)).unwrap_or(cells);
+        for _ in 0..width.min(cells - used) {
+            cell(&mut bar, used, letter, Some(sgr));
+            used += 1;
+        }
+    }
+    for index in used..cells {
+        cell(&mut bar, index, '·', None);
+    }
+    let share = context.estimate.tokens.saturating_mul(100) / model.window.max(1);
+    let trigger_share = model.trigger.saturating_mul(100) / model.window.max(1);
+    let mut out = format!(
+        "{}: {} of {} tokens ({share}%); compaction at {} ({trigger_share}%, the `|`)\n[{bar}]\n",
+        printable(&model.id),
+        context.estimate.tokens,
+        model.window,
+        model.trigger
+    );
+    let legend: Vec<String> = context
+        .parts
+        .iter()
+        .filter(|p| p.tokens > 0)
+        .map(|p| {
+            let (letter, sgr) = look(p.kind);
+            let key = if colour {
+                format!("\x1b[{sgr};30m{letter}\x1b[0m")
+            } else {
+                letter.to_string()
+            };
+            format!("{key} {} {}", p.kind.as_str(), p.tokens)
+        })
+        .collect();
+    let _ = writeln!(out, " {}", legend.join("  "));
+    for item in &context.largest {
+        let _ = writeln!(
+            out,
+            "   {:>8} tokens  {} ({})",
+            item.tokens,
+            printable(&item.label),
+            item.kind.as_str()
+        );
+    }
+    out
 }
 
 /// The readable form: the model and its limits, the last count, the estimate, the table of parts, the instruction
@@ -173,6 +287,17 @@ pub fn render(context: &ConversationContextResult) -> String {
                 item.kind.as_str()
             );
         }
+    }
+    if let Some(newest) = context.compactions.last() {
+        let _ = writeln!(
+            out,
+            "\ncompactions: {}; the newest at seq {} ({}): {} → {} tokens",
+            context.compactions.len(),
+            newest.seq,
+            newest.trigger.as_str(),
+            newest.tokens_before,
+            newest.tokens_after
+        );
     }
     let cache = &context.cache;
     if cache.turns > 0 {
@@ -256,6 +381,22 @@ mod tests {
         assert!(out.contains("CLAUDE.md: it is not UTF-8"), "{out}");
         assert!(out.contains("last count: 24871 tokens"), "{out}");
         assert!(out.contains("40960 read from the cache (66%)"), "{out}");
+    }
+
+    #[test]
+    fn the_picture_is_one_bar_of_the_parts_with_the_trigger_marked() {
+        let context = fixture();
+        let plain = picture(&context, 64, false);
+        let bar = plain.lines().nth(1).unwrap();
+        assert_eq!(bar.chars().count(), 66, "{plain}");
+        assert!(bar.starts_with("[t") && bar.ends_with("·]"), "{plain}");
+        let trigger = usize::try_from(context.model.trigger / context.model.window.div_ceil(64)).unwrap();
+        assert_eq!(bar.chars().nth(trigger + 1), Some('|'), "{plain}");
+        assert!(!plain.contains('\u{1b}'), "{plain}");
+        assert!(plain.contains("o tool_outputs"), "{plain}");
+        assert!(plain.contains("shell (tool_outputs)"), "{plain}");
+        let coloured = picture(&context, 64, true);
+        assert!(coloured.contains("\x1b[44;30mt\x1b[0m"), "{coloured}");
     }
 
     #[test]

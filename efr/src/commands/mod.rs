@@ -10,6 +10,7 @@
 //! - [`sandbox_host`]: `efr sandbox host HOST[:PORT]` (sandbox.explain_host).
 //! - [`diff`]: `efr diff` (conversation.diff).
 //! - [`context`]: `efr context` (conversation.context).
+//! - [`compact`]: `efr compact [--focus TEXT]` (conversation.compact).
 //! - [`presence`]: `efr presence away|present [--conversation ID]` (presence.set).
 //! - [`shell`]: `efr shell [status]` and `efr shell stop [--close]` (shell.status, shell.interrupt).
 //!
@@ -23,6 +24,7 @@
 
 pub mod apparmor;
 pub mod backup;
+pub mod compact;
 pub mod config;
 pub mod context;
 pub mod device;

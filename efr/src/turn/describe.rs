@@ -7,7 +7,9 @@
 use std::borrow::Cow;
 
 use efr_protocol::events::{CallStatus, ToolCallCompleted, ToolCallStarted};
-use efr_protocol::wire::{FileChange, FileChangeKind, FileChanges, Mode, TurnSettings, Usage};
+use efr_protocol::wire::{
+    CompactTrigger, Compaction, ContextFill, FileChange, FileChangeKind, FileChanges, Mode, TurnSettings, Usage,
+};
 
 use crate::clean::printable;
 
@@ -183,6 +185,44 @@ pub fn usage_words(usage: &Usage) -> String {
         words.push_str(&format!(" ({} cached)", usage.cached_input_tokens));
     }
     words
+}
+
+/// `context 61% of 200k`: how full the model's context window was at a turn's end.
+#[must_use]
+pub fn context_words(fill: &ContextFill) -> String {
+    let share = fill.tokens.saturating_mul(100) / fill.window.max(1);
+    format!("context {share}% of {}", tokens_short(fill.window))
+}
+
+/// A count of tokens as a person reads a window: `200k`, `1m`, `8192` below ten thousand.
+#[must_use]
+pub fn tokens_short(tokens: u64) -> String {
+    match tokens {
+        0..10_000 => tokens.to_string(),
+        10_000..1_000_000 => format!("{}k", tokens / 1_000),
+        _ => format!("{}m", tokens / 1_000_000),
+    }
+}
+
+/// One line for a compaction: what started it, the count before and after, what it kept and shortened.
+#[must_use]
+pub fn compaction_line(compaction: &Compaction) -> String {
+    let trigger = match compaction.trigger {
+        CompactTrigger::Auto => "automatic",
+        CompactTrigger::Manual => "by hand",
+        CompactTrigger::Overflow => "after an overflow",
+    };
+    let mut line = format!(
+        "context compacted ({trigger}): {} → {} tokens, {} turns kept whole",
+        compaction.tokens_before, compaction.tokens_after, compaction.kept_turns
+    );
+    if compaction.pruned_outputs > 0 {
+        line.push_str(&format!(", {} outputs shortened", compaction.pruned_outputs));
+    }
+    if compaction.omitted_turns > 0 {
+        line.push_str(&format!(", {} turns left out of the summary", compaction.omitted_turns));
+    }
+    line
 }
 
 /// The wire word of a mode (`auto`), `unknown` for a mode this build does not know.

@@ -26,7 +26,10 @@
 //!                                          through and how many exits they denied
 //! approval expired                         approval_expired
 //! interrupt requested                      turn_interrupt_requested
-//! turn completed · 1234 in / 56 out        turn_completed with the usage
+//! turn completed · 1234 in / 56 out        turn_completed with the usage and, when efrd sent it, how full the
+//!   · context 61% of 200k                  model's context window was at the end
+//! context compacted (automatic): 219340    conversation_compacted: what started it, the count before and after,
+//!   → 14208 tokens, 2 turns kept whole     the turns kept whole, the outputs shortened
 //! turn failed: <message>                   turn_failed (then the usage, when there is one)
 //! turn interrupted                         turn_interrupted
 //! turn cancelled: <reason>                 turn_cancelled
@@ -49,8 +52,8 @@ use efr_protocol::ids::ConversationId;
 use efr_protocol::wire::{ApprovalDecision, InputWait};
 
 use super::describe::{
-    blocked_lines, call_end, call_title, change_lines, fallback_words, output_tail, sandbox_notice, settings_words,
-    usage_words,
+    blocked_lines, call_end, call_title, change_lines, compaction_line, context_words, fallback_words, output_tail,
+    sandbox_notice, settings_words, usage_words,
 };
 use super::exits::{ExitTally, judged_line, requested_line};
 use crate::clean::printable;
@@ -182,10 +185,14 @@ impl PlainView {
             EventBody::TurnCompleted(done) => {
                 let mut lines = self.flush();
                 lines.extend(self.exits.take_summary());
-                lines.push(match &done.usage {
+                let mut line = match &done.usage {
                     Some(usage) => format!("turn completed · {}", usage_words(usage)),
                     None => "turn completed".to_owned(),
-                });
+                };
+                if let Some(context) = &done.context {
+                    line.push_str(&format!(" · {}", context_words(context)));
+                }
+                lines.push(line);
                 lines
             }
             EventBody::TurnFailed(failed) => {
@@ -204,6 +211,7 @@ impl PlainView {
                 lines
             }
             EventBody::TurnCancelled(cancelled) => vec![format!("turn cancelled: {}", printable(&cancelled.reason))],
+            EventBody::ConversationCompacted(compaction) => vec![compaction_line(compaction)],
             EventBody::ShellCommandDetached(detached) => {
                 vec![format!("background: $ {} still runs", printable(&detached.command))]
             }

@@ -253,7 +253,10 @@ impl<W: Write> TermView<W> {
             EventBody::TurnCompleted(done) => {
                 self.flush_text();
                 self.exit_summary();
-                let usage = done.usage.as_ref().map(usage_words).unwrap_or_default();
+                let mut usage = done.usage.as_ref().map(usage_words).unwrap_or_default();
+                if let Some(context) = &done.context {
+                    usage.push_str(&format!(" · {}", super::describe::context_words(context)));
+                }
                 self.print(&format!("{DIM}✓ done · {usage}{RESET}"));
             }
             EventBody::TurnFailed(failed) => {
@@ -271,6 +274,9 @@ impl<W: Write> TermView<W> {
             }
             EventBody::TurnCancelled(cancelled) => {
                 self.print(&format!("{YELLOW}■ not run: {}{RESET}", printable(&cancelled.reason)));
+            }
+            EventBody::ConversationCompacted(compaction) => {
+                self.print(&format!("{DIM}{}{RESET}", super::describe::compaction_line(compaction)));
             }
             EventBody::ShellCommandDetached(detached) => {
                 self.print(&format!(

@@ -409,7 +409,7 @@ async fn efr_context_lists_the_instruction_files_read_and_the_parts() {
     assert!(status.success());
     std::fs::write(root.join("AGENTS.md"), "Run the tests.\n").unwrap();
     std::fs::write(nested.join("AGENTS.md"), "No unsafe.\n").unwrap();
-    let server = model(vec![text("hello")]).await;
+    let server = model(vec![text("hello"), text("## Goals and constraints\n- run the tests")]).await;
     let efrd = daemon(home.path(), &server, true);
     let out = efr_run(home.path(), &nested, &["--new", "hi"], None).await;
     assert_eq!(out.status.code(), Some(0), "{:?}", texts(&out));
@@ -437,7 +437,14 @@ async fn efr_context_lists_the_instruction_files_read_and_the_parts() {
     .await;
     let (stdout, stderr) = texts(&readable);
     assert_eq!(readable.status.code(), Some(0), "{stdout}\n{stderr}");
-    assert!(stdout.starts_with("model gpt-5: window "), "{stdout}");
+    // The picture first: one bar of the parts, letters in a pipe, the trigger marked.
+    let bar = stdout.lines().nth(1).unwrap();
+    assert!(
+        stdout.starts_with("gpt-5: ") && bar.starts_with("[t") && bar.contains('|'),
+        "{stdout}"
+    );
+    assert!(!stdout.contains('\x1b'), "no ANSI in a pipe: {stdout:?}");
+    assert!(stdout.contains("\nmodel gpt-5: window "), "{stdout}");
     assert!(stdout.contains("\nproject_instructions "), "{stdout}");
     let line = |path: &std::path::Path, size: usize| {
         format!("  read       {size} of {size} bytes")
@@ -447,7 +454,30 @@ async fn efr_context_lists_the_instruction_files_read_and_the_parts() {
     assert!(stdout.contains(&line(&root.join("AGENTS.md"), 15)), "{stdout}");
     assert!(stdout.contains(&line(&nested.join("AGENTS.md"), 11)), "{stdout}");
 
+    // `efr compact` with a focus: one line with its numbers; `efr context` then lists it.
+    let compact = ["compact", "--conversation", &conversation, "--focus", "keep the tests"];
+    let out = efr_run(home.path(), &nested, &compact, None).await;
+    let (stdout, stderr) = texts(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(stdout.starts_with("context compacted (by hand): "), "{stdout}");
+    let summary_request = server.requests().last().unwrap().body.to_string();
+    assert!(summary_request.contains("keep the tests"), "{summary_request}");
+    let readable = efr_run(
+        home.path(),
+        &nested,
+        &["context", "--conversation", &conversation],
+        None,
+    )
+    .await;
+    assert!(
+        texts(&readable).0.contains("\ncompactions: 1; "),
+        "{:?}",
+        texts(&readable)
+    );
+
     let unknown = "00000000-0000-4000-8000-000000000000";
+    let out = efr_run(home.path(), &nested, &["compact", "--conversation", unknown], None).await;
+    assert_eq!(out.status.code(), Some(1), "{:?}", texts(&out));
     let out = efr_run(home.path(), &nested, &["context", "--conversation", unknown], None).await;
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(texts(&out).1, format!("efr: no such conversation: {unknown}\n"));

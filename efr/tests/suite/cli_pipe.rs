@@ -29,7 +29,7 @@ async fn a_text_turn_prints_a_readable_transcript_and_exits_0() {
             "assistant: Hello **there**.",
             "",
             "  A second line.",
-            "turn completed · 120 in / 30 out",
+            "turn completed · 120 in / 30 out · context 0% of 400k",
         ],
         "{stdout}"
     );
