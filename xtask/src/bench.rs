@@ -17,6 +17,7 @@ const BENCHES: &[(&str, &str)] = &[
     ("efr-snapshot", "undo"),
     ("efrd", "phone"),
     ("efrd", "exits"),
+    ("efrd", "context"),
     ("efr-launcher", "contained_true"),
     ("efr-launcher", "contained_read"),
     ("efr-proxy", "tunnel"),

@@ -184,3 +184,6 @@ async fn summarise(provider: &Provider, request: &ModelRequest) -> Result<(Strin
     }
     Ok((text, usage))
 }
+
+#[cfg(test)]
+mod tests;

@@ -162,6 +162,8 @@ pub(super) struct Actor {
     last_seq: u64,
     /// The model's copy of the conversation (crate::compact::history).
     history: crate::compact::ModelHistory,
+    /// What the log says of the context, kept as events are committed (conversation.context).
+    context_log: history::ContextLog,
     queue: VecDeque<Queued>,
     running: Option<Running>,
     events: broadcast::Sender<Live>,
@@ -210,6 +212,7 @@ impl Actor {
             row_facts: None,
             last_seq: 0,
             history: crate::compact::ModelHistory::default(),
+            context_log: history::ContextLog::default(),
             queue: VecDeque::new(),
             running: None,
             events: broadcast::channel(capacity).0,
@@ -248,6 +251,7 @@ impl Actor {
         actor.row_facts = Some(super::watch::RowFacts::of(&summary));
         actor.summary = Some(summary);
         actor.history = rebuilt.history;
+        actor.context_log = rebuilt.context;
         actor.last_seq = rebuilt.last_seq;
         actor.open_calls.push_notices(rebuilt.notices);
         actor.corrupt = rebuilt.corrupt;

@@ -46,6 +46,67 @@ pub struct Rebuilt {
     pub surface: crate::turn::surface::Book,
     /// The presence of the log's last presence_changed; `None` when it has none (present).
     pub presence: Option<efr_protocol::wire::Presence>,
+    /// What the log says of the context: the last count, the cache use, the compactions.
+    pub context: ContextLog,
+}
+
+/// What a conversation's log says of its context (conversation.context): the last real count since the newest
+/// compaction, the sums of the turns' and summaries' usage, the compactions. Kept up to date as events are read and
+/// committed, so that conversation.context never reads the log.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ContextLog {
+    /// The provider's count at the end of the newest turn that has one since the newest compaction.
+    pub counted: Option<efr_protocol::wire::ContextCounted>,
+    /// The sums of the usage of the turns and the summaries' calls.
+    pub cache: efr_protocol::wire::ContextCache,
+    /// The compactions, oldest first.
+    pub compactions: Vec<efr_protocol::wire::ContextCompaction>,
+}
+
+impl ContextLog {
+    /// Takes one event of the log into account.
+    pub fn observe(&mut self, event: &Event) {
+        let (usage, context) = match &event.body {
+            EventBody::ConversationCompacted(compaction) => {
+                // A count from before a compaction no longer describes the copy.
+                self.counted = None;
+                self.add(&compaction.usage);
+                self.compactions.push(efr_protocol::wire::ContextCompaction {
+                    seq: event.seq,
+                    at: event.at,
+                    trigger: compaction.trigger,
+                    tokens_before: compaction.tokens_before,
+                    tokens_after: compaction.tokens_after,
+                });
+                return;
+            }
+            EventBody::TurnCompleted(end) => (end.usage, end.context),
+            EventBody::TurnFailed(end) => (end.usage, end.context),
+            EventBody::TurnInterrupted(end) => (end.usage, end.context),
+            _ => return,
+        };
+        if let Some(usage) = &usage {
+            self.cache.turns += 1;
+            self.add(usage);
+        }
+        let tokens = usage
+            .map(|u| u.context_tokens)
+            .filter(|&t| t > 0)
+            .or_else(|| context.map(|c| c.tokens));
+        if let (Some(tokens), Some(turn_id)) = (tokens, event.turn_id) {
+            self.counted = Some(efr_protocol::wire::ContextCounted {
+                turn_id,
+                at: event.at,
+                tokens,
+            });
+        }
+    }
+
+    fn add(&mut self, usage: &efr_protocol::wire::Usage) {
+        self.cache.input_tokens += usage.input_tokens;
+        self.cache.cached_input_tokens += usage.cached_input_tokens;
+        self.cache.cache_write_tokens += usage.cache_write_tokens;
+    }
 }
 
 /// The words for event `seq` of a log that does not parse: a corrupt log is readable up to it.
@@ -68,6 +129,7 @@ pub async fn rebuild(store: &Store, id: ConversationId) -> Result<Rebuilt, Error
     let mut corrupt = None;
     let mut surface = crate::turn::surface::Book::default();
     let mut presence = None;
+    let mut context = ContextLog::default();
     loop {
         let rows = store.events_after(id, last_seq, PAGE).await.map_err(ErrorBody::from)?;
         let full = rows.len() == PAGE as usize;
@@ -79,6 +141,7 @@ pub async fn rebuild(store: &Store, id: ConversationId) -> Result<Rebuilt, Error
             match serde_json::from_str::<Event>(&row.body) {
                 Ok(event) => {
                     surface.replay(&event.body);
+                    context.observe(&event);
                     if let EventBody::PresenceChanged(changed) = &event.body {
                         presence = Some(changed.presence);
                     }
@@ -107,6 +170,7 @@ pub async fn rebuild(store: &Store, id: ConversationId) -> Result<Rebuilt, Error
                 corrupt,
                 surface,
                 presence,
+                context,
             });
         }
     }

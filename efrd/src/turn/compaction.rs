@@ -190,3 +190,102 @@ impl Window {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use efr_model::{Auth, ProviderConfig, ProviderKind};
+    use efr_protocol::events::EventBody;
+    use efr_test_support::scripted::{Reply, Script, ScriptedModel, Step, When};
+    use tokio_util::sync::CancellationToken;
+
+    use super::*;
+    use crate::config::context::ContextSection;
+    use crate::turn::sink::memory::MemorySink;
+    use crate::turn::{TurnPlan, run};
+
+    /// A turn without tools whose copy already fills the window: it compacts before its first model call, and the
+    /// sink gets a context draft before and after that call, the first one after the compaction.
+    #[tokio::test]
+    async fn a_full_copy_compacts_before_the_first_call_and_the_context_is_drafted_around_each_call() {
+        let server = ScriptedModel::start(Script {
+            steps: vec![Step::Reply(Reply::text("answer").with_usage(300, 20))],
+            when: vec![When {
+                contains: "<compaction_request>".into(),
+                step: Step::Reply(Reply::text("SUMMARY")),
+            }],
+            ..Script::default()
+        })
+        .await
+        .unwrap();
+        let provider = efr_model::Provider::new(
+            ProviderConfig::new(ProviderKind::OpenAiCompat, server.base_url()),
+            Auth::None,
+        )
+        .unwrap();
+        let mut history = ModelHistory::default();
+        history.push_prompt(TurnId::new(), "OLD".repeat(3_000));
+        history.push(HistoryItem::AssistantText {
+            text: "old answer".into(),
+        });
+        let turn_id = TurnId::new();
+        history.push_prompt(turn_id, "NEW PROMPT".into());
+        let mut request = ModelRequest::new("m");
+        request.history = history.items().to_vec();
+        let limits = Limits::of(&ContextSection::default(), Some(2_000));
+        let plan = TurnPlan {
+            turn_id,
+            request,
+            provider,
+            history,
+            context: TurnContext {
+                limits,
+                prefix_tokens: 10,
+                fresh: "<environment>\n</environment>\n".into(),
+            },
+            tools: None,
+        };
+        let sink = Arc::new(MemorySink::default());
+        run(plan, sink.clone(), CancellationToken::new()).await;
+        let bodies = sink.bodies();
+        let compacted = bodies
+            .iter()
+            .find_map(|b| match b {
+                EventBody::ConversationCompacted(c) => Some(c),
+                _ => None,
+            })
+            .expect("a compaction");
+        assert_eq!(compacted.trigger, CompactTrigger::Auto);
+        assert!(compacted.tokens_before >= limits.trigger && compacted.tokens_after < limits.trigger);
+        let drafts = sink.drafts.lock().unwrap().clone();
+        assert!(
+            matches!(
+                drafts[0],
+                DraftPart::Compacting {
+                    trigger: CompactTrigger::Auto
+                }
+            ),
+            "{drafts:?}"
+        );
+        let fills: Vec<ContextFill> = drafts
+            .iter()
+            .filter_map(|d| match d {
+                DraftPart::Context(fill) => Some(*fill),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(fills.len(), 2, "before and after the call: {drafts:?}");
+        assert!(fills[0].tokens < limits.trigger, "after the compaction: {fills:?}");
+        assert_eq!(fills[1].tokens, 320, "the provider's count of the call");
+        let Some(EventBody::TurnCompleted(done)) = bodies.last() else {
+            panic!("{bodies:?}");
+        };
+        assert_eq!(done.context.map(|c| c.tokens), Some(320));
+        let calls = server.requests();
+        assert!(
+            !calls.last().unwrap().body.to_string().contains("OLDOLD"),
+            "the old turn is summarised"
+        );
+    }
+}

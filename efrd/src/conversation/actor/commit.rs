@@ -93,6 +93,7 @@ impl Actor {
         self.last_seq = last_seq;
         for event in &events {
             self.open_calls.observe(event);
+            self.context_log.observe(event);
         }
         let events: Vec<Arc<Event>> = events.into_iter().map(Arc::new).collect();
         for (event, bytes) in events.iter().zip(sizes) {
