@@ -9,6 +9,7 @@
 use efr_model::{HistoryItem, ModelError, ModelRequest, Provider};
 use efr_protocol::ids::TurnId;
 use efr_protocol::wire::{CompactTrigger, ContextFill, DraftPart};
+use tokio_util::sync::CancellationToken;
 use tracing::warn;
 
 use super::CallState;
@@ -76,12 +77,13 @@ impl Window {
         state: &mut CallState,
         provider: &Provider,
         request: &mut ModelRequest,
+        cancel: &CancellationToken,
     ) -> Result<(), ()> {
         let tokens = self.meter.tokens(&request.history);
         let limits = self.context.limits;
         if limits.auto && self.auto_failed.is_none() && tokens >= limits.trigger {
             match self
-                .compact(state, provider, request, CompactTrigger::Auto, tokens)
+                .compact(state, provider, request, CompactTrigger::Auto, tokens, cancel)
                 .await
             {
                 Ok(()) => {}
@@ -120,6 +122,7 @@ impl Window {
         provider: &Provider,
         request: &mut ModelRequest,
         error: &ModelError,
+        cancel: &CancellationToken,
     ) -> Overflow {
         let window = self.context.limits.window;
         let advice = "start a new conversation, or compact this one with a focus on what matters (`efr compact \
@@ -133,7 +136,7 @@ impl Window {
         self.overflow_retried = true;
         let tokens = self.meter.tokens(&request.history).max(window);
         match self
-            .compact(state, provider, request, CompactTrigger::Overflow, tokens)
+            .compact(state, provider, request, CompactTrigger::Overflow, tokens, cancel)
             .await
         {
             Ok(()) => Overflow::Retry,
@@ -145,8 +148,8 @@ impl Window {
         }
     }
 
-    /// Compacts the copy with the turn's items so far. `Err(Some)`: it failed, nothing changed; `Err(None)`: the
-    /// sink is gone.
+    /// Compacts the copy with the turn's items so far. `Err(Some)`: it failed or the turn was interrupted during
+    /// it, nothing changed; `Err(None)`: the sink is gone.
     async fn compact(
         &mut self,
         state: &mut CallState,
@@ -154,6 +157,7 @@ impl Window {
         request: &mut ModelRequest,
         trigger: CompactTrigger,
         tokens_before: u64,
+        cancel: &CancellationToken,
     ) -> Result<(), Option<String>> {
         state.recorder.draft(state.turn_id, DraftPart::Compacting { trigger });
         let mut now = self.base.clone();
@@ -170,7 +174,13 @@ impl Window {
             request,
             fresh: self.context.fresh.clone(),
         };
-        let compacted = match crate::compact::run(input, provider).await {
+        // An interrupt does not wait for the summary: the compaction is dropped whole, nothing recorded.
+        let outcome = tokio::select! {
+            biased;
+            () = cancel.cancelled() => return Err(Some("the turn was interrupted during it".to_owned())),
+            outcome = crate::compact::run(input, provider) => outcome,
+        };
+        let compacted = match outcome {
             Ok(compacted) => compacted,
             Err(failed @ (Failed::Nothing | Failed::Model(_) | Failed::Empty)) => return Err(Some(failed.to_string())),
         };
@@ -198,7 +208,6 @@ mod tests {
     use efr_model::{Auth, ProviderConfig, ProviderKind};
     use efr_protocol::events::EventBody;
     use efr_test_support::scripted::{Reply, Script, ScriptedModel, Step, When};
-    use tokio_util::sync::CancellationToken;
 
     use super::*;
     use crate::config::context::ContextSection;

@@ -120,12 +120,20 @@ pub async fn run(plan: TurnPlan, recorder: Sink, cancel: CancellationToken) -> T
     let mut calls_made = 0;
     let ending = loop {
         calls_made += 1;
-        if window.before_call(&mut state, &provider, &mut request).await.is_err() {
+        if window
+            .before_call(&mut state, &provider, &mut request, &cancel)
+            .await
+            .is_err()
+        {
             break Ending::Lost;
         }
         let ending = match model_call(&mut state, &provider, &request, &cancel).await {
-            Ending::Overflow(error) => match window.overflowed(&mut state, &provider, &mut request, &error).await {
+            Ending::Overflow(error) => match window
+                .overflowed(&mut state, &provider, &mut request, &error, &cancel)
+                .await
+            {
                 compaction::Overflow::Retry => continue,
+                compaction::Overflow::Fail(_) if cancel.is_cancelled() => Ending::Interrupted,
                 compaction::Overflow::Fail(message) => Ending::Failed(ErrorBody::new(ErrorCode::TooLarge, message)),
                 compaction::Overflow::Lost => Ending::Lost,
             },

@@ -429,3 +429,46 @@ fn a_sigkill_during_a_compaction_loses_nothing_and_leaves_no_half_state() {
         assert!(calls.last().unwrap().contains("PROMPT-ONE") && calls.last().unwrap().contains("PROMPT-TWO"));
     });
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupt_during_a_compaction_stops_the_turn_at_once_and_records_no_compaction() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = project();
+    let slow = Reply::of(vec![ReplyEvent::DelayMs(30_000), ReplyEvent::Text(SUMMARY.into())]);
+    let server = ScriptedModel::start(Script {
+        steps: vec![Step::Reply(text("one")), Step::Reply(text("two"))],
+        when: vec![When {
+            contains: ASK.into(),
+            step: Step::Reply(slow),
+        }],
+        models: vec!["gpt-5".into()],
+        ..Script::default()
+    })
+    .await
+    .unwrap();
+    let efrd = daemon(home.path(), &server, "openai-api", "gpt-5", 8_000);
+    let mut client = efrd.client().await.unwrap();
+    let (_, conversation, sub) = start(&mut client, cwd.path(), "cautious", "PROMPT-ONE").await;
+    events_until(&mut client, sub, "turn_completed").await;
+    // A prompt past the trigger: the turn compacts before its first model call, and the summary takes 30 s.
+    let big = "Now read this and answer. ".repeat(1_000);
+    let sent = prompt_to(&mut client, Some(&conversation), cwd.path(), "cautious", &big).await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while split(&server).1.is_empty() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the summary's request never came"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let started = std::time::Instant::now();
+    let params = json!({"command_id": command_id(), "conversation_id": conversation, "turn_id": sent["turn_id"]});
+    client.ok("turn.interrupt", params).await.unwrap();
+    let events = events_through(&mut client, sub, "turn_interrupted").await;
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "the interrupt did not wait for the summary"
+    );
+    assert!(of_kind(&events, "conversation_compacted").is_empty());
+    assert!(context_of(&mut client, &conversation).await.compactions.is_empty());
+}

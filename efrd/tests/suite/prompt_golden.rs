@@ -245,14 +245,19 @@ async fn the_prefix_is_stable_across_a_turns_calls_and_later_turns_get_notes() {
 
     // Across a compaction: the summary's request starts with the bytes of the call before it (the same prefix and
     // the same first items), and so does every call after it (the same prefix, the summary first).
-    server.push(efr_test_support::scripted::Step::Reply(text("## Goals and constraints\n- look around")));
+    server.push(efr_test_support::scripted::Step::Reply(text(
+        "## Goals and constraints\n- look around",
+    )));
     server.push(efr_test_support::scripted::Step::Reply(text("after")));
     let params = serde_json::json!({"command_id": command_id(), "conversation_id": conversation});
     client.ok("conversation.compact", params).await.unwrap();
     let summary = calls().pop().unwrap();
     assert_eq!((&summary["instructions"], &summary["tools"]), (&first.0, &first.1));
     let before = last["input"].as_array().unwrap();
-    assert_eq!(summary["input"][0], before[0], "the summary's request starts as the call before it");
+    assert_eq!(
+        summary["input"][0], before[0],
+        "the summary's request starts as the call before it"
+    );
     let params = serde_json::json!({
         "command_id": command_id(), "conversation_id": conversation, "text": "go on",
         "context": {"cwd": sample.cwd}, "settings": {"mode": "manual"}
@@ -261,7 +266,14 @@ async fn the_prefix_is_stable_across_a_turns_calls_and_later_turns_get_notes() {
     let (id, _) = subscribe(&mut client, &conversation, None).await;
     events_until(&mut client, id, "turn_completed").await;
     let after = calls().pop().unwrap();
-    assert_eq!((&after["instructions"], &after["tools"]), (&first.0, &first.1), "the prefix holds");
+    assert_eq!(
+        (&after["instructions"], &after["tools"]),
+        (&first.0, &first.1),
+        "the prefix holds"
+    );
     let head = after["input"][0]["content"][0]["text"].as_str().unwrap();
-    assert!(head.starts_with("<environment>") && head.contains("<conversation_summary>"), "{head}");
+    assert!(
+        head.starts_with("<environment>") && head.contains("<conversation_summary>"),
+        "{head}"
+    );
 }
