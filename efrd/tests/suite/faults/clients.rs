@@ -21,7 +21,13 @@ async fn a_client_that_never_reads() {
     let answer: String = (0..5 * 1024)
         .map(|i| format!("{i:07} {}\n", "x".repeat(1015)))
         .collect();
-    let server = model(vec![text_reply(&answer, 16 * 1024, 0), text_reply("after", 8, 0)]).await;
+    // The answer alone is past the window: the next turn compacts first (the second reply is its summary).
+    let server = model(vec![
+        text_reply(&answer, 16 * 1024, 0),
+        text_reply("## Goals and constraints\n- write a lot", 64, 0),
+        text_reply("after", 8, 0),
+    ])
+    .await;
     let efrd = daemon(home.path(), &server);
     let mut reader = efrd.client().await.unwrap();
     let mut lazy = efrd.client().await.unwrap();
@@ -73,6 +79,7 @@ async fn a_client_that_never_reads() {
     prompt(&mut reader, project.path(), Some(&conversation), "more").await;
     let next = bounded("the next turn", events_until(&mut reader, id, "turn_completed")).await;
     assert_eq!(text_of(&next), "after");
+    assert!(next.iter().any(|e| e["kind"] == "conversation_compacted"), "{next:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
