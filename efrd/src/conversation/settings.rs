@@ -42,12 +42,17 @@ pub fn resolve(
         return Err(ErrorBody::new(ErrorCode::Invalid, "settings.mode is not one this efrd knows")
             .with_data(serde_json::json!({"setting": "mode", "value": "unknown", "choices": ["manual", "cautious", "auto", "full"]})));
     }
+    // Whether auto's sandbox can run is decided when the turn starts ([`sandbox_fallback`]), not here: prompt.send
+    // stays fast, and a prompt that waits in the queue is judged by the sandbox of its own start. A phone's cap is
+    // decided here, and said as the fallback of the result and of turn_started.
+    let mut fallback = None;
     if origin == Origin::Phone && matches!(mode, Mode::Auto | Mode::Full) {
+        fallback = Some(ModeFallback {
+            asked: mode,
+            reason: PHONE_CAP.to_owned(),
+        });
         mode = Mode::Cautious;
     }
-    // Whether auto's sandbox can run is decided when the turn starts ([`sandbox_fallback`]), not here: prompt.send
-    // stays fast, and a prompt that waits in the queue is judged by the sandbox of its own start.
-    let fallback = None;
 
     let model = match asked.model.or_else(|| config.model.model.clone()) {
         Some(model) => model,
@@ -80,6 +85,10 @@ pub fn resolve(
         overridden,
     ))
 }
+
+/// The fallback's reason for a phone's prompt asked in auto or full (docs/protocol.md, "Remote devices": a
+/// prompt.send from a phone runs with a mode of at most cautious).
+pub const PHONE_CAP: &str = "a turn from a phone runs with at most cautious";
 
 /// The wire mode of the config's default mode.
 fn wire_mode(mode: ConfigMode) -> Mode {
