@@ -153,6 +153,14 @@ impl LaunchPlan {
                             reason: "a device grant names a node under /dev",
                         });
                     }
+                    // The call has a private /dev/shm already; a grant would bind the host's, with other programs'
+                    // shared memory in it.
+                    if path.starts_with("/dev/shm") {
+                        return Err(PlanError::WritableForbidden {
+                            path: path.clone(),
+                            reason: "the sandbox has its own /dev/shm; the host's shared memory is never granted",
+                        });
+                    }
                 }
                 Grant::Socket { path } => check_path("socket grant", path)?,
                 Grant::Unmask { path } => {
@@ -429,6 +437,20 @@ mod tests {
             path: "/home/u/kvm".into(),
         });
         assert!(matches!(bad.validate(), Err(PlanError::WritableForbidden { .. })));
+        // The host's shared memory, or anything in it, whoever asked for it.
+        for shm in ["/dev/shm", "/dev/shm/sem.lock", "/dev/shm/a/b"] {
+            let mut bad = plan();
+            bad.grants.push(Grant::Device { path: shm.into() });
+            assert!(
+                matches!(bad.validate(), Err(PlanError::WritableForbidden { .. })),
+                "{shm}"
+            );
+        }
+        let mut good = plan();
+        good.grants.push(Grant::Device {
+            path: "/dev/shmx".into(),
+        });
+        assert!(good.validate().is_ok());
     }
 
     #[test]
