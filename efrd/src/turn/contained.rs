@@ -115,6 +115,7 @@ pub fn call_plan(call: &CallPlan<'_>) -> LaunchPlan {
     };
     if call.read_only {
         plan.writable.clear();
+        plan.read_only_roots = under_private_tmp(call.project_roots, call.cwd);
         plan.env = sandbox_env(call.env, call.cwd, None, &plan.env);
         neutralise_git(&mut plan.env);
     } else {
@@ -138,6 +139,22 @@ pub fn call_plan(call: &CallPlan<'_>) -> LaunchPlan {
         path: call.report.to_path_buf(),
     };
     plan
+}
+
+/// The folders of a read-only call that its private `/tmp` would hide: its project roots and its start folder that
+/// lie under `/tmp` (not `/tmp` itself), each once, a folder inside another left out. The plan shows them read-only.
+fn under_private_tmp(project_roots: &[PathBuf], cwd: &Path) -> Vec<PathBuf> {
+    let tmp = Path::new("/tmp");
+    let mut found: Vec<PathBuf> = Vec::new();
+    for path in project_roots.iter().map(PathBuf::as_path).chain([cwd]) {
+        let path = efr_policy::paths::normalize(path);
+        if path == tmp || !path.starts_with(tmp) || found.iter().any(|other| path.starts_with(other)) {
+            continue;
+        }
+        found.retain(|other| !other.starts_with(&path));
+        found.push(path);
+    }
+    found
 }
 
 /// The environment of a contained call: the shell's, without [`HELD_SECRETS`] and entries a plan may not hold, with
@@ -513,6 +530,25 @@ mod tests {
         assert!(
             !writable_in(&plan, Path::new("/home/u/src/app/x")),
             "no project: not writable"
+        );
+    }
+
+    #[test]
+    fn a_read_only_call_shows_its_folders_under_tmp_once_and_never_tmp_itself() {
+        let roots = [PathBuf::from("/tmp/p"), PathBuf::from("/home/u/q")];
+        assert_eq!(
+            under_private_tmp(&roots, Path::new("/tmp/p/src")),
+            [PathBuf::from("/tmp/p")]
+        );
+        assert_eq!(
+            under_private_tmp(&[], Path::new("/tmp/a/./b")),
+            [PathBuf::from("/tmp/a/b")]
+        );
+        assert!(under_private_tmp(&roots[1..], Path::new("/tmp")).is_empty());
+        assert!(under_private_tmp(&[], Path::new("/tmpx/a")).is_empty());
+        assert_eq!(
+            under_private_tmp(&[PathBuf::from("/tmp/a/b")], Path::new("/tmp/a")),
+            [PathBuf::from("/tmp/a")]
         );
     }
 

@@ -100,12 +100,12 @@ pub async fn decide_call(env: &ToolEnv, call: ToolCall) -> Result<DecidedCall, S
     }
 }
 
-/// Whether the read-only sandbox shows the call's folders: its private `/tmp` hides a project or a start folder
-/// under `/tmp` (auto binds its project over it, writable; the read-only sandbox binds nothing), so there cautious's
-/// reads run direct, with the check of credential stores (docs/adr/0009-cautious-reads-contained.md).
+/// Whether the read-only sandbox can show the call's folders: a project or start folder under `/tmp` is shown
+/// read-only over its private `/tmp` (`LaunchPlan::read_only_roots`), but `/tmp` itself cannot be, so a call there
+/// runs direct, with the check of credential stores (docs/adr/0009-cautious-reads-contained.md).
 fn visible_read_only(env: &ToolEnv) -> bool {
-    let under_tmp = |path: &Path| efr_policy::paths::is_within(path, Path::new("/tmp"));
-    !under_tmp(&env.cwd) && !env.roots.iter().any(|root| under_tmp(root))
+    let tmp = |path: &Path| efr_policy::paths::normalize(path) == Path::new("/tmp");
+    !tmp(&env.cwd) && !env.roots.iter().any(|root| tmp(root))
 }
 
 /// Parses and plans a patch against the files under `cwd`, with its changes' paths resolved through links.

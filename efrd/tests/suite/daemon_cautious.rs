@@ -332,3 +332,50 @@ async fn without_bubblewrap_cautious_asks_before_reading_a_credential_store_and_
     assert_eq!(ls["launch"]["kind"], "direct", "{ls}");
     assert!(tool_output(&server, "call_ls").contains("README"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_project_under_tmp_is_read_contained_with_the_project_shown_read_only() {
+    // The home is under the target folder; the project under /tmp, which the read-only sandbox's private /tmp would
+    // hide without its read-only bind.
+    let home = home_with_a_key();
+    let project = tempfile::Builder::new().prefix("efr-ro-").tempdir_in("/tmp").unwrap();
+    std::fs::write(project.path().join("README.md"), "hello from tmp\n").unwrap();
+    git(project.path(), &["init", "-q"]);
+    git(project.path(), &["add", "README.md"]);
+    git(project.path(), &["commit", "-qm", "one"]);
+    let server = model(vec![
+        shell_call("call_cat", "cat README.md"),
+        shell_call("call_git", "git status --short; git log --oneline | wc -l"),
+        shell_call("call_key", "cat ~/.ssh/id_ed25519"),
+        shell_call(
+            "call_write",
+            "echo x > made.txt 2>/dev/null || echo refused; cat README.md >/dev/null",
+        ),
+        text("read"),
+    ])
+    .await;
+    let efrd = daemon_with(home.path(), &server, &[]);
+    let mut client = efrd.client().await.unwrap();
+    let (_, conversation, id) = start(&mut client, project.path(), "cautious", "read").await;
+    let mut events = Vec::new();
+    // The write asks; allowed, it runs direct, as any cautious write.
+    answer(&mut client, id, &conversation, "call_write", &mut events).await;
+    events.extend(bounded("cautious turn", events_until(&mut client, id, "turn_completed")).await);
+    for call in ["call_cat", "call_git", "call_key"] {
+        let started = event_of(&events, "tool_call_started", call);
+        assert_eq!(started["launch"], json!({"kind": "contained"}), "{call}: {started}");
+        let done = event_of(&events, "tool_call_completed", call);
+        assert!(done["sandbox"].get("setup_error").is_none(), "{call}: {done}");
+    }
+    assert!(
+        events.iter().all(|e| e["kind"] != "sandbox_unavailable"),
+        "the sandbox ran: {events:?}"
+    );
+    assert!(tool_output(&server, "call_cat").contains("hello from tmp"));
+    assert!(
+        tool_output(&server, "call_git").contains('1'),
+        "{}",
+        tool_output(&server, "call_git")
+    );
+    assert!(!tool_output(&server, "call_key").contains(SSH_SECRET));
+}

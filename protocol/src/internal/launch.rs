@@ -121,6 +121,11 @@ pub struct LaunchPlan {
     /// bubblewrap's own refusal (`user.max_user_namespaces` = 1 inside) on top.
     #[serde(default = "default_disable_userns")]
     pub disable_userns: bool,
+    /// Folders shown read-only over the private `/tmp`: the project root and start folder of a read-only call that
+    /// lie under `/tmp`, which the private `/tmp` would hide (docs/adr/0009-cautious-reads-contained.md). Each is
+    /// absolute, normal and under `/tmp`; a link among them refuses the call (the bind would land on its target).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub read_only_roots: Vec<PathBuf>,
 }
 
 fn default_shm_size() -> Option<u64> {
@@ -348,6 +353,7 @@ impl LaunchPlan {
             desktop_sockets: Vec::new(),
             shm_size: default_shm_size(),
             disable_userns: default_disable_userns(),
+            read_only_roots: Vec::new(),
         }
     }
 

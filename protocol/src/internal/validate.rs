@@ -68,6 +68,15 @@ impl LaunchPlan {
         for writable in &self.writable {
             check_writable("writable root", &writable.path)?;
         }
+        for root in &self.read_only_roots {
+            check_path("read-only root", root)?;
+            if root == Path::new("/tmp") || !root.starts_with("/tmp") {
+                return Err(PlanError::ProtectedForbidden {
+                    path: root.clone(),
+                    reason: "a read-only root is a folder under the private /tmp",
+                });
+            }
+        }
         for mask in &self.masks {
             check_path("mask", &mask.path)?;
             if mask.path == Path::new("/") {
@@ -451,6 +460,18 @@ mod tests {
             path: "/dev/shmx".into(),
         });
         assert!(good.validate().is_ok());
+    }
+
+    #[test]
+    fn read_only_roots_lie_under_tmp() {
+        let mut good = plan();
+        good.read_only_roots.push("/tmp/proj".into());
+        assert!(good.validate().is_ok());
+        for bad_root in ["/tmp", "/home/u", "/tmpx/a", "tmp/a"] {
+            let mut bad = plan();
+            bad.read_only_roots.push(bad_root.into());
+            assert!(bad.validate().is_err(), "{bad_root}");
+        }
     }
 
     #[test]
