@@ -91,6 +91,9 @@ pub struct PolicyContext {
     /// ([`LaunchKind::ContainedReadOnly`]) and needs neither [`Self::git`] nor a question about a credential store
     /// (docs/adr/0009-cautious-reads-contained.md). `false`: they run direct, as the user.
     pub sandbox: bool,
+    /// The config's `[sandbox] extra_masks` (absolute paths): the sandbox masks them, so without it cautious asks
+    /// before reading one, as before reading a default credential store.
+    pub extra_masks: Vec<PathBuf>,
 }
 
 impl PolicyContext {
@@ -105,6 +108,7 @@ impl PolicyContext {
             config: PolicyConfig::default(),
             git: Vec::new(),
             sandbox: false,
+            extra_masks: Vec::new(),
         }
     }
 }
@@ -246,6 +250,7 @@ pub fn analyse_call(call: &ShellCall, ctx: &PolicyContext) -> LineAnalysis {
         home: ctx.home.as_deref(),
         efr: &ctx.efr_dirs,
         extra_read_only: &ctx.config.extra_read_only,
+        extra_masks: &ctx.extra_masks,
     };
     analyse(&call.command, &scope)
 }

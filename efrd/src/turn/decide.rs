@@ -58,6 +58,13 @@ pub async fn decide_call(env: &ToolEnv, call: ToolCall) -> Result<DecidedCall, S
     let mut ctx = PolicyContext::new(resolved_roots(&env.roots), env.origin);
     ctx.home.clone_from(&env.home);
     ctx.efr_dirs = resolved_dirs(&env.efr_dirs);
+    // As written and resolved: a line may name the mask either way.
+    ctx.extra_masks = env.layout.config_masks.clone();
+    for resolved in resolved_roots(&env.layout.config_masks) {
+        if !ctx.extra_masks.contains(&resolved) {
+            ctx.extra_masks.push(resolved);
+        }
+    }
     match call {
         ToolCall::Shell { command, timeout } => {
             let shell = ShellCall {
