@@ -20,6 +20,8 @@ use std::path::PathBuf;
 
 use efr_helper::harden::landlock::{abi, allow, available_abi, enforce, kernel_abi, ruleset};
 use efr_protocol::internal::Network;
+
+use crate::cover::{Unshared, cover};
 use landlock::{Access, AccessFs, AccessNet, BitFlags};
 
 /// What was enforced.
@@ -70,6 +72,42 @@ pub fn apply(network: Network, writable: &[PathBuf], devices: &[PathBuf]) -> Res
     }
     enforce(created, version)?;
     Ok(Enforced { abi: version, scoped })
+}
+
+/// Applies the ruleset of a call contained by Landlock and seccomp alone ([`crate::cover`]): listing on the way to
+/// the hidden paths, reading around them, opening the harmless devices and the call's terminal, every right in the
+/// private scratch folder; TCP bind and connect handled and none granted (ABI 4), the scope from ABI 6.
+///
+/// # Errors
+///
+/// No Landlock, a rule that could not be added, or a status other than fully enforced.
+pub fn apply_unshared(unshared: &Unshared) -> Result<Enforced, String> {
+    let version = available_abi()?;
+    let abi = abi(version);
+    let cover = cover(unshared, std::process::id());
+    let read_file = AccessFs::from_read(abi) & AccessFs::from_file(abi);
+    let mut created = ruleset(version, AccessNet::from_all(abi))?;
+    for path in &cover.list {
+        created = allow(created, path, AccessFs::ReadDir.into())?;
+    }
+    for path in &cover.read_trees {
+        created = allow(created, path, AccessFs::from_read(abi))?;
+    }
+    for path in &cover.read_files {
+        created = allow(created, path, read_file)?;
+    }
+    for path in &cover.devices {
+        // A node that is not there (no /dev/tty without a terminal) is left out: it cannot be opened anyway.
+        if path.exists() {
+            created = allow(created, path, AccessFs::from_file(abi))?;
+        }
+    }
+    created = allow(created, &unshared.scratch, AccessFs::from_all(abi))?;
+    enforce(created, version)?;
+    Ok(Enforced {
+        abi: version,
+        scoped: version >= 6,
+    })
 }
 
 /// Applies the proxy bridge's ruleset to the calling thread (Landlock domains are per thread; its threads inherit

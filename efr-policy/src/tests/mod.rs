@@ -28,6 +28,7 @@ fn ctx() -> PolicyContext {
         config: PolicyConfig::default(),
         git: Vec::new(),
         sandbox: false,
+        uncontained: false,
         extra_masks: Vec::new(),
     }
 }
@@ -546,4 +547,35 @@ fn without_the_sandbox_cautious_asks_before_reading_an_extra_mask() {
             launch: LaunchKind::Direct
         }
     );
+}
+
+/// When nothing can contain a read (neither bubblewrap nor Landlock), cautious asks before every read it would run
+/// unasked; a line that asked before still asks for its own reason.
+#[test]
+fn with_nothing_to_contain_a_read_cautious_asks_before_every_command() {
+    let mut bare = ctx();
+    bare.uncontained = true;
+    for line in ["ls", "cat README.md", "git status", "grep -rn x src"] {
+        let call = shell(line);
+        let Decision::Ask(q) = decide(&call, Mode::Cautious, &plain_git(&bare, &call)) else {
+            panic!("{line} ran");
+        };
+        assert_eq!(q.reason, super::UNCONTAINED, "{line}");
+        assert_eq!(q.launch, LaunchKind::Direct);
+        // With a containment, the same line runs contained.
+        let mut with = bare.clone();
+        with.uncontained = false;
+        with.sandbox = true;
+        assert_eq!(
+            decide(&call, Mode::Cautious, &with),
+            Decision::Run {
+                launch: LaunchKind::ContainedReadOnly
+            },
+            "{line}"
+        );
+    }
+    let Decision::Ask(q) = decide(&shell("rm -rf build"), Mode::Cautious, &bare) else {
+        panic!("rm ran")
+    };
+    assert_ne!(q.reason, super::UNCONTAINED);
 }

@@ -75,7 +75,12 @@ pub async fn decide_call(env: &ToolEnv, call: ToolCall) -> Result<DecidedCall, S
             if policy::effective_mode(env.mode, env.origin) == Mode::Cautious {
                 // Cautious's reads run in the read-only sandbox whenever it can run (docs/adr/0009-cautious-reads-contained.md): git's own
                 // config is neutralised there, so the repositories need no check.
-                ctx.sandbox = env.sandbox.current().await.status.available && visible_read_only(env);
+                let probe = env.sandbox.current().await;
+                // bubblewrap's read-only sandbox, or where it cannot start, Landlock and seccomp alone
+                // (docs/adr/0019-landlock-only-reads.md); with neither, every read asks.
+                let contained = probe.status.available || probe.landlock_only;
+                ctx.sandbox = contained && visible_read_only(env);
+                ctx.uncontained = !contained;
                 if !ctx.sandbox {
                     // Without it, a read-only git command runs only in a repository checked to run nothing of its own.
                     ctx.git = git_check::inspect_unless_sandboxed(&analysis.git).await;

@@ -10,7 +10,7 @@ mod network;
 use std::path::{Component, Path};
 
 use crate::internal::error::{MAX_EXEC_STRING, PlanError};
-use crate::internal::launch::{LaunchCommand, LaunchPlan, ProtectedSource, ReportTo};
+use crate::internal::launch::{Containment, LaunchCommand, LaunchPlan, ProtectedSource, ReportTo};
 use crate::wire::Grant;
 
 impl LaunchPlan {
@@ -67,6 +67,18 @@ impl LaunchPlan {
         }
         for writable in &self.writable {
             check_writable("writable root", &writable.path)?;
+        }
+        if self.containment == Containment::Landlock
+            && !(self.writable.is_empty()
+                && self.grants.is_empty()
+                && self.proxy.is_none()
+                && self.bus_sockets.is_empty()
+                && self.desktop_sockets.is_empty())
+        {
+            return Err(PlanError::RefusedGrant {
+                kind: "containment",
+                reason: "Landlock-only containment runs read-only calls: no writable root, grant, proxy or socket",
+            });
         }
         for root in &self.read_only_roots {
             check_path("read-only root", root)?;
