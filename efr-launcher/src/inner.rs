@@ -131,10 +131,10 @@ fn confine(spec: &InnerSpec) -> Result<ruleset::Enforced, String> {
     }
     harden::set_no_new_privs()?;
     let (enforced, programs) = match &spec.unshared {
-        // No namespace around the call: a session of its own (no controlling terminal to type into), the cover's
-        // rules, and no socket at all.
+        // No namespace around the call: the cover's rules and no socket at all. It stays in the launcher's process
+        // group, so an interrupt reaches it and its children as it reaches a direct command; typing into the
+        // terminal (TIOCSTI) is refused by seccomp, as for every call.
         Some(unshared) => {
-            nix::unistd::setsid().map_err(|e| format!("cannot start a session of its own: {e}"))?;
             let enforced = ruleset::apply_unshared(unshared)?;
             (enforced, seccomp::unshared_filters(enforced.scoped))
         }

@@ -12,7 +12,7 @@
 //!   and execs the command. It refuses rather than run a weaker sandbox.
 //! - **unshared** ([`unshared`]): a read-only plan with containment `landlock`, where bubblewrap cannot start. The
 //!   outer stage starts the inner stage itself, which applies Landlock's rules around the masks ([`cover`]) and the
-//!   seccomp filters without sockets, in a session of its own (docs/adr/0019-landlock-only-reads.md).
+//!   seccomp filters without sockets (docs/adr/0019-landlock-only-reads.md).
 //!
 //! What a contained call sees (the plan's mounts, [`efr_protocol::internal::mounts`]): `/` read-only; writable: the
 //! call's project roots, `$SCRATCH` and a private `/tmp`; a fresh `/dev` and `/proc`; masked: the credential stores

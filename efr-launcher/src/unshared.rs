@@ -3,8 +3,9 @@
 //! restriction of user namespaces takes away.
 //!
 //! The outer stage makes a private scratch folder (`/tmp/efr-ro-XXXXXX`, mode 0700, the call's `TMPDIR`) and starts
-//! the inner stage itself, with the plan's environment, in the plan's folder, killed if the launcher dies. The inner
-//! stage starts a session of its own, applies the cover's Landlock rules ([`crate::cover`],
+//! the inner stage itself, with the plan's environment, in the plan's folder, killed if the launcher dies, in the
+//! launcher's process group (an interrupt reaches the command as it reaches a direct one). The inner stage applies
+//! the cover's Landlock rules ([`crate::cover`],
 //! [`crate::ruleset::apply_unshared`]) and the seccomp filters without sockets
 //! ([`crate::seccomp::unshared_filters`]), then execs the command. The report says `containment: landlock`. The
 //! scratch folder is removed when the command ends.

@@ -1,8 +1,8 @@
 //! Cautious where bubblewrap cannot start (docs/adr/0019-landlock-only-reads.md), with the real launcher: a
 //! `bwrap` that fails as AppArmor's restriction of user namespaces makes it fail, so the reads run contained by
 //! Landlock and seccomp alone: a key, a path of `[sandbox] extra_masks` and a key named through a variable stay out
-//! of reach, while plain reads run at once. Without a launcher at all, nothing can contain a read, and every read
-//! asks.
+//! of reach, while plain reads run at once, and an interrupt ends every process of such a read. Without a launcher
+//! at all, nothing can contain a read, and every read asks.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a failed unwrap is a failed test.
 
@@ -206,4 +206,53 @@ async fn with_nothing_to_contain_a_read_cautious_asks_before_every_command() {
             .contains("cautious asks before every command"),
         "{unavailable}"
     );
+}
+
+/// Whether a process whose command line holds `needle` runs on this machine.
+fn process_with(needle: &str) -> bool {
+    std::fs::read_dir("/proc").unwrap().flatten().any(|entry| {
+        std::fs::read(entry.path().join("cmdline"))
+            .is_ok_and(|cmdline| String::from_utf8_lossy(&cmdline).replace('\0', " ").contains(needle))
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupt_ends_a_read_contained_by_landlock_and_every_process_of_its_pipeline() {
+    let home = home();
+    let fake = tempdir();
+    let bwrap = apparmor_bwrap(fake.path());
+    // An odd duration names the sleep among the machine's processes; the pipeline gives the shell a child.
+    let server = model(vec![
+        common::tools::shell_call_with("call_sleep", &json!({"command": "sleep 97.25 | cat", "timeout": 1})),
+        text("it runs"),
+    ])
+    .await;
+    let efrd = daemon(home.path(), &server, &[("EFR_BWRAP", bwrap.to_str().unwrap())]);
+    let mut client = efrd.client().await.unwrap();
+    let (_, conversation, id) = start(&mut client, &home.path().join("proj"), "cautious", "sleep").await;
+    let events = bounded(
+        "the detach",
+        common::events_through(&mut client, id, "shell_command_detached"),
+    )
+    .await;
+    assert_eq!(
+        event_of(&events, "tool_call_started", "call_sleep")["launch"],
+        json!({"kind": "contained"})
+    );
+    assert!(process_with("sleep 97.25"), "the contained sleep runs");
+    let stop = json!({"command_id": common::command_id(), "conversation_id": conversation, "call_id": "call_sleep"});
+    client.ok("shell.interrupt", stop).await.unwrap();
+    bounded(
+        "the stop",
+        common::events_through(&mut client, id, "shell_command_ended"),
+    )
+    .await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while process_with("sleep 97.25") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the contained sleep outlived its interrupt"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
 }
