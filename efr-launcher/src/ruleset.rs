@@ -87,20 +87,20 @@ pub fn apply_unshared(unshared: &Unshared) -> Result<Enforced, String> {
     let cover = cover(unshared, std::process::id());
     let read_file = AccessFs::from_read(abi) & AccessFs::from_file(abi);
     let mut created = ruleset(version, AccessNet::from_all(abi))?;
-    for path in &cover.list {
-        created = allow(created, path, AccessFs::ReadDir.into())?;
-    }
-    for path in &cover.read_trees {
-        created = allow(created, path, AccessFs::from_read(abi))?;
-    }
-    for path in &cover.read_files {
-        created = allow(created, path, read_file)?;
-    }
-    for path in &cover.devices {
-        // A node that is not there (no /dev/tty without a terminal) is left out: it cannot be opened anyway.
-        if path.exists() {
-            created = allow(created, path, AccessFs::from_file(abi))?;
+    let rules = cover
+        .list
+        .iter()
+        .map(|path| (path, BitFlags::from(AccessFs::ReadDir)))
+        .chain(cover.read_trees.iter().map(|path| (path, AccessFs::from_read(abi))))
+        .chain(cover.read_files.iter().map(|path| (path, read_file)))
+        .chain(cover.devices.iter().map(|path| (path, AccessFs::from_file(abi))));
+    for (path, access) in rules {
+        // A path that is gone since the cover listed it (a file removed meanwhile, no /dev/tty without a terminal)
+        // is left out: it grants nothing to leave out, and a launch must not fail for it.
+        if std::fs::symlink_metadata(path).is_err() {
+            continue;
         }
+        created = allow(created, path, access)?;
     }
     created = allow(created, &unshared.scratch, AccessFs::from_all(abi))?;
     enforce(created, version)?;
