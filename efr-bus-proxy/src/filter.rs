@@ -47,6 +47,8 @@ pub enum Action {
 struct Pending {
     client_serial: NonZeroU32,
     kind: ReplyKind,
+    /// The call's destination, member and path, which a refused reply is counted under.
+    call: (String, Option<String>, Option<String>),
 }
 
 /// What the filter does with a reply besides renumbering it.
@@ -163,9 +165,20 @@ impl Filter {
             // bus's NameAcquired for the proxy's connection is made again after the reply.
             return Vec::new();
         }
-        if !(fds.is_empty() || self.client_fds && self.fds_allowed(&sender)) {
-            // Descriptors the client may not get: the message is dropped, the descriptors closed.
-            return Vec::new();
+        // A reply comes from the owner of the name the client called (the bus routes only expected replies), which
+        // the filter may not have learnt yet: its descriptors pass when that name may pass them.
+        let called = match message.message_type() {
+            Type::MethodReturn | Type::Error => reply_serial
+                .and_then(|serial| self.to_bus.get(&serial.get()))
+                .map(|pending| pending.call.0.as_str()),
+            _ => None,
+        };
+        let fds_allowed = self.fds_allowed(&sender) || called.is_some_and(|name| self.fds_allowed(name));
+        if !(fds.is_empty() || self.client_fds && fds_allowed) {
+            // Descriptors the client may not get: the descriptors are closed, and a reply is answered with an error
+            // (counted in bus_refused) so the client's call ends now, not at its timeout.
+            drop(fds);
+            return self.refuse_descriptors(message, reply_serial);
         }
         match message.message_type() {
             Type::MethodReturn | Type::Error => {
@@ -207,6 +220,41 @@ impl Filter {
                     error.map(Action::ToBus).into_iter().collect()
                 }
             }
+        }
+    }
+
+    /// A message from the bus whose descriptors the client may not receive: a reply to a call of the client becomes
+    /// an AccessDenied error for that call, counted under the call's destination; a call from a peer is answered on
+    /// the bus with AccessDenied; a signal is dropped.
+    fn refuse_descriptors(&mut self, message: &Message, reply_serial: Option<NonZeroU32>) -> Vec<Action> {
+        const TEXT: &str = "the call's bus filter does not let descriptors pass from this peer";
+        match message.message_type() {
+            Type::MethodReturn | Type::Error => {
+                let Some(pending) = reply_serial.and_then(|serial| self.to_bus.remove(&serial.get())) else {
+                    return Vec::new();
+                };
+                let (name, member, path) = &pending.call;
+                self.refusals.add(name, member.as_deref(), path.as_deref());
+                let serial = self.client_serial();
+                Message::error(&message.header(), ACCESS_DENIED)
+                    .and_then(|b| b.sender(DRIVER))
+                    .and_then(|b| b.destination(self.unique.as_str()))
+                    .map(|b| b.serial(serial).reply_serial(Some(pending.client_serial)))
+                    .and_then(|b| b.build(&(TEXT,)))
+                    .map(Action::ToClient)
+                    .into_iter()
+                    .collect()
+            }
+            Type::MethodCall if !no_reply(message) => {
+                let serial = self.bus_serial();
+                Message::error(&message.header(), ACCESS_DENIED)
+                    .map(|b| b.serial(serial))
+                    .and_then(|b| b.build(&(TEXT,)))
+                    .map(Action::ToBus)
+                    .into_iter()
+                    .collect()
+            }
+            _ => Vec::new(),
         }
     }
 
@@ -415,7 +463,21 @@ impl Filter {
         let client_serial = message.primary_header().serial_num();
         let actions = self.forward(message, fds, Side::Bus, None);
         if !no_reply && !actions.is_empty() {
-            self.to_bus.insert(self.next_bus, Pending { client_serial, kind });
+            let (_, member, path) = names(message);
+            let destination = message
+                .header()
+                .destination()
+                .map(ToString::to_string)
+                .unwrap_or_default();
+            let call = (destination, member, path);
+            self.to_bus.insert(
+                self.next_bus,
+                Pending {
+                    client_serial,
+                    kind,
+                    call,
+                },
+            );
         }
         actions
     }

@@ -83,8 +83,14 @@ impl HostFacts {
             masks.insert(mask.path.clone(), target);
         }
         let mut protected = BTreeMap::new();
-        for entry in &plan.protected {
-            protected.insert(entry.path.clone(), protected_target(&entry.path)?);
+        // A read-only root is bound over itself like a protected path, and refused as a link the same way.
+        for path in plan
+            .protected
+            .iter()
+            .map(|entry| &entry.path)
+            .chain(&plan.read_only_roots)
+        {
+            protected.insert(path.clone(), protected_target(path)?);
         }
         for socket in &plan.desktop_sockets {
             check_desktop_socket(&socket.path)?;

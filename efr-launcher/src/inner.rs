@@ -118,10 +118,32 @@ pub fn run(fds: InnerFds) -> ExitCode {
 fn confine(spec: &InnerSpec) -> Result<ruleset::Enforced, String> {
     privileges::cloexec_above_stderr().map_err(|e| format!("cannot mark descriptors close-on-exec: {e}"))?;
     privileges::set_limits(&spec.rlimits)?;
-    harden::drop_capabilities()?;
+    match &spec.unshared {
+        // Without a user namespace only a holder of CAP_SETPCAP (root) may empty the bounding set; for anyone else
+        // it grants nothing, since no_new_privs keeps an exec from gaining a capability.
+        Some(_) => {
+            if caps::has_cap(None, caps::CapSet::Effective, caps::Capability::CAP_SETPCAP).unwrap_or(true) {
+                harden::drop_bounding_set()?;
+            }
+            harden::clear_capabilities()?;
+        }
+        None => harden::drop_capabilities()?,
+    }
     harden::set_no_new_privs()?;
-    let enforced = ruleset::apply(spec.network, &spec.writable, &spec.devices)?;
-    let programs = seccomp::filters(spec.network).map_err(|e| format!("cannot build the seccomp filters: {e}"))?;
+    let (enforced, programs) = match &spec.unshared {
+        // No namespace around the call: the cover's rules and no socket at all. It stays in the launcher's process
+        // group, so an interrupt reaches it and its children as it reaches a direct command; typing into the
+        // terminal (TIOCSTI) is refused by seccomp, as for every call.
+        Some(unshared) => {
+            let enforced = ruleset::apply_unshared(unshared)?;
+            (enforced, seccomp::unshared_filters(enforced.scoped))
+        }
+        None => (
+            ruleset::apply(spec.network, &spec.writable, &spec.devices)?,
+            seccomp::filters(spec.network),
+        ),
+    };
+    let programs = programs.map_err(|e| format!("cannot build the seccomp filters: {e}"))?;
     harden::seccomp::install(&programs)?;
     Ok(enforced)
 }

@@ -10,6 +10,9 @@
 //! - **inner** ([`inner`]): bubblewrap's child, inside the new namespaces and mounts. It empties every capability
 //!   set, sets no_new_privs ([`privileges`]), applies Landlock ([`ruleset`]) and the seccomp filters ([`seccomp`]),
 //!   and execs the command. It refuses rather than run a weaker sandbox.
+//! - **unshared** ([`unshared`]): a read-only plan with containment `landlock`, where bubblewrap cannot start. The
+//!   outer stage starts the inner stage itself, which applies Landlock's rules around the masks ([`cover`]) and the
+//!   seccomp filters without sockets (docs/adr/0020-landlock-only-reads.md).
 //!
 //! What a contained call sees (the plan's mounts, [`efr_protocol::internal::mounts`]): `/` read-only; writable: the
 //! call's project roots, `$SCRATCH` and a private `/tmp`; a fresh `/dev` and `/proc`; masked: the credential stores
@@ -24,11 +27,13 @@
 //! efr-launcher --plan-fd N          the plan on an inherited descriptor (read to its end)
 //! efr-launcher --plan-file PATH     the plan in a one-time file (read, then removed)
 //! efr-launcher self-test net-view --abstract NAME
-//! efr-launcher inner --spec-fd N --status-fd N --stderr-fd N [--bridge-fd N]   (only as bubblewrap's child)
+//! efr-launcher inner --spec-fd N --status-fd N --stderr-fd N [--bridge-fd N]   (only as bubblewrap's child, or
+//!                                                                              the unshared outer stage's)
 //! ```
 
 pub mod bridge;
 pub mod bwrap;
+pub mod cover;
 pub mod inner;
 pub mod outer;
 pub mod privileges;
@@ -37,4 +42,5 @@ pub mod ruleset;
 pub mod seccomp;
 pub mod selftest;
 pub mod spec;
+pub mod unshared;
 pub mod watch;

@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::thread;
 
-use efr_protocol::internal::{LaunchPlan, LaunchReport, MountKind, SETUP_ERROR_EXIT, SetupStage};
+use efr_protocol::internal::{Containment, LaunchPlan, LaunchReport, MountKind, SETUP_ERROR_EXIT, SetupStage};
 use nix::fcntl::{FcntlArg, FdFlag, OFlag, fcntl};
 
 use crate::bridge::{self, Bridge};
@@ -76,7 +76,12 @@ pub fn run(source: &PlanSource) -> ExitCode {
     if let Err(err) = plan.validate() {
         return setup_error(&reporter, SetupStage::Plan, &err.to_string());
     }
-    match launch(&plan, &reporter) {
+    let launched = if plan.containment == Containment::Landlock {
+        crate::unshared::launch(&plan, &reporter)
+    } else {
+        launch(&plan, &reporter)
+    };
+    match launched {
         Ok(code) => code,
         Err((stage, message)) => setup_error(&reporter, stage, &message),
     }
@@ -166,6 +171,7 @@ fn launch(plan: &LaunchPlan, reporter: &Reporter) -> Result<ExitCode, Failure> {
                 scoped: *scoped,
                 seccomp: true,
                 network,
+                containment: Containment::Bubblewrap,
             });
         }
     });

@@ -20,6 +20,8 @@ use std::path::PathBuf;
 
 use efr_helper::harden::landlock::{abi, allow, available_abi, enforce, kernel_abi, ruleset};
 use efr_protocol::internal::Network;
+
+use crate::cover::{Unshared, cover};
 use landlock::{Access, AccessFs, AccessNet, BitFlags};
 
 /// What was enforced.
@@ -70,6 +72,42 @@ pub fn apply(network: Network, writable: &[PathBuf], devices: &[PathBuf]) -> Res
     }
     enforce(created, version)?;
     Ok(Enforced { abi: version, scoped })
+}
+
+/// Applies the ruleset of a call contained by Landlock and seccomp alone ([`crate::cover`]): listing on the way to
+/// the hidden paths, reading around them, opening the harmless devices and the call's terminal, every right in the
+/// private scratch folder; TCP bind and connect handled and none granted (ABI 4), the scope from ABI 6.
+///
+/// # Errors
+///
+/// No Landlock, a rule that could not be added, or a status other than fully enforced.
+pub fn apply_unshared(unshared: &Unshared) -> Result<Enforced, String> {
+    let version = available_abi()?;
+    let abi = abi(version);
+    let cover = cover(unshared, std::process::id());
+    let read_file = AccessFs::from_read(abi) & AccessFs::from_file(abi);
+    let mut created = ruleset(version, AccessNet::from_all(abi))?;
+    let rules = cover
+        .list
+        .iter()
+        .map(|path| (path, BitFlags::from(AccessFs::ReadDir)))
+        .chain(cover.read_trees.iter().map(|path| (path, AccessFs::from_read(abi))))
+        .chain(cover.read_files.iter().map(|path| (path, read_file)))
+        .chain(cover.devices.iter().map(|path| (path, AccessFs::from_file(abi))));
+    for (path, access) in rules {
+        // A path that is gone since the cover listed it (a file removed meanwhile, no /dev/tty without a terminal)
+        // is left out: it grants nothing to leave out, and a launch must not fail for it.
+        if std::fs::symlink_metadata(path).is_err() {
+            continue;
+        }
+        created = allow(created, path, access)?;
+    }
+    created = allow(created, &unshared.scratch, AccessFs::from_all(abi))?;
+    enforce(created, version)?;
+    Ok(Enforced {
+        abi: version,
+        scoped: version >= 6,
+    })
 }
 
 /// Applies the proxy bridge's ruleset to the calling thread (Landlock domains are per thread; its threads inherit

@@ -144,6 +144,28 @@ pub fn filters(network: Network) -> Result<Vec<BpfProgram>, seccompiler::Error> 
     build(allowed_families(network), &[])
 }
 
+/// The signal calls a call contained by Landlock alone may not make when Landlock cannot scope signals (ABI before
+/// 6): without a pid namespace its signals would reach every process of the user.
+pub const UNSCOPED_SIGNAL_CALLS: &[(&str, i64)] = &[
+    ("kill", libc::SYS_kill),
+    ("tkill", libc::SYS_tkill),
+    ("tgkill", libc::SYS_tgkill),
+    ("rt_sigqueueinfo", libc::SYS_rt_sigqueueinfo),
+    ("rt_tgsigqueueinfo", libc::SYS_rt_tgsigqueueinfo),
+    ("pidfd_send_signal", libc::SYS_pidfd_send_signal),
+];
+
+/// The filters of a call contained by Landlock and seccomp alone ([`crate::unshared`]): no socket of any family
+/// (without a network namespace, a Unix socket would reach the user's session bus and agents), the signal calls
+/// unless `scoped`, and filters 2 to 4 as for any call.
+///
+/// # Errors
+///
+/// seccompiler's error for an architecture it does not support.
+pub fn unshared_filters(scoped: bool) -> Result<Vec<BpfProgram>, seccompiler::Error> {
+    build(&[], if scoped { &[] } else { UNSCOPED_SIGNAL_CALLS })
+}
+
 /// The system calls the proxy bridge's thread denies besides [`DENIED_CALLS`]: it never runs a program.
 pub const BRIDGE_DENIED_CALLS: &[(&str, i64)] = &[("execve", libc::SYS_execve), ("execveat", libc::SYS_execveat)];
 
@@ -161,15 +183,22 @@ pub fn bridge_filters() -> Result<Vec<BpfProgram>, seccompiler::Error> {
 /// The four filters with `families` allowed and `also_denied` added to filter 2.
 fn build(families: &[i32], also_denied: &[(&str, i64)]) -> Result<Vec<BpfProgram>, seccompiler::Error> {
     let arch = TargetArch::try_from(std::env::consts::ARCH)?;
-    let family_rule = SeccompRule::new(
-        families
-            .iter()
-            .map(|family| SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, family_value(*family)))
-            .collect::<Result<_, _>>()?,
-    )?;
+    // No family allowed: a call with no rule matches always, so every socket is refused.
+    let family_rules = if families.is_empty() {
+        Vec::new()
+    } else {
+        vec![SeccompRule::new(
+            families
+                .iter()
+                .map(|family| {
+                    SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, family_value(*family))
+                })
+                .collect::<Result<_, _>>()?,
+        )?]
+    };
     let sockets: BTreeMap<i64, Vec<SeccompRule>> = [
-        (libc::SYS_socket, vec![family_rule.clone()]),
-        (libc::SYS_socketpair, vec![family_rule]),
+        (libc::SYS_socket, family_rules.clone()),
+        (libc::SYS_socketpair, family_rules),
     ]
     .into();
     let sockets = SeccompFilter::new(sockets, SeccompAction::Allow, errno(libc::EAFNOSUPPORT), arch)?;

@@ -9,6 +9,8 @@ use std::path::PathBuf;
 use efr_protocol::internal::{LaunchCommand, LaunchPlan, MountKind, Network, PlanError, Rlimit};
 use serde::{Deserialize, Serialize};
 
+use crate::cover::Unshared;
+
 /// The inner stage's part of a plan.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct InnerSpec {
@@ -22,6 +24,10 @@ pub struct InnerSpec {
     pub devices: Vec<PathBuf>,
     /// Resource limits.
     pub rlimits: Vec<Rlimit>,
+    /// Landlock and seccomp alone, without bubblewrap ([`crate::unshared`]): what the call may read and where it
+    /// may write. `None` inside bubblewrap.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unshared: Option<Unshared>,
 }
 
 impl InnerSpec {
@@ -49,6 +55,7 @@ impl InnerSpec {
             writable,
             devices: of_kind(MountKind::Device),
             rlimits: plan.rlimits.clone(),
+            unshared: None,
         })
     }
 }

@@ -91,6 +91,12 @@ pub struct PolicyContext {
     /// ([`LaunchKind::ContainedReadOnly`]) and needs neither [`Self::git`] nor a question about a credential store
     /// (docs/adr/0009-cautious-reads-contained.md). `false`: they run direct, as the user.
     pub sandbox: bool,
+    /// Nothing on this machine can contain a read (neither bubblewrap nor Landlock): cautious asks before every
+    /// command instead of running its reads as the user (docs/adr/0020-landlock-only-reads.md).
+    pub uncontained: bool,
+    /// The config's `[sandbox] extra_masks` (absolute paths): the sandbox masks them, so without it cautious asks
+    /// before reading one, as before reading a default credential store.
+    pub extra_masks: Vec<PathBuf>,
 }
 
 impl PolicyContext {
@@ -105,6 +111,8 @@ impl PolicyContext {
             config: PolicyConfig::default(),
             git: Vec::new(),
             sandbox: false,
+            uncontained: false,
+            extra_masks: Vec::new(),
         }
     }
 }
@@ -212,6 +220,10 @@ pub fn approved_by(mode: Mode, contained: bool, allowed_by_user: bool) -> Option
     }
 }
 
+/// Cautious's question for a read when nothing on this machine can contain it.
+pub const UNCONTAINED: &str = "cautious asks before every command when neither bubblewrap nor Landlock can contain \
+                               a read on this machine";
+
 /// Decides one call.
 ///
 /// Rules (docs/architecture.md, "Policy and modes"; the floors and the guarded delete are in [`super::floors`]):
@@ -219,7 +231,8 @@ pub fn approved_by(mode: Mode, contained: bool, allowed_by_user: bool) -> Option
 /// - manual asks before every shell call ("manual asks before every command") and every patch ("manual asks before
 ///   every file change");
 /// - cautious runs a read-only line (wherever it runs) [`LaunchKind::ContainedReadOnly`] when the sandbox can run
-///   ([`PolicyContext::sandbox`]), else [`LaunchKind::Direct`] unless it reads a credential store
+///   ([`PolicyContext::sandbox`]), asks when nothing can contain it ([`PolicyContext::uncontained`]), else
+///   [`LaunchKind::Direct`] unless it reads a credential store
 ///   ([`LineAnalysis::store_reads`]) or uses a repository not found plain in [`PolicyContext::git`]; and it runs a
 ///   patch whose every path is inside a project root and not inside a `.git` folder direct; with the sandbox, a
 ///   line it cannot analyse that shows no need of more than reading ([`Concern::needs_only_reading`]) runs
@@ -246,6 +259,7 @@ pub fn analyse_call(call: &ShellCall, ctx: &PolicyContext) -> LineAnalysis {
         home: ctx.home.as_deref(),
         efr: &ctx.efr_dirs,
         extra_read_only: &ctx.config.extra_read_only,
+        extra_masks: &ctx.extra_masks,
     };
     analyse(&call.command, &scope)
 }
@@ -277,6 +291,7 @@ pub fn decide_shell(call: &ShellCall, analysis: &LineAnalysis, mode: Mode, ctx: 
             None if ctx.sandbox => Decision::Run {
                 launch: LaunchKind::ContainedReadOnly,
             },
+            None if ctx.uncontained => ask(UNCONTAINED.to_owned(), None, false),
             None if !analysis.store_reads.is_empty() => ask(
                 format!(
                     "cautious asks before reading a credential store when efr's sandbox is not available ({})",

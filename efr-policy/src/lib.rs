@@ -79,7 +79,7 @@ mod tests;
 pub use analysis::{Concern, LineAnalysis, OutsideWrite, SeenCommand};
 pub use decide::{
     Call, ChangeKind, Decision, LaunchKind, PatchCall, PatchChange, PolicyConfig, PolicyContext, Question, ShellCall,
-    analyse_call, approved_by, decide, decide_auto, decide_shell, effective_mode,
+    UNCONTAINED, analyse_call, approved_by, decide, decide_auto, decide_shell, effective_mode,
 };
 pub use floors::EfrDirs;
 pub use git_config::{GitPlace, GitTrust};

@@ -154,6 +154,14 @@ mod tests {
         // Deny `*` with an allow entry: deny wins for every host.
         let rules = self::rules(&["allowed.example"], &["*"]);
         assert_eq!(rules.check("allowed.example", 443), Err(BlockReason::Denied));
+        // A deny entry without a port is every port; one with a port is that port only.
+        let rules = self::rules(&["*:22", "*:8443"], &["*"]);
+        assert_eq!(rules.check("allowed.example", 22), Err(BlockReason::Denied));
+        assert_eq!(rules.check("allowed.example", 8443), Err(BlockReason::Denied));
+        let rules = self::rules(&["*:22", "*:8443"], &["secret.example", "other.example:8443"]);
+        assert_eq!(rules.check("secret.example", 22), Err(BlockReason::Denied));
+        assert_eq!(rules.check("other.example", 8443), Err(BlockReason::Denied));
+        assert_eq!(rules.check("other.example", 22), Ok(()));
     }
 
     #[test]

@@ -69,6 +69,7 @@ fn main() {
         home: Some(home),
         efr: &efr_dirs,
         extra_read_only: &[],
+        extra_masks: &[],
     };
     let calls: Vec<ShellCall> = lines::TABLE
         .iter()

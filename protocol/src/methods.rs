@@ -194,7 +194,8 @@ method_table! {
     ShellInterrupt = "shell.interrupt", Terminal, Unary, true, LocalOnly;
     CallBackground = "call.background", Terminal, Unary, true, LocalOnly;
     SandboxExplain = "sandbox.explain", Read, Unary, false, Both;
-    SandboxExplainHost = "sandbox.explain_host", Read, Unary, false, Both;
+    // It names the hosts the user holds tokens for and the files that hold them: local only, as admin.sandbox_check.
+    SandboxExplainHost = "sandbox.explain_host", Read, Unary, false, LocalOnly;
     SandboxSurfaceRespond = "sandbox.surface_respond", Approve, Unary, true, Both;
     ConversationSubscribe = "conversation.subscribe", Read, Stream, false, Both;
     ConversationDiff = "conversation.diff", Read, Unary, false, Both;

@@ -342,6 +342,54 @@ async fn descriptors_pass_only_where_a_rule_allows_them() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_with_descriptors_the_call_may_not_receive_is_an_error_at_once_and_counted() {
+    let bus = RealBus::start(Bus::Session);
+    let _notifications = service(&bus, NOTIFICATIONS).await;
+    let _portal = service(&bus, "org.freedesktop.portal.Test").await;
+    let filtered = Filtered::default_on(&bus);
+    let client = filtered.zbus().await;
+    // The portals may pass descriptors both ways.
+    let allowed = client
+        .call_method(
+            Some("org.freedesktop.portal.Test"),
+            PATH,
+            Some(NOTIFICATIONS),
+            "OpenNull",
+            &(),
+        )
+        .await
+        .expect("a portal's descriptor passes");
+    let _fd: zbus::zvariant::OwnedFd = allowed.body().deserialize().expect("a descriptor");
+    // Notifications may be talked to but may not pass descriptors: its reply is refused, not left to time out.
+    let started = std::time::Instant::now();
+    let refused = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        client.call_method(Some(NOTIFICATIONS), PATH, Some(NOTIFICATIONS), "OpenNull", &()),
+    )
+    .await
+    .expect("the call ends before its timeout");
+    assert!(format!("{refused:?}").contains("AccessDenied"), "{refused:?}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    let (refusals, _) = filtered.refused();
+    assert_eq!(count(&refusals, NOTIFICATIONS, Some("OpenNull")), 1, "{refusals:?}");
+    // The connection still serves.
+    client
+        .call_method(
+            Some(NOTIFICATIONS),
+            PATH,
+            Some(NOTIFICATIONS),
+            "GetServerInformation",
+            &(),
+        )
+        .await
+        .expect("the next call");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_system_like_bus_is_filtered_the_same_way() {
     let bus = RealBus::start(Bus::System);
     let _service = service(&bus, "org.freedesktop.login1").await;

@@ -114,6 +114,13 @@ impl Notifications {
         file.metadata().map(|m| m.len()).unwrap_or(0)
     }
 
+    /// A descriptor of `/dev/null`, in the reply.
+    fn open_null(&self) -> zbus::zvariant::OwnedFd {
+        zbus::zvariant::OwnedFd::from(std::os::fd::OwnedFd::from(
+            std::fs::File::open("/dev/null").expect("open /dev/null"),
+        ))
+    }
+
     /// Answers after two seconds.
     async fn slow(&self) -> u32 {
         tokio::time::sleep(Duration::from_secs(2)).await;

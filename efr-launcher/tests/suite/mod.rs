@@ -3,6 +3,7 @@
 mod denied_calls;
 mod escape;
 mod grants;
+mod landlock_only;
 mod outcomes;
 mod proxy_bridge;
 mod shared_memory;

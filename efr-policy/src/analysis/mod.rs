@@ -67,6 +67,8 @@ pub struct Scope<'a> {
     pub efr: &'a EfrDirs,
     /// The config's extra read-only commands.
     pub extra_read_only: &'a [String],
+    /// The config's `[sandbox] extra_masks` (absolute): read like a credential store.
+    pub extra_masks: &'a [PathBuf],
 }
 
 /// Why a line is not read-only. Cautious mode names the first by [`rank`](Self::rank) in its question.

@@ -28,6 +28,8 @@ fn ctx() -> PolicyContext {
         config: PolicyConfig::default(),
         git: Vec::new(),
         sandbox: false,
+        uncontained: false,
+        extra_masks: Vec::new(),
     }
 }
 
@@ -507,4 +509,73 @@ fn with_the_sandbox_cautious_runs_its_reads_contained_read_only() {
         }
     );
     assert_eq!(LaunchKind::ContainedReadOnly.to_wire(), LaunchKind::Contained.to_wire());
+}
+
+/// Without the sandbox, a read of a path the config's `[sandbox] extra_masks` names asks, as a credential store
+/// does; with it, the read runs in the read-only sandbox, which masks the path.
+#[test]
+fn without_the_sandbox_cautious_asks_before_reading_an_extra_mask() {
+    let mut without = ctx();
+    without.extra_masks = vec![PathBuf::from("/home/u/secrets"), PathBuf::from("/srv/vault.key")];
+    for line in [
+        "cat ~/secrets/token",
+        "cat /srv/vault.key",
+        "grep -r x ~/secrets",
+        "cat /home/u/secrets/*",
+    ] {
+        let call = shell(line);
+        let Decision::Ask(q) = decide(&call, Mode::Cautious, &plain_git(&without, &call)) else {
+            panic!("{line} runs without the sandbox");
+        };
+        assert!(q.reason.contains("[sandbox] extra_masks"), "{line}: {}", q.reason);
+        assert_eq!(q.launch, LaunchKind::Direct);
+        let mut with = without.clone();
+        with.sandbox = true;
+        assert_eq!(
+            decide(&call, Mode::Cautious, &with),
+            Decision::Run {
+                launch: LaunchKind::ContainedReadOnly
+            },
+            "{line}"
+        );
+    }
+    // Other reads run as before.
+    let call = shell("cat README.md");
+    assert_eq!(
+        decide(&call, Mode::Cautious, &plain_git(&without, &call)),
+        Decision::Run {
+            launch: LaunchKind::Direct
+        }
+    );
+}
+
+/// When nothing can contain a read (neither bubblewrap nor Landlock), cautious asks before every read it would run
+/// unasked; a line that asked before still asks for its own reason.
+#[test]
+fn with_nothing_to_contain_a_read_cautious_asks_before_every_command() {
+    let mut bare = ctx();
+    bare.uncontained = true;
+    for line in ["ls", "cat README.md", "git status", "grep -rn x src"] {
+        let call = shell(line);
+        let Decision::Ask(q) = decide(&call, Mode::Cautious, &plain_git(&bare, &call)) else {
+            panic!("{line} ran");
+        };
+        assert_eq!(q.reason, super::UNCONTAINED, "{line}");
+        assert_eq!(q.launch, LaunchKind::Direct);
+        // With a containment, the same line runs contained.
+        let mut with = bare.clone();
+        with.uncontained = false;
+        with.sandbox = true;
+        assert_eq!(
+            decide(&call, Mode::Cautious, &with),
+            Decision::Run {
+                launch: LaunchKind::ContainedReadOnly
+            },
+            "{line}"
+        );
+    }
+    let Decision::Ask(q) = decide(&shell("rm -rf build"), Mode::Cautious, &bare) else {
+        panic!("rm ran")
+    };
+    assert_ne!(q.reason, super::UNCONTAINED);
 }

@@ -266,6 +266,7 @@ impl Actor {
                         call_id,
                         how: efr_protocol::wire::How::Closed,
                         exit_code: None,
+                        notes: Vec::new(),
                     };
                     (None, EventBody::ShellCommandEnded(ended))
                 })

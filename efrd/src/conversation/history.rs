@@ -160,7 +160,7 @@ pub async fn rebuild(store: &Store, id: ConversationId) -> Result<Rebuilt, Error
             notices.extend(
                 left_running
                     .iter()
-                    .map(|(_, command)| super::shell::notice(command, How::Closed, None)),
+                    .map(|(_, command)| super::shell::notice(command, How::Closed, None, &[])),
             );
             return Ok(Rebuilt {
                 history: history.finish(),
@@ -243,7 +243,7 @@ impl Rebuild {
             (EventBody::ShellCommandEnded(ended), _) => {
                 if let Some((_, command)) = self.left_running.iter().find(|(id, _)| *id == ended.call_id) {
                     self.notices
-                        .push(super::shell::notice(command, ended.how, ended.exit_code));
+                        .push(super::shell::notice(command, ended.how, ended.exit_code, &ended.notes));
                 }
                 self.left_running.retain(|(call_id, _)| *call_id != ended.call_id);
             }

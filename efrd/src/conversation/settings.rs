@@ -9,7 +9,7 @@
 //! settings gain an optional fallback, and sandbox_unavailable is recorded): when the turn starts, [`sandbox_fallback`]
 //! reads the sandbox's cached probe; a sandbox that cannot run makes the turn run as cautious, with the probe's reason.
 //! A cautious turn then records `sandbox_unavailable` too ([`cautious_uncontained`]): its read-only commands run
-//! uncontained.
+//! contained by Landlock and seccomp alone, or, where nothing can contain them, ask.
 
 use efr_protocol::events::SandboxUnavailable;
 use efr_protocol::wire::{Mode, ModeFallback, Origin, Overridden, PromptSettings, SandboxStatus, TurnSettings};
@@ -42,12 +42,17 @@ pub fn resolve(
         return Err(ErrorBody::new(ErrorCode::Invalid, "settings.mode is not one this efrd knows")
             .with_data(serde_json::json!({"setting": "mode", "value": "unknown", "choices": ["manual", "cautious", "auto", "full"]})));
     }
+    // Whether auto's sandbox can run is decided when the turn starts ([`sandbox_fallback`]), not here: prompt.send
+    // stays fast, and a prompt that waits in the queue is judged by the sandbox of its own start. A phone's cap is
+    // decided here, and said as the fallback of the result and of turn_started.
+    let mut fallback = None;
     if origin == Origin::Phone && matches!(mode, Mode::Auto | Mode::Full) {
+        fallback = Some(ModeFallback {
+            asked: mode,
+            reason: PHONE_CAP.to_owned(),
+        });
         mode = Mode::Cautious;
     }
-    // Whether auto's sandbox can run is decided when the turn starts ([`sandbox_fallback`]), not here: prompt.send
-    // stays fast, and a prompt that waits in the queue is judged by the sandbox of its own start.
-    let fallback = None;
 
     let model = match asked.model.or_else(|| config.model.model.clone()) {
         Some(model) => model,
@@ -81,6 +86,10 @@ pub fn resolve(
     ))
 }
 
+/// The fallback's reason for a phone's prompt asked in auto or full (docs/protocol.md, "Remote devices": a
+/// prompt.send from a phone runs with a mode of at most cautious).
+pub const PHONE_CAP: &str = "a turn from a phone runs with at most cautious";
+
 /// The wire mode of the config's default mode.
 fn wire_mode(mode: ConfigMode) -> Mode {
     match mode {
@@ -111,16 +120,21 @@ pub fn sandbox_fallback(settings: &mut TurnSettings, status: &SandboxStatus) -> 
     Some(SandboxUnavailable { reason, call_id: None })
 }
 
-/// What a cautious turn's `sandbox_unavailable` says after the probe's reason.
+/// What a cautious turn's `sandbox_unavailable` says after the probe's reason when nothing can contain a read.
 pub const CAUTIOUS_UNCONTAINED: &str =
-    "cautious runs read-only commands uncontained, as you, and asks before reading a credential store";
+    "neither bubblewrap nor Landlock can contain a read here, so cautious asks before every command";
 
-/// Cautious's notice at a turn's start: when `settings.mode` is cautious and `status` says the sandbox cannot run,
-/// the turn's read-only commands run direct instead of in the read-only sandbox
-/// (docs/adr/0009-cautious-reads-contained.md); the returned `sandbox_unavailable` (no call_id) says so, with the
-/// probe's reason. The mode stays cautious, so `settings` gets no fallback.
+/// Cautious's notice at a turn's start: when `settings.mode` is cautious and `status` says bubblewrap's sandbox
+/// cannot run, the returned `sandbox_unavailable` (no call_id) says with the probe's reason how the turn's reads run:
+/// contained by Landlock and seccomp alone when `landlock_only` ([`crate::sandbox::probe::LANDLOCK_ONLY`]), else not
+/// at all, so cautious asks before each
+/// (docs/adr/0020-landlock-only-reads.md). The mode stays cautious, so `settings` gets no fallback.
 #[must_use]
-pub fn cautious_uncontained(settings: &TurnSettings, status: &SandboxStatus) -> Option<SandboxUnavailable> {
+pub fn cautious_uncontained(
+    settings: &TurnSettings,
+    status: &SandboxStatus,
+    landlock_only: bool,
+) -> Option<SandboxUnavailable> {
     if settings.mode != Mode::Cautious || status.available {
         return None;
     }
@@ -129,7 +143,11 @@ pub fn cautious_uncontained(settings: &TurnSettings, status: &SandboxStatus) -> 
         .as_deref()
         .unwrap_or("the sandbox cannot run, and the probe said no more");
     Some(SandboxUnavailable {
-        reason: format!("{reason}; {CAUTIOUS_UNCONTAINED}"),
+        reason: if landlock_only {
+            format!("{reason}; {}", crate::sandbox::probe::LANDLOCK_ONLY)
+        } else {
+            format!("{reason}; {CAUTIOUS_UNCONTAINED}")
+        },
         call_id: None,
     })
 }
@@ -207,19 +225,28 @@ mod tests {
             reason: Some("bubblewrap is not installed at /nonexistent/bwrap".into()),
             ..SandboxStatus::default()
         };
-        let event = cautious_uncontained(&settings(Mode::Cautious), &down).unwrap();
+        let event = cautious_uncontained(&settings(Mode::Cautious), &down, false).unwrap();
         assert_eq!(
             event.reason,
             format!("bubblewrap is not installed at /nonexistent/bwrap; {CAUTIOUS_UNCONTAINED}")
         );
         assert_eq!(event.call_id, None);
+        // Contained by Landlock alone: said so.
+        let event = cautious_uncontained(&settings(Mode::Cautious), &down, true).unwrap();
+        assert_eq!(
+            event.reason,
+            format!(
+                "bubblewrap is not installed at /nonexistent/bwrap; {}",
+                crate::sandbox::probe::LANDLOCK_ONLY
+            )
+        );
         let up = SandboxStatus {
             available: true,
             ..SandboxStatus::default()
         };
-        assert_eq!(cautious_uncontained(&settings(Mode::Cautious), &up), None);
+        assert_eq!(cautious_uncontained(&settings(Mode::Cautious), &up, false), None);
         for mode in [Mode::Manual, Mode::Auto, Mode::Full] {
-            assert_eq!(cautious_uncontained(&settings(mode), &down), None);
+            assert_eq!(cautious_uncontained(&settings(mode), &down, false), None);
         }
     }
 

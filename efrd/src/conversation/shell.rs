@@ -33,7 +33,7 @@ pub struct OpenShellCalls {
 }
 
 /// What the model reads of the end of a command left running.
-pub(crate) fn notice(command: &str, how: How, exit_code: Option<i32>) -> String {
+pub(crate) fn notice(command: &str, how: How, exit_code: Option<i32>, notes: &[String]) -> String {
     let how = match how {
         How::Ended => "it exited",
         How::Stopped => "the user stopped it (SIGINT)",
@@ -44,7 +44,13 @@ pub(crate) fn notice(command: &str, how: How, exit_code: Option<i32>) -> String 
         How::Unknown => "it ended",
     };
     let exit = exit_code.map_or_else(String::new, |code| format!(", exit status {code}"));
-    format!("the command `{command}` that was left running has ended: {how}{exit}; the shell takes commands again")
+    let mut text =
+        format!("the command `{command}` that was left running has ended: {how}{exit}; the shell takes commands again");
+    for note in notes {
+        text.push('\n');
+        text.push_str(note);
+    }
+    text
 }
 
 #[derive(Debug, Clone)]
@@ -126,7 +132,8 @@ impl OpenShellCalls {
             EventBody::ToolCallCompleted(completed) => self.open.retain(|o| o.call_id != completed.call_id),
             EventBody::ShellCommandEnded(ended) => {
                 if let Some(open) = self.open.iter().find(|o| o.call_id == ended.call_id) {
-                    self.notices.push(notice(&open.command, ended.how, ended.exit_code));
+                    self.notices
+                        .push(notice(&open.command, ended.how, ended.exit_code, &ended.notes));
                 }
                 self.open.retain(|o| o.call_id != ended.call_id);
             }

@@ -251,6 +251,12 @@ mod tests {
             (HostVerdict::Denied, Some("*"), HostRuleSource::ConfigDeny, None)
         );
         assert_eq!(answer.reason, "denied by the deny list entry \"*\"");
+        // `*` without a port is every port, whatever port allow opens.
+        let answer = explain_host("github.com", 22, &patterns(&["*:22"]), &patterns(&["*"]), &[]);
+        assert_eq!(
+            verdict(&answer),
+            (HostVerdict::Denied, Some("*"), HostRuleSource::ConfigDeny, None)
+        );
         let answer = explain_host("github.com", 443, &[], &[], &[]);
         assert!(answer.reason.contains("allow list is empty"), "{}", answer.reason);
     }

@@ -69,11 +69,11 @@ pub fn host_grants(allow: &[HostPattern]) -> Vec<Grant> {
         .map(|pattern| {
             let written = HostPattern {
                 host: pattern.host.clone(),
-                port: DEFAULT_PORT,
+                port: None,
             };
             Grant::Host {
                 host: written.to_string(),
-                port: (pattern.port != DEFAULT_PORT).then_some(pattern.port),
+                port: Some(pattern.allow_port()).filter(|port| *port != DEFAULT_PORT),
             }
         })
         .collect()
@@ -87,8 +87,12 @@ pub fn grant_patterns(grants: &[Grant]) -> Vec<HostPattern> {
         .iter()
         .filter_map(|grant| match grant {
             Grant::Host { host, port } => {
-                let port = port.unwrap_or(DEFAULT_PORT);
-                HostPattern::from_str(&format!("{host}:{port}")).ok()
+                let pattern = HostPattern::from_str(host).ok()?;
+                // A grant opens one port: the one it names, else 443.
+                Some(HostPattern {
+                    port: port.filter(|port| *port != DEFAULT_PORT),
+                    ..pattern
+                })
             }
             _ => None,
         })
@@ -96,12 +100,16 @@ pub fn grant_patterns(grants: &[Grant]) -> Vec<HostPattern> {
 }
 
 /// The deny list of a plan: `deny`, then each credential host that is not in it and that `allow` does not name
-/// exactly (the same name and port: a wildcard such as `*` or `**.github.com` does not open a credential host).
+/// exactly (the same name and port: a wildcard such as `*` or `**.github.com` does not open a credential host). A
+/// credential host without a port is denied on every port, unless `allow` names it on 443.
 #[must_use]
 pub fn deny_list(deny: &[HostPattern], allow: &[HostPattern], credentials: Vec<HostPattern>) -> Vec<HostPattern> {
     let mut out = deny.to_vec();
     for host in credentials {
-        let named = matches!(host.host, HostMatch::Exact(_)) && allow.contains(&host);
+        let named = matches!(host.host, HostMatch::Exact(_))
+            && allow
+                .iter()
+                .any(|entry| entry.host == host.host && entry.allow_port() == host.allow_port());
         if !named && !out.contains(&host) {
             out.push(host);
         }

@@ -19,7 +19,7 @@ use std::os::unix::net::{SocketAddr, UnixListener};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use efr_protocol::internal::{LaunchPlan, LaunchReport, ReportTo, SHM_SIZE, default_masks};
+use efr_protocol::internal::{Containment, LaunchPlan, LaunchReport, ReportTo, SHM_SIZE, default_masks};
 use efr_protocol::wire::{Grant, ProbeName, SandboxPaths, SandboxProbe, SandboxStatus};
 use serde::Serialize;
 
@@ -69,6 +69,9 @@ pub struct Probe {
     pub setup_error: Option<String>,
     /// Every step, in [`ProbeName`]'s order, passed or not and why.
     pub steps: Vec<SandboxProbe>,
+    /// bubblewrap cannot start, but a `true` ran contained by Landlock and seccomp alone: cautious's reads run that
+    /// way (docs/adr/0020-landlock-only-reads.md). `false` when the sandbox is available.
+    pub landlock_only: bool,
 }
 
 impl Probe {
@@ -117,9 +120,56 @@ impl Probe {
     }
 }
 
+/// What the status's reason adds when cautious's reads run contained by Landlock and seccomp alone.
+pub const LANDLOCK_ONLY: &str = "cautious's read-only commands run contained by Landlock and seccomp alone";
+
 /// Runs the probe. Never fails: what went wrong is in `status.reason` (the first failure), `setup_error` and each
-/// step of `steps`.
+/// step of `steps`. When bubblewrap cannot start, a `true` contained by Landlock and seccomp alone says whether
+/// cautious's reads can run that way ([`Probe::landlock_only`]); its `landlock` and `seccomp` steps then pass and
+/// say so (`efr sandbox check` shows them), in place of "not checked".
 pub fn probe(options: &ProbeOptions) -> Probe {
+    let mut found = probe_bubblewrap(options);
+    if !found.status.available && found.paths.launcher.is_some() && landlock_true(options) {
+        found.landlock_only = true;
+        for step in &mut found.steps {
+            if matches!(step.name, ProbeName::Landlock | ProbeName::Seccomp) {
+                step.passed = true;
+                step.reason = None;
+                step.fix = None;
+                step.detail = Some(format!("without bubblewrap: {LANDLOCK_ONLY}"));
+            }
+        }
+    }
+    found
+}
+
+/// A `true` with the default masks contained by Landlock and seccomp alone: ran, exited 0, and the launcher said
+/// so.
+fn landlock_true(options: &ProbeOptions) -> bool {
+    let bwrap = options.bwrap.clone().unwrap_or_else(|| PathBuf::from("/usr/bin/bwrap"));
+    let mut plan = base_plan(options, &bwrap, vec!["true".into()], None);
+    plan.containment = Containment::Landlock;
+    let Ok(report) = launch(&options.launcher, plan) else {
+        return false;
+    };
+    let contained = report.iter().any(|line| {
+        matches!(
+            line,
+            LaunchReport::Sandboxed {
+                containment: Containment::Landlock,
+                ..
+            }
+        )
+    });
+    contained
+        && matches!(
+            LaunchReport::end(&report),
+            Some(LaunchReport::Exited { exit_code: 0, .. })
+        )
+}
+
+/// The probe of bubblewrap's sandbox (see [`probe`]).
+fn probe_bubblewrap(options: &ProbeOptions) -> Probe {
     let bwrap = match &options.bwrap {
         Some(path) => path.is_file().then(|| path.clone()),
         None => std::env::var_os("PATH").and_then(|path| find_program("bwrap", &path)),
@@ -143,6 +193,7 @@ pub fn probe(options: &ProbeOptions) -> Probe {
         seccomp: false,
         setup_error: None,
         steps: Vec::new(),
+        landlock_only: false,
     };
     // The facts, each on its own, so the check names every one that is missing.
     let bwrap_failed = found.check_bwrap(options, bwrap.as_deref());

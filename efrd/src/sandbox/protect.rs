@@ -38,6 +38,15 @@ pub fn remove_planted_commondirs(roots: &[PathBuf]) -> Vec<PathBuf> {
         .collect()
 }
 
+/// The model's line about a `commondir` that [`remove_planted_commondirs`] removed.
+#[must_use]
+pub fn removed_commondir_note(removed: &Path) -> String {
+    format!(
+        "[efr removed {}: in a main .git folder it would point git outside the sandbox at other configuration]",
+        removed.display()
+    )
+}
+
 /// Sets `plan.protected` from its writable roots (project roots, `$SCRATCH`, `write` grants) and efr's own roots.
 /// Call it again after adding roots or grants: it starts over.
 pub fn protect(plan: &mut LaunchPlan, efr_roots: &[PathBuf]) {

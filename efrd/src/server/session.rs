@@ -118,6 +118,15 @@ impl Session {
     /// `forbidden` naming the method and the missing scope or the transport.
     pub fn check_allowed(&self, method: Method) -> Result<(), ErrorBody> {
         let spec = method.spec();
+        // Before the proof, a tailnet connection may call only hello, device.enroll and device.prove
+        // (docs/protocol.md, "Remote devices": the answers of the tailnet listener), and every other method is
+        // `unauthorized`, even one the tailnet never serves: an unproven peer learns nothing of the method table.
+        if self.awaits_proof() && !matches!(method, Method::Hello | Method::DeviceEnroll | Method::DeviceProve) {
+            return Err(ErrorBody::new(
+                ErrorCode::Unauthorized,
+                format!("`{}` needs a proven device: call device.prove first", spec.name),
+            ));
+        }
         if !spec.transports.allows(self.transport) {
             let on = match self.transport {
                 Transport::Local => "the Unix socket",
@@ -126,14 +135,6 @@ impl Session {
             return Err(ErrorBody::new(
                 ErrorCode::Forbidden,
                 format!("`{}` is not served on {on}", spec.name),
-            ));
-        }
-        // Before the proof, a tailnet connection may call only hello, device.enroll and device.prove
-        // (docs/protocol.md, "Remote devices": the answers of the tailnet listener).
-        if self.awaits_proof() && !matches!(method, Method::Hello | Method::DeviceEnroll | Method::DeviceProve) {
-            return Err(ErrorBody::new(
-                ErrorCode::Unauthorized,
-                format!("`{}` needs a proven device: call device.prove first", spec.name),
             ));
         }
         if matches!(method, Method::DeviceEnroll | Method::DeviceProve) {

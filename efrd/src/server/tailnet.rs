@@ -82,12 +82,20 @@ pub async fn run(daemon: Arc<Daemon>, options: Options, shutdown: CancellationTo
             .set_state(ListenerState::Listening { addr, me: me.clone() });
         // Cancelled when the tailnet changes or efrd stops: every connection of this address closes with 1001.
         let generation = shutdown.child_token();
-        tokio::select! {
-            () = accept(&listener, &api, &me, &daemon, &generation, &tracker) => {}
-            () = watch_change(&api, &me, &shutdown) => info!(%addr, "the tailnet changed: closing the listener"),
+        let closing = tokio::select! {
+            () = accept(&listener, &api, &me, &daemon, &generation, &tracker) => Closing::Stop,
+            closing = watch_change(&api, &me, &shutdown) => closing,
+        };
+        match &closing {
+            Closing::Stop => info!(%addr, "efrd stops: closing the tailnet listener"),
+            Closing::Changed => info!(%addr, "the tailnet changed: closing the listener"),
+            Closing::Gone(problem) => {
+                info!(%addr, %problem, "tailscaled no longer says this node is on the tailnet: closing the listener");
+            }
         }
-        generation.cancel();
+        // The socket closes before the connections do: a client that saw its 1001 cannot connect to it any more.
         drop(listener);
+        generation.cancel();
         daemon.remote.set_state(ListenerState::NotListening);
     }
     daemon.remote.set_state(ListenerState::Off);
@@ -114,16 +122,28 @@ async fn pause(shutdown: &CancellationToken) {
     }
 }
 
-/// Returns when tailscaled goes away or its facts are no longer `me`.
-async fn watch_change(api: &LocalApi, me: &SelfFacts, shutdown: &CancellationToken) {
+/// Why the listener of one address closes, as its log line says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Closing {
+    /// efrd stops.
+    Stop,
+    /// tailscaled gives this node other facts (an address, a node, a tailnet).
+    Changed,
+    /// tailscaled does not answer, or says the node is not on a tailnet: why.
+    Gone(String),
+}
+
+/// Returns when efrd stops, tailscaled goes away or its facts are no longer `me`, and says which.
+async fn watch_change(api: &LocalApi, me: &SelfFacts, shutdown: &CancellationToken) -> Closing {
     loop {
         pause(shutdown).await;
         if shutdown.is_cancelled() {
-            return;
+            return Closing::Stop;
         }
         match learn(api).await {
             Ok(now) if now == *me => {}
-            Ok(_) | Err(_) => return,
+            Ok(_) => return Closing::Changed,
+            Err(problem) => return Closing::Gone(problem),
         }
     }
 }
@@ -239,5 +259,34 @@ async fn serve_http(stream: TcpStream, remote: RemotePeer, daemon: Arc<Daemon>, 
         .with_upgrades();
     if let Err(error) = connection.await {
         debug!(%error, "a tailnet HTTP connection failed");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn me() -> SelfFacts {
+        SelfFacts {
+            ipv4: std::net::Ipv4Addr::new(100, 64, 0, 1),
+            node: "n1".into(),
+            user_id: 1,
+            tailnet: "ada.github".into(),
+            fqdn: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn an_ordinary_stop_is_a_stop_and_tailscaled_gone_is_said_as_such() {
+        let dir = tempfile::tempdir().unwrap();
+        let api = LocalApi::new(&dir.path().join("no-tailscaled.sock"));
+        let shutdown = CancellationToken::new();
+        shutdown.cancel();
+        assert_eq!(watch_change(&api, &me(), &shutdown).await, Closing::Stop);
+        let running = CancellationToken::new();
+        let closing = tokio::time::timeout(POLL_INTERVAL * 5, watch_change(&api, &me(), &running))
+            .await
+            .unwrap();
+        assert!(matches!(closing, Closing::Gone(_)), "{closing:?}");
     }
 }

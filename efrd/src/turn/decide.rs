@@ -58,6 +58,13 @@ pub async fn decide_call(env: &ToolEnv, call: ToolCall) -> Result<DecidedCall, S
     let mut ctx = PolicyContext::new(resolved_roots(&env.roots), env.origin);
     ctx.home.clone_from(&env.home);
     ctx.efr_dirs = resolved_dirs(&env.efr_dirs);
+    // As written and resolved: a line may name the mask either way.
+    ctx.extra_masks = env.layout.config_masks.clone();
+    for resolved in resolved_roots(&env.layout.config_masks) {
+        if !ctx.extra_masks.contains(&resolved) {
+            ctx.extra_masks.push(resolved);
+        }
+    }
     match call {
         ToolCall::Shell { command, timeout } => {
             let shell = ShellCall {
@@ -68,7 +75,12 @@ pub async fn decide_call(env: &ToolEnv, call: ToolCall) -> Result<DecidedCall, S
             if policy::effective_mode(env.mode, env.origin) == Mode::Cautious {
                 // Cautious's reads run in the read-only sandbox whenever it can run (docs/adr/0009-cautious-reads-contained.md): git's own
                 // config is neutralised there, so the repositories need no check.
-                ctx.sandbox = env.sandbox.current().await.status.available && visible_read_only(env);
+                let probe = env.sandbox.current().await;
+                // bubblewrap's read-only sandbox, or where it cannot start, Landlock and seccomp alone
+                // (docs/adr/0020-landlock-only-reads.md); with neither, every read asks.
+                let contained = probe.status.available || probe.landlock_only;
+                ctx.sandbox = contained && visible_read_only(env);
+                ctx.uncontained = !contained;
                 if !ctx.sandbox {
                     // Without it, a read-only git command runs only in a repository checked to run nothing of its own.
                     ctx.git = git_check::inspect_unless_sandboxed(&analysis.git).await;
@@ -100,12 +112,12 @@ pub async fn decide_call(env: &ToolEnv, call: ToolCall) -> Result<DecidedCall, S
     }
 }
 
-/// Whether the read-only sandbox shows the call's folders: its private `/tmp` hides a project or a start folder
-/// under `/tmp` (auto binds its project over it, writable; the read-only sandbox binds nothing), so there cautious's
-/// reads run direct, with the check of credential stores (docs/adr/0009-cautious-reads-contained.md).
+/// Whether the read-only sandbox can show the call's folders: a project or start folder under `/tmp` is shown
+/// read-only over its private `/tmp` (`LaunchPlan::read_only_roots`), but `/tmp` itself cannot be, so a call there
+/// runs direct, with the check of credential stores (docs/adr/0009-cautious-reads-contained.md).
 fn visible_read_only(env: &ToolEnv) -> bool {
-    let under_tmp = |path: &Path| efr_policy::paths::is_within(path, Path::new("/tmp"));
-    !under_tmp(&env.cwd) && !env.roots.iter().any(|root| under_tmp(root))
+    let tmp = |path: &Path| efr_policy::paths::normalize(path) == Path::new("/tmp");
+    !tmp(&env.cwd) && !env.roots.iter().any(|root| tmp(root))
 }
 
 /// Parses and plans a patch against the files under `cwd`, with its changes' paths resolved through links.

@@ -71,7 +71,7 @@ impl ExitPlace {
     /// Whether `host:port` needs no exit: `[network] allow` lets it through the proxy, or `[network] deny` names it
     /// (the proxy checks deny first, so no grant could open it: an exit would be asked for nothing).
     fn allowed(&self, host: &str, port: u16) -> bool {
-        self.deny.iter().any(|p| p.matches(host, port))
+        self.deny.iter().any(|p| p.denies(host, port))
             || (self.proxied && self.allow.iter().any(|p| p.matches(host, port)))
     }
 

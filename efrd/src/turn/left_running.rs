@@ -83,9 +83,16 @@ pub(super) async fn follow_left_running(left: LeftRunning<'_>, detached: Detache
             }
         };
         let mut exit_code = end.exit_code;
+        let mut notes = Vec::new();
         if let Some(prepared) = prepared {
-            crate::sandbox::protect::remove_planted_commondirs(&roots);
-            git_link::put_back(&prepared.git_links);
+            // What efrd puts right after the command is told to the model, as after a call that did not outlive
+            // its timeout (turn/shell_call.rs): shell_command_ended carries the lines.
+            notes = git_link::put_back(&prepared.git_links);
+            notes.extend(
+                crate::sandbox::protect::remove_planted_commondirs(&roots)
+                    .iter()
+                    .map(|removed| crate::sandbox::protect::removed_commondir_note(removed)),
+            );
             let _ = std::fs::remove_file(&prepared.plan_file);
             // Its refusals have no event to go to any more (tool_call_completed is recorded): the plans are closed
             // so that their sockets and tunnels go.
@@ -98,6 +105,7 @@ pub(super) async fn follow_left_running(left: LeftRunning<'_>, detached: Detache
             call_id,
             how: wire_how(end.how),
             exit_code,
+            notes,
         });
         let _ = sink.record_outside_turn(vec![ended]).await;
     });

@@ -387,11 +387,8 @@ fn summarize(
             model_text.push_str(&note);
         }
         for removed in crate::sandbox::protect::remove_planted_commondirs(&env.roots) {
-            model_text.push_str(&format!(
-                "\n[efr removed {}: in a main .git folder it would point git outside the sandbox at other \
-                 configuration]",
-                removed.display()
-            ));
+            model_text.push('\n');
+            model_text.push_str(&crate::sandbox::protect::removed_commondir_note(&removed));
         }
     }
     for note in &closed.notes {

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use efr_protocol::ids::CallId;
+use efr_protocol::internal::Containment;
 use efr_protocol::wire::Grant;
 
 use super::contained::{self, CallPlan};
@@ -75,8 +76,14 @@ pub(super) async fn prepare(
     read_only: bool,
 ) -> Result<Prepared, NotPrepared> {
     let probe = env.sandbox.current().await;
-    let bwrap = match (&probe.paths.bwrap, probe.status.available) {
-        (Some(bwrap), true) => bwrap.clone(),
+    let (bwrap, containment) = match (&probe.paths.bwrap, probe.status.available) {
+        (Some(bwrap), true) => (bwrap.clone(), Containment::Bubblewrap),
+        // A read-only call where bubblewrap cannot start: Landlock and seccomp alone, which need no bubblewrap
+        // (the plan names one all the same).
+        (bwrap, false) if read_only && probe.landlock_only => (
+            bwrap.clone().unwrap_or_else(|| PathBuf::from("/usr/bin/bwrap")),
+            Containment::Landlock,
+        ),
         _ => {
             let reason = probe
                 .status
@@ -113,6 +120,7 @@ pub(super) async fn prepare(
         desktop: env.desktop.as_ref(),
     });
     probe.fit(&mut plan);
+    plan.containment = containment;
     let (proxy, network_note) = call_network::open(env, call_id, &mut plan).await;
     let (bus, bus_note) = call_bus::open(env, call_id, &mut plan).await;
     let written = serde_json::to_vec(&plan)

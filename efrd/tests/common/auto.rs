@@ -9,7 +9,7 @@ use std::time::Duration;
 use efr_test_support::binaries::sibling;
 use efr_test_support::daemon::{TestDaemon, config_for};
 use efr_test_support::scripted::ScriptedModel;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 /// The launcher next to efrd, where efrd looks for it; built when it is not there yet.
 pub fn launcher() -> &'static Path {
@@ -49,4 +49,30 @@ pub async fn bounded<T>(what: &str, f: impl std::future::Future<Output = T>) -> 
     tokio::time::timeout(Duration::from_secs(60), f)
         .await
         .unwrap_or_else(|_| panic!("{what} took over 60 s"))
+}
+
+/// Reads the subscription's events until the turn completes, answering every question deny.
+pub async fn deny_every_question(
+    client: &mut efr_test_support::client::Client,
+    id: efr_protocol::frame::RequestId,
+    conversation: &str,
+) -> Vec<serde_json::Value> {
+    let mut events = Vec::new();
+    loop {
+        let frame = client.next_of(id).await.expect("a frame of the subscription");
+        let efr_test_support::client::StreamFrame::Item(item) = frame else {
+            panic!("expected an event, got {frame:?}");
+        };
+        let event = item["event"].clone();
+        events.push(event.clone());
+        match event["kind"].as_str() {
+            Some("turn_completed") => return events,
+            Some("approval_requested") => {
+                let answer = json!({"command_id": super::command_id(), "conversation_id": conversation,
+                    "call_id": event["call_id"], "decision": "deny"});
+                client.ok("approval.respond", answer).await.unwrap();
+            }
+            _ => {}
+        }
+    }
 }

@@ -13,7 +13,7 @@ use std::process::Command;
 
 use serde_json::json;
 
-use common::auto::{bounded, daemon_with, tempdir};
+use common::auto::{bounded, daemon_with, deny_every_question, tempdir};
 use common::tools::{event_of, left_running_call, patch_call, prompt_to, shell_call, start, text, tool_output};
 use common::{command_id, events_until, model};
 
@@ -380,7 +380,7 @@ async fn a_commondir_planted_in_the_projects_git_folder_is_taken_away() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn without_a_sandbox_cautious_asks_before_git_in_a_repository_that_could_run_a_program() {
+async fn without_bubblewrap_a_cautious_git_read_in_a_repository_that_could_run_a_program_runs_it_nowhere() {
     let home = tempdir();
     let project = tempdir();
     let outside = tempdir();
@@ -392,10 +392,11 @@ async fn without_a_sandbox_cautious_asks_before_git_in_a_repository_that_could_r
         text("one commit"),
         shell_call("call_sub", "git -C sub status --short"),
         shell_call("call_top", "git status --short"),
-        text("asked twice"),
+        text("read twice"),
     ])
     .await;
-    // Without bubblewrap cautious's reads run direct, as the user: git's repositories are checked first.
+    // Without bubblewrap cautious's reads run contained by Landlock and seccomp alone, with git's program keys
+    // switched off: no repository needs a check first.
     let efrd = daemon_with(home.path(), &server, &[("EFR_BWRAP", "/nonexistent/bwrap")]);
     let mut client = efrd.client().await.unwrap();
 
@@ -405,7 +406,7 @@ async fn without_a_sandbox_cautious_asks_before_git_in_a_repository_that_could_r
     assert!(events.iter().all(|e| e["kind"] != "approval_requested"), "{events:?}");
     assert_eq!(
         event_of(&events, "tool_call_started", "call_log")["launch"]["kind"],
-        "direct"
+        "contained"
     );
     assert!(tool_output(&server, "call_log").contains("one"));
 
@@ -430,33 +431,15 @@ async fn without_a_sandbox_cautious_asks_before_git_in_a_repository_that_could_r
         in_lib.display()
     ));
 
-    // cautious, after: each git read asks, naming what would run, and nothing ran.
+    // cautious, after: each git read runs at once, contained, and nothing the repositories name ran.
     prompt_to(&mut client, Some(&conversation), project.path(), "cautious", "status").await;
-    for (call, repository) in [("call_sub", "sub"), ("call_top", "lib")] {
-        let events = bounded(
-            "cautious question",
-            common::events_through(&mut client, id, "approval_requested"),
-        )
-        .await;
-        let asked = events.last().unwrap();
-        assert_eq!(asked["call_id"], call, "{asked}");
-        assert_eq!(
-            asked["reason"],
-            format!(
-                "cautious asks before git in {repository}, whose own config key `core.fsmonitor` can make git run a \
-                 program"
-            ),
-            "{asked}"
-        );
-        let deny =
-            json!({"command_id": command_id(), "conversation_id": conversation, "call_id": call, "decision": "deny"});
-        client.ok("approval.respond", deny).await.unwrap();
+    let events = bounded("cautious end", events_until(&mut client, id, "turn_completed")).await;
+    assert!(events.iter().all(|e| e["kind"] != "approval_requested"), "{events:?}");
+    for call in ["call_sub", "call_top"] {
+        let started = event_of(&events, "tool_call_started", call);
+        assert_eq!(started["launch"]["kind"], "contained", "{started}");
     }
-    bounded("cautious end", events_until(&mut client, id, "turn_completed")).await;
-    assert!(
-        !in_sub.exists() && !in_lib.exists(),
-        "git ran a planted fsmonitor outside the sandbox"
-    );
+    assert!(!in_sub.exists() && !in_lib.exists(), "git ran a planted fsmonitor");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -575,30 +558,4 @@ async fn a_project_whose_git_is_a_link_or_a_file_runs_contained_and_a_swapped_li
     host_git(&linked, &["status", "--short"]);
     host_git(&separate, &["status", "--short"]);
     assert!(!marker.exists(), "git ran a call's fsmonitor outside the sandbox");
-}
-
-/// Reads the subscription's events until the turn completes, answering every question deny.
-async fn deny_every_question(
-    client: &mut efr_test_support::client::Client,
-    id: efr_protocol::frame::RequestId,
-    conversation: &str,
-) -> Vec<serde_json::Value> {
-    let mut events = Vec::new();
-    loop {
-        let frame = client.next_of(id).await.expect("a frame of the subscription");
-        let efr_test_support::client::StreamFrame::Item(item) = frame else {
-            panic!("expected an event, got {frame:?}");
-        };
-        let event = item["event"].clone();
-        events.push(event.clone());
-        match event["kind"].as_str() {
-            Some("turn_completed") => return events,
-            Some("approval_requested") => {
-                let answer = json!({"command_id": command_id(), "conversation_id": conversation,
-                    "call_id": event["call_id"], "decision": "deny"});
-                client.ok("approval.respond", answer).await.unwrap();
-            }
-            _ => {}
-        }
-    }
 }

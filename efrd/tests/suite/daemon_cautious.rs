@@ -1,7 +1,8 @@
 //! Cautious's read-only commands in efr's read-only sandbox, with the real launcher and bubblewrap
 //! (docs/adr/0009-cautious-reads-contained.md): reads of credential stores and efr's state root see empty masks and
-//! ask nothing, a repository's planted git config runs nothing, common reads give the same output as direct, and
-//! without bubblewrap cautious asks before reading a credential store.
+//! ask nothing, a repository's planted git config runs nothing, common reads give the same output contained (by
+//! bubblewrap, or by Landlock alone) as direct, and a project under /tmp is read contained. Without bubblewrap:
+//! `daemon_landlock_only.rs`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a failed unwrap is a failed test.
 
@@ -239,9 +240,11 @@ async fn common_reads_print_the_same_contained_as_direct() {
         "cd src && ls",
     ];
     let mut outputs: Vec<Vec<String>> = Vec::new();
-    for (launch, envs) in [
-        ("contained", vec![]),
-        ("direct", vec![("EFR_BWRAP", "/nonexistent/bwrap")]),
+    // bubblewrap's read-only sandbox, Landlock and seccomp alone (no bubblewrap), and direct (full mode).
+    for (launch, mode, envs) in [
+        ("contained", "cautious", vec![]),
+        ("contained", "cautious", vec![("EFR_BWRAP", "/nonexistent/bwrap")]),
+        ("direct", "full", vec![]),
     ] {
         let home = home_with_a_key();
         // The same path in both runs, so `pwd` and `git rev-parse` print the same.
@@ -259,11 +262,11 @@ async fn common_reads_print_the_same_contained_as_direct() {
         let server = model(replies).await;
         let efrd = daemon_with(home.path(), &server, &envs);
         let mut client = efrd.client().await.unwrap();
-        let (_, _, id) = start(&mut client, &project, "cautious", "read").await;
-        let events = bounded("cautious turn", events_until(&mut client, id, "turn_completed")).await;
+        let (_, _, id) = start(&mut client, &project, mode, "read").await;
+        let events = bounded("the turn", events_until(&mut client, id, "turn_completed")).await;
         assert!(
             events.iter().all(|e| e["kind"] != "approval_requested"),
-            "{launch}: {events:?}"
+            "{launch} {envs:?}: {events:?}"
         );
         let mut seen = Vec::new();
         for (n, line) in lines.iter().enumerate() {
@@ -277,7 +280,8 @@ async fn common_reads_print_the_same_contained_as_direct() {
         drop(efrd);
     }
     for (n, line) in lines.iter().enumerate() {
-        assert_eq!(outputs[0][n], outputs[1][n], "{line}: contained and direct differ");
+        assert_eq!(outputs[0][n], outputs[2][n], "{line}: contained and direct differ");
+        assert_eq!(outputs[1][n], outputs[2][n], "{line}: Landlock alone and direct differ");
         assert!(
             !outputs[0][n].contains("exit status"),
             "{line} failed: {}",
@@ -287,48 +291,48 @@ async fn common_reads_print_the_same_contained_as_direct() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn without_bubblewrap_cautious_asks_before_reading_a_credential_store_and_says_why() {
+async fn a_project_under_tmp_is_read_contained_with_the_project_shown_read_only() {
+    // The home is under the target folder; the project under /tmp, which the read-only sandbox's private /tmp would
+    // hide without its read-only bind.
     let home = home_with_a_key();
-    let project = home.path().join("proj");
+    let project = tempfile::Builder::new().prefix("efr-ro-").tempdir_in("/tmp").unwrap();
+    std::fs::write(project.path().join("README.md"), "hello from tmp\n").unwrap();
+    git(project.path(), &["init", "-q"]);
+    git(project.path(), &["add", "README.md"]);
+    git(project.path(), &["commit", "-qm", "one"]);
     let server = model(vec![
+        shell_call("call_cat", "cat README.md"),
+        shell_call("call_git", "git status --short; git log --oneline | wc -l"),
         shell_call("call_key", "cat ~/.ssh/id_ed25519"),
-        shell_call("call_ls", "ls"),
-        text("asked"),
+        shell_call(
+            "call_write",
+            "echo x > made.txt 2>/dev/null || echo refused; cat README.md >/dev/null",
+        ),
+        text("read"),
     ])
     .await;
-    let efrd = daemon_with(home.path(), &server, &[("EFR_BWRAP", "/nonexistent/bwrap")]);
+    let efrd = daemon_with(home.path(), &server, &[]);
     let mut client = efrd.client().await.unwrap();
-    let (_, conversation, id) = start(&mut client, &project, "cautious", "read").await;
-    let events = bounded(
-        "a question",
-        common::events_through(&mut client, id, "approval_requested"),
-    )
-    .await;
-    // The turn says that cautious's reads run uncontained, and why.
-    let unavailable = events.iter().find(|e| e["kind"] == "sandbox_unavailable").unwrap();
-    let reason = unavailable["reason"].as_str().unwrap();
-    assert!(reason.contains("bubblewrap"), "{reason}");
+    let (_, conversation, id) = start(&mut client, project.path(), "cautious", "read").await;
+    let mut events = Vec::new();
+    // The write asks; allowed, it runs direct, as any cautious write.
+    answer(&mut client, id, &conversation, "call_write", &mut events).await;
+    events.extend(bounded("cautious turn", events_until(&mut client, id, "turn_completed")).await);
+    for call in ["call_cat", "call_git", "call_key"] {
+        let started = event_of(&events, "tool_call_started", call);
+        assert_eq!(started["launch"], json!({"kind": "contained"}), "{call}: {started}");
+        let done = event_of(&events, "tool_call_completed", call);
+        assert!(done["sandbox"].get("setup_error").is_none(), "{call}: {done}");
+    }
     assert!(
-        reason.contains("cautious runs read-only commands uncontained"),
-        "{reason}"
+        events.iter().all(|e| e["kind"] != "sandbox_unavailable"),
+        "the sandbox ran: {events:?}"
     );
-    let started = events.iter().find(|e| e["kind"] == "turn_started").unwrap();
-    assert_eq!(started["settings"]["mode"], "cautious", "{started}");
-    let asked = events.last().unwrap();
-    assert_eq!(asked["call_id"], "call_key", "{asked}");
-    assert_eq!(
-        asked["reason"],
-        "cautious asks before reading a credential store when efr's sandbox is not available \
-         (`~/.ssh/id_ed25519`, in the credential store ~/.ssh)",
-        "{asked}"
+    assert!(tool_output(&server, "call_cat").contains("hello from tmp"));
+    assert!(
+        tool_output(&server, "call_git").contains('1'),
+        "{}",
+        tool_output(&server, "call_git")
     );
-    let deny =
-        json!({"command_id": command_id(), "conversation_id": conversation, "call_id": "call_key", "decision": "deny"});
-    client.ok("approval.respond", deny).await.unwrap();
-    let events = bounded("cautious end", events_until(&mut client, id, "turn_completed")).await;
     assert!(!tool_output(&server, "call_key").contains(SSH_SECRET));
-    // A plain read still runs at once, direct.
-    let ls = event_of(&events, "tool_call_started", "call_ls");
-    assert_eq!(ls["launch"]["kind"], "direct", "{ls}");
-    assert!(tool_output(&server, "call_ls").contains("README"));
 }

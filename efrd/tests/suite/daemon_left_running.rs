@@ -127,3 +127,52 @@ async fn a_call_refused_as_busy_leaves_the_command_left_running_visible_and_stop
         "{last}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_git_link_swapped_by_a_contained_command_left_running_is_put_back_and_the_model_is_told() {
+    use common::auto::{bounded, daemon_with, tempdir};
+    let base = tempdir();
+    let home = base.path().join("home");
+    let project = base.path().join("project");
+    for dir in [&home, &project] {
+        std::fs::create_dir(dir).unwrap();
+    }
+    let init = std::process::Command::new("git")
+        .args(["init", "-q", "--separate-git-dir", "../repo.git"])
+        .current_dir(&project)
+        .status()
+        .unwrap();
+    assert!(init.success());
+    std::fs::remove_file(project.join(".git")).unwrap();
+    std::os::unix::fs::symlink("../repo.git", project.join(".git")).unwrap();
+    // The swap happens after the call answered the model: only shell_command_ended can say it was put back.
+    let server = model(vec![
+        left_running_call("call_swap", "sleep 2; mkdir evil && ln -sfn evil .git; echo swapped"),
+        text("left it"),
+        text("noted"),
+    ])
+    .await;
+    let efrd = daemon_with(&home, &server, &[]);
+    let mut client = efrd.client().await.unwrap();
+    let (_, conversation, id) = start(&mut client, &project, "auto", "go").await;
+    let events = bounded(
+        "the end",
+        common::events_through(&mut client, id, "shell_command_ended"),
+    )
+    .await;
+    let ended = events.last().unwrap();
+    assert_eq!(ended["call_id"], "call_swap", "{ended}");
+    let notes = ended["notes"].as_array().unwrap_or_else(|| panic!("no notes: {ended}"));
+    assert!(notes[0].as_str().unwrap().contains("efr put back the link"), "{ended}");
+    assert_eq!(
+        std::fs::read_link(project.join(".git")).unwrap(),
+        std::path::Path::new("../repo.git")
+    );
+    // The next prompt tells the model.
+    let params = json!({"command_id": command_id(), "conversation_id": conversation, "text": "and now",
+        "context": {"cwd": project}, "settings": {"mode": "auto"}});
+    client.ok("prompt.send", params).await.unwrap();
+    bounded("the next turn", events_until(&mut client, id, "turn_completed")).await;
+    let last = server.requests().last().unwrap().body.to_string();
+    assert!(last.contains("efr put back the link"), "{last}");
+}

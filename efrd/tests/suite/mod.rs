@@ -12,6 +12,7 @@ mod daemon_cautious;
 mod daemon_crash;
 mod daemon_exits;
 mod daemon_idle;
+mod daemon_landlock_only;
 mod daemon_left_running;
 mod daemon_network;
 mod daemon_overlap;

@@ -15,7 +15,8 @@ use super::remote_setup::{PHONE, call, inside, open, pair_phone, prove, tailnet_
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_proven_phone_keeps_to_its_limits() {
     let net = tailnet_with(Some(vec![
-        crate::common::tools::shell_call("call_q", "eval \"$x\""),
+        // A line that always asks in cautious (the network), wherever its reads may run.
+        crate::common::tools::shell_call("call_q", "curl -s -m 2 http://127.0.0.1:9/ || true"),
         crate::common::tools::text("done"),
     ]))
     .await;
@@ -46,6 +47,7 @@ async fn a_proven_phone_keeps_to_its_limits() {
         )
         .await;
         let admin = call(&mut ws, 7, "admin.status", json!({})).await;
+        let host = call(&mut ws, 10, "sandbox.explain_host", json!({"host": "github.com"})).await;
         // The question of call_q: allow_always is refused, and the question stays open for an allow.
         let deadline = std::time::Instant::now() + Duration::from_secs(20);
         let always = loop {
@@ -60,16 +62,24 @@ async fn a_proven_phone_keeps_to_its_limits() {
         let params = json!({"command_id": cid(), "conversation_id": conversation, "call_id": "call_q",
                             "decision": "allow"});
         let allow = call(&mut ws, 9, "approval.respond", params).await;
-        (tty, sent, input, undo, admin, always, allow)
+        (tty, sent, input, undo, admin, host, always, allow)
     })
     .await;
-    let (tty, sent, input, undo, admin, always, allow) = answers;
+    let (tty, sent, input, undo, admin, host, always, allow) = answers;
     assert_eq!(tty["error"]["code"], "invalid", "{tty}");
     assert_eq!(
         sent["item"]["settings"]["mode"], "cautious",
         "a phone's turn runs at most cautious: {sent}"
     );
-    for refused in [&input, &undo, &admin, &always] {
+    // What was capped, and why: in the result and in turn_started.
+    let fallback = json!({"asked": "auto", "reason": "a turn from a phone runs with at most cautious"});
+    assert_eq!(sent["item"]["settings"]["fallback"], fallback, "{sent}");
+    let conversation = sent["item"]["conversation_id"].as_str().unwrap();
+    let (id, _) = crate::common::subscribe(&mut terminal, conversation, Some(0)).await;
+    let events = crate::common::events_through(&mut terminal, id, "turn_started").await;
+    let started = events.last().unwrap();
+    assert_eq!(started["settings"]["fallback"], fallback, "{started}");
+    for refused in [&input, &undo, &admin, &host, &always] {
         assert_eq!(refused["error"]["code"], "forbidden", "{refused}");
     }
     assert!(allow.get("item").is_some(), "the question stayed open: {allow}");
@@ -78,7 +88,8 @@ async fn a_proven_phone_keeps_to_its_limits() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_phone_that_drops_mid_turn_resumes_with_after_seq_and_sees_every_event_once() {
     let net = tailnet_with(Some(vec![
-        crate::common::tools::shell_call("call_q", "eval \"$x\""),
+        // A line that always asks in cautious (the network), wherever its reads may run.
+        crate::common::tools::shell_call("call_q", "curl -s -m 2 http://127.0.0.1:9/ || true"),
         crate::common::tools::text("done"),
     ]))
     .await;

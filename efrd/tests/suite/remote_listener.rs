@@ -28,7 +28,20 @@ async fn admission_closes_every_peer_but_the_users_own_node_before_a_byte() {
     let (hello, before_proof, again) = inside(&net.phone, || async {
         let mut ws = open(PHONE).await.unwrap();
         let hello = call(&mut ws, 1, "hello", hello_params()).await;
-        let before = call(&mut ws, 2, "conversations.recent", json!({})).await;
+        // Every method but the device ones is unauthorized before the proof, even those the tailnet never serves.
+        let mut before = Vec::new();
+        for (id, (method, params)) in [
+            ("conversations.recent", json!({})),
+            ("admin.status", json!({})),
+            ("device.list", json!({})),
+            ("turn.undo", json!({"command_id": crate::common::command_id()})),
+            ("sandbox.explain_host", json!({"host": "github.com"})),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            before.push(call(&mut ws, 10 + id as u64, method, params).await);
+        }
         let again = call(&mut ws, 3, "hello", hello_params()).await;
         (hello, before, again)
     })
@@ -37,12 +50,15 @@ async fn admission_closes_every_peer_but_the_users_own_node_before_a_byte() {
     assert_eq!(result["protocol"], 1, "{hello}");
     assert_eq!(result["paths"], json!({}), "no paths on the tailnet: {hello}");
     assert_eq!(result["capabilities"]["device_prove"], true, "{hello}");
+    assert_eq!(result["capabilities"]["approval_local_only"], true, "{hello}");
     assert_eq!(result["challenge"].as_str().unwrap().len(), 24, "{hello}");
     assert_eq!(
         result["prove"],
         json!({"peer_node": "nKq3wPhone11CNTRL", "daemon_node": "n7fLaptop22CNTRL", "daemon_tailnet": "ada.github"})
     );
-    assert_eq!(before_proof["error"]["code"], "unauthorized", "{before_proof}");
+    for refused in &before_proof {
+        assert_eq!(refused["error"]["code"], "unauthorized", "{refused}");
+    }
     assert_eq!(
         again["error"]["code"], "conflict",
         "a second hello is the probe: {again}"

@@ -168,9 +168,20 @@ fn a_bubblewrap_that_cannot_build_the_sandbox_is_a_setup_error() {
     let run = step(&found.steps, ProbeName::ContainedRun);
     assert!(!run.passed);
     assert_eq!(run.reason, found.status.reason);
+    // Landlock and seccomp alone contain a `true` all the same: cautious's reads run that way.
+    assert!(found.landlock_only, "{found:#?}");
     let landlock = step(&found.steps, ProbeName::Landlock);
     assert!(
-        landlock
+        landlock.passed
+            && landlock
+                .detail
+                .as_deref()
+                .unwrap()
+                .contains("Landlock and seccomp alone")
+    );
+    let scope = step(&found.steps, ProbeName::LandlockScope);
+    assert!(
+        scope
             .reason
             .as_deref()
             .unwrap()

@@ -63,4 +63,8 @@ pub struct ShellCommandEnded {
     /// Its exit code, absent when not known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i32>,
+    /// What efrd set right after a contained command's end, one line each, as the model reads them: a project's
+    /// `.git` link put back, a planted git folder removed. Absent when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }

@@ -25,8 +25,10 @@
 //! | `**.example.com`   | both                                             |
 //! | `*`                | every host                                       |
 //!
-//! followed by an optional `:port` (1–65535; [`DEFAULT_PORT`] when absent). The name is normalised like a host; a
-//! pattern that is an IP literal, has an empty label or a `*` anywhere else is a [`PatternError`].
+//! followed by an optional `:port` (1–65535). A pattern without a port means [`DEFAULT_PORT`] in an allow list
+//! ([`HostPattern::matches`]) and every port in a deny list ([`HostPattern::denies`]): `deny = ["*"]` refuses every
+//! host on every port. The name is normalised like a host; a pattern that is an IP literal, has an empty label or a
+//! `*` anywhere else is a [`PatternError`].
 
 use std::fmt;
 use std::str::FromStr;
@@ -91,8 +93,9 @@ pub enum HostMatch {
 pub struct HostPattern {
     /// The hosts.
     pub host: HostMatch,
-    /// The port ([`DEFAULT_PORT`] when the pattern named none).
-    pub port: u16,
+    /// The port as written; `None` when the pattern named none ([`DEFAULT_PORT`] as an allow entry, every port as a
+    /// deny entry).
+    pub port: Option<u16>,
 }
 
 /// The normal form of a host name: lowercase, one trailing dot removed, IDNA-mapped to ASCII.
@@ -185,12 +188,29 @@ pub fn target_host(written: &str) -> Result<String, TargetRefusal> {
 }
 
 impl HostPattern {
-    /// Whether the pattern names `host` (in normal form) on `port`.
+    /// The port an allow entry opens: the one written, else [`DEFAULT_PORT`].
+    #[must_use]
+    pub fn allow_port(&self) -> u16 {
+        self.port.unwrap_or(DEFAULT_PORT)
+    }
+
+    /// Whether the pattern, as an allow entry, names `host` (in normal form) on `port`: a pattern without a port
+    /// names [`DEFAULT_PORT`] only.
     #[must_use]
     pub fn matches(&self, host: &str, port: u16) -> bool {
-        if port != self.port {
-            return false;
-        }
+        port == self.allow_port() && self.names(host)
+    }
+
+    /// Whether the pattern, as a deny entry, refuses `host` (in normal form) on `port`: a pattern without a port
+    /// refuses every port (a user who denies a host means the host, not its HTTPS port).
+    #[must_use]
+    pub fn denies(&self, host: &str, port: u16) -> bool {
+        self.port.is_none_or(|own| own == port) && self.names(host)
+    }
+
+    /// Whether the pattern's host part names `host` (in normal form), on any port.
+    #[must_use]
+    pub fn names(&self, host: &str) -> bool {
         match &self.host {
             HostMatch::Exact(name) => host == name,
             HostMatch::Subdomains(name) => is_below(host, name),
@@ -219,11 +239,11 @@ impl FromStr for HostPattern {
             Some((name, port)) => {
                 let valid = !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit());
                 match port.parse::<u16>() {
-                    Ok(port) if valid && port != 0 => (name, port),
+                    Ok(port) if valid && port != 0 => (name, Some(port)),
                     _ => return Err(PatternError::Port(text.to_owned())),
                 }
             }
-            None => (text, DEFAULT_PORT),
+            None => (text, None),
         };
         if name == "*" {
             return Ok(Self {
@@ -269,10 +289,9 @@ impl fmt::Display for HostPattern {
             HostMatch::NameAndSubdomains(name) => write!(f, "**.{name}")?,
             HostMatch::Any => write!(f, "*")?,
         }
-        if self.port == DEFAULT_PORT {
-            Ok(())
-        } else {
-            write!(f, ":{}", self.port)
+        match self.port {
+            Some(port) => write!(f, ":{port}"),
+            None => Ok(()),
         }
     }
 }
@@ -387,7 +406,7 @@ mod tests {
     fn patterns_parse_and_match() {
         let exact: HostPattern = "Example.COM".parse().unwrap();
         assert_eq!(exact.host, HostMatch::Exact("example.com".into()));
-        assert_eq!(exact.port, DEFAULT_PORT);
+        assert_eq!((exact.port, exact.allow_port()), (None, DEFAULT_PORT));
         assert!(exact.matches("example.com", 443));
         assert!(!exact.matches("example.com", 80));
         assert!(!exact.matches("a.example.com", 443));
@@ -407,7 +426,24 @@ mod tests {
         let any: HostPattern = "*".parse().unwrap();
         assert!(any.matches("anything.at.all", 443));
         assert!(!any.matches("anything.at.all", 22));
-        assert_eq!("*:22".parse::<HostPattern>().unwrap().port, 22);
+        assert_eq!("*:22".parse::<HostPattern>().unwrap().port, Some(22));
+    }
+
+    #[test]
+    fn a_deny_entry_without_a_port_refuses_every_port() {
+        let any: HostPattern = "*".parse().unwrap();
+        for port in [443, 80, 22, 8443, 1] {
+            assert!(any.denies("anything.at.all", port), "port {port}");
+        }
+        let host: HostPattern = "**.example.com".parse().unwrap();
+        assert!(host.denies("a.example.com", 22) && host.denies("example.com", 80));
+        assert!(!host.denies("example.org", 22));
+        // A port written, 443 included, is that port only, and reads back as written.
+        let https: HostPattern = "example.com:443".parse().unwrap();
+        assert!(https.denies("example.com", 443) && !https.denies("example.com", 80));
+        assert_eq!(https.to_string(), "example.com:443");
+        let alt: HostPattern = "*:8443".parse().unwrap();
+        assert!(alt.denies("a.b", 8443) && !alt.denies("a.b", 443));
     }
 
     #[test]

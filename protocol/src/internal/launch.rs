@@ -121,6 +121,36 @@ pub struct LaunchPlan {
     /// bubblewrap's own refusal (`user.max_user_namespaces` = 1 inside) on top.
     #[serde(default = "default_disable_userns")]
     pub disable_userns: bool,
+    /// Folders shown read-only over the private `/tmp`: the project root and start folder of a read-only call that
+    /// lie under `/tmp`, which the private `/tmp` would hide (docs/adr/0009-cautious-reads-contained.md). Each is
+    /// absolute, normal and under `/tmp`; a link among them refuses the call (the bind would land on its target).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub read_only_roots: Vec<PathBuf>,
+    /// What contains the call ([`Containment`]): bubblewrap with Landlock and seccomp inside, or, for a read-only
+    /// call where bubblewrap cannot start, Landlock and seccomp alone.
+    #[serde(default, skip_serializing_if = "Containment::is_bubblewrap")]
+    pub containment: Containment,
+}
+
+/// What contains a call (docs/adr/0020-landlock-only-reads.md).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Containment {
+    /// bubblewrap's namespaces and mounts, then Landlock and seccomp in the inner stage.
+    #[default]
+    Bubblewrap,
+    /// Landlock and seccomp alone, no namespace: for a read-only call only (no writable root, grant, proxy or
+    /// socket). Landlock grants reading everything but the masks (and the host's `/tmp`, `/dev/shm` and other
+    /// processes' `/proc`), writing only a private scratch folder; seccomp refuses every socket.
+    Landlock,
+}
+
+impl Containment {
+    /// Whether this is the default, [`Containment::Bubblewrap`].
+    #[must_use]
+    pub fn is_bubblewrap(&self) -> bool {
+        *self == Self::Bubblewrap
+    }
 }
 
 fn default_shm_size() -> Option<u64> {
@@ -348,6 +378,8 @@ impl LaunchPlan {
             desktop_sockets: Vec::new(),
             shm_size: default_shm_size(),
             disable_userns: default_disable_userns(),
+            read_only_roots: Vec::new(),
+            containment: Containment::Bubblewrap,
         }
     }
 

@@ -27,8 +27,8 @@ pub mod validate;
 
 pub use error::{MAX_EXEC_STRING, PlanError};
 pub use launch::{
-    LaunchCommand, LaunchPlan, Mask, MaskSource, Network, Protected, ProtectedSource, ReportTo, Rlimit, RlimitResource,
-    SHM_SIZE, Writable, WritableSource,
+    Containment, LaunchCommand, LaunchPlan, Mask, MaskSource, Network, Protected, ProtectedSource, ReportTo, Rlimit,
+    RlimitResource, SHM_SIZE, Writable, WritableSource,
 };
 pub use masks::{DEFAULT_HOME_MASKS, default_masks};
 pub use mounts::{IfMissing, Mount, MountKind, Rule};

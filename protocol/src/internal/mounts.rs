@@ -104,6 +104,8 @@ pub enum Rule {
     DesktopGrant,
     /// A protected path inside a writable root, and why.
     Protected(ProtectedSource),
+    /// A read-only call's project root or start folder under `/tmp`, shown over the private `/tmp`.
+    ReadOnlyRoot,
 }
 
 impl fmt::Display for Rule {
@@ -115,6 +117,7 @@ impl fmt::Display for Rule {
             Rule::PrivateTmp => "the sandbox has a private /tmp",
             Rule::PrivateShm => "the sandbox has a private /dev/shm",
             Rule::Project => "a project root of the call is writable",
+            Rule::ReadOnlyRoot => "the call's folder under /tmp is shown read-only over the private /tmp",
             Rule::Scratch => "$SCRATCH is writable",
             Rule::WriteGrant => "a write grant",
             Rule::Mask(MaskSource::Default) => "masked: a credential store of the default list",
@@ -203,6 +206,13 @@ impl LaunchPlan {
                 WritableSource::Scratch => Rule::Scratch,
             };
             rest.push(Mount::new(&writable.path, MountKind::Writable, rule));
+        }
+        for root in &self.read_only_roots {
+            rest.push(Mount::new(
+                root,
+                MountKind::ReadOnly(IfMissing::Nothing),
+                Rule::ReadOnlyRoot,
+            ));
         }
         for grant in &self.grants {
             match grant {

@@ -59,12 +59,12 @@ impl ListDecision<'_> {
     }
 }
 
-/// The decision of a plan's lists for `host` (normal form) on `port`: `deny` first, so deny wins, then `allow`
-/// (docs/network.md, "The rules, in order", rules 4 and 5). `efr-proxy` and efrd's `sandbox.explain_host` both
+/// The decision of a plan's lists for `host` (normal form) on `port`: `deny` first, so deny wins (a deny entry
+/// without a port refuses every port), then `allow` (docs/network.md, "The rules, in order", rules 4 and 5). `efr-proxy` and efrd's `sandbox.explain_host` both
 /// call this.
 #[must_use]
 pub fn decide<'a>(allow: &'a [HostPattern], deny: &'a [HostPattern], host: &str, port: u16) -> ListDecision<'a> {
-    if let Some(entry) = deny.iter().find(|pattern| pattern.matches(host, port)) {
+    if let Some(entry) = deny.iter().find(|pattern| pattern.denies(host, port)) {
         return ListDecision::Denied(entry);
     }
     allow

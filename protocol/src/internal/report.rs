@@ -20,7 +20,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::internal::launch::Network;
+use crate::internal::launch::{Containment, Network};
 
 /// The launcher's exit code after a setup error (as `env`, `chroot` and `docker run` use it for their own failures).
 pub const SETUP_ERROR_EXIT: u8 = 125;
@@ -61,6 +61,9 @@ pub enum LaunchReport {
         seccomp: bool,
         /// The network the call sees.
         network: Network,
+        /// What contains the call: bubblewrap (absent), or Landlock and seccomp alone.
+        #[serde(default, skip_serializing_if = "Containment::is_bubblewrap")]
+        containment: Containment,
     },
     /// The command ran and ended.
     Exited {

@@ -10,7 +10,7 @@ mod network;
 use std::path::{Component, Path};
 
 use crate::internal::error::{MAX_EXEC_STRING, PlanError};
-use crate::internal::launch::{LaunchCommand, LaunchPlan, ProtectedSource, ReportTo};
+use crate::internal::launch::{Containment, LaunchCommand, LaunchPlan, ProtectedSource, ReportTo};
 use crate::wire::Grant;
 
 impl LaunchPlan {
@@ -67,6 +67,27 @@ impl LaunchPlan {
         }
         for writable in &self.writable {
             check_writable("writable root", &writable.path)?;
+        }
+        if self.containment == Containment::Landlock
+            && !(self.writable.is_empty()
+                && self.grants.is_empty()
+                && self.proxy.is_none()
+                && self.bus_sockets.is_empty()
+                && self.desktop_sockets.is_empty())
+        {
+            return Err(PlanError::RefusedGrant {
+                kind: "containment",
+                reason: "Landlock-only containment runs read-only calls: no writable root, grant, proxy or socket",
+            });
+        }
+        for root in &self.read_only_roots {
+            check_path("read-only root", root)?;
+            if root == Path::new("/tmp") || !root.starts_with("/tmp") {
+                return Err(PlanError::ProtectedForbidden {
+                    path: root.clone(),
+                    reason: "a read-only root is a folder under the private /tmp",
+                });
+            }
         }
         for mask in &self.masks {
             check_path("mask", &mask.path)?;
@@ -151,6 +172,14 @@ impl LaunchPlan {
                         return Err(PlanError::WritableForbidden {
                             path: path.clone(),
                             reason: "a device grant names a node under /dev",
+                        });
+                    }
+                    // The call has a private /dev/shm already; a grant would bind the host's, with other programs'
+                    // shared memory in it.
+                    if path.starts_with("/dev/shm") {
+                        return Err(PlanError::WritableForbidden {
+                            path: path.clone(),
+                            reason: "the sandbox has its own /dev/shm; the host's shared memory is never granted",
                         });
                     }
                 }
@@ -429,6 +458,32 @@ mod tests {
             path: "/home/u/kvm".into(),
         });
         assert!(matches!(bad.validate(), Err(PlanError::WritableForbidden { .. })));
+        // The host's shared memory, or anything in it, whoever asked for it.
+        for shm in ["/dev/shm", "/dev/shm/sem.lock", "/dev/shm/a/b"] {
+            let mut bad = plan();
+            bad.grants.push(Grant::Device { path: shm.into() });
+            assert!(
+                matches!(bad.validate(), Err(PlanError::WritableForbidden { .. })),
+                "{shm}"
+            );
+        }
+        let mut good = plan();
+        good.grants.push(Grant::Device {
+            path: "/dev/shmx".into(),
+        });
+        assert!(good.validate().is_ok());
+    }
+
+    #[test]
+    fn read_only_roots_lie_under_tmp() {
+        let mut good = plan();
+        good.read_only_roots.push("/tmp/proj".into());
+        assert!(good.validate().is_ok());
+        for bad_root in ["/tmp", "/home/u", "/tmpx/a", "tmp/a"] {
+            let mut bad = plan();
+            bad.read_only_roots.push(bad_root.into());
+            assert!(bad.validate().is_err(), "{bad_root}");
+        }
     }
 
     #[test]

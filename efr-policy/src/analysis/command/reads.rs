@@ -61,6 +61,11 @@ impl Analyser<'_> {
             for path in &paths {
                 if let Some(store) = self.store_of(path) {
                     self.store_read(format!("`{}`, in the credential store {store}", word.source));
+                } else if let Some(mask) = self.extra_mask_of(path) {
+                    self.store_read(format!(
+                        "`{}`, in {mask}, which [sandbox] extra_masks masks",
+                        word.source
+                    ));
                 } else if deeper && self.above_store(path) {
                     self.store_read(format!("`{}`, a glob that may reach a credential store", word.source));
                 }
@@ -97,10 +102,21 @@ impl Analyser<'_> {
             .map(|store| self.show(&store))
     }
 
-    /// Whether `path` is a folder above a credential store (a recursive read or a deep glob there reaches it).
+    /// The path of the config's `extra_masks` (as a question shows it) that holds `path`, if one does.
+    fn extra_mask_of(&self, path: &Path) -> Option<String> {
+        self.scope
+            .extra_masks
+            .iter()
+            .find(|mask| crate::paths::is_within(path, mask))
+            .map(|mask| self.show(mask))
+    }
+
+    /// Whether `path` is a folder above a credential store or a path of `extra_masks` (a recursive read or a deep
+    /// glob there reaches it).
     fn above_store(&self, path: &Path) -> bool {
         self.stores()
             .iter()
+            .chain(self.scope.extra_masks)
             .any(|store| crate::paths::is_within(store, path) && store != path)
     }
 

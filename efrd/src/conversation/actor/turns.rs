@@ -118,7 +118,7 @@ impl Actor {
             }
             efr_protocol::wire::Mode::Cautious => {
                 let probe = self.deps.sandbox.current().await;
-                settings::cautious_uncontained(&queued.settings, &probe.status)
+                settings::cautious_uncontained(&queued.settings, &probe.status, probe.landlock_only)
             }
             _ => None,
         };

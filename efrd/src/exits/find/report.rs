@@ -199,6 +199,7 @@ fn line_sends_data(call: &ShellCall, ctx: &ExitContext<'_>) -> bool {
         home: ctx.home,
         efr: ctx.efr_dirs,
         extra_read_only: &[],
+        extra_masks: &[],
     };
     let analysis = analyse(&call.command, &scope);
     super::line::sends_data(call, &analysis, ctx)

@@ -58,6 +58,7 @@ pub fn hello(daemon: &Daemon, session: &Session, raw: Option<Value>) -> Result<V
             protocol: PROTOCOL_VERSION,
             capabilities: Capabilities {
                 conversations_watch: true,
+                approval_local_only: true,
                 device_prove: true,
                 ..Capabilities::default()
             },
@@ -78,6 +79,8 @@ pub fn hello(daemon: &Daemon, session: &Session, raw: Option<Value>) -> Result<V
         // Only what this efrd really does is announced.
         capabilities: Capabilities {
             conversations_watch: true,
+            // efrd sets local_only in approval_requested and refuses a phone's answer to such a question.
+            approval_local_only: true,
             ..Capabilities::default()
         },
         paths: HelloPaths {

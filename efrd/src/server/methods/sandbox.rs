@@ -197,18 +197,22 @@ mod tests {
     use efr_protocol::methods::{Method, Scope, Transport};
 
     #[test]
-    fn the_check_is_admin_and_local_only_and_explain_needs_only_read() {
+    fn the_check_and_explain_host_are_local_only_and_explain_needs_only_read() {
         // The dispatcher checks the table before a handler runs (server::session), so these lines are what keeps
-        // a phone, which never holds admin and connects over the tailnet, away from the check.
+        // a phone, which never holds admin and connects over the tailnet, away from the check, and from the hosts
+        // the user holds tokens for and the files that hold them.
         let check = Method::AdminSandboxCheck.spec();
         assert_eq!(check.scope, Scope::Admin);
-        assert!(check.transports.allows(Transport::Local));
-        assert!(!check.transports.allows(Transport::Remote));
+        for method in [Method::AdminSandboxCheck, Method::SandboxExplainHost] {
+            let spec = method.spec();
+            assert!(spec.transports.allows(Transport::Local), "{method}");
+            assert!(!spec.transports.allows(Transport::Remote), "{method}");
+        }
         for method in [Method::SandboxExplain, Method::SandboxExplainHost] {
             let explain = method.spec();
             assert_eq!(explain.scope, Scope::Read);
             assert!(!explain.write, "{method} takes no command id");
-            assert!(explain.transports.allows(Transport::Remote));
         }
+        assert!(Method::SandboxExplain.spec().transports.allows(Transport::Remote));
     }
 }

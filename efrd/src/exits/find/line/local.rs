@@ -15,7 +15,7 @@
 //! | `xdotool`, `xprop`, `xwininfo`, `xrandr`, `wmctrl` (X11) | `xdotool get…`/`search`, `xprop`, `xwininfo`, `xrandr` alone or `-q`, `wmctrl -l`/`-d`/`-m` |
 //! | `wl-paste`, `wl-copy`, `grim`, `wtype`, `wlr-randr` (Wayland), `xclip`, `xsel` (X11), `gio open`, `xdg-open` | never: the clipboard may hold a password, and the rest type, capture or open |
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use efr_protocol::wire::{Bus, DesktopKind, ExitKind, ExitTarget, Grant, TargetClass};
 
@@ -64,7 +64,7 @@ impl Finder<'_> {
             }
             "qemu-system-x86_64" | "qemu-system-aarch64" | "qemu-kvm" => {
                 if cmd.name == "qemu-kvm" || values.iter().any(|v| v.contains("kvm")) {
-                    self.device(PathBuf::from("/dev/kvm"));
+                    self.device(Path::new("/dev/kvm"));
                 }
             }
             _ => {
@@ -74,7 +74,7 @@ impl Finder<'_> {
         }
         if !privileged {
             for path in cmd.values().filter(|v| v.starts_with("/dev/")) {
-                self.device(PathBuf::from(path));
+                self.device(Path::new(path));
             }
         }
     }
@@ -217,15 +217,18 @@ impl Finder<'_> {
         );
     }
 
-    /// A device node the sandbox's `/dev` lacks. The harmless ones are there already; a block device (a disk or a
-    /// partition) is never granted, so it gets no exit and fails contained.
-    fn device(&mut self, path: PathBuf) {
+    /// A device node the sandbox's `/dev` lacks. What the sandbox's fresh `/dev` provides is there already (its
+    /// harmless nodes, `pts`, `ptmx`, `fd`, and a private `/dev/shm`: a grant would bring in the host's shared
+    /// memory); a block device (a disk or a partition) is never granted, so it gets no exit and fails contained.
+    fn device(&mut self, path: &Path) {
+        let path = efr_policy::paths::normalize(path);
         let rest = path
             .strip_prefix("/dev")
             .map(|r| r.to_string_lossy().into_owned())
             .unwrap_or_default();
         const HARMLESS: &[&str] = &[
-            "null", "zero", "full", "random", "urandom", "stdin", "stdout", "stderr", "tty",
+            "null", "zero", "full", "random", "urandom", "stdin", "stdout", "stderr", "tty", "ptmx", "core", "fd",
+            "pts", "shm",
         ];
         const BLOCK: &[&str] = &[
             "sd", "hd", "vd", "xvd", "nvme", "mmcblk", "loop", "dm-", "md", "sr", "nbd", "zram", "mapper/", "disk/",

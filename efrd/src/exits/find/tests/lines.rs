@@ -195,6 +195,11 @@ pub const TABLE: &[(&str, &[X])] = &[
     ("qemu-system-x86_64 -enable-kvm -m 2G disk.img",            &["device device:/dev/kvm >/dev/kvm(device)"]),
     ("screen /dev/ttyUSB0 115200",                               &["device device:/dev/ttyUSB0 >/dev/ttyUSB0(device)"]),
     ("ls -l /dev/dri/renderD128",                                &["device device:/dev/dri/renderD128 >/dev/dri/renderD128(device)"]),
+    // What the sandbox's own /dev provides: its private /dev/shm, pts, ptmx, fd.
+    ("ls /dev/shm",                                              &[]),
+    ("df -h /dev/shm",                                           &[]),
+    ("ls -la /dev/shm/ /dev/./shm/sem.x",                        &[]),
+    ("ls -l /dev/pts /dev/ptmx /dev/fd",                         &[]),
     // bus.
     ("notify-send hi",                                           &["bus bus_filter:session #org.freedesktop.Notifications"]),
     ("notify-send done && notify-send again",                    &["bus bus_filter:session #org.freedesktop.Notifications"]),

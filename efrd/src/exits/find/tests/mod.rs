@@ -101,6 +101,7 @@ pub(super) fn line(line: &str, ctx: &ExitContext<'_>) -> Vec<ExitRecord> {
         home: ctx.home,
         efr: ctx.efr_dirs,
         extra_read_only: &[],
+        extra_masks: &[],
     };
     let analysis = analyse(line, &scope);
     super::line_exits(&call(line), &analysis, ctx)
