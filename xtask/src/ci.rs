@@ -14,7 +14,7 @@ use crate::protocol;
 /// tmux to drive the CLI in a real terminal, git for diffs and snapshots, curl and pip as the real clients of the
 /// egress proxy, gdbus (libglib2.0-bin) and jeepney as real clients of the bus proxy, Python's dbus and GLib modules
 /// for the test service of efrd's bus tests (and a client inside their contained calls), e2fsprogs and mount for the
-/// fault matrix's small loop-mounted data disk (`mkfs.ext4`, `chattr`).
+/// fault matrix's small loop-mounted data disk (`mkfs.ext4`, `chattr`), man-db to render the man pages (`man -l`).
 const PACKAGES: &[&str] = &[
     "bubblewrap",
     "dbus",
@@ -34,6 +34,7 @@ const PACKAGES: &[&str] = &[
     "python3-jeepney",
     "python3-dbus",
     "python3-gi",
+    "man-db",
 ];
 
 /// The cargo-shear that `tidy` runs, pinned: a newer one may add checks (a red CI on unchanged code), and 1.14
