@@ -390,6 +390,15 @@ mod tests {
     }
 
     #[test]
+    fn the_package_holds_every_program_that_xtask_install_installs() {
+        let mut packaged: Vec<&str> = BIN.iter().chain(&LIBEXEC).copied().collect();
+        packaged.sort_unstable();
+        let mut installed = crate::install::CRATES.to_vec();
+        installed.sort_unstable();
+        assert_eq!(packaged, installed);
+    }
+
+    #[test]
     fn the_description_fits_80_columns() {
         for line in DESCRIPTION.lines() {
             assert!(line.starts_with(' ') && line.len() < 80, "{line:?}");

@@ -12,6 +12,9 @@
 //!    in the copy and prints its transcript (efr's plain format, as a pipe gets it);
 //! 6. runs the sample's tests itself and ends with `sample tests pass`, or fails.
 //!
+//! [`run`] with [`Options::installed`] runs the same job against the programs and units the Debian package installed
+//! (`cargo xtask deb-check`).
+//!
 //! The script makes the model run the tests (they fail), read `calc.py`, fix it with apply_patch, run the tests
 //! again (they pass) and sum up. The demo checks the outcome only (the tests pass afterwards), not how each call
 //! ran, so it holds whatever launch kind the mode gives a call.
@@ -123,29 +126,8 @@ pub fn run(root: &Path, options: &Options) -> Result<Outcome> {
     println!("==> the sample project is in {}", sample.display());
 
     let provider = Provider::from_env();
-    let _model;
-    let base_url = match &provider {
-        Provider::Scripted => {
-            // A broken script says so here rather than as a 500 in the middle of the turn.
-            load_script(root)?;
-            let server = ScriptedServer::start(
-                &built.join("efr-scripted-model"),
-                &root.join("demo").join("script.json"),
-            )?;
-            println!(
-                "==> the scripted model server stands in for the provider at {}",
-                server.base_url
-            );
-            let url = server.base_url.clone();
-            _model = Some(server);
-            Some(url)
-        }
-        Provider::Real { name, .. } => {
-            println!("==> using {name} for real (a key is set in the environment)");
-            _model = None;
-            None
-        }
-    };
+    let model = start_model(root, &built, &provider)?;
+    let base_url = model.as_ref().map(|server| server.base_url.clone());
 
     if options.installed && options.no_systemd {
         bail!("the installed programs run under a systemd --user manager only");
@@ -183,10 +165,46 @@ pub fn run(root: &Path, options: &Options) -> Result<Outcome> {
     println!();
     println!("==> efr exited with {status}");
 
+    sample_tests_pass(&sample, started)?;
+    let manager_root = match &daemon {
+        Daemon::Systemd(manager) => Some(manager.root().to_path_buf()),
+        Daemon::SocketActivate { .. } => None,
+    };
+    Ok(Outcome {
+        conversation,
+        manager_root,
+    })
+}
+
+/// The scripted model server, unless a real provider is used (`None` then).
+fn start_model(root: &Path, built: &Path, provider: &Provider) -> Result<Option<ScriptedServer>> {
+    match provider {
+        Provider::Scripted => {
+            // A broken script says so here rather than as a 500 in the middle of the turn.
+            load_script(root)?;
+            let server = ScriptedServer::start(
+                &built.join("efr-scripted-model"),
+                &root.join("demo").join("script.json"),
+            )?;
+            println!(
+                "==> the scripted model server stands in for the provider at {}",
+                server.base_url
+            );
+            Ok(Some(server))
+        }
+        Provider::Real { name, .. } => {
+            println!("==> using {name} for real (a key is set in the environment)");
+            Ok(None)
+        }
+    }
+}
+
+/// Runs the sample's tests (the demo's verdict).
+fn sample_tests_pass(sample: &Path, started: Instant) -> Result<()> {
     println!("==> python3 -m unittest (the sample's tests, run by the demo)");
     let tests = Command::new("python3")
         .args(["-m", "unittest"])
-        .current_dir(&sample)
+        .current_dir(sample)
         .output()
         .context("cannot run python3")?;
     let elapsed = started.elapsed().as_secs_f32();
@@ -198,14 +216,7 @@ pub fn run(root: &Path, options: &Options) -> Result<Outcome> {
         )
     }
     println!("sample tests pass ({elapsed:.0} s in all)");
-    let manager_root = match &daemon {
-        Daemon::Systemd(manager) => Some(manager.root().to_path_buf()),
-        Daemon::SocketActivate { .. } => None,
-    };
-    Ok(Outcome {
-        conversation,
-        manager_root,
-    })
+    Ok(())
 }
 
 /// `efr daemon install` of the built efrd into the manager's unit folder.
