@@ -86,7 +86,10 @@ pub fn build(root: &Path, options: &Options) -> Result<PathBuf> {
     for program in BIN.iter().chain(&LIBEXEC) {
         build.args(["-p", program]);
     }
-    if !options.dev {
+    if options.dev {
+        // The demo's set of packages, so cargo unifies the same features and the demo's build is reused as it is.
+        build.args(["-p", "efr-test-support"]);
+    } else {
         build.arg("--release");
     }
     run("cargo build (the five programs)", &mut build)?;
