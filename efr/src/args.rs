@@ -9,8 +9,9 @@
 //! `efr --json sandbox check` is `efr sandbox check --json`). A flag that the command does not take is refused
 //! with a message that names the flag and the command (`efr --mode auto diff`: `--mode` is a prompt's flag), so
 //! no prompt is sent by mistake. A word that only starts like a command is a prompt: `efr "status of the build"`
-//! (one argument) and `efr --json stauts` are prompts; `efr prompt status` sends the word "status"; after `--`
-//! every word is the prompt's.
+//! (one argument) is a prompt; `efr prompt status` sends the word "status"; after `--` every word is the prompt's.
+//! A prompt of one word that looks like a mistyped command (`efr --json stauts`) is left to
+//! [`crate::mistyped`], which refuses to send it.
 //!
 //! # `efr login`'s errors
 //!

@@ -20,6 +20,8 @@ A first word that names a command runs it; any other words are a prompt:
   efr prompt status              the prompt \"status\"
   efr --json status              the command: flags in front of a command are its flags (efr status --json)
   efr --mode auto diff           refused: --mode is a prompt's flag, not one of `efr diff`
+  efr stauts                     refused: one word that looks like a command (did you mean `efr status`?); on a
+                                 terminal efr asks; `efr prompt stauts` sends it
 A command left running in the conversation's hidden shell (past its timeout) blocks its later shell calls:
   efr shell                      show it: the command, for how long, its input wait and the program's prompt
   efr shell stop                 stop it (SIGINT); `efr shell stop --close` closes the hidden shell instead
@@ -117,6 +119,28 @@ pub enum Command {
         #[command(subcommand)]
         command: DaemonCommand,
     },
+    /// Print the shell completions of efr: `efr completions bash > ~/.local/share/bash-completion/completions/efr`.
+    Completions {
+        /// The shell.
+        shell: CompletionShell,
+    },
+    /// Write efr's man pages (efr.1 and one per subcommand) into DIR; the package and its tests build them so.
+    #[command(hide = true)]
+    ManPages {
+        /// The folder the pages go to (it must exist).
+        dir: std::path::PathBuf,
+    },
+}
+
+/// The shells `efr completions` writes for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CompletionShell {
+    /// bash (bash-completion's folder, or `source` it).
+    Bash,
+    /// zsh (a `_efr` file in a folder of `$fpath`).
+    Zsh,
+    /// fish (`~/.config/fish/completions/efr.fish`).
+    Fish,
 }
 
 /// `efr device ...` (docs/remote.md).

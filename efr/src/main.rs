@@ -11,6 +11,8 @@
 //! - [`turn`]: `efr "prompt"`, the turn's view and its questions.
 //! - [`commands`]: status, models, login, logout, sandbox check, diff, shell.
 //! - `shell_init`, `daemon_cmd`: `efr shell-init` and `efr daemon` (their own modules).
+//! - [`generate`]: `efr completions` and the man pages; [`mistyped`]: a one-word prompt that looks like a
+//!   mistyped command is refused.
 
 mod args;
 mod clean;
@@ -19,6 +21,8 @@ mod client;
 mod commands;
 mod context;
 mod daemon_cmd;
+mod generate;
+mod mistyped;
 mod out;
 mod report;
 mod shell_init;
@@ -85,6 +89,8 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Some(Command::Daemon { command }) => daemon_cmd::run(&command),
+        Some(Command::Completions { shell }) => generate::completions(shell),
+        Some(Command::ManPages { dir }) => generate::man_pages(&dir),
         command => {
             let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
                 Ok(runtime) => runtime,
@@ -103,7 +109,10 @@ fn main() -> ExitCode {
 
 async fn run(command: Option<Command>, root_prompt: &cli::PromptArgs) -> ExitCode {
     match command {
-        None => turn::run(root_prompt).await,
+        None => match mistyped::intercept(root_prompt) {
+            Some(code) => code,
+            None => turn::run(root_prompt).await,
+        },
         Some(Command::Prompt(args)) => turn::run(&args).await,
         Some(Command::Status(args)) => commands::status::run(args.json).await,
         Some(Command::Models(args)) => commands::models::run(args.json).await,
@@ -136,6 +145,8 @@ async fn run(command: Option<Command>, root_prompt: &cli::PromptArgs) -> ExitCod
             command: ConfigCommand::Reload(args),
         }) => commands::config::reload(args.json).await,
         // Handled before the runtime starts.
-        Some(Command::ShellInit { .. } | Command::Daemon { .. }) => ExitCode::SUCCESS,
+        Some(
+            Command::ShellInit { .. } | Command::Daemon { .. } | Command::Completions { .. } | Command::ManPages { .. },
+        ) => ExitCode::SUCCESS,
     }
 }

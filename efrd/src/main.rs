@@ -10,14 +10,74 @@ use std::time::Duration;
 use efrd::config::{ConfigState, EXIT_CONFIG_INVALID, Roots};
 use tracing_subscriber::EnvFilter;
 
+/// What efrd(8) and `efrd --help` say after the options.
+const AFTER_HELP: &str = "\
+efrd is started by systemd through the user unit efrd.socket (installed for every user by the efr package, or by \
+`efr daemon install`) on the first connection to its socket, or by hand with `efr daemon run`.
+
+Environment:
+  EFR_HOME             one folder for config, data, state and the socket (H/config, H/data, H/state, H/run)
+  EFR_CONFIG_DIR       the config folder (default $XDG_CONFIG_HOME/efr, ~/.config/efr): config.toml
+  EFR_DATA_DIR         the data folder (default $XDG_DATA_HOME/efr, ~/.local/share/efr): efr.db, the event log
+  EFR_STATE_DIR        the state folder (default $XDG_STATE_HOME/efr, ~/.local/state/efr): snapshots, scratch
+  EFR_RUNTIME_DIR      the runtime folder (default $XDG_RUNTIME_DIR/efr): daemon.sock, the hidden shells
+  EFR_LOG              the log filter in tracing's syntax (EFR_LOG=efrd=debug); wins over [daemon] log_level
+  EFR_LAUNCHER, EFR_PROXY, EFR_BUS_PROXY
+                       the helper programs; default: next to efrd, else ../libexec/efr/ beside its folder
+  EFR_BWRAP            bubblewrap (default: bwrap on PATH)
+
+Exit codes: 0 after a graceful stop, 1 a start failure, 3 another efrd holds the runtime folder, 4 config.toml \
+cannot be read.
+
+Logs go to stderr (journald under systemd: journalctl --user -u efrd). See efr(1).";
+
+/// efrd: the efr agent daemon; it runs the conversations of one user.
+#[derive(Debug, clap::Parser)]
+#[command(name = "efrd", disable_version_flag = true, after_help = AFTER_HELP)]
+struct Args {
+    /// Print the version of efrd and of its protocol, then exit.
+    #[arg(long, short = 'V')]
+    version: bool,
+    /// Write the man page efrd(8) to stdout (the package builds it so).
+    #[arg(long, hide = true)]
+    man_page: bool,
+}
+
 fn main() -> ExitCode {
-    if std::env::args().nth(1).as_deref() == Some("--version") {
+    let args = match <Args as clap::Parser>::try_parse() {
+        Ok(args) => args,
+        Err(error) => {
+            let _ = error.print();
+            // Help is not a failure; a usage error is a start failure (1).
+            return if error.use_stderr() {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
+    if args.version {
         println!(
             "efrd {} (protocol {})",
             env!("CARGO_PKG_VERSION"),
             efr_protocol::PROTOCOL_VERSION
         );
         return ExitCode::SUCCESS;
+    }
+    if args.man_page {
+        let page = clap_mangen::Man::new(<Args as clap::CommandFactory>::command())
+            .section("8")
+            .source(format!("efrd {}", env!("CARGO_PKG_VERSION")))
+            .manual("efr manual");
+        let mut text = Vec::new();
+        if let Err(error) = page.render(&mut text) {
+            eprintln!("efrd: cannot render the man page: {error}");
+            return ExitCode::from(1);
+        }
+        return match std::io::Write::write_all(&mut std::io::stdout(), &text) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(_) => ExitCode::from(1),
+        };
     }
     let roots = match Roots::from_process_env() {
         Ok(roots) => roots,

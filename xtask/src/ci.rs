@@ -14,7 +14,8 @@ use crate::protocol;
 /// tmux to drive the CLI in a real terminal, git for diffs and snapshots, curl and pip as the real clients of the
 /// egress proxy, gdbus (libglib2.0-bin) and jeepney as real clients of the bus proxy, Python's dbus and GLib modules
 /// for the test service of efrd's bus tests (and a client inside their contained calls), e2fsprogs and mount for the
-/// fault matrix's small loop-mounted data disk (`mkfs.ext4`, `chattr`).
+/// fault matrix's small loop-mounted data disk (`mkfs.ext4`, `chattr`), man-db to render the man pages (`man -l`),
+/// and for the package's check dpkg-dev (`dpkg-shlibdeps`), binutils (`strip`) and lintian.
 const PACKAGES: &[&str] = &[
     "bubblewrap",
     "dbus",
@@ -34,6 +35,10 @@ const PACKAGES: &[&str] = &[
     "python3-jeepney",
     "python3-dbus",
     "python3-gi",
+    "man-db",
+    "dpkg-dev",
+    "binutils",
+    "lintian",
 ];
 
 /// The cargo-shear that `tidy` runs, pinned: a newer one may add checks (a red CI on unchanged code), and 1.14
@@ -192,8 +197,8 @@ pub fn typescript(root: &Path) -> Result<()> {
     )
 }
 
-/// Everything CI checks: packages and cargo-shear, tidy, every test of the workspace, then the demo (the main job end
-/// to end).
+/// Everything CI checks: packages and cargo-shear, tidy, every test of the workspace, the demo (the main job end to
+/// end), then the Debian package (`deb-check`: built from the same debug build, installed, used, upgraded, removed).
 pub fn ci(root: &Path) -> Result<()> {
     if let Some(target) = target_outside_tmp(root) {
         println!("==> the workspace is under /tmp: building in {}", target.display());
@@ -209,5 +214,7 @@ pub fn ci(root: &Path) -> Result<()> {
         cargo().args(["test", "--workspace", "--locked", "--no-fail-fast"]),
     )?;
     println!("==> cargo xtask demo");
-    crate::demo::demo(root, &[])
+    crate::demo::demo(root, &[])?;
+    println!("==> cargo xtask deb-check");
+    crate::deb_check::check(root)
 }

@@ -12,6 +12,9 @@
 //!    in the copy and prints its transcript (efr's plain format, as a pipe gets it);
 //! 6. runs the sample's tests itself and ends with `sample tests pass`, or fails.
 //!
+//! [`run`] with [`Options::installed`] runs the same job against the programs and units the Debian package installed
+//! (`cargo xtask deb-check`).
+//!
 //! The script makes the model run the tests (they fail), read `calc.py`, fix it with apply_patch, run the tests
 //! again (they pass) and sum up. The demo checks the outcome only (the tests pass afterwards), not how each call
 //! ran, so it holds whatever launch kind the mode gives a call.
@@ -44,36 +47,77 @@ const PACKAGES: [&str; 6] = [
     "efr-test-support",
 ];
 
-/// Runs the demo from the workspace `root`; `args` may hold `--release`.
+/// How the demo runs.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Optimised binaries.
+    pub release: bool,
+    /// `systemd-socket-activate` instead of a `systemd --user` manager.
+    pub no_systemd: bool,
+    /// Run the programs and units the efr package installed (`/usr/bin/efr`, `/usr/bin/efrd`, the helpers in
+    /// `/usr/libexec/efr`, the units of `/usr/lib/systemd/user` enabled for every user) instead of the build's: no
+    /// `efr daemon install`, a `systemd --user` manager required. Only the scripted model server comes from the
+    /// build. The manager's folders are kept under `<target>/demo-installed/systemd` for the next step.
+    pub installed: bool,
+}
+
+/// What a demo leaves for the steps after it.
+#[derive(Debug)]
+pub struct Outcome {
+    /// The conversation of the demo's turn (from efr's last line).
+    pub conversation: Option<String>,
+    /// The root of the `systemd --user` manager's folders, when one ran.
+    pub manager_root: Option<PathBuf>,
+}
+
+/// Runs the demo from the workspace `root`; `args` may hold `--release` and `--no-systemd`.
 ///
 /// # Errors
 /// Any step that fails, named; the sample's tests failing at the end.
 pub fn demo(root: &Path, args: &[&str]) -> Result<()> {
-    let mut release = false;
-    let mut systemd = true;
+    let mut options = Options::default();
     for arg in args {
         match *arg {
-            "--release" => release = true,
-            "--no-systemd" => systemd = false,
+            "--release" => options.release = true,
+            "--no-systemd" => options.no_systemd = true,
             _ => bail!("usage: cargo xtask demo [--release] [--no-systemd]"),
         }
     }
+    run(root, &options).map(|_| ())
+}
+
+/// Runs the demo with `options` (see [`demo`]).
+///
+/// # Errors
+/// Any step that fails, named; the sample's tests failing at the end.
+pub fn run(root: &Path, options: &Options) -> Result<Outcome> {
     let started = Instant::now();
     let target = target_dir(root);
-    let profile = if release { "release" } else { "debug" };
+    let profile = if options.release { "release" } else { "debug" };
     println!("==> building the {profile} binaries in {}", target.display());
     let mut build = cargo();
     build.env("CARGO_TARGET_DIR", &target).args(["build", "--bins"]);
-    for package in PACKAGES {
+    let packages: &[&str] = if options.installed {
+        &["efr-test-support"]
+    } else {
+        &PACKAGES
+    };
+    for package in packages {
         build.args(["-p", package]);
     }
-    if release {
+    if options.release {
         build.arg("--release");
     }
     cmd::run("cargo build", &mut build)?;
-    let bin = target.join(profile);
+    let built = target.join(profile);
+    let bin = if options.installed {
+        println!("==> running the installed efr: /usr/bin/efr, /usr/bin/efrd, /usr/libexec/efr/, efrd's user units");
+        PathBuf::from("/usr/bin")
+    } else {
+        built.clone()
+    };
 
-    let work = target.join("demo");
+    let work = target.join(if options.installed { "demo-installed" } else { "demo" });
     if work.exists() {
         std::fs::remove_dir_all(&work).with_context(|| format!("cannot remove the last demo at {}", work.display()))?;
     }
@@ -82,46 +126,22 @@ pub fn demo(root: &Path, args: &[&str]) -> Result<()> {
     println!("==> the sample project is in {}", sample.display());
 
     let provider = Provider::from_env();
-    let _model;
-    let base_url = match &provider {
-        Provider::Scripted => {
-            // A broken script says so here rather than as a 500 in the middle of the turn.
-            load_script(root)?;
-            let server =
-                ScriptedServer::start(&bin.join("efr-scripted-model"), &root.join("demo").join("script.json"))?;
-            println!(
-                "==> the scripted model server stands in for the provider at {}",
-                server.base_url
-            );
-            let url = server.base_url.clone();
-            _model = Some(server);
-            Some(url)
-        }
-        Provider::Real { name, .. } => {
-            println!("==> using {name} for real (a key is set in the environment)");
-            _model = None;
-            None
-        }
-    };
+    let model = start_model(root, &built, &provider)?;
+    let base_url = model.as_ref().map(|server| server.base_url.clone());
 
-    let daemon = Daemon::start(&work, &bin, systemd)?;
+    if options.installed && options.no_systemd {
+        bail!("the installed programs run under a systemd --user manager only");
+    }
+    let daemon = Daemon::start(&work, &bin, !options.no_systemd, options.installed)?;
     let config = config_toml(&provider, base_url.as_deref());
     let config_dir = daemon.config_dir();
     std::fs::create_dir_all(&config_dir)?;
     std::fs::write(config_dir.join("config.toml"), config)?;
     if let Daemon::Systemd(manager) = &daemon {
-        let output = efr_command(&bin, &daemon)
-            .args(["daemon", "install", "--efrd"])
-            .arg(bin.join("efrd"))
-            .output()
-            .context("cannot run efr daemon install")?;
-        print!("{}", String::from_utf8_lossy(&output.stdout));
-        if !output.status.success() {
-            bail!(
-                "efr daemon install failed: {}\nmanager log:\n{}",
-                String::from_utf8_lossy(&output.stderr),
-                manager.log()
-            );
+        if options.installed {
+            units_of_the_package(manager)?;
+        } else {
+            daemon_install(&bin, &daemon, manager)?;
         }
     }
 
@@ -141,32 +161,98 @@ pub fn demo(root: &Path, args: &[&str]) -> Result<()> {
 
     println!("==> efr --mode auto {PROMPT:?}   (in {})", sample.display());
     println!();
-    let status = run_prompt(&bin, &daemon, &sample)?;
+    let (status, conversation) = run_prompt(&bin, &daemon, &sample)?;
     println!();
     println!("==> efr exited with {status}");
 
+    sample_tests_pass(&sample, started)?;
+    let manager_root = match &daemon {
+        Daemon::Systemd(manager) => Some(manager.root().to_path_buf()),
+        Daemon::SocketActivate { .. } => None,
+    };
+    Ok(Outcome {
+        conversation,
+        manager_root,
+    })
+}
+
+/// The scripted model server, unless a real provider is used (`None` then).
+fn start_model(root: &Path, built: &Path, provider: &Provider) -> Result<Option<ScriptedServer>> {
+    match provider {
+        Provider::Scripted => {
+            // A broken script says so here rather than as a 500 in the middle of the turn.
+            load_script(root)?;
+            let server = ScriptedServer::start(
+                &built.join("efr-scripted-model"),
+                &root.join("demo").join("script.json"),
+            )?;
+            println!(
+                "==> the scripted model server stands in for the provider at {}",
+                server.base_url
+            );
+            Ok(Some(server))
+        }
+        Provider::Real { name, .. } => {
+            println!("==> using {name} for real (a key is set in the environment)");
+            Ok(None)
+        }
+    }
+}
+
+/// Runs the sample's tests (the demo's verdict).
+fn sample_tests_pass(sample: &Path, started: Instant) -> Result<()> {
     println!("==> python3 -m unittest (the sample's tests, run by the demo)");
     let tests = Command::new("python3")
         .args(["-m", "unittest"])
-        .current_dir(&sample)
+        .current_dir(sample)
         .output()
         .context("cannot run python3")?;
     let elapsed = started.elapsed().as_secs_f32();
-    if tests.status.success() {
-        println!("sample tests pass ({elapsed:.0} s in all)");
-        Ok(())
-    } else {
+    if !tests.status.success() {
         bail!(
             "the sample's tests still fail after the turn:\n{}{}",
             String::from_utf8_lossy(&tests.stdout),
             String::from_utf8_lossy(&tests.stderr)
         )
     }
+    println!("sample tests pass ({elapsed:.0} s in all)");
+    Ok(())
+}
+
+/// `efr daemon install` of the built efrd into the manager's unit folder.
+fn daemon_install(bin: &Path, daemon: &Daemon, manager: &UserManager) -> Result<()> {
+    let output = efr_command(bin, daemon)
+        .args(["daemon", "install", "--efrd"])
+        .arg(bin.join("efrd"))
+        .output()
+        .context("cannot run efr daemon install")?;
+    print!("{}", String::from_utf8_lossy(&output.stdout));
+    if !output.status.success() {
+        bail!(
+            "efr daemon install failed: {}\nmanager log:\n{}",
+            String::from_utf8_lossy(&output.stderr),
+            manager.log()
+        );
+    }
+    Ok(())
+}
+
+/// Checks that the package's units, enabled for every user, made the manager listen: efrd.socket enabled (by the
+/// global link) and active, efrd.service from `/usr/lib/systemd/user` and not started yet.
+fn units_of_the_package(manager: &UserManager) -> Result<()> {
+    let enabled = manager.systemctl_ok(&["is-enabled", "efrd.socket"])?;
+    let active = manager.systemctl_ok(&["is-active", "efrd.socket"])?;
+    let path = manager.systemctl_ok(&["show", "-p", "FragmentPath", "--value", "efrd.service"])?;
+    println!("==> efrd.socket: {enabled}, {active}; efrd.service: {path}");
+    if enabled.trim() != "enabled" || active.trim() != "active" || path.trim() != "/usr/lib/systemd/user/efrd.service" {
+        bail!("the package's units are not in use\nmanager log:\n{}", manager.log());
+    }
+    Ok(())
 }
 
 /// Runs the prompt and copies efr's stdout (its plain transcript) to ours line by line, bounded by
-/// [`TURN_TIMEOUT`].
-fn run_prompt(bin: &Path, daemon: &Daemon, sample: &Path) -> Result<std::process::ExitStatus> {
+/// [`TURN_TIMEOUT`]; with the conversation that efr's last line names.
+fn run_prompt(bin: &Path, daemon: &Daemon, sample: &Path) -> Result<(std::process::ExitStatus, Option<String>)> {
     let mut efr = efr_command(bin, daemon)
         .args(["--mode", "auto", PROMPT])
         .current_dir(sample)
@@ -177,9 +263,14 @@ fn run_prompt(bin: &Path, daemon: &Daemon, sample: &Path) -> Result<std::process
     let stdout = efr.stdout.take().context("efr has no stdout")?;
     let copier = std::thread::spawn(move || {
         let mut out = std::io::stdout().lock();
+        let mut conversation = None;
         for line in BufReader::new(stdout).lines().map_while(Result::ok) {
             let _ = writeln!(out, "{line}");
+            if let Some(rest) = line.strip_prefix("conversation ") {
+                conversation = rest.split_whitespace().next().map(str::to_owned);
+            }
         }
+        conversation
     });
     let deadline = Instant::now() + TURN_TIMEOUT;
     let status = loop {
@@ -193,8 +284,8 @@ fn run_prompt(bin: &Path, daemon: &Daemon, sample: &Path) -> Result<std::process
         }
         std::thread::sleep(Duration::from_millis(50));
     };
-    let _ = copier.join();
-    Ok(status)
+    let conversation = copier.join().unwrap_or_default();
+    Ok((status, conversation))
 }
 
 /// The provider of the demo.
@@ -301,12 +392,15 @@ enum Daemon {
 }
 
 impl Daemon {
-    fn start(work: &Path, bin: &Path, systemd: bool) -> Result<Self> {
+    fn start(work: &Path, bin: &Path, systemd: bool, installed: bool) -> Result<Self> {
         let manager = if systemd {
             require_root().and_then(|()| UserManager::start(&work.join("systemd")))
         } else {
             Err(anyhow::anyhow!("--no-systemd"))
         };
+        if installed {
+            return manager.map(Self::Systemd);
+        }
         match manager {
             Ok(manager) => {
                 println!(
@@ -429,7 +523,7 @@ fn efr_command(bin: &Path, daemon: &Daemon) -> Command {
 }
 
 /// The target folder: `CARGO_TARGET_DIR`, else outside `/tmp` when the workspace is there, else `target/`.
-fn target_dir(root: &Path) -> PathBuf {
+pub fn target_dir(root: &Path) -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .or_else(|| target_outside_tmp(root))

@@ -8,7 +8,7 @@ use std::path::Path;
 use anyhow::{Result, bail};
 
 /// The crates installed, in order (each one's binary has the crate's name).
-const CRATES: [&str; 5] = ["efr-launcher", "efr-proxy", "efr-bus-proxy", "efrd", "efr"];
+pub const CRATES: [&str; 5] = ["efr-launcher", "efr-proxy", "efr-bus-proxy", "efrd", "efr"];
 
 /// Runs `cargo install` for each crate; `args` may be `--root DIR`.
 pub fn install(root: &Path, args: &[&str]) -> Result<()> {

@@ -7,8 +7,10 @@
 //! | `tidy` | `cargo fmt --check`, no unused dependency (cargo-shear), clippy with `-D warnings`, `structure`, schema and fixtures current |
 //! | `structure` | no cycle between the modules of any folder of the workspace, and docs/architecture.md in step with the code (its modules, crates and layers); `structure DIR` checks the workspace at DIR |
 //! | `typescript` | types from `docs/protocol.schema.json` (json-schema-to-typescript) and `tsc --strict` on a small client (`tests/typescript`) |
-//! | `ci` | installs the Debian packages the tests need (as root, when missing) and cargo-shear, then `tidy`, `typescript`, every test and the demo |
-//! | `install` | `cargo install` of efr, efrd and efr-launcher (`--root DIR` to choose where) |
+//! | `ci` | installs the Debian packages the tests need (as root, when missing) and cargo-shear, then `tidy`, `typescript`, every test, the demo and `deb-check` |
+//! | `install` | `cargo install` of efr, efrd, efr-launcher, efr-proxy and efr-bus-proxy (`--root DIR` to choose where) |
+//! | `deb-check` | CI's test of the package as root: lintian, `dpkg -i`, the demo against the installed programs, an upgrade, removal and purge |
+//! | `deb` | the Debian package (`--dev`: of the debug build; `--version V`), with dpkg-deb (docs/adr/0022-debian-package.md) |
 //! | `demo` | the main job end to end: a sample project's failing test fixed through efrd (`--release`: optimised; `--no-systemd`: systemd-socket-activate instead of a user manager) |
 //! | `bench` | runs the benchmarks and prints each number next to its budget (docs/architecture.md, "Budgets") |
 //! | `soak` | the long soak run of a release efrd, on demand (`--turns N`, `--minutes M`, `--clients C`; docs/operations.md) |
@@ -18,6 +20,8 @@
 mod bench;
 mod ci;
 mod cmd;
+mod deb;
+mod deb_check;
 mod demo;
 mod install;
 mod protocol;
@@ -28,7 +32,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 
-const USAGE: &str = "usage: cargo xtask <bless | protocol-schema [--check] | tidy | structure [DIR] | typescript | ci | demo [--release] [--no-systemd] | install [--root DIR] | bench | soak [--turns N] [--minutes M] [--clients C]>";
+const USAGE: &str = "usage: cargo xtask <bless | protocol-schema [--check] | tidy | structure [DIR] | typescript | ci | demo [--release] [--no-systemd] | install [--root DIR] | deb [--dev] [--version V] | deb-check | bench | soak [--turns N] [--minutes M] [--clients C]>";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -58,6 +62,8 @@ fn run(args: &[String]) -> Result<()> {
         (Some("soak"), _) => bench::soak(&args[1..]),
         (Some("demo"), rest) => demo::demo(&root, rest),
         (Some("install"), rest) => install::install(&root, rest),
+        (Some("deb"), rest) => deb::deb(&root, rest),
+        (Some("deb-check"), []) => deb_check::check(&root),
         _ => bail!("{USAGE}"),
     }
 }

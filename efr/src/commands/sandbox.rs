@@ -9,6 +9,9 @@
 //! ```
 //!
 //! A failed step whose cause efrd knows shows its fix under it (docs/modes.md, "When the sandbox cannot start").
+//! The last line is efr's own look at AppArmor on this machine ([`super::apparmor::status_line`]): whether it runs
+//! and whether efr's profile, the packaged one or one `setup-apparmor` wrote, is loaded (not in `--json`, which is
+//! efrd's answer as it is).
 //!
 //! The exit status tells scripts the answer: 0 when the sandbox is available, 1 when it is not (with `--json` too),
 //! so `efr sandbox check && ...` runs only where auto mode can contain calls. An efrd that does not serve the method
@@ -44,7 +47,10 @@ pub async fn check(json: bool) -> ExitCode {
         "admin.sandbox_check",
         json!({}),
         json,
-        |check: &AdminSandboxCheckResult| crate::out::print(&render(check)),
+        |check: &AdminSandboxCheckResult| {
+            let apparmor = super::apparmor::status_line(&super::apparmor::AppArmorFacts::read());
+            crate::out::print(&format!("{}{apparmor}\n", render(check)));
+        },
         exit_code,
     )
     .await

@@ -194,3 +194,41 @@ async fn a_whole_turn_in_a_terminal_then_ctrl_c_interrupts_the_next() {
         "the second turn continues the first's conversation"
     );
 }
+
+/// On a terminal a mistyped command asks "did you mean `efr …`?": `n` sends nothing (exit 1), `y` runs the command
+/// it meant, `p` sends the word as a prompt after all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mistyped_command_on_a_terminal_asks_what_was_meant() {
+    let home = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let server = model(vec![text("Sent after all.")]).await;
+    let _efrd = daemon(home.path(), &server, true);
+    let tmux = Tmux::start(project.path(), home.path());
+    tmux.wait_for("$ ", 10).await;
+    let efr = efr().display().to_string();
+    let prompts = || server.requests().iter().filter(|r| r.path == "/v1/responses").count();
+
+    for (answer, exit, shown) in [("n", "EXIT=1", "nothing was sent"), ("y", "EXIT=0", " · up ")] {
+        tmux.keys(&["C-l"]);
+        tmux.run(&["clear-history", "-t", "0"]);
+        tmux.literal(&format!("'{efr}' stauts; echo EXIT=$?"));
+        tmux.keys(&["Enter"]);
+        tmux.wait_for("did you mean `efr status`? [y: run it", 20).await;
+        tmux.literal(answer);
+        tmux.keys(&["Enter"]);
+        let pane = tmux.wait_for_exit(20).await;
+        assert!(pane.contains(exit) && pane.contains(shown), "{answer}: {pane}");
+    }
+    assert_eq!(prompts(), 0, "neither answer sent a prompt");
+
+    tmux.keys(&["C-l"]);
+    tmux.run(&["clear-history", "-t", "0"]);
+    tmux.literal(&format!("'{efr}' --new stauts; echo EXIT=$?"));
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("did you mean", 20).await;
+    tmux.literal("p");
+    tmux.keys(&["Enter"]);
+    let pane = tmux.wait_for_exit(30).await;
+    assert!(pane.contains("EXIT=0") && pane.contains("Sent after all."), "{pane}");
+    assert_eq!(prompts(), 1);
+}

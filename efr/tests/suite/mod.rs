@@ -5,5 +5,7 @@ mod cli_commands;
 mod cli_pipe;
 mod cli_pty;
 mod cli_sandbox_host;
+mod completions;
+mod mistyped;
 mod shell_init;
 mod systemd_user;

@@ -129,12 +129,12 @@ impl Supervisor {
         }
     }
 
-    /// The program of the default setup: `$<variable>` when set, else `name` next to the running efrd.
+    /// The program of the default setup: `$<variable>` when set, else [`beside`] the running efrd.
     #[must_use]
     pub fn default_program(name: &str, variable: &str) -> PathBuf {
         std::env::var_os(variable).map(PathBuf::from).unwrap_or_else(|| {
             std::env::current_exe()
-                .map(|exe| exe.with_file_name(name))
+                .map(|exe| beside(&exe, name))
                 .unwrap_or_else(|_| PathBuf::from(name))
         })
     }
@@ -381,8 +381,51 @@ impl Instance {
     }
 }
 
+/// The folder of efr's helper programs beside a program folder: `/usr/bin` → `/usr/libexec/efr` (the package's
+/// layout, as the FHS puts programs that only other programs run).
+pub const LIBEXEC: &str = "libexec/efr";
+
+/// Where a helper `name` is for the efrd at `exe`: next to it (`cargo install`, a build folder), else in
+/// [`LIBEXEC`] beside efrd's folder (`/usr/bin/efrd` → `/usr/libexec/efr/NAME`), else next to it again, so a
+/// missing helper is reported at the path a user would look first.
+#[must_use]
+pub fn beside(exe: &Path, name: &str) -> PathBuf {
+    let next = exe.with_file_name(name);
+    if next.is_file() {
+        return next;
+    }
+    exe.parent()
+        .and_then(Path::parent)
+        .map(|prefix| prefix.join(LIBEXEC).join(name))
+        .filter(|packaged| packaged.is_file())
+        .unwrap_or(next)
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_helper_is_found_next_to_efrd_else_in_libexec() {
+        let dir = tempfile::tempdir().unwrap();
+        let bin = dir.path().join("bin");
+        let libexec = dir.path().join("libexec/efr");
+        std::fs::create_dir_all(&bin).unwrap();
+        std::fs::create_dir_all(&libexec).unwrap();
+        let efrd = bin.join("efrd");
+        assert_eq!(
+            super::beside(&efrd, "efr-proxy"),
+            bin.join("efr-proxy"),
+            "none: next to efrd"
+        );
+        std::fs::write(libexec.join("efr-proxy"), "").unwrap();
+        assert_eq!(super::beside(&efrd, "efr-proxy"), libexec.join("efr-proxy"));
+        std::fs::write(bin.join("efr-proxy"), "").unwrap();
+        assert_eq!(
+            super::beside(&efrd, "efr-proxy"),
+            bin.join("efr-proxy"),
+            "next to efrd wins"
+        );
+    }
+
     use super::*;
 
     #[test]

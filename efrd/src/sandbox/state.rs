@@ -44,16 +44,12 @@ impl SandboxState {
         }
     }
 
-    /// The options of the default setup: `efr-launcher` next to the running efrd (or `$EFR_LAUNCHER`), bubblewrap
+    /// The options of the default setup: `efr-launcher` next to the running efrd or in `../libexec/efr/` beside it (or `$EFR_LAUNCHER`), bubblewrap
     /// from `$EFR_BWRAP` or `PATH`, the user's home as given ([`crate::config::Roots::home`]; `/` without one) and
     /// the runtime folder from the environment.
     #[must_use]
     pub fn default_options(home: Option<&Path>) -> ProbeOptions {
-        let launcher = std::env::var_os("EFR_LAUNCHER").map(PathBuf::from).unwrap_or_else(|| {
-            std::env::current_exe()
-                .map(|exe| exe.with_file_name("efr-launcher"))
-                .unwrap_or_else(|_| PathBuf::from("efr-launcher"))
-        });
+        let launcher = crate::helper_process::Supervisor::default_program("efr-launcher", "EFR_LAUNCHER");
         let home = home.map_or_else(|| PathBuf::from("/"), Path::to_path_buf);
         let runtime_dir = std::env::var_os("XDG_RUNTIME_DIR").map_or_else(
             || PathBuf::from(format!("/run/user/{}", nix::unistd::getuid())),
