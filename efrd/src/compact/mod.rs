@@ -10,7 +10,7 @@
 //! at all, so a daemon killed during one comes back with the conversation either compacted or not. The log keeps
 //! every event: only the model's copy ([`ModelHistory`]) shrinks.
 //!
-//! Parts: [`history`] (the copy and what a compaction makes of it), [`cut`] (what is summarised, kept, shortened),
+//! Parts: [`history`] (the copy and what a compaction makes of it), [`mod@cut`] (what is summarised, kept, shortened),
 //! [`meter`] (how full the context is), and here the summary's request and model call.
 
 pub mod cut;

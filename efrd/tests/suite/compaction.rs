@@ -72,6 +72,34 @@ fn split(server: &ScriptedModel) -> (Vec<String>, Vec<String>) {
     bodies.into_iter().partition(|body| !body.contains(ASK))
 }
 
+/// A model server that answers `answers` in order and every summary's request after 30 s.
+async fn slow_summaries(answers: &[&str]) -> ScriptedModel {
+    let slow = Reply::of(vec![ReplyEvent::DelayMs(30_000), ReplyEvent::Text(SUMMARY.into())]);
+    ScriptedModel::start(Script {
+        steps: answers.iter().map(|answer| Step::Reply(text(answer))).collect(),
+        when: vec![When {
+            contains: ASK.into(),
+            step: Step::Reply(slow),
+        }],
+        models: vec!["gpt-5".into()],
+        ..Script::default()
+    })
+    .await
+    .expect("scripted model server")
+}
+
+/// Waits (up to 20 s) until a summary's request reached `server`.
+async fn summary_asked(server: &ScriptedModel) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while split(server).1.is_empty() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the summary's request never came"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// The events of kind `kind`.
 fn of_kind<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
     events.iter().filter(|e| e["kind"] == kind).collect()
@@ -374,22 +402,7 @@ fn a_sigkill_during_a_compaction_loses_nothing_and_leaves_no_half_state() {
     crate::common::runtime().block_on(async {
         let home = tempfile::tempdir().unwrap();
         let cwd = project();
-        let slow = Reply::of(vec![ReplyEvent::DelayMs(30_000), ReplyEvent::Text(SUMMARY.into())]);
-        let server = ScriptedModel::start(Script {
-            steps: vec![
-                Step::Reply(text("one")),
-                Step::Reply(text("two")),
-                Step::Reply(text("three")),
-            ],
-            when: vec![When {
-                contains: ASK.into(),
-                step: Step::Reply(slow),
-            }],
-            models: vec!["gpt-5".into()],
-            ..Script::default()
-        })
-        .await
-        .unwrap();
+        let server = slow_summaries(&["one", "two", "three"]).await;
         let mut efrd = daemon(home.path(), &server, "openai-api", "gpt-5", 200_000);
         let mut client = efrd.client().await.unwrap();
         let (_, conversation, sub) = start(&mut client, cwd.path(), "cautious", "PROMPT-ONE").await;
@@ -397,14 +410,7 @@ fn a_sigkill_during_a_compaction_loses_nothing_and_leaves_no_half_state() {
         let mut compacting = efrd.client().await.unwrap();
         let params = json!({"command_id": command_id(), "conversation_id": conversation});
         let pending = tokio::spawn(async move { compacting.call("conversation.compact", params).await });
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-        while split(&server).1.is_empty() {
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "the summary's request never came"
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        summary_asked(&server).await;
         efrd.kill().unwrap();
         assert!(pending.await.unwrap().is_err(), "the connection ends with efrd");
         efrd.restart().unwrap();
@@ -434,18 +440,7 @@ fn a_sigkill_during_a_compaction_loses_nothing_and_leaves_no_half_state() {
 async fn an_interrupt_during_a_compaction_stops_the_turn_at_once_and_records_no_compaction() {
     let home = tempfile::tempdir().unwrap();
     let cwd = project();
-    let slow = Reply::of(vec![ReplyEvent::DelayMs(30_000), ReplyEvent::Text(SUMMARY.into())]);
-    let server = ScriptedModel::start(Script {
-        steps: vec![Step::Reply(text("one")), Step::Reply(text("two"))],
-        when: vec![When {
-            contains: ASK.into(),
-            step: Step::Reply(slow),
-        }],
-        models: vec!["gpt-5".into()],
-        ..Script::default()
-    })
-    .await
-    .unwrap();
+    let server = slow_summaries(&["one", "two"]).await;
     let efrd = daemon(home.path(), &server, "openai-api", "gpt-5", 8_000);
     let mut client = efrd.client().await.unwrap();
     let (_, conversation, sub) = start(&mut client, cwd.path(), "cautious", "PROMPT-ONE").await;
@@ -453,14 +448,7 @@ async fn an_interrupt_during_a_compaction_stops_the_turn_at_once_and_records_no_
     // A prompt past the trigger: the turn compacts before its first model call, and the summary takes 30 s.
     let big = "Now read this and answer. ".repeat(1_000);
     let sent = prompt_to(&mut client, Some(&conversation), cwd.path(), "cautious", &big).await;
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    while split(&server).1.is_empty() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the summary's request never came"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    summary_asked(&server).await;
     let started = std::time::Instant::now();
     let params = json!({"command_id": command_id(), "conversation_id": conversation, "turn_id": sent["turn_id"]});
     client.ok("turn.interrupt", params).await.unwrap();
