@@ -1,12 +1,13 @@
 //! `cargo xtask deb-check`: CI's test of the Debian package, on this machine, as root.
 //!
-//! 1. builds two packages of the debug build ([`crate::deb`] with `--dev`): the tree's version with `~ci.older`
-//!    appended (which dpkg orders first), then the tree's version;
+//! 1. builds two packages of the debug build ([`crate::deb`] with `--dev`): the previous commit's (`HEAD~1`), by its
+//!    own recipe in a worktree under the target folder, with `~ci.previous` appended to the version (which dpkg
+//!    orders first), then this tree's;
 //! 2. lintian on the newer one: no error and no warning that `packaging/debian/lintian-overrides` does not hold;
-//! 3. `dpkg -i` of the older one, then checks of what it installed: the programs, the helpers in
+//! 3. `dpkg -i` of the previous commit's, then checks of what it installed: the programs, the helpers in
 //!    `/usr/libexec/efr`, efrd.socket enabled for every user, the AppArmor profile only where AppArmor runs;
 //! 4. the demo against the installed programs and units under a real `systemd --user` manager;
-//! 5. the upgrade: `dpkg -i` of the newer one, a new manager on the same folders, and the demo's conversation
+//! 5. the upgrade: `dpkg -i` of this tree's, a new manager on the same folders, and the demo's conversation
 //!    still readable (`efr diff --conversation ID` names the file its turn patched); `efr sandbox check` passes
 //!    with the helpers of `/usr/libexec/efr`;
 //! 6. `dpkg --remove`: the running efrd still runs (never stopped by force), the user's event log is kept, and no
@@ -15,8 +16,9 @@
 //!
 //! Whatever fails, the package is purged at the end, so no later test sees its units.
 //!
-//! The upgrade is between two builds of this tree with different versions, not from the previous commit's package:
-//! that would need a second build of the whole workspace at that commit (minutes on CI's 2 cores).
+//! The previous commit is built in a target folder of its own, seeded with a copy of this build's dependencies, so
+//! that only the workspace's own crates compile again. A clone without the previous commit (a shallow one) or a
+//! previous commit without a package recipe fails the check and says so.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -32,14 +34,6 @@ use crate::deb::{Options, build, output};
 /// The first step that fails, named.
 pub fn check(root: &Path) -> Result<()> {
     require_root()?;
-    let version = env!("CARGO_PKG_VERSION");
-    let older = build(
-        root,
-        &Options {
-            dev: true,
-            version: Some(format!("{version}~ci.older")),
-        },
-    )?;
     let newer = build(
         root,
         &Options {
@@ -47,6 +41,7 @@ pub fn check(root: &Path) -> Result<()> {
             version: None,
         },
     )?;
+    let older = previous_package(root)?;
     lintian(&newer)?;
     let _purge = Purge;
     let result = install_use_upgrade_remove(root, &older, &newer);
@@ -54,6 +49,73 @@ pub fn check(root: &Path) -> Result<()> {
         println!("==> the package check failed: {error:#}");
     }
     result
+}
+
+/// The package of the previous commit (`HEAD~1`), built by that commit's own `cargo xtask deb --dev` in a worktree
+/// of its own (`<target>/deb-previous/tree`), with the version `<this version>~ci.previous`.
+///
+/// # Errors
+/// No previous commit in this clone, no package recipe in it, or its build fails.
+fn previous_package(root: &Path) -> Result<PathBuf> {
+    let git = || {
+        let mut command = Command::new("git");
+        command.arg("-C").arg(root);
+        command
+    };
+    let commit = output(git().args(["rev-parse", "--verify", "--quiet", "HEAD~1^{commit}"])).context(
+        "deb-check upgrades from the previous commit's package, and this clone has no previous commit (a shallow \
+         clone: `git fetch --deepen=1`)",
+    )?;
+    let target = crate::demo::target_dir(root);
+    let place = target.join("deb-previous");
+    let tree = place.join("tree");
+    if tree.exists() {
+        let _ = git().args(["worktree", "remove", "--force"]).arg(&tree).status();
+        let _ = std::fs::remove_dir_all(&tree);
+    }
+    let _ = git().args(["worktree", "prune"]).status();
+    crate::cmd::run(
+        "git worktree add (the previous commit)",
+        git()
+            .args(["worktree", "add", "--detach", "--force"])
+            .arg(&tree)
+            .arg(&commit),
+    )?;
+    if !tree.join("xtask/src/deb.rs").exists() {
+        bail!("the previous commit {commit} has no package recipe (xtask/src/deb.rs): nothing to upgrade from");
+    }
+    // Seeded with this build's dependencies: only the workspace's own crates (another path) compile again.
+    let previous_target = place.join("target");
+    let seeded = previous_target.join("debug");
+    if !seeded.exists() {
+        std::fs::create_dir_all(&seeded)?;
+        for part in ["deps", "build", ".fingerprint"] {
+            let from = target.join("debug").join(part);
+            if from.exists() {
+                crate::cmd::run(
+                    "cp -a (seed the previous commit's build)",
+                    Command::new("cp").arg("-a").arg(&from).arg(&seeded),
+                )?;
+            }
+        }
+    }
+    let version = format!("{}~ci.previous", env!("CARGO_PKG_VERSION"));
+    println!("==> the previous commit's package ({commit}), version {version}");
+    let text = output(
+        crate::cmd::cargo()
+            .current_dir(&tree)
+            .env("CARGO_TARGET_DIR", &previous_target)
+            .args(["xtask", "deb", "--dev", "--version", &version]),
+    )?;
+    let package = text
+        .lines()
+        .rev()
+        .find_map(|line| line.strip_prefix("==> "))
+        .map(PathBuf::from)
+        .filter(|path| path.extension().is_some_and(|ext| ext == "deb"))
+        .with_context(|| format!("the previous commit's `cargo xtask deb` named no package:\n{text}"))?;
+    let _ = git().args(["worktree", "remove", "--force"]).arg(&tree).status();
+    Ok(package)
 }
 
 /// lintian with warnings as failures (each kept one is overridden in the package, with its reason).
