@@ -14,7 +14,7 @@
 //! The maintainer scripts, copyright and lintian overrides are files of `packaging/debian/`. Binaries are stripped
 //! as dh_strip would. `--dev` packages the debug build (CI's package test, which checks the packaging and not the
 //! optimiser, reuses the build of the tests); the default is the release build users get. `--version` sets the
-//! package's version (the workspace's by default), for the upgrade test between two builds.
+//! package's version (the workspace's by default), for the upgrade test from the previous commit's package.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};

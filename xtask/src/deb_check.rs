@@ -69,9 +69,9 @@ fn previous_package(root: &Path) -> Result<PathBuf> {
     let target = crate::demo::target_dir(root);
     let place = target.join("deb-previous");
     let tree = place.join("tree");
-    if tree.exists() {
+    if place.exists() {
         let _ = git().args(["worktree", "remove", "--force"]).arg(&tree).status();
-        let _ = std::fs::remove_dir_all(&tree);
+        let _ = std::fs::remove_dir_all(&place);
     }
     let _ = git().args(["worktree", "prune"]).status();
     crate::cmd::run(
@@ -87,16 +87,14 @@ fn previous_package(root: &Path) -> Result<PathBuf> {
     // Seeded with this build's dependencies: only the workspace's own crates (another path) compile again.
     let previous_target = place.join("target");
     let seeded = previous_target.join("debug");
-    if !seeded.exists() {
-        std::fs::create_dir_all(&seeded)?;
-        for part in ["deps", "build", ".fingerprint"] {
-            let from = target.join("debug").join(part);
-            if from.exists() {
-                crate::cmd::run(
-                    "cp -a (seed the previous commit's build)",
-                    Command::new("cp").arg("-a").arg(&from).arg(&seeded),
-                )?;
-            }
+    std::fs::create_dir_all(&seeded)?;
+    for part in ["deps", "build", ".fingerprint"] {
+        let from = target.join("debug").join(part);
+        if from.exists() {
+            crate::cmd::run(
+                "cp -a (seed the previous commit's build)",
+                Command::new("cp").arg("-a").arg(&from).arg(&seeded),
+            )?;
         }
     }
     let version = format!("{}~ci.previous", env!("CARGO_PKG_VERSION"));
@@ -114,8 +112,13 @@ fn previous_package(root: &Path) -> Result<PathBuf> {
         .map(PathBuf::from)
         .filter(|path| path.extension().is_some_and(|ext| ext == "deb"))
         .with_context(|| format!("the previous commit's `cargo xtask deb` named no package:\n{text}"))?;
+    // The package moves beside this tree's; the previous commit's tree and build go (gigabytes a CI disk needs).
+    let kept = target.join("deb").join(package.file_name().context("a package file")?);
+    std::fs::create_dir_all(target.join("deb"))?;
+    std::fs::rename(&package, &kept).with_context(|| format!("cannot move {}", package.display()))?;
     let _ = git().args(["worktree", "remove", "--force"]).arg(&tree).status();
-    Ok(package)
+    std::fs::remove_dir_all(&place).with_context(|| format!("cannot remove {}", place.display()))?;
+    Ok(kept)
 }
 
 /// lintian with warnings as failures (each kept one is overridden in the package, with its reason).
