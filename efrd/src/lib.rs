@@ -10,6 +10,7 @@
 //! | [`models`] | the daemon's wiring of efr-model: the active provider, settings, keys, catalog, HTTP client |
 //! | [`exits`] | auto mode's exits: finding them (line, patch, report), who may approve each, the judge chain |
 //! | [`tools`] | the tool specs and the hidden shell (`apply_patch` is efr-patch's) |
+//! | [`jobs`] | background jobs: their processes, cgroups (systemd scopes), output files, watches, stops and notices |
 //! | [`helper_process`] | the supervision of efrd's helper processes (`efr-proxy`, `efr-bus-proxy`): start, restart, status |
 //! | [`network`] | the network of contained calls: `[network]` rules, credential hosts, efr-proxy's plans, refusals |
 //! | [`bus`] | the D-Bus of contained calls: `[bus]` and the default policy made into a `bus_filter` grant and a bus plan, the session bus, a closed plan's refusals |
@@ -35,6 +36,7 @@ pub mod conversation;
 pub mod daemon;
 pub mod exits;
 pub mod helper_process;
+pub mod jobs;
 pub mod lifecycle;
 pub mod listen;
 pub mod models;

@@ -100,6 +100,11 @@ async fn start_and_serve(roots: Roots, config: ConfigState) -> Result<(), StartE
 
     spawn_background(&daemon, &notifier, &shutdown);
     serve_until_stopped(&daemon, &listener, &shutdown).await;
+    // Jobs end with efrd (docs/jobs.md): each stop is recorded before the log closes.
+    let jobs = daemon.jobs.stop_all(efr_protocol::wire::JobStopBy::DaemonStop);
+    if tokio::time::timeout(Duration::from_secs(3), jobs).await.is_err() {
+        warn!("the background jobs did not all stop within 3 s");
+    }
     daemon.conversations.clear();
     if let Err(e) = daemon.store.close().await {
         warn!(error = %e, "the event store did not close cleanly");

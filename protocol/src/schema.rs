@@ -32,6 +32,9 @@ use crate::wire::{
     TurnInterruptParams, TurnInterruptResult,
 };
 use crate::wire::{
+    CallBackgroundParams, CallBackgroundResult, JobsListParams, JobsListResult, JobsStopParams, JobsStopResult,
+};
+use crate::wire::{
     ConversationCompactParams, ConversationCompactResult, ConversationContextParams, ConversationContextResult,
 };
 use crate::wire::{ConversationsRecentParams, ConversationsRecentResult, ConversationsWatchParams};
@@ -88,6 +91,12 @@ pub fn protocol_schema() -> Value {
             ConversationContextResult,
             ConversationCompactParams,
             ConversationCompactResult,
+            JobsListParams,
+            JobsListResult,
+            JobsStopParams,
+            JobsStopResult,
+            CallBackgroundParams,
+            CallBackgroundResult,
             TurnInterruptParams,
             TurnInterruptResult,
             TurnUndoParams,

@@ -72,6 +72,7 @@ mod context;
 mod presence;
 pub(crate) use presence::PresenceSet;
 mod instructions;
+mod jobs;
 mod prompt;
 mod questions;
 mod retire;
@@ -105,6 +106,8 @@ pub struct Deps {
     pub project_turns: Arc<crate::turn::overlap::ProjectTurns>,
     /// The memory that the call walks of every turn may keep for their changes' line counts.
     pub call_texts: Arc<crate::turn::call_snapshots::CallTextPool>,
+    /// efrd's background jobs.
+    pub jobs: Arc<crate::jobs::Jobs>,
 }
 
 impl Deps {
@@ -135,6 +138,8 @@ struct Queued {
     desktop: Option<efr_protocol::wire::Desktop>,
     /// The prompt as the user typed it, without efr's preamble: auto's exit judges read it.
     user_prompt: String,
+    /// A turn that a job's notice woke (no prompt: the notices are its input).
+    woken: bool,
 }
 
 /// The turn that runs.
@@ -195,6 +200,10 @@ pub(super) struct Actor {
     presence: efr_protocol::wire::Presence,
     /// Counts the changes of `presence`: an away timer acts only in the epoch it started in.
     presence_epoch: u64,
+    /// Notices of background jobs the model has not heard yet: they go with the next turn (`jobs.rs`).
+    job_notices: Vec<crate::jobs::Notice>,
+    /// The settings of the last turn that started: a turn that a notice wakes runs with them, at most auto.
+    last_settings: Option<(efr_protocol::wire::TurnSettings, efr_protocol::wire::Overridden)>,
 }
 
 impl Actor {
@@ -230,6 +239,8 @@ impl Actor {
             surface: crate::turn::surface::Book::default(),
             presence: efr_protocol::wire::Presence::Present,
             presence_epoch: 0,
+            job_notices: Vec::new(),
+            last_settings: None,
             shell: Arc::new(tokio::sync::Mutex::new(ShellSlot::new(shell_options(
                 kind, home, shell_root,
             )))),
@@ -392,6 +403,10 @@ impl Actor {
                 let _ = reply.send(self.compacted_in_turn(turn_id, *compaction, *history).await);
             }
             Command::Draft { turn_id, part } => self.draft(turn_id, &part),
+            Command::JobNotice { notice } => {
+                self.job_notice(notice);
+                self.start_next(me).await;
+            }
             Command::CompactBegin { params, reply } => {
                 let _ = reply.send(self.begin_compact(*params).await);
             }

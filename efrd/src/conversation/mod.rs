@@ -178,6 +178,10 @@ enum Command {
         turn_id: TurnId,
         part: efr_protocol::wire::DraftPart,
     },
+    /// A background job's notice for the model ([`crate::jobs::JobSink::notice`]).
+    JobNotice {
+        notice: crate::jobs::Notice,
+    },
     CompactBegin {
         params: Box<efr_protocol::wire::ConversationCompactParams>,
         reply: oneshot::Sender<Result<actor::CompactBegin, ErrorBody>>,
@@ -412,6 +416,22 @@ impl ConversationHandle {
     }
 }
 
+impl crate::jobs::JobSink for Recorder {
+    fn record_as(
+        &self,
+        turn_id: Option<TurnId>,
+        bodies: Vec<EventBody>,
+    ) -> crate::jobs::SinkFuture<'_, Result<u64, ErrorBody>> {
+        TurnSink::record_as(self, turn_id, bodies)
+    }
+
+    fn notice(&self, notice: crate::jobs::Notice) -> crate::jobs::SinkFuture<'_, ()> {
+        Box::pin(async move {
+            let _ = self.tx.send(Command::JobNotice { notice }).await;
+        })
+    }
+}
+
 /// The way a running turn records its events: through its conversation's actor, which numbers, commits and
 /// broadcasts them (the turn's [`TurnSink`]).
 #[derive(Debug, Clone)]
@@ -464,6 +484,10 @@ impl TurnSink for Recorder {
             })
             .await?
         })
+    }
+
+    fn job_sink(&self) -> Option<Arc<dyn crate::jobs::JobSink>> {
+        Some(Arc::new(self.clone()))
     }
 
     fn draft(&self, turn_id: TurnId, part: efr_protocol::wire::DraftPart) {

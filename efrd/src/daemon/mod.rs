@@ -53,6 +53,8 @@ pub struct Daemon {
     running_turns: Arc<AtomicUsize>,
     project_turns: Arc<crate::turn::overlap::ProjectTurns>,
     call_texts: Arc<crate::turn::call_snapshots::CallTextPool>,
+    /// The background jobs (`$state/jobs` holds their output files).
+    pub jobs: Arc<crate::jobs::Jobs>,
 }
 
 impl Daemon {
@@ -67,6 +69,10 @@ impl Daemon {
         snapshots: SnapshotStore,
         sandbox: SandboxState,
     ) -> Self {
+        let jobs = Arc::new(crate::jobs::Jobs::new(
+            roots.state.path.join("jobs"),
+            std::env::var_os("XDG_RUNTIME_DIR").map(std::path::PathBuf::from),
+        ));
         // A watcher may fall as far behind as a subscriber (`[daemon] subscriber_queue`).
         let row_queue = config.current().daemon.subscriber_queue;
         Self {
@@ -88,6 +94,7 @@ impl Daemon {
             running_turns: Arc::default(),
             project_turns: Arc::default(),
             call_texts: Arc::default(),
+            jobs,
         }
     }
 
@@ -118,6 +125,7 @@ impl Daemon {
             running_turns: Arc::clone(&self.running_turns),
             project_turns: Arc::clone(&self.project_turns),
             call_texts: Arc::clone(&self.call_texts),
+            jobs: Arc::clone(&self.jobs),
         }
     }
 

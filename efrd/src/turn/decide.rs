@@ -27,6 +27,8 @@ pub enum CallWork {
         timeout: Duration,
         /// The policy's analysis of the line (auto's exits read it: the turn parses a line once).
         analysis: Box<LineAnalysis>,
+        /// Start it as a background job ([`super::job_call`]).
+        job: Option<crate::tools::spec::JobRequest>,
     },
     /// A planned patch.
     Patch {
@@ -66,7 +68,7 @@ pub async fn decide_call(env: &ToolEnv, call: ToolCall) -> Result<DecidedCall, S
         }
     }
     match call {
-        ToolCall::Shell { command, timeout } => {
+        ToolCall::Shell { command, timeout, job } => {
             let shell = ShellCall {
                 command,
                 cwd: env.cwd.clone(),
@@ -93,6 +95,7 @@ pub async fn decide_call(env: &ToolEnv, call: ToolCall) -> Result<DecidedCall, S
                     command: shell.command,
                     timeout,
                     analysis: Box::new(analysis),
+                    job,
                 },
             })
         }

@@ -62,6 +62,19 @@ pub struct ToolEnv {
     pub desktop: Option<efr_protocol::wire::Desktop>,
     /// What auto's exits share in the turn: the judges, the denials, the prompt ([`super::exits`]).
     pub exits: TurnExits,
+    /// Where the turn's background jobs go; `None` where jobs cannot run (a turn's unit tests).
+    pub jobs: Option<TurnJobs>,
+}
+
+/// What a turn needs to start background jobs ([`super::job_call`]).
+#[derive(Debug, Clone)]
+pub struct TurnJobs {
+    /// efrd's jobs.
+    pub registry: Arc<crate::jobs::Jobs>,
+    /// The turn's conversation.
+    pub conversation_id: efr_protocol::ids::ConversationId,
+    /// The turn was started by a job's notice: its own jobs wake no turn.
+    pub in_woken_turn: bool,
 }
 
 /// The most recent calls a model judge sees (their lines or a patch's files, never their output).

@@ -169,6 +169,7 @@ mod tests {
                 tool: "shell".into(),
                 command: Some("x".into()),
                 edit: None,
+                ..Default::default()
             },
             needs: efr_protocol::wire::Needs {
                 grants: vec![efr_protocol::wire::Grant::Write { path: path.clone() }],

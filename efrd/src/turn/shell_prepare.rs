@@ -155,15 +155,19 @@ pub(super) async fn prepare(
 }
 
 /// What a contained call starts from: the hidden shell's exported environment, working directory and program.
-struct ShellState {
-    exported: Vec<(String, String)>,
-    cwd: PathBuf,
-    program: PathBuf,
+pub(super) struct ShellState {
+    pub(super) exported: Vec<(String, String)>,
+    pub(super) cwd: PathBuf,
+    pub(super) program: PathBuf,
 }
 
 /// Asks the hidden shell for its exported environment and working directory now (a short `env -0` run), so `cd`
 /// and `export` of earlier calls carry over.
-async fn shell_state(shell: &HiddenShell, work: &std::path::Path, id: &str) -> Result<ShellState, NotPrepared> {
+pub(super) async fn shell_state(
+    shell: &HiddenShell,
+    work: &std::path::Path,
+    id: &str,
+) -> Result<ShellState, NotPrepared> {
     let failed = NotPrepared::Failed;
     let env_file = work.join(format!("env-{id}"));
     let run = shell

@@ -154,6 +154,12 @@ pub trait TurnSink: Send + Sync + std::fmt::Debug {
         let _ = (turn_id, part);
     }
 
+    /// Where the turn's background jobs record their events and send their notices; `None` for a sink that keeps
+    /// no jobs (a turn's unit tests).
+    fn job_sink(&self) -> Option<Arc<dyn crate::jobs::JobSink>> {
+        None
+    }
+
     /// At a turn's end, before its terminal event: records turn_surface_report when the turn made a surface change.
     ///
     /// # Errors

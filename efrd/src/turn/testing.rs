@@ -77,5 +77,6 @@ pub fn tool_env(dir: &Path, bwrap: &str, mode: Mode) -> ToolEnv {
         desktop: None,
         layout,
         exits: super::env::TurnExits::default(),
+        jobs: None,
     }
 }

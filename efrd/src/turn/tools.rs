@@ -80,7 +80,7 @@ pub async fn run_call(
         _ => Vec::new(),
     };
     let launch = launch_of(env, kind, &work, &exits);
-    let manual_input = matches!(&work, CallWork::Shell { command, .. } if !nested_shell(command));
+    let manual_input = matches!(&work, CallWork::Shell { command, job: None, .. } if !nested_shell(command));
     let started = EventBody::ToolCallStarted(ToolCallStarted {
         call_id: call_id.clone(),
         tool: tool.to_owned(),
@@ -174,6 +174,19 @@ async fn run_work(
     };
     let unsandboxed = matches!(launch, Some(Launch::Unsandboxed));
     match work {
+        CallWork::Shell {
+            command,
+            job: Some(job),
+            ..
+        } => {
+            let call = super::job_call::JobCall {
+                command: &command,
+                job,
+                launch: launch.cloned().unwrap_or(Launch::Direct),
+                read_only,
+            };
+            super::job_call::start(env, sink, (turn_id, call_id), call).await
+        }
         CallWork::Shell { command, timeout, .. } => {
             let approved_by = if unsandboxed {
                 Some(exit_call::approved_by(asked))
@@ -213,8 +226,19 @@ async fn denied(sink: &Sink, turn_id: TurnId, call_id: &CallId, output: String) 
 async fn found_exits(env: &ToolEnv, work: &CallWork) -> Vec<ExitRecord> {
     let place = ExitPlace::of(env);
     match work {
-        CallWork::Shell { command, analysis, .. } => {
+        CallWork::Shell {
+            command, analysis, job, ..
+        } => {
             let mut records = exit_call::line_exits(env, &place, command, analysis);
+            if let Some(job) = job {
+                // The judges see that the call starts a job, and for how long (spec: the exit action's members).
+                for record in &mut records {
+                    record.action.background = true;
+                    record.action.watch = job.watch.is_some();
+                    record.action.wake_turn = job.max_wakes > 0;
+                    record.action.max_minutes = Some(job.max_minutes);
+                }
+            }
             let base: Vec<_> = env.network.grants().into_iter().chain(env.bus.grants()).collect();
             super::exits::drop_covered(&mut records, &base);
             super::exit_git::drop_ungrantable(env, &mut records);

@@ -109,6 +109,7 @@ fn host_record() -> ExitRecord {
             tool: "shell".into(),
             command: Some("cargo add serde".into()),
             edit: Some(PLANTED_EDIT.into()),
+            ..Default::default()
         },
         needs: Needs {
             grants: vec![Grant::Host {
@@ -138,6 +139,7 @@ fn unmask_record() -> ExitRecord {
             tool: "shell".into(),
             command: Some("cat ~/.ssh/id_ed25519".into()),
             edit: None,
+            ..Default::default()
         },
         needs: Needs {
             grants: vec![Grant::Unmask {

@@ -29,6 +29,7 @@ mod daemon_watch;
 mod exits_judge;
 mod faults;
 mod hidden_shell_memory;
+mod jobs;
 mod model_keys;
 mod network_clients;
 mod prompt_golden;

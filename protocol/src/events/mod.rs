@@ -24,6 +24,7 @@ mod approval;
 mod conversation;
 mod daemon;
 mod exits;
+mod jobs;
 mod message;
 mod presence;
 mod sandbox;
@@ -44,6 +45,7 @@ pub use approval::{ApprovalExpired, ApprovalRequested, ApprovalResolved};
 pub use conversation::{ConversationCreated, PromptQueued};
 pub use daemon::{LoginCompleted, LogoutCompleted};
 pub use exits::{ClassifierPaused, ExitJudged, ExitRequested, ExitReviewStarted, PauseReason};
+pub use jobs::{JobEnded, JobNotice, JobNoticeHeld, JobPortForwarded, JobStarted, JobWatchMatched};
 pub use message::{AssistantMessageCompleted, AssistantMessageUpdated};
 pub use presence::PresenceChanged;
 pub use sandbox::SandboxUnavailable;
@@ -228,6 +230,18 @@ event_body! {
         /// The model's copy of the conversation was compacted: a summary replaces its older turns (the log keeps
         /// every event).
         ConversationCompacted(crate::wire::Compaction) = "conversation_compacted",
+        /// A shell call started a background job (it belongs to the call's turn).
+        JobStarted(JobStarted) = "job_started",
+        /// A line of a job's output matched its watch (it belongs to no turn).
+        JobWatchMatched(JobWatchMatched) = "job_watch_matched",
+        /// A job ended (it belongs to no turn).
+        JobEnded(JobEnded) = "job_ended",
+        /// What the model hears of a job (it belongs to the turn it goes to).
+        JobNotice(JobNotice) = "job_notice",
+        /// A job's notice did not wake a turn (it belongs to no turn).
+        JobNoticeHeld(JobNoticeHeld) = "job_notice_held",
+        /// What efr did with a port a contained job listens on (it belongs to no turn).
+        JobPortForwarded(JobPortForwarded) = "job_port_forwarded",
     }
 }
 
@@ -261,6 +275,7 @@ impl EventBody {
             Self::ExitJudged(e) => Some(&e.call_id),
             Self::SandboxSurfaceChanged(e) => Some(&e.call_id),
             Self::SurfaceQuestionRequested(e) => Some(&e.call_id),
+            Self::JobStarted(e) => Some(&e.call_id),
             _ => None,
         }
     }

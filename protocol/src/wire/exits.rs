@@ -212,7 +212,7 @@ pub struct ExitFacts {
 /// The call that asks for an exit.
 ///
 /// `tool` and `command` are this project's members; the spec names `edit`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ExitAction {
     /// The tool, such as `shell` or `apply_patch`.
     pub tool: String,
@@ -222,6 +222,18 @@ pub struct ExitAction {
     /// The payload of a file tool's edit of a floor file, at most [`ExitAction::MAX_EDIT_BYTES`]; absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub edit: Option<String>,
+    /// The call starts a background job (false when absent).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub background: bool,
+    /// The job has a watch (false when absent).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub watch: bool,
+    /// The job's notices may wake a turn (false when absent).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub wake_turn: bool,
+    /// The job's limit in minutes; absent when the call starts no job.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_minutes: Option<u32>,
 }
 
 impl ExitAction {

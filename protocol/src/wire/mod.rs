@@ -21,6 +21,7 @@ pub mod conversation;
 pub mod device;
 pub mod exits;
 pub mod input;
+pub mod jobs;
 pub mod login;
 pub mod models;
 pub mod presence;
@@ -68,6 +69,11 @@ pub use exits::{
     HostFact, JudgeKind, Judgement, Needs, TargetClass, Verdict,
 };
 pub use input::{AnswerInput, InputRespondParams, InputRespondResult, InputWait};
+pub use jobs::{
+    CallBackgroundParams, CallBackgroundResult, ForwardOutcome, HeldReason, JobCgroup, JobForward, JobId, JobInfo,
+    JobMovedFrom, JobState, JobStopBy, JobWatch, JobsListParams, JobsListResult, JobsStopParams, JobsStopResult,
+    NoticeKind,
+};
 pub use login::{AdminLoginApiKeyParams, AdminLoginApiKeyResult, AdminLogoutParams, AdminLogoutResult};
 pub use models::{Catalog, CatalogOrigin, ModelInfo, ModelSource, ModelsListParams, ModelsListResult};
 pub use presence::{Presence, PresenceSetParams, PresenceSetResult, PresenceSource};

@@ -84,6 +84,7 @@ impl Actor {
             origin,
             desktop,
             user_prompt: params.text.clone(),
+            woken: false,
         });
         Ok(result)
     }

@@ -54,6 +54,14 @@ impl Actor {
             running.interrupt_requested = true;
             running.cancel.cancel();
         }
+        // The jobs the model started in the turn stop with it (no process outlives an interrupt); in a task, as
+        // their ends are recorded through this actor.
+        let jobs = Arc::clone(&self.deps.jobs);
+        let conversation = self.id;
+        tokio::spawn(async move {
+            jobs.stop_turn(conversation, turn_id, efr_protocol::wire::JobStopBy::User)
+                .await;
+        });
         // An interrupt answers the turn's open questions: deny.
         let open: Vec<CallId> = self
             .approvals
@@ -81,6 +89,7 @@ impl Actor {
                 return;
             }
             let settings = queued.settings.clone();
+            self.last_settings = Some((queued.settings.clone(), queued.overridden));
             let Some(plan) = self.plan_turn(queued).await else {
                 continue;
             };
@@ -146,16 +155,23 @@ impl Actor {
     /// recorded.
     async fn plan_turn(&mut self, queued: Queued) -> Option<TurnPlan> {
         let turn_id = queued.turn_id;
+        let (job_bodies, job_block) = self.take_job_notices(queued.woken);
+        if !job_bodies.is_empty() {
+            let bodies = job_bodies.into_iter().map(|b| (Some(turn_id), b)).collect();
+            if let Err(error) = self.commit(bodies, None).await {
+                warn!(conversation = %self.id, %turn_id, error = %error.body(), "cannot record a turn's job notices");
+            }
+        }
         // Commands left running that ended since the last turn: the model's copy of the prompt says so (never
         // an event: the log has their shell_command_ended).
         let notices = self.open_calls.take_notices();
         let text = if notices.is_empty() {
-            queued.text
+            format!("{job_block}{}", queued.text)
         } else {
             let lines: String = notices.iter().map(|n| format!("- {n}\n")).collect();
-            format!("<shell_notices>\n{lines}</shell_notices>\n\n{}", queued.text)
+            format!("{job_block}<shell_notices>\n{lines}</shell_notices>\n\n{}", queued.text)
         };
-        let tools = self
+        let mut tools = self
             .tool_env(
                 turn_id,
                 &queued.settings,
@@ -164,6 +180,11 @@ impl Actor {
                 &queued.user_prompt,
             )
             .await;
+        tools.jobs = Some(crate::turn::env::TurnJobs {
+            registry: std::sync::Arc::clone(&self.deps.jobs),
+            conversation_id: self.id,
+            in_woken_turn: queued.woken,
+        });
         let prompt = self.turn_prompt(&queued.settings, &tools).await;
         self.history.push_prompt(turn_id, format!("{}{text}", prompt.preamble));
         let planned = turn::plan::plan(
@@ -268,6 +289,7 @@ impl Actor {
                 project_remotes: remotes,
                 ..Default::default()
             },
+            jobs: None,
         }
     }
 

@@ -14,6 +14,7 @@ pub(super) fn exits(changes: &[PatchChange], patch_text: &str, ctx: &ExitContext
         tool: "apply_patch".to_owned(),
         command: None,
         edit: None,
+        ..Default::default()
     });
     let mut floor_edit = false;
     for change in changes {

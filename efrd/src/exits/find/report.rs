@@ -46,6 +46,7 @@ pub(super) fn exits(
         tool: "shell".to_owned(),
         command: Some(call.command.clone()),
         edit: None,
+        ..Default::default()
     });
     let asked_host = |host: &str| already.iter().any(|r| r.facts.hosts.iter().any(|h| h.host == host));
     let upload = !summary.blocked.is_empty()

@@ -54,6 +54,7 @@ fn record(record: &ExitRecord) -> Value {
             .map(|line| bounded(line, MAX_LINE_BYTES)),
         // The payload of a floor edit is a file's content, for the user alone.
         edit: None,
+        ..Default::default()
     };
     json!({
         "kind": record.kind,
@@ -96,6 +97,7 @@ mod tests {
                 tool: "shell".into(),
                 command: Some("curl -sSf https://static.rust-lang.org/rustup.sh".into()),
                 edit: Some("EDIT-PAYLOAD-SECRET".into()),
+                ..Default::default()
             },
             needs: Needs {
                 grants: vec![Grant::Host {

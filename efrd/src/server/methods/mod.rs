@@ -5,6 +5,7 @@ pub mod admin;
 pub mod conversation;
 pub mod device;
 pub mod hello;
+pub mod jobs;
 pub mod presence;
 pub mod sandbox;
 pub mod shell;
@@ -61,6 +62,8 @@ pub async fn unary(ctx: &RequestCtx, method: Method, raw: Option<Value>) -> Resu
         Method::PromptSend => conversation::prompt_send(ctx, raw).await,
         Method::TurnInterrupt => conversation::turn_interrupt(ctx, raw).await,
         Method::TurnUndo => undo::turn_undo(ctx, raw).await,
+        Method::JobsList => jobs::list(ctx, raw),
+        Method::JobsStop => jobs::stop(ctx, raw).await,
         Method::TrashList => trash::trash_list(ctx, raw).await,
         Method::TrashRestore => trash::trash_restore(ctx, raw).await,
         Method::ApprovalRespond => conversation::approval_respond(ctx, raw).await,

@@ -51,6 +51,7 @@ fn find<'c>(call: &ShellCall, analysis: &LineAnalysis, ctx: &'c ExitContext<'c>)
             tool: "shell".to_owned(),
             command: Some(call.command.clone()),
             edit: None,
+            ..Default::default()
         }),
         sends: false,
     };

@@ -1,0 +1,35 @@
+//! jobs.list and jobs.stop: efrd's background jobs ([`crate::jobs`]).
+
+use efr_protocol::ErrorBody;
+use efr_protocol::wire::{JobStopBy, JobsListParams, JobsListResult, JobsStopParams, JobsStopResult};
+use serde_json::Value;
+
+use super::{params, result};
+use crate::server::RequestCtx;
+
+/// jobs.list (scope read): newest first, at most 200; one conversation's when named.
+///
+/// # Errors
+/// `invalid` for bad params.
+pub fn list(ctx: &RequestCtx, raw: Option<Value>) -> Result<Value, ErrorBody> {
+    let params: JobsListParams = params(raw)?;
+    result(&JobsListResult {
+        jobs: ctx.daemon.jobs.list(params.conversation_id),
+    })
+}
+
+/// jobs.stop (scope operate): stops every process of the job and answers once job_ended is recorded. A job that
+/// ended already is answered as it is, so a repeat stops nothing.
+///
+/// # Errors
+/// `not_found` for a job that does not exist (or not in the named conversation), `invalid` for a job id that is not
+/// `jN` or one that names jobs of several conversations without `conversation_id`.
+pub async fn stop(ctx: &RequestCtx, raw: Option<Value>) -> Result<Value, ErrorBody> {
+    let params: JobsStopParams = params(raw)?;
+    let job = ctx
+        .daemon
+        .jobs
+        .stop(params.conversation_id, &params.job_id, JobStopBy::User)
+        .await?;
+    result(&JobsStopResult { job })
+}
