@@ -284,6 +284,7 @@ impl Actor {
                 .collect();
             actor.commit(ends, None).await.map_err(ErrorBody::from)?;
         }
+        actor.recover_jobs(rebuilt.jobs).await?;
         Ok(actor)
     }
 

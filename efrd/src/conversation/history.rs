@@ -48,6 +48,8 @@ pub struct Rebuilt {
     pub presence: Option<efr_protocol::wire::Presence>,
     /// What the log says of the context: the last count, the cache use, the compactions.
     pub context: ContextLog,
+    /// What the log says of the background jobs.
+    pub jobs: super::jobs_log::JobsLog,
 }
 
 /// What a conversation's log says of its context (conversation.context): the last real count since the newest
@@ -130,6 +132,7 @@ pub async fn rebuild(store: &Store, id: ConversationId) -> Result<Rebuilt, Error
     let mut surface = crate::turn::surface::Book::default();
     let mut presence = None;
     let mut context = ContextLog::default();
+    let mut jobs = super::jobs_log::JobsLog::default();
     loop {
         let rows = store.events_after(id, last_seq, PAGE).await.map_err(ErrorBody::from)?;
         let full = rows.len() == PAGE as usize;
@@ -142,6 +145,7 @@ pub async fn rebuild(store: &Store, id: ConversationId) -> Result<Rebuilt, Error
                 Ok(event) => {
                     surface.replay(&event.body);
                     context.observe(&event);
+                    jobs.observe(&event);
                     if let EventBody::PresenceChanged(changed) = &event.body {
                         presence = Some(changed.presence);
                     }
@@ -171,6 +175,7 @@ pub async fn rebuild(store: &Store, id: ConversationId) -> Result<Rebuilt, Error
                 surface,
                 presence,
                 context,
+                jobs,
             });
         }
     }

@@ -17,6 +17,7 @@
 
 mod actor;
 pub mod history;
+pub mod jobs_log;
 pub mod preamble;
 mod presence;
 pub mod recovery;

@@ -1,9 +1,10 @@
 //! A job's cgroup (docs/jobs.md, "Cgroups"; ADR 0021): a transient scope of the systemd user manager, a child of
 //! efrd's own cgroup when that one is delegated to efrd, or none (`off`, with why).
 //!
-//! The scope is asked for as `systemd-run --user --scope` does: `StartTransientUnit` with the job's first pid, over
-//! the manager's private D-Bus socket (`$XDG_RUNTIME_DIR/systemd/private`, peer to peer, so no bus daemon is needed).
-//! The first process waits at a gate until it is in its cgroup, so nothing it forks can start outside it.
+//! The scope is made by `systemd-run --user --scope`, systemd's own client: the job's first process is systemd-run,
+//! which asks the manager (`StartTransientUnit` with its own pid, over the bus or the manager's private socket) and
+//! then becomes the job's gate (docs/adr/0021-job-cgroups.md says why not zbus). Any first process waits at that gate
+//! until efrd has seen it in its cgroup, so nothing it forks can start outside it.
 //!
 //! The numbers: `memory.current` and `cpu.stat`'s `usage_usec` of a cgroup v2 directory; where the cgroup has no
 //! such files (a v1 hierarchy, or v2 without the memory controller), the sums over its processes' `/proc` files
@@ -11,8 +12,6 @@
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-
-use zbus::zvariant::{OwnedObjectPath, Value};
 
 /// How long the manager may take to move the first process into its scope.
 const PLACE_TIMEOUT: Duration = Duration::from_secs(3);
@@ -24,8 +23,8 @@ pub enum Placement {
     Scope {
         /// The unit's name (`efr-job-<conversation>-<job>.scope`).
         unit: String,
-        /// The manager's private socket.
-        socket: PathBuf,
+        /// `$XDG_RUNTIME_DIR`, where systemd-run and systemctl find the manager.
+        runtime_dir: PathBuf,
         /// The scope's cgroup folder (found once the pid is in it).
         dir: Option<PathBuf>,
     },
@@ -46,12 +45,12 @@ impl Placement {
     /// exists, else a delegated child when efrd's own cgroup v2 folder is writable, else off.
     #[must_use]
     pub fn choose(runtime_dir: Option<&Path>, name: &str) -> Self {
-        if let Some(socket) = runtime_dir.map(|dir| dir.join("systemd/private"))
-            && socket.exists()
+        if let Some(runtime_dir) = runtime_dir
+            && runtime_dir.join("systemd/private").exists()
         {
             return Self::Scope {
                 unit: format!("{name}.scope"),
-                socket,
+                runtime_dir: runtime_dir.to_owned(),
                 dir: None,
             };
         }
@@ -75,30 +74,53 @@ impl Placement {
         }
     }
 
-    /// Puts `pid` (waiting at its gate) into the cgroup. A failure leaves the job without a cgroup: `self` becomes
-    /// `Off` with why, and the job still runs (its process group is stopped instead).
-    pub async fn place(&mut self, pid: u32) {
+    /// What the job's argv starts with: `systemd-run --user --scope ... --` for a scope, nothing otherwise.
+    #[must_use]
+    pub fn prefix(&self) -> Vec<std::ffi::OsString> {
+        let Self::Scope { unit, .. } = self else {
+            return Vec::new();
+        };
+        ["systemd-run", "--user", "--scope", "--quiet", "--collect"]
+            .iter()
+            .map(std::ffi::OsString::from)
+            .chain([
+                format!("--unit={unit}").into(),
+                "--description=efr background job".into(),
+                "--".into(),
+            ])
+            .collect()
+    }
+
+    /// The variables the prefix needs in the job's environment.
+    #[must_use]
+    pub fn env(&self) -> Vec<(String, String)> {
+        match self {
+            Self::Scope { runtime_dir, .. } => vec![("XDG_RUNTIME_DIR".to_owned(), runtime_dir.display().to_string())],
+            _ => Vec::new(),
+        }
+    }
+
+    /// Puts `pid` (waiting at its gate) into the cgroup, or for a scope waits until systemd-run has. `Err` says why
+    /// it is not: the caller then runs the job without a cgroup of its own.
+    pub async fn place(&mut self, pid: u32) -> Result<(), String> {
         let outcome = match self {
-            Self::Scope { unit, socket, dir } => match start_scope(socket, unit, pid).await {
-                Ok(()) => match wait_in_unit(pid, unit).await {
-                    Some(found) => {
-                        *dir = Some(found);
-                        Ok(())
-                    }
-                    None => Err(format!("systemd did not move the job into {unit} in time")),
-                },
-                Err(error) => Err(format!("systemd could not start {unit}: {error}")),
+            Self::Scope { unit, dir, .. } => match wait_in_unit(pid, unit).await {
+                Some(found) => {
+                    *dir = Some(found);
+                    Ok(())
+                }
+                None => Err(format!("systemd-run did not start {unit}")),
             },
             Self::Delegated { dir } => std::fs::create_dir(&*dir)
                 .and_then(|()| std::fs::write(dir.join("cgroup.procs"), pid.to_string()))
                 .map_err(|e| format!("cannot make the job's cgroup {}: {e}", dir.display())),
             Self::Off { .. } => Ok(()),
         };
-        if let Err(reason) = outcome {
+        if let Err(reason) = &outcome {
             tracing::warn!(%reason, "a job runs without a cgroup of its own");
             self.remove();
-            *self = Self::Off { reason };
         }
+        outcome
     }
 
     /// The cgroup's folder, once placed.
@@ -137,13 +159,13 @@ impl Placement {
         match self {
             Self::Off { reason } => Err(reason.clone()),
             Self::Delegated { dir } => kill_v2(dir),
-            Self::Scope { unit, socket, dir } => {
+            Self::Scope { unit, runtime_dir, dir } => {
                 if let Some(dir) = dir
                     && dir.join("cgroup.kill").exists()
                 {
                     return kill_v2(dir);
                 }
-                kill_unit(socket, unit)
+                kill_unit(runtime_dir, unit)
                     .await
                     .map_err(|e| format!("systemd could not kill {unit}: {e}"))
             }
@@ -205,6 +227,17 @@ fn unit_dir(pid: u32, unit: &str) -> Option<PathBuf> {
     None
 }
 
+/// The cgroup v2 folder of `pid` when it is a job's (its last part starts with `efr-job-`).
+pub(super) fn job_dir_of(pid: u32) -> Option<PathBuf> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
+    let path = text.lines().find_map(|line| line.strip_prefix("0::"))?;
+    let last = path.rsplit('/').next()?;
+    if !last.starts_with("efr-job-") {
+        return None;
+    }
+    Some(v2_mount()?.join(path.trim_start_matches('/')))
+}
+
 async fn wait_in_unit(pid: u32, unit: &str) -> Option<PathBuf> {
     let start = Instant::now();
     loop {
@@ -218,49 +251,24 @@ async fn wait_in_unit(pid: u32, unit: &str) -> Option<PathBuf> {
     }
 }
 
-#[zbus::proxy(
-    interface = "org.freedesktop.systemd1.Manager",
-    default_path = "/org/freedesktop/systemd1"
-)]
-trait Manager {
-    fn start_transient_unit(
-        &self,
-        name: &str,
-        mode: &str,
-        properties: &[(&str, Value<'_>)],
-        aux: &[(&str, &[(&str, Value<'_>)])],
-    ) -> zbus::Result<OwnedObjectPath>;
-
-    fn kill_unit(&self, name: &str, whom: &str, signal: i32) -> zbus::Result<()>;
-}
-
-async fn manager(socket: &Path) -> zbus::Result<zbus::Connection> {
-    let stream = tokio::net::UnixStream::connect(socket).await?;
-    zbus::connection::Builder::unix_stream(stream).p2p().build().await
-}
-
-async fn start_scope(socket: &Path, unit: &str, pid: u32) -> zbus::Result<()> {
-    let connection = manager(socket).await?;
-    let proxy = ManagerProxy::builder(&connection)
-        .destination("org.freedesktop.systemd1")?
-        .build()
-        .await?;
-    let properties = [
-        ("Description", Value::from("efr background job")),
-        ("PIDs", Value::from(vec![pid])),
-        ("CollectMode", Value::from("inactive-or-failed")),
-    ];
-    proxy.start_transient_unit(unit, "fail", &properties, &[]).await?;
-    Ok(())
-}
-
-async fn kill_unit(socket: &Path, unit: &str) -> zbus::Result<()> {
-    let connection = manager(socket).await?;
-    let proxy = ManagerProxy::builder(&connection)
-        .destination("org.freedesktop.systemd1")?
-        .build()
-        .await?;
-    proxy.kill_unit(unit, "all", libc::SIGKILL).await
+/// `systemctl --user kill` of every process of `unit` with SIGKILL (systemd's own client finds the manager as
+/// systemd-run did).
+async fn kill_unit(runtime_dir: &Path, unit: &str) -> Result<(), String> {
+    let mut command = tokio::process::Command::new("systemctl");
+    command
+        .args(["--user", "kill", "--kill-whom=all", "--signal=SIGKILL", unit])
+        .env("XDG_RUNTIME_DIR", runtime_dir)
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true);
+    let output = tokio::time::timeout(PLACE_TIMEOUT, command.output())
+        .await
+        .map_err(|_| "systemctl did not answer in time".to_owned())?
+        .map_err(|e| format!("cannot run systemctl: {e}"))?;
+    if output.status.success() {
+        Ok(())
+    } else {
+        Err(String::from_utf8_lossy(&output.stderr).trim().to_owned())
+    }
 }
 
 fn kill_v2(dir: &Path) -> Result<(), String> {

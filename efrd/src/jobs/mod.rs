@@ -133,6 +133,7 @@ pub enum StartError {
 #[derive(Debug)]
 struct Entry {
     info: Arc<Mutex<JobInfo>>,
+    placement: Arc<cgroup::Placement>,
     stop: Option<mpsc::UnboundedSender<(JobStopBy, oneshot::Sender<()>)>>,
 }
 
@@ -192,7 +193,7 @@ impl Jobs {
         let unit = format!("efr-job-{}-{}", &spec.conversation_id.to_string()[..8], job_id);
         let placement = cgroup::Placement::choose(self.runtime_dir.as_deref(), &unit);
         let output = folder.join(format!("{job_id}.log"));
-        let (started, stop) = run::start(
+        let started = run::start(
             run::Start {
                 spec,
                 job_id: job_id.clone(),
@@ -203,15 +204,13 @@ impl Jobs {
             sink,
         )
         .await?;
-        let info = started
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone();
+        let info = lock(&started.info).clone();
         lock(&self.entries).insert(
             (info.conversation_id, number),
             Entry {
-                info: started,
-                stop: Some(stop),
+                info: started.info,
+                placement: started.placement,
+                stop: Some(started.stop),
             },
         );
         Ok(info)
@@ -329,13 +328,33 @@ impl Entry {
         lock(&self.info).state == efr_protocol::wire::JobState::Running
     }
 
+    /// The job's info; a running job's memory and CPU read now.
     fn snapshot(&self) -> JobInfo {
-        lock(&self.info).clone()
+        let mut info = lock(&self.info).clone();
+        if info.state == efr_protocol::wire::JobState::Running {
+            info.cgroup = Some(run::cgroup_info(&self.placement, None));
+        }
+        info
     }
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Kills what is left of a job whose efrd died: when `pid` still runs and started at `start` (so it is that job's
+/// process, not a later one with its pid), every process of its cgroup (found by the job's cgroup name), or its
+/// process group.
+pub fn kill_leftover(pid: u32, start: u64) {
+    if start == 0 || cgroup::start_ticks(pid) != Some(start) {
+        return;
+    }
+    if let Some(dir) = cgroup::job_dir_of(pid) {
+        let _ = std::fs::write(dir.join("cgroup.kill"), "1");
+    }
+    if let Ok(group) = i32::try_from(pid) {
+        let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(group), nix::sys::signal::Signal::SIGKILL);
+    }
 }
 
 /// Why a notice of a job that may wake does not: the limits, in the order they are checked.

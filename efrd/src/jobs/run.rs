@@ -25,6 +25,13 @@ const GATE: &str = "read -r _ || exit 125; exec \"$@\" </dev/null";
 /// How long the processes of a stopped job may take to go.
 const END_WAIT: Duration = Duration::from_secs(2);
 
+/// A started job: its info (kept up to date by its task), where its processes are, and its stop requests.
+pub(super) struct Started {
+    pub(super) info: Arc<Mutex<JobInfo>>,
+    pub(super) placement: Arc<Placement>,
+    pub(super) stop: StopTx,
+}
+
 /// The stop requests of a job: who stops it, and who waits for job_ended.
 pub(super) type StopTx = mpsc::UnboundedSender<(JobStopBy, oneshot::Sender<()>)>;
 
@@ -38,7 +45,7 @@ pub(super) struct Start {
 }
 
 /// Starts the process, places it, records job_started and spawns the task that follows it.
-pub(super) async fn start(start: Start, sink: Arc<dyn JobSink>) -> Result<(Arc<Mutex<JobInfo>>, StopTx), StartError> {
+pub(super) async fn start(start: Start, sink: Arc<dyn JobSink>) -> Result<Started, StartError> {
     let Start {
         mut spec,
         job_id,
@@ -46,30 +53,24 @@ pub(super) async fn start(start: Start, sink: Arc<dyn JobSink>) -> Result<(Arc<M
         mut placement,
         watch,
     } = start;
-    let (pipe_tx, pipe_rx) = tokio::net::unix::pipe::pipe().map_err(|e| StartError::Spawn(e.to_string()))?;
-    let write_end: OwnedFd = pipe_tx
-        .into_blocking_fd()
-        .map_err(|e| StartError::Spawn(e.to_string()))?;
-    let second = write_end.try_clone().map_err(|e| StartError::Spawn(e.to_string()))?;
-    let mut command = tokio::process::Command::new("/bin/sh");
-    command
-        .arg("-c")
-        .arg(GATE)
-        .arg("efr-job")
-        .args(&spec.argv)
-        .current_dir(&spec.cwd)
-        .env_clear()
-        .envs(spec.env.iter().map(|(k, v)| (k, v)))
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::from(write_end))
-        .stderr(std::process::Stdio::from(second))
-        .process_group(0);
-    let mut child = command.spawn().map_err(|e| StartError::Spawn(e.to_string()))?;
-    drop(command);
-    let pid = child
+    let (mut child, mut pipe_rx) = spawn(&placement, &spec)?;
+    let mut pid = child
         .id()
         .ok_or_else(|| StartError::Spawn("the job ended at once".to_owned()))?;
-    placement.place(pid).await;
+    if let Err(reason) = placement.place(pid).await {
+        if matches!(placement, Placement::Scope { .. }) {
+            // systemd-run could not make the scope (its words are in the output): the job starts again without it.
+            let _ = kill(&Placement::Off { reason: String::new() }, pid).await;
+            let _ = child.wait().await;
+            placement = Placement::Off { reason };
+            (child, pipe_rx) = spawn(&placement, &spec)?;
+            pid = child
+                .id()
+                .ok_or_else(|| StartError::Spawn("the job ended at once".to_owned()))?;
+        } else {
+            placement = Placement::Off { reason };
+        }
+    }
     let launcher_start = start_ticks(pid).unwrap_or(0);
     let now = Timestamp::now();
     let ends_by =
@@ -114,20 +115,56 @@ pub(super) async fn start(start: Start, sink: Arc<dyn JobSink>) -> Result<(Arc<M
     }
     let info = Arc::new(Mutex::new(info));
     let (stop_tx, stop_rx) = mpsc::unbounded_channel();
+    let shared = Arc::new(placement);
     let follow = Follow {
         info: Arc::clone(&info),
         sink,
-        placement,
+        placement: Arc::clone(&shared),
         pid,
         on_end: Mutex::new(spec.on_end.take()),
         spec,
     };
     tokio::spawn(follow.run(child, pipe_rx, output, watch, stop_rx));
-    Ok((info, stop_tx))
+    Ok(Started {
+        info,
+        placement: shared,
+        stop: stop_tx,
+    })
+}
+
+/// Spawns the job's first process at its gate (behind `systemd-run` for a scope), its standard output and error
+/// into one pipe.
+fn spawn(
+    placement: &Placement,
+    spec: &JobSpec,
+) -> Result<(tokio::process::Child, tokio::net::unix::pipe::Receiver), StartError> {
+    let (pipe_tx, pipe_rx) = tokio::net::unix::pipe::pipe().map_err(|e| StartError::Spawn(e.to_string()))?;
+    let write_end: OwnedFd = pipe_tx
+        .into_blocking_fd()
+        .map_err(|e| StartError::Spawn(e.to_string()))?;
+    let second = write_end.try_clone().map_err(|e| StartError::Spawn(e.to_string()))?;
+    let mut argv: Vec<std::ffi::OsString> = placement.prefix();
+    argv.extend(["/bin/sh", "-c", GATE, "efr-job"].map(std::ffi::OsString::from));
+    argv.extend(spec.argv.iter().cloned());
+    let mut command = tokio::process::Command::new(&argv[0]);
+    command
+        .args(&argv[1..])
+        .current_dir(&spec.cwd)
+        .env_clear()
+        .envs(spec.env.iter().map(|(k, v)| (k, v)))
+        .envs(placement.env())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::from(write_end))
+        .stderr(std::process::Stdio::from(second))
+        .process_group(0);
+    let child = command
+        .spawn()
+        .map_err(|e| StartError::Spawn(format!("{}: {e}", argv[0].to_string_lossy())))?;
+    Ok((child, pipe_rx))
 }
 
 /// The cgroup member of a job's info now.
-fn cgroup_info(placement: &Placement, peak: Option<u64>) -> JobCgroup {
+pub(super) fn cgroup_info(placement: &Placement, peak: Option<u64>) -> JobCgroup {
     JobCgroup {
         off: placement.off_reason().map(str::to_owned),
         memory_bytes: placement.memory_bytes().map(|now| now.max(peak.unwrap_or(0))),
@@ -154,7 +191,7 @@ enum Ending {
 struct Follow {
     info: Arc<Mutex<JobInfo>>,
     sink: Arc<dyn JobSink>,
-    placement: Placement,
+    placement: Arc<Placement>,
     pid: u32,
     on_end: Mutex<Option<super::EndHook>>,
     spec: JobSpec,

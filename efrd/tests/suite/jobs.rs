@@ -215,3 +215,163 @@ async fn jobs_stop_refuses_an_unknown_job_and_an_id_that_is_not_a_job_id() {
     let list = client.ok("jobs.list", json!({})).await.unwrap();
     assert!(list.get("jobs").is_none(), "{list}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_of_a_killed_efrd_is_killed_and_reported_lost_after_the_restart() {
+    let marker = 850_000 + std::process::id() % 40_000;
+    let line = forking_line(marker);
+    let home = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let server = model(vec![
+        job_call("call_job", &line, &json!({})),
+        text("it runs"),
+        job_call("call_two", "sleep 0.1", &json!({})),
+        text("and another"),
+    ])
+    .await;
+    let mut efrd = daemon(home.path(), &server);
+    let mut client = efrd.client().await.unwrap();
+    let (_, conversation, id) = start(&mut client, project.path(), "full", "start it").await;
+    events_until(&mut client, id, "turn_completed").await;
+    assert_eq!(wait_count(&format!("sleep {marker}"), 3).len(), 3);
+    drop(client);
+    efrd.kill().unwrap();
+    efrd.restart().unwrap();
+    let mut client = efrd.client().await.unwrap();
+    // Loading the conversation (its subscription) finds the job without an end.
+    let (id, _) = common::subscribe(&mut client, &conversation, Some(0)).await;
+    let log = events_through(&mut client, id, "job_notice_held").await;
+    client.cancel(id).await.unwrap();
+    let ended = log
+        .iter()
+        .find(|e| e["kind"] == "job_ended")
+        .expect("job_ended after the restart");
+    assert_eq!(
+        (&ended["launcher_lost"], &ended["state"]),
+        (&json!(true), &json!("failed")),
+        "{ended}"
+    );
+    let left = wait_count(&format!("sleep {marker}"), 0);
+    assert!(
+        left.is_empty(),
+        "processes of the lost job outlived the restart: {left:?}"
+    );
+    // The next prompt carries the notice, and the next job goes on from j2.
+    let params = json!({"command_id": command_id(), "conversation_id": conversation, "text": "again",
+        "context": {"cwd": project.path()}, "settings": {"mode": "full"}});
+    client.ok("prompt.send", params).await.unwrap();
+    let (id, _) = common::subscribe(
+        &mut client,
+        &conversation,
+        Some(log.last().unwrap()["seq"].as_u64().unwrap()),
+    )
+    .await;
+    let events = events_until(&mut client, id, "turn_completed").await;
+    let notice = events
+        .iter()
+        .find(|e| e["kind"] == "job_notice")
+        .expect("job_notice at the next prompt");
+    assert_eq!(
+        (&notice["job_id"], &notice["woke"]),
+        (&json!("j1"), &json!(false)),
+        "{notice}"
+    );
+    let started = events
+        .iter()
+        .find(|e| e["kind"] == "job_started")
+        .expect("the second job");
+    assert_eq!(started["job"]["id"], "j2", "{started}");
+}
+
+/// The resident memory of the processes of a cgroup folder, in bytes.
+fn rss_of(dir: &std::path::Path) -> u64 {
+    std::fs::read_to_string(dir.join("cgroup.procs"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|pid| std::fs::read_to_string(format!("/proc/{pid}/status")).ok())
+        .filter_map(|status| {
+            let line = status.lines().find(|l| l.starts_with("VmRSS:"))?.to_owned();
+            line.split_whitespace().nth(1)?.parse::<u64>().ok()
+        })
+        .sum::<u64>()
+        * 1024
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn under_a_systemd_user_manager_a_job_is_a_transient_scope() {
+    efr_test_support::systemd::require_root().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let manager = efr_test_support::systemd::UserManager::start(&dir.path().join("manager")).unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    // 64 MiB touched, so the job's memory is well above a shell's.
+    let line = "python3 -c 'import time; b = bytearray(64 << 20); time.sleep(600)'";
+    let server = model(vec![job_call("call_job", line, &json!({})), text("it runs")]).await;
+    let runtime_dir = manager.runtime_dir();
+    let efrd = efr_test_support::daemon::TestDaemon::start(
+        common::efrd_binary(),
+        home.path(),
+        Some(&efr_test_support::daemon::config_for(&server.base_url())),
+        &[
+            ("OPENAI_API_KEY", "sk-proj-testkey0000000000000000a1b2"),
+            ("XDG_RUNTIME_DIR", runtime_dir.to_str().unwrap()),
+        ],
+    )
+    .unwrap();
+    let mut client = efrd.client().await.unwrap();
+    let (_, conversation, id) = start(&mut client, project.path(), "full", "start it").await;
+    events_until(&mut client, id, "turn_completed").await;
+    let units = manager
+        .systemctl_ok(&["list-units", "--type=scope", "--all", "--no-legend", "--plain"])
+        .unwrap();
+    let unit = format!("efr-job-{}-j1.scope", &conversation[..8]);
+    assert!(
+        units.contains(&unit),
+        "{unit} is not among the manager's scopes:\n{units}\nefrd:\n{}",
+        efrd.log()
+    );
+    let cgroup = manager
+        .systemctl_ok(&["show", "-p", "ControlGroup", "--value", &unit])
+        .unwrap();
+    let cgroup = cgroup.trim().trim_start_matches('/').to_owned();
+    let dir = ["/sys/fs/cgroup", "/sys/fs/cgroup/unified", "/sys/fs/cgroup/systemd"]
+        .iter()
+        .map(|base| std::path::Path::new(base).join(&cgroup))
+        .find(|d| d.join("cgroup.procs").is_file())
+        .expect("the scope's cgroup folder");
+    // Wait until the job has touched its memory.
+    let start_wait = Instant::now();
+    let job = loop {
+        let list = client
+            .ok("jobs.list", json!({"conversation_id": conversation}))
+            .await
+            .unwrap();
+        let job = list["jobs"][0].clone();
+        if job["cgroup"]["memory_bytes"].as_u64().unwrap_or(0) > 60 << 20
+            || start_wait.elapsed() > Duration::from_secs(10)
+        {
+            break job;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert!(job["cgroup"].get("off").is_none(), "{job}");
+    let reported = job["cgroup"]["memory_bytes"].as_u64().unwrap() as f64;
+    let current = std::fs::read_to_string(dir.join("memory.current"))
+        .ok()
+        .and_then(|t| t.trim().parse::<u64>().ok())
+        .unwrap_or_else(|| rss_of(&dir)) as f64;
+    assert!(
+        (reported - current).abs() <= current * 0.10,
+        "memory_bytes {reported} against the cgroup's {current}"
+    );
+    let stopped = client
+        .ok(
+            "jobs.stop",
+            json!({"command_id": command_id(), "conversation_id": conversation, "job_id": "j1"}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(stopped["job"]["state"], "stopped", "{stopped}");
+    let procs = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
+    assert!(procs.trim().is_empty(), "processes left in the scope: {procs}");
+}

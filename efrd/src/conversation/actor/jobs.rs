@@ -2,13 +2,75 @@
 //! one that may wake starts a turn of its own when none is queued. A woken turn runs with the last turn's settings,
 //! at most auto (a notice never starts a turn in a mode above auto), and its input is the notices alone.
 
-use efr_protocol::events::{EventBody, JobNotice};
+use efr_protocol::ErrorBody;
+use efr_protocol::events::{EventBody, JobEnded, JobNotice, JobNoticeHeld};
 use efr_protocol::ids::TurnId;
-use efr_protocol::wire::{Mode, Origin};
+use efr_protocol::wire::{HeldReason, JobState, Mode, NoticeKind, Origin};
 
 use super::{Actor, Queued};
 
 impl Actor {
+    /// A loaded conversation's jobs: numbering goes on after the log's last job; a job without an end ran when the
+    /// efrd before this one died: what is left of it is killed, and its end is recorded (`launcher_lost`, its notice
+    /// held for the next prompt); the notices the model has not heard wait for the next turn.
+    pub(super) async fn recover_jobs(&mut self, log: crate::conversation::jobs_log::JobsLog) -> Result<(), ErrorBody> {
+        self.deps.jobs.seen(self.id, log.last_number);
+        let (unfinished, unheard) = log.finish();
+        for heard in unheard {
+            self.job_notices.push(crate::jobs::Notice {
+                job_id: heard.job_id,
+                kind: heard.kind,
+                source_seq: heard.source_seq,
+                text: heard.text,
+                wake: false,
+            });
+        }
+        for job in unfinished {
+            crate::jobs::kill_leftover(job.launcher_pid, job.launcher_start);
+            let ended = EventBody::JobEnded(JobEnded {
+                job_id: job.job_id.clone(),
+                state: JobState::Failed,
+                exit_code: None,
+                stopped_by: None,
+                output_bytes: 0,
+                ran_secs: 0,
+                tail: String::new(),
+                surface_changes: Vec::new(),
+                quarantined: Vec::new(),
+                survivors: Vec::new(),
+                launcher_lost: true,
+                output_truncated: false,
+                blocked: Vec::new(),
+                blocked_more: 0,
+                bus_refused: Vec::new(),
+                bus_refused_more: 0,
+            });
+            let seq = self
+                .commit(vec![(None, ended)], None)
+                .await
+                .map_err(ErrorBody::from)?
+                .last()
+                .map_or(self.last_seq, |e| e.seq);
+            let held = EventBody::JobNoticeHeld(JobNoticeHeld {
+                job_id: job.job_id.clone(),
+                source_seq: seq,
+                reason: HeldReason::DaemonRestart,
+            });
+            self.commit(vec![(None, held)], None).await.map_err(ErrorBody::from)?;
+            self.job_notices.push(crate::jobs::Notice {
+                text: format!(
+                    "[job {} (`{}`) ended with the efrd that ran it (efrd restarted); its exit status is not known]",
+                    job.job_id, job.command
+                ),
+                job_id: job.job_id,
+                kind: NoticeKind::Exited,
+                source_seq: seq,
+                wake: false,
+            });
+        }
+        Ok(())
+    }
+
     /// A job's notice: kept for the next turn; when it may wake and no turn is queued, a woken turn is queued.
     pub(super) fn job_notice(&mut self, notice: crate::jobs::Notice) {
         let wake = notice.wake;
