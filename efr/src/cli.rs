@@ -92,6 +92,17 @@ pub enum Command {
     /// Compact the conversation's context now: a summary replaces its older turns in the model's copy (the
     /// transcript keeps everything).
     Compact(CompactArgs),
+    /// Background jobs: `efr jobs` lists them, `efr jobs stop ID` ends every process of one, `efr jobs logs ID [-f]`
+    /// prints its output (docs/jobs.md).
+    #[command(args_conflicts_with_subcommands = true)]
+    Jobs {
+        /// What to do; absent: list.
+        #[command(subcommand)]
+        command: Option<JobsCommand>,
+        /// The flags of `efr jobs` without a subcommand (list).
+        #[command(flatten)]
+        args: JobsListArgs,
+    },
     /// The conversation's hidden shell: `efr shell [status]`, `efr shell stop [--close]`.
     #[command(args_conflicts_with_subcommands = true)]
     Shell {
@@ -179,6 +190,46 @@ pub enum TrashCommand {
         /// Print the result as JSON (one line) for scripts.
         #[arg(long)]
         json: bool,
+    },
+}
+
+/// `efr jobs [--all] [--json]`.
+#[derive(Debug, Args)]
+pub struct JobsListArgs {
+    /// Only this conversation's jobs (its id); absent: every conversation's.
+    #[arg(long, value_name = "ID")]
+    pub conversation: Option<String>,
+    /// Print the result as JSON (jobs.list's result, one line).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `efr jobs ...`.
+#[derive(Debug, Subcommand)]
+pub enum JobsCommand {
+    /// List the jobs, newest first (the default).
+    List(JobsListArgs),
+    /// Stop a job: every process of it ends.
+    Stop {
+        /// The job (j1, j2, ... as `efr jobs` shows it).
+        id: String,
+        /// Its conversation, when more than one has a job of that id.
+        #[arg(long, value_name = "ID")]
+        conversation: Option<String>,
+        /// Print the result as JSON (one line) for scripts.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a job's output (its file); with `-f`, follow it until the job ends.
+    Logs {
+        /// The job.
+        id: String,
+        /// Its conversation, when more than one has a job of that id.
+        #[arg(long, value_name = "ID")]
+        conversation: Option<String>,
+        /// Follow the output as the job writes it, until it ends.
+        #[arg(short, long)]
+        follow: bool,
     },
 }
 

@@ -47,7 +47,7 @@ pub fn render(result: &AdminBackupResult) -> String {
 }
 
 /// `bytes` in the largest binary unit that keeps the number at 1 or more, one decimal.
-fn size(bytes: u64) -> String {
+pub(crate) fn size(bytes: u64) -> String {
     const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
     if bytes < 1024 {
         return format!("{bytes} bytes");

@@ -29,6 +29,7 @@ pub mod config;
 pub mod context;
 pub mod device;
 pub mod diff;
+pub mod jobs;
 pub mod login;
 pub mod models;
 pub mod presence;

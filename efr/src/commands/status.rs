@@ -20,7 +20,7 @@ use std::process::ExitCode;
 use efr_protocol::wire::{AdminStatusResult, Catalog, CatalogOrigin, LoginKind, SandboxStatus};
 use serde_json::json;
 
-use super::{human_secs, read, run_unary};
+use super::{human_secs, read};
 use crate::report::LOGIN_HINT;
 
 /// The provider that may need no key (an OpenAI-compatible server such as llama.cpp or Ollama).
@@ -28,12 +28,37 @@ const COMPAT: &str = "openai-compat";
 
 /// Runs `efr status`.
 pub async fn run(json: bool) -> ExitCode {
-    run_unary("admin.status", json!({}), json, None, |value| {
+    let client = match crate::report::connect(None).await {
+        Ok(client) => client,
+        Err(code) => return code,
+    };
+    let mut shown = false;
+    let code = super::unary_on(&client, "admin.status", json!({}), json, |value| {
         let status: AdminStatusResult = read("admin.status", value)?;
         crate::out::print(&render(&status));
+        shown = true;
         Ok(())
     })
-    .await
+    .await;
+    if shown && let Ok(value) = client.call_value("jobs.list", json!({})).await {
+        let jobs: efr_protocol::wire::JobsListResult = read("jobs.list", &value).unwrap_or_default();
+        crate::out::print(&jobs_line(&jobs.jobs));
+    }
+    code
+}
+
+/// The line of the running jobs (`jobs: 2 running (efr jobs)`), empty when none runs.
+#[must_use]
+pub fn jobs_line(jobs: &[efr_protocol::wire::JobInfo]) -> String {
+    let running = jobs
+        .iter()
+        .filter(|job| job.state == efr_protocol::wire::JobState::Running)
+        .count();
+    if running == 0 {
+        String::new()
+    } else {
+        format!("jobs: {running} running (efr jobs)\n")
+    }
 }
 
 /// The readable form of a status.

@@ -225,6 +225,44 @@ pub fn compaction_line(compaction: &Compaction) -> String {
     line
 }
 
+/// A line of a background job's event for the transcript (`job j1 started: npm run dev`), `None` for the events
+/// of jobs that a transcript does not show.
+#[must_use]
+pub fn job_line(body: &efr_protocol::events::EventBody) -> Option<String> {
+    use efr_protocol::events::EventBody;
+    use efr_protocol::wire::JobState;
+    let clean = |text: &str| crate::clean::printable(text).into_owned();
+    match body {
+        EventBody::JobStarted(started) => Some(format!(
+            "job {} started: {} (efr jobs logs {} -f)",
+            started.job.id,
+            clean(&started.job.command),
+            started.job.id
+        )),
+        EventBody::JobWatchMatched(matched) => {
+            Some(format!("job {} printed: {}", matched.job_id, clean(&matched.line)))
+        }
+        EventBody::JobEnded(ended) => Some(match (ended.state, ended.exit_code, ended.stopped_by) {
+            (JobState::Exited, Some(code), _) => format!("job {} ended, exit {code}", ended.job_id),
+            (_, _, Some(by)) => format!("job {} stopped ({by})", ended.job_id),
+            (state, _, _) if ended.launcher_lost => format!("job {} {state}: efrd lost it", ended.job_id),
+            (state, _, _) => format!("job {} {state}", ended.job_id),
+        }),
+        EventBody::JobNotice(notice) if notice.woke => {
+            Some(format!("job {} woke the model ({})", notice.job_id, notice.notice_kind))
+        }
+        EventBody::JobNotice(notice) => Some(format!(
+            "job {}: the model hears of it ({})",
+            notice.job_id, notice.notice_kind
+        )),
+        EventBody::JobPortForwarded(forward) => Some(format!(
+            "job {}: port {}:{} {}",
+            forward.job_id, forward.listen, forward.port, forward.outcome
+        )),
+        _ => None,
+    }
+}
+
 /// The wire word of a mode (`auto`), `unknown` for a mode this build does not know.
 #[must_use]
 pub fn mode_word(mode: Mode) -> String {

@@ -212,6 +212,11 @@ impl PlainView {
             }
             EventBody::TurnCancelled(cancelled) => vec![format!("turn cancelled: {}", printable(&cancelled.reason))],
             EventBody::ConversationCompacted(compaction) => vec![compaction_line(compaction)],
+            body @ (EventBody::JobStarted(_)
+            | EventBody::JobWatchMatched(_)
+            | EventBody::JobEnded(_)
+            | EventBody::JobNotice(_)
+            | EventBody::JobPortForwarded(_)) => super::describe::job_line(body).into_iter().collect(),
             EventBody::ShellCommandDetached(detached) => {
                 vec![format!("background: $ {} still runs", printable(&detached.command))]
             }

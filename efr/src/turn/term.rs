@@ -278,6 +278,15 @@ impl<W: Write> TermView<W> {
             EventBody::ConversationCompacted(compaction) => {
                 self.print(&format!("{DIM}{}{RESET}", super::describe::compaction_line(compaction)));
             }
+            body @ (EventBody::JobStarted(_)
+            | EventBody::JobWatchMatched(_)
+            | EventBody::JobEnded(_)
+            | EventBody::JobNotice(_)
+            | EventBody::JobPortForwarded(_)) => {
+                if let Some(line) = super::describe::job_line(body) {
+                    self.print(&format!("{DIM}{line}{RESET}"));
+                }
+            }
             EventBody::ShellCommandDetached(detached) => {
                 self.print(&format!(
                     "{DIM}$ {} still runs in the background{RESET}",

@@ -2,6 +2,7 @@
 
 mod cli_backup;
 mod cli_commands;
+mod cli_jobs;
 mod cli_pipe;
 mod cli_pty;
 mod cli_sandbox_host;

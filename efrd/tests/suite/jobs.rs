@@ -375,3 +375,50 @@ async fn under_a_systemd_user_manager_a_job_is_a_transient_scope() {
     let procs = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
     assert!(procs.trim().is_empty(), "processes left in the scope: {procs}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_contained_job_runs_in_the_sandbox_and_its_turns_interrupt_ends_it() {
+    let marker = 800_000 + std::process::id() % 40_000;
+    let line = forking_line(marker);
+    let home = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let server = model(vec![
+        job_call("call_job", &format!("touch inside.txt; {line}"), &json!({})),
+        shell_call_with("call_wait", &json!({"command": "sleep 30", "timeout": 60})),
+        text("not reached"),
+    ])
+    .await;
+    let efrd = daemon(home.path(), &server);
+    let mut client = efrd.client().await.unwrap();
+    let (_, conversation, id) = start(&mut client, project.path(), "auto", "start it").await;
+    let events = events_through(&mut client, id, "job_started").await;
+    let started = events.last().unwrap();
+    assert_eq!(started["job"]["launch"]["kind"], "contained", "{started}");
+    assert_eq!(
+        wait_count(&format!("sleep {marker}"), 3).len(),
+        3,
+        "the job's sleeps run"
+    );
+    assert!(
+        project.path().join("inside.txt").exists(),
+        "the job wrote in the project"
+    );
+    // The turn goes on to its next call; an interrupt of the turn ends the job it started.
+    events_through(&mut client, id, "tool_call_started").await;
+    client
+        .ok(
+            "turn.interrupt",
+            json!({"command_id": command_id(), "conversation_id": conversation}),
+        )
+        .await
+        .unwrap();
+    let ended = events_through(&mut client, id, "job_ended").await;
+    let ended = ended.last().unwrap();
+    assert_eq!(
+        (&ended["state"], &ended["stopped_by"]),
+        (&json!("stopped"), &json!("user")),
+        "{ended}"
+    );
+    let left = wait_count(&format!("sleep {marker}"), 0);
+    assert!(left.is_empty(), "processes outlived the interrupt: {left:?}");
+}
