@@ -147,6 +147,8 @@ pub struct Jobs {
     root: PathBuf,
     /// `$XDG_RUNTIME_DIR`, where the user manager's private socket is.
     runtime_dir: Option<PathBuf>,
+    /// Jobs get no cgroup of their own (the jobs bench's other side).
+    no_cgroups: bool,
 }
 
 impl Jobs {
@@ -158,6 +160,14 @@ impl Jobs {
             runtime_dir,
             ..Self::default()
         }
+    }
+
+    /// The same registry, whose jobs get no cgroup of their own, as on a machine without one: the jobs bench measures
+    /// what a cgroup costs against it.
+    #[must_use]
+    pub fn without_cgroups(mut self) -> Self {
+        self.no_cgroups = true;
+        self
     }
 
     /// Notes that the log of `conversation` holds jobs up to number `last` (after a restart).
@@ -191,7 +201,13 @@ impl Jobs {
         let folder = self.root.join(spec.conversation_id.to_string());
         crate::config::ensure_private_dir(&folder).map_err(|e| StartError::Spawn(e.to_string()))?;
         let unit = format!("efr-job-{}-{}", &spec.conversation_id.to_string()[..8], job_id);
-        let placement = cgroup::Placement::choose(self.runtime_dir.as_deref(), &unit);
+        let placement = if self.no_cgroups {
+            cgroup::Placement::Off {
+                reason: "this efrd runs jobs without cgroups".to_owned(),
+            }
+        } else {
+            cgroup::Placement::choose(self.runtime_dir.as_deref(), &unit)
+        };
         let output = folder.join(format!("{job_id}.log"));
         let started = run::start(
             run::Start {
