@@ -41,6 +41,7 @@ use crate::wire::{
     DeviceRevokeResult, PairStartItem,
 };
 use crate::wire::{PresenceSetParams, PresenceSetResult};
+use crate::wire::{PromptWithdrawParams, PromptWithdrawResult, TurnSteerParams, TurnSteerResult};
 use crate::wire::{SandboxExplainHostParams, SandboxExplainHostResult};
 use crate::wire::{SandboxSurfaceRespondParams, SandboxSurfaceRespondResult};
 use crate::wire::{
@@ -90,6 +91,10 @@ pub fn protocol_schema() -> Value {
             ConversationCompactResult,
             TurnInterruptParams,
             TurnInterruptResult,
+            TurnSteerParams,
+            TurnSteerResult,
+            PromptWithdrawParams,
+            PromptWithdrawResult,
             TurnUndoParams,
             TurnUndoResult,
             UndoRefusal,

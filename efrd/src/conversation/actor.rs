@@ -75,6 +75,7 @@ mod instructions;
 mod prompt;
 mod questions;
 mod retire;
+mod steer;
 mod surface;
 mod turns;
 mod undo;
@@ -135,6 +136,17 @@ struct Queued {
     desktop: Option<efr_protocol::wire::Desktop>,
     /// The prompt as the user typed it, without efr's preamble: auto's exit judges read it.
     user_prompt: String,
+    /// Where it was typed (its tty finds the newest prompt of a terminal; resent steers take it by default).
+    context: Option<efr_protocol::wire::PromptContext>,
+    /// The settings it asked for (resent steers ask for the same).
+    asked: Option<efr_protocol::wire::PromptSettings>,
+}
+
+impl Queued {
+    /// The terminal it was typed at.
+    fn tty(&self) -> Option<&str> {
+        self.context.as_ref().and_then(|c| c.tty.as_deref())
+    }
 }
 
 /// The turn that runs.
@@ -149,6 +161,14 @@ struct Running {
     context: Option<efr_protocol::wire::ContextFill>,
     /// A compaction runs in the turn, started by this.
     compacting: Option<efr_protocol::wire::CompactTrigger>,
+    /// The steers that no model call read yet, in order (`steer.rs`).
+    steers: Vec<steer::Steer>,
+    /// The model answered without a tool call and no steer waited: the turn makes no more model calls.
+    answered: bool,
+    /// The context of the turn's prompt.
+    prompt_context: Option<efr_protocol::wire::PromptContext>,
+    /// The settings that the turn's prompt asked for.
+    asked: Option<efr_protocol::wire::PromptSettings>,
 }
 
 pub(super) struct Actor {
@@ -195,6 +215,8 @@ pub(super) struct Actor {
     presence: efr_protocol::wire::Presence,
     /// Counts the changes of `presence`: an away timer acts only in the epoch it started in.
     presence_epoch: u64,
+    /// The turns that started while this actor ran: prompt.withdraw of one of them is `conflict`.
+    started: HashSet<TurnId>,
 }
 
 impl Actor {
@@ -230,6 +252,7 @@ impl Actor {
             surface: crate::turn::surface::Book::default(),
             presence: efr_protocol::wire::Presence::Present,
             presence_epoch: 0,
+            started: HashSet::new(),
             shell: Arc::new(tokio::sync::Mutex::new(ShellSlot::new(shell_options(
                 kind, home, shell_root,
             )))),
@@ -320,6 +343,17 @@ impl Actor {
             }
             Command::Interrupt { params, origin, reply } => {
                 let _ = reply.send(self.interrupt(*params, origin).await);
+            }
+            Command::Steer { params, origin, reply } => {
+                let _ = reply.send(self.steer(*params, origin).await);
+                // A late steer may have queued a prompt.
+                self.start_next(me).await;
+            }
+            Command::Withdraw { params, origin, reply } => {
+                let _ = reply.send(self.withdraw(*params, origin).await);
+            }
+            Command::Steers { turn_id, last, reply } => {
+                let _ = reply.send(self.take_steers(turn_id, last).await);
             }
             Command::Record {
                 turn_id,

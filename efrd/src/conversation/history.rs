@@ -190,6 +190,8 @@ struct Rebuild {
     history: ModelHistory,
     /// Prompts of queued turns that have not started, by turn.
     prompts: HashMap<TurnId, String>,
+    /// Steers that no model call read yet, by the seq of their turn_steered.
+    steers: HashMap<u64, String>,
     /// The call started and not completed yet (calls of a turn run one at a time).
     open_call: Option<String>,
     /// Commands left running without an end so far.
@@ -202,6 +204,20 @@ impl Rebuild {
         match (&event.body, event.turn_id) {
             (EventBody::PromptQueued(queued), Some(turn_id)) => {
                 self.prompts.insert(turn_id, queued.text.clone());
+            }
+            (EventBody::PromptWithdrawn(_), Some(turn_id)) => {
+                self.prompts.remove(&turn_id);
+            }
+            (EventBody::TurnSteered(steered), _) => {
+                self.steers.insert(event.seq, steered.text.clone());
+            }
+            (EventBody::SteeringDelivered(delivered), _) => {
+                // A model call read them: the user's words, where the running turn put them.
+                for seq in &delivered.steers {
+                    if let Some(text) = self.steers.remove(seq) {
+                        self.push(HistoryItem::UserText { text });
+                    }
+                }
             }
             (EventBody::TurnStarted(_), Some(turn_id)) => {
                 // That turn's prompt told the model of the ends before it.

@@ -93,6 +93,22 @@ enum Command {
         origin: Origin,
         reply: oneshot::Sender<Result<TurnInterruptResult, ErrorBody>>,
     },
+    Steer {
+        params: Box<efr_protocol::wire::TurnSteerParams>,
+        origin: Origin,
+        reply: oneshot::Sender<Result<efr_protocol::wire::TurnSteerResult, ErrorBody>>,
+    },
+    Withdraw {
+        params: Box<efr_protocol::wire::PromptWithdrawParams>,
+        origin: Origin,
+        reply: oneshot::Sender<Result<efr_protocol::wire::PromptWithdrawResult, ErrorBody>>,
+    },
+    /// A model call of the running turn reads the steers that wait (the turn's [`TurnSink::steers`]).
+    Steers {
+        turn_id: TurnId,
+        last: bool,
+        reply: oneshot::Sender<Result<Vec<String>, ErrorBody>>,
+    },
     Record {
         turn_id: Option<TurnId>,
         bodies: Vec<EventBody>,
@@ -394,6 +410,42 @@ impl ConversationHandle {
         .await?
     }
 
+    /// Steers the running turn, or queues a late steer with `if_late` (turn.steer). See the actor's `steer.rs`.
+    ///
+    /// # Errors
+    /// `conflict` for a late steer without `if_late`, `invalid` for an empty text or settings outside the catalog,
+    /// `unavailable` for a store failure.
+    pub async fn steer(
+        &self,
+        params: efr_protocol::wire::TurnSteerParams,
+        origin: Origin,
+    ) -> Result<efr_protocol::wire::TurnSteerResult, ErrorBody> {
+        self.ask(|reply| Command::Steer {
+            params: Box::new(params),
+            origin,
+            reply,
+        })
+        .await?
+    }
+
+    /// Takes back a prompt that waits (prompt.withdraw).
+    ///
+    /// # Errors
+    /// `conflict` for a prompt that started, `not_found` for a target without a waiting prompt, `unavailable` for a
+    /// store failure.
+    pub async fn withdraw(
+        &self,
+        params: efr_protocol::wire::PromptWithdrawParams,
+        origin: Origin,
+    ) -> Result<efr_protocol::wire::PromptWithdrawResult, ErrorBody> {
+        self.ask(|reply| Command::Withdraw {
+            params: Box::new(params),
+            origin,
+            reply,
+        })
+        .await?
+    }
+
     /// Interrupts the running turn (turn.interrupt).
     ///
     /// # Errors
@@ -469,6 +521,10 @@ impl TurnSink for Recorder {
     fn draft(&self, turn_id: TurnId, part: efr_protocol::wire::DraftPart) {
         // A draft never waits: with a full mailbox it is dropped (the next one says the same, newer).
         let _ = self.tx.try_send(Command::Draft { turn_id, part });
+    }
+
+    fn steers(&self, turn_id: TurnId, last: bool) -> SinkFuture<'_, Vec<String>> {
+        Box::pin(async move { request(&self.tx, |reply| Command::Steers { turn_id, last, reply }).await? })
     }
 
     fn ask(&self, turn_id: TurnId, call_id: CallId, question: Question) -> SinkFuture<'_, Answer> {

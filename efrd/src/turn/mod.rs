@@ -120,6 +120,12 @@ pub async fn run(plan: TurnPlan, recorder: Sink, cancel: CancellationToken) -> T
     let mut calls_made = 0;
     let ending = loop {
         calls_made += 1;
+        // What the user added to the turn since its last model call goes into this one (turn.steer).
+        match state.take_steers(false).await {
+            Err(Lost) => break Ending::Lost,
+            Ok(true) => request.history = window.items(&state),
+            Ok(false) => {}
+        }
         if window
             .before_call(&mut state, &provider, &mut request, &cancel)
             .await
@@ -144,7 +150,20 @@ pub async fn run(plan: TurnPlan, recorder: Sink, cancel: CancellationToken) -> T
         }
         let Ending::Stopped { .. } = ending else { break ending };
         if state.calls.is_empty() {
-            break ending;
+            // The model answered: a steer that came meanwhile gets one more model call, else the turn ends and a
+            // later steer is late.
+            if calls_made >= MAX_MODEL_CALLS || cancel.is_cancelled() {
+                break ending;
+            }
+            match state.take_steers(true).await {
+                Err(Lost) => break Ending::Lost,
+                Ok(false) => break ending,
+                Ok(true) => {
+                    state.next_model_call();
+                    request.history = window.items(&state);
+                    continue;
+                }
+            }
         }
         let Some(env) = tools.as_ref() else {
             break Ending::Failed(ErrorBody::new(
@@ -482,6 +501,20 @@ impl CallState {
             .await
             .map(drop)
             .map_err(|_| Lost)
+    }
+
+    /// Takes the steers that wait (see [`sink::TurnSink::steers`]) into the history as the user's words; `true`
+    /// when there were some.
+    async fn take_steers(&mut self, last: bool) -> Result<bool, Lost> {
+        let texts = self.recorder.steers(self.turn_id, last).await.map_err(|_| Lost)?;
+        if texts.is_empty() {
+            return Ok(false);
+        }
+        // The model's open message comes before the user's words.
+        self.finish_message().await?;
+        self.history
+            .extend(texts.into_iter().map(|text| HistoryItem::UserText { text }));
+        Ok(true)
     }
 
     async fn flush_text(&mut self) -> Result<(), Lost> {
