@@ -217,6 +217,8 @@ pub(super) struct Actor {
     presence_epoch: u64,
     /// The turns that started while this actor ran: prompt.withdraw of one of them is `conflict`.
     started: HashSet<TurnId>,
+    /// The drafts of the running turn and the subscribers that take them (`super::drafts`).
+    drafts: Arc<super::drafts::DraftHub>,
 }
 
 impl Actor {
@@ -253,6 +255,7 @@ impl Actor {
             presence: efr_protocol::wire::Presence::Present,
             presence_epoch: 0,
             started: HashSet::new(),
+            drafts: Arc::default(),
             shell: Arc::new(tokio::sync::Mutex::new(ShellSlot::new(shell_options(
                 kind, home, shell_root,
             )))),
@@ -276,6 +279,7 @@ impl Actor {
         actor.history = rebuilt.history;
         actor.context_log = rebuilt.context;
         actor.last_seq = rebuilt.last_seq;
+        actor.drafts.set_seq(rebuilt.last_seq);
         actor.open_calls.push_notices(rebuilt.notices);
         actor.corrupt = rebuilt.corrupt;
         actor.surface = rebuilt.surface;
@@ -472,6 +476,7 @@ impl Actor {
             snapshot: self.snapshot(),
             last_seq: self.last_seq,
             events: self.events.subscribe(),
+            drafts: Arc::clone(&self.drafts),
         }
     }
 
@@ -484,7 +489,8 @@ impl Actor {
                 started_at: r.started_at,
                 settings: Some(r.settings.clone()),
             }),
-            live: None,
+            // Filled while a model call of the running turn has said something (spec, "streams for the phone").
+            live: self.running.as_ref().and_then(|_| self.drafts.live()),
         }
     }
 

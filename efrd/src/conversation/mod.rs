@@ -16,6 +16,7 @@
 //! `{"overflow": true}` and it resumes with `after_seq` — events are never dropped silently.
 
 mod actor;
+pub mod drafts;
 pub mod history;
 pub mod preamble;
 mod presence;
@@ -56,6 +57,8 @@ pub struct Subscription {
     pub last_seq: u64,
     /// Every event committed after `last_seq`, in order, and the store's failures.
     pub events: broadcast::Receiver<Live>,
+    /// The conversation's drafts, for a subscriber that asked for them.
+    pub drafts: Arc<drafts::DraftHub>,
 }
 
 /// What a subscription hears live.
@@ -469,6 +472,8 @@ impl ConversationHandle {
 #[derive(Debug, Clone)]
 pub struct Recorder {
     tx: mpsc::Sender<Command>,
+    /// The conversation's drafts: a draft goes there at once, not through the mailbox.
+    drafts: Arc<drafts::DraftHub>,
 }
 
 impl TurnSink for Recorder {
@@ -519,8 +524,18 @@ impl TurnSink for Recorder {
     }
 
     fn draft(&self, turn_id: TurnId, part: efr_protocol::wire::DraftPart) {
-        // A draft never waits: with a full mailbox it is dropped (the next one says the same, newer).
-        let _ = self.tx.try_send(Command::Draft { turn_id, part });
+        // The actor keeps the context and compaction of its running turn; a draft never waits for it (with a full
+        // mailbox the actor misses one, and the next one says the same, newer).
+        if matches!(
+            part,
+            efr_protocol::wire::DraftPart::Context(_) | efr_protocol::wire::DraftPart::Compacting { .. }
+        ) {
+            let _ = self.tx.try_send(Command::Draft {
+                turn_id,
+                part: part.clone(),
+            });
+        }
+        self.drafts.publish(turn_id, part);
     }
 
     fn steers(&self, turn_id: TurnId, last: bool) -> SinkFuture<'_, Vec<String>> {

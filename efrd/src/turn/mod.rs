@@ -53,7 +53,7 @@ use std::time::Instant;
 
 use efr_protocol::events::{AssistantMessageCompleted, EventBody, TurnCompleted, TurnFailed, TurnInterrupted};
 use efr_protocol::ids::TurnId;
-use efr_protocol::wire::{ContextFill, Stop, StopReason as WireStop};
+use efr_protocol::wire::{ContextFill, DraftPart, Stop, StopReason as WireStop};
 use efr_protocol::{ErrorBody, ErrorCode};
 use futures::StreamExt;
 use tokio_util::sync::CancellationToken;
@@ -425,6 +425,10 @@ struct CallState {
     index_base: u32,
     /// Messages with text in the current model call.
     messages_this_call: u32,
+    /// The bytes of the turn's reasoning so far: the offset of its next reasoning draft.
+    reasoning_bytes: u64,
+    /// The tool calls the current model call started (id, tool), in order: a tool_input draft's `call`.
+    drafting: Vec<(String, String)>,
 }
 
 /// A tool call the model made, complete.
@@ -452,6 +456,8 @@ impl CallState {
             calls: Vec::new(),
             index_base: 0,
             messages_this_call: 0,
+            reasoning_bytes: 0,
+            drafting: Vec::new(),
         }
     }
 
@@ -464,6 +470,7 @@ impl CallState {
     /// A model call starts: its usage and answer are counted from here.
     fn start_call(&mut self) {
         self.call_usage = Usage::default();
+        self.drafting.clear();
         self.call_start = self.history.len();
     }
 
@@ -552,6 +559,15 @@ impl CallState {
                 }
                 let (_, text) = self.message.get_or_insert_with(|| (index, String::new()));
                 text.push_str(&delta);
+                // The draft goes before the coalesced event: a subscriber sees the text as it came.
+                self.recorder.draft(
+                    self.turn_id,
+                    DraftPart::Text {
+                        index,
+                        offset,
+                        delta: delta.clone(),
+                    },
+                );
                 let ready = self.coalescer.push(index, offset, &delta, Instant::now());
                 self.record(ready.into_iter().map(EventBody::AssistantMessageUpdated).collect())
                     .await
@@ -561,8 +577,26 @@ impl CallState {
                 self.history.push(HistoryItem::Reasoning { text, carry });
                 Ok(())
             }
-            ModelEvent::ReasoningDelta { .. } => Ok(()),
-            ModelEvent::ToolCallStarted { .. } | ModelEvent::ToolInputDelta { .. } => Ok(()),
+            ModelEvent::ReasoningDelta { delta, title } => {
+                let offset = self.reasoning_bytes;
+                self.reasoning_bytes += delta.len() as u64;
+                self.recorder
+                    .draft(self.turn_id, DraftPart::Reasoning { offset, delta, title });
+                Ok(())
+            }
+            ModelEvent::ToolCallStarted { call_id, tool, .. } => {
+                self.drafting.push((call_id, tool));
+                Ok(())
+            }
+            ModelEvent::ToolInputDelta { call_id, bytes, .. } => {
+                if let Some((call, (_, tool))) = self.drafting.iter().enumerate().find(|(_, (id, _))| *id == call_id) {
+                    let call = u32::try_from(call).unwrap_or(u32::MAX);
+                    let tool = tool.clone();
+                    self.recorder
+                        .draft(self.turn_id, DraftPart::ToolInput { call, tool, bytes });
+                }
+                Ok(())
+            }
             ModelEvent::ToolCallDone {
                 call_id,
                 tool,

@@ -10,6 +10,7 @@ mod daemon_backup;
 mod daemon_bus;
 mod daemon_cautious;
 mod daemon_crash;
+mod daemon_drafts;
 mod daemon_exits;
 mod daemon_idle;
 mod daemon_landlock_only;

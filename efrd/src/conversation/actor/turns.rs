@@ -98,7 +98,10 @@ impl Actor {
                 asked,
             });
             self.deps.running_turns.fetch_add(1, Ordering::Relaxed);
-            let recorder: Sink = Arc::new(crate::conversation::Recorder { tx: tx.clone() });
+            let recorder: Sink = Arc::new(crate::conversation::Recorder {
+                tx: tx.clone(),
+                drafts: Arc::clone(&self.drafts),
+            });
             tokio::spawn(run_turn(plan, recorder, cancel, tx));
         }
     }
@@ -300,6 +303,7 @@ impl Actor {
     }
 
     pub(super) async fn turn_ended(&mut self, turn_id: TurnId, outcome: TurnOutcome) {
+        self.drafts.end_turn(turn_id);
         if self.running.as_ref().is_some_and(|r| r.turn_id == turn_id) {
             self.running = None;
             self.deps.running_turns.fetch_sub(1, Ordering::Relaxed);
