@@ -15,7 +15,9 @@
 //! # Rendering
 //!
 //! On a terminal, assistant text is rendered per finished Markdown block ([`markdown`]): a paragraph shows when its
-//! blank line arrives, a code block when its fence closes, the rest when the message completes. Tool calls show
+//! blank line arrives, a code block when its fence closes, the rest when the message completes. Before that, the
+//! turn's drafts show on a live line at the bottom ([`live`]): the reasoning dim while the model thinks, then the
+//! unfinished line of the text, plainly, as it streams. Tool calls show
 //! their command or patch files, a spinner with the elapsed time while they run, then the exit, the output tail and
 //! the changes ([`term`]). Piped or redirected, efr writes the plain transcript ([`plain`]); with `--json`, each
 //! event's JSON on one line.
@@ -53,6 +55,7 @@ pub(crate) mod conversation;
 pub(crate) mod describe;
 mod exits;
 mod keys;
+mod live;
 mod markdown;
 mod plain;
 mod presence;
@@ -267,7 +270,7 @@ impl Session {
         let params = ConversationSubscribeParams {
             conversation_id: self.conversation_id,
             after_seq: Some(after_seq),
-            drafts: false,
+            drafts: self.view.wants_drafts(),
             answers_input: true,
         };
         self.client.stream("conversation.subscribe", &params, true).await
@@ -325,8 +328,16 @@ impl Session {
         match frame {
             ServerFrame::Ack(_) => Ok(Step::Go),
             ServerFrame::Item { item, .. } => {
+                if let Some(draft) = item.get("draft") {
+                    if let Ok(draft) = serde_json::from_value::<efr_protocol::wire::Draft>(draft.clone())
+                        && draft.turn_id == self.turn_id
+                    {
+                        self.view.draft(&draft.draft);
+                    }
+                    return Ok(Step::Go);
+                }
                 let Some(raw) = item.get("event") else {
-                    return Ok(Step::Go); // a snapshot or a draft: not asked for
+                    return Ok(Step::Go); // a snapshot: not asked for
                 };
                 match serde_json::from_value::<Event>(raw.clone()) {
                     Ok(event) => Ok(self.on_event(&event, raw).await),

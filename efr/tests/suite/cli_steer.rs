@@ -1,6 +1,7 @@
 //! The input row of a running turn in a real terminal (tmux): a line and Enter steers the turn (its next model call
 //! reads it), a line and Tab queues it, Ctrl+X withdraws the queued one; then Ctrl+C on a turn with an unread steer
-//! asks whether to send it again, and `y` resends it as the prompt that runs next.
+//! asks whether to send it again, and `y` resends it as the prompt that runs next. And the drafts of a turn on a
+//! terminal: the reasoning as a dim live line, the text as it streams.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a failed unwrap is a failed test.
 
@@ -68,8 +69,6 @@ async fn steer_queue_withdraw_and_an_interrupt_that_resends_in_a_terminal() {
     );
 
     // A steer that no model call read, then Ctrl+C: efr asks, `y` resends it as the prompt that runs next.
-    tmux.keys(&["C-l"]);
-    tmux.run(&["clear-history", "-t", "0"]);
     tmux.literal(&format!("'{efr}' --mode full 'think slowly'; echo EXIT=$?"));
     tmux.keys(&["Enter"]);
     // The model's partial paragraph is not shown yet (Markdown per finished block): wait for its call.
@@ -89,7 +88,15 @@ async fn steer_queue_withdraw_and_an_interrupt_that_resends_in_a_terminal() {
     tmux.wait_for("send your 1 unread steer again after it? [y]es / [n]o", 10)
         .await;
     tmux.keys(&["y"]);
-    let pane = tmux.wait_for_exit(30).await;
+    // The pane holds the first run's `EXIT=0` too: wait for the second exit.
+    let pane = tmux
+        .wait_until("a second EXIT=<code>", 30, |pane| {
+            pane.match_indices("EXIT=")
+                .filter(|(at, _)| pane[at + 5..].starts_with(|c: char| c.is_ascii_digit()))
+                .count()
+                >= 2
+        })
+        .await;
     assert!(pane.contains("EXIT=130"), "{pane}");
     assert!(pane.contains("your unread steers run next"), "{pane}");
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
@@ -101,4 +108,57 @@ async fn steer_queue_withdraw_and_an_interrupt_that_resends_in_a_terminal() {
         calls(&server)[3].contains("and mind the tests"),
         "the resent prompt carries the steer"
     );
+}
+
+/// The drafts on a terminal: the reasoning as a dim live line while the model thinks, then the text's unfinished
+/// line shown plainly as it streams, before any event of the message; the finished answer rendered as Markdown.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reasoning_and_text_drafts_show_live_in_a_terminal() {
+    let home = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let reply = Reply::of(vec![
+        ReplyEvent::Reasoning {
+            text: "weighing the two crates".into(),
+            title: None,
+        },
+        ReplyEvent::DelayMs(3000),
+        ReplyEvent::Text("The **answer** streams without".into()),
+        ReplyEvent::DelayMs(3000),
+        ReplyEvent::Text(" a break.\n\nDone.".into()),
+    ]);
+    let server = model(vec![reply]).await;
+    let _efrd = daemon(home.path(), &server, true);
+    let tmux = Tmux::start(project.path(), home.path());
+    tmux.wait_for("$ ", 10).await;
+    let efr = efr().display().to_string();
+    tmux.literal(&format!("'{efr}' --new 'which crate?'; echo EXIT=$?"));
+    tmux.keys(&["Enter"]);
+
+    tmux.wait_for("weighing the two crates", 20).await;
+    let styled = String::from_utf8_lossy(&tmux.run(&["capture-pane", "-p", "-e"]).stdout).into_owned();
+    // Dim from the last `ESC[2m` before it, with no reset between (tmux writes an attribute where it changes).
+    let at = styled.find("weighing the two crates").unwrap();
+    let dim = styled[..at]
+        .rfind("\x1b[2m")
+        .expect("a dim attribute before the reasoning");
+    assert!(
+        !["\x1b[0m", "\x1b[m", "\x1b[22m"]
+            .iter()
+            .any(|reset| styled[dim..at].contains(reset)),
+        "the reasoning is dim: {styled:?}"
+    );
+    // The text replaces the reasoning as it streams, plainly (the block is not finished: no Markdown yet).
+    let pane = tmux.wait_for("The **answer** streams without", 20).await;
+    assert!(!pane.contains("weighing the two crates"), "{pane}");
+    assert!(
+        !pane.contains("EXIT=0"),
+        "shown before the message is committed whole: {pane}"
+    );
+    let pane = tmux.wait_for_exit(20).await;
+    assert!(pane.contains("EXIT=0"), "{pane}");
+    assert!(
+        pane.contains("The answer streams without a break."),
+        "rendered as Markdown at last: {pane}"
+    );
+    assert!(!pane.contains("**answer**"), "{pane}");
 }
