@@ -397,6 +397,69 @@ mod tests {
     }
 
     #[test]
+    fn a_delivered_steer_comes_back_where_it_was_read_and_an_unread_or_withdrawn_one_does_not() {
+        let turn = Some("0b0e6f52-3f59-4d9c-8a83-93b1c3a0a001");
+        let waiting = Some("0b0e6f52-3f59-4d9c-8a83-93b1c3a0a002");
+        let mut rebuild = Rebuild::default();
+        for (turn, body) in [
+            (
+                turn,
+                json!({"kind": "prompt_queued", "text": "run it", "origin": "terminal"}),
+            ),
+            (
+                waiting,
+                json!({"kind": "prompt_queued", "text": "later", "origin": "terminal"}),
+            ),
+            (waiting, json!({"kind": "prompt_withdrawn", "origin": "terminal"})),
+            (turn, json!({"kind": "turn_started"})),
+            (
+                turn,
+                json!({"kind": "tool_call_started", "call_id": "c1", "tool": "shell", "input": {"command": "true"}}),
+            ),
+            (
+                turn,
+                json!({"seq": 5, "kind": "turn_steered", "text": "use the other crate", "origin": "terminal"}),
+            ),
+            (
+                turn,
+                json!({"seq": 6, "kind": "turn_steered", "text": "never read", "origin": "phone"}),
+            ),
+            (
+                turn,
+                json!({"kind": "tool_call_completed", "call_id": "c1", "status": "ok", "output": ""}),
+            ),
+            (turn, json!({"kind": "steering_delivered", "steers": [5]})),
+            (
+                turn,
+                json!({"kind": "assistant_message_completed", "index": 0, "text": "Done."}),
+            ),
+            (waiting, json!({"kind": "turn_started"})),
+        ] {
+            rebuild.apply(&event(turn, body));
+        }
+        let history = rebuild.finish();
+        let texts: Vec<&HistoryItem> = history
+            .items()
+            .iter()
+            .filter(|item| matches!(item, HistoryItem::UserText { .. } | HistoryItem::AssistantText { .. }))
+            .collect();
+        assert_eq!(
+            texts,
+            [
+                &HistoryItem::UserText { text: "run it".into() },
+                &HistoryItem::UserText {
+                    text: "use the other crate".into()
+                },
+                &HistoryItem::AssistantText { text: "Done.".into() },
+            ]
+        );
+        assert!(
+            matches!(history.items()[2], HistoryItem::ToolOutput { .. }),
+            "read after the call's output"
+        );
+    }
+
+    #[test]
     fn titles_take_the_first_non_empty_line_and_cut_on_characters() {
         assert_eq!(title_of("\n  fix the build \nmore"), "fix the build");
         let long = "ü".repeat(100);
