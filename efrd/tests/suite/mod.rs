@@ -34,6 +34,7 @@ mod hidden_shell_memory;
 mod model_keys;
 mod network_clients;
 mod prompt_golden;
+mod remote_drafts;
 mod remote_limits;
 mod remote_listener;
 mod remote_pairing;
