@@ -118,6 +118,8 @@ impl DraftHub {
                 });
             }
         }
+        // Subscribers that left go here too, so a conversation without a running turn keeps no dead entries.
+        inner.subscribers.retain(|q| q.strong_count() > 0);
         inner.subscribers.push(Arc::downgrade(&queue));
         queue
     }
@@ -407,6 +409,51 @@ mod tests {
             DraftPart::ToolInput { bytes: 9, .. }
         ));
         assert_eq!(queue.waiting(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_held_reasoning_draft_waits_past_the_message_the_tool_call_and_the_turn_end_whole() {
+        let hub = DraftHub::default();
+        let turn = TurnId::new();
+        let slow = hub.subscribe();
+        hub.publish(
+            turn,
+            DraftPart::Reasoning {
+                offset: 0,
+                delta: "weigh ".into(),
+                title: None,
+            },
+        );
+        hub.publish(
+            turn,
+            DraftPart::Reasoning {
+                offset: 6,
+                delta: "größe".into(),
+                title: Some("Plan".into()),
+            },
+        );
+        hub.publish(turn, text(0, "answer"));
+        hub.publish(
+            turn,
+            DraftPart::ToolInput {
+                call: 0,
+                tool: "shell".into(),
+                bytes: 4,
+            },
+        );
+        // The turn ends before the slow subscriber reads: nothing it holds is lost.
+        hub.end_turn(turn);
+        assert_eq!(
+            slow.next().await.draft,
+            DraftPart::Reasoning {
+                offset: 0,
+                delta: "weigh größe".into(),
+                title: Some("Plan".into()),
+            }
+        );
+        assert_eq!(slow.next().await.draft, text(0, "answer"));
+        assert!(matches!(slow.next().await.draft, DraftPart::ToolInput { bytes: 4, .. }));
+        assert_eq!(slow.waiting(), 0);
     }
 
     #[tokio::test]
