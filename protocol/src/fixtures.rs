@@ -21,6 +21,7 @@ mod jobs;
 mod methods;
 mod presence;
 mod sandbox;
+mod steer;
 mod surface;
 mod undo;
 mod values;
@@ -117,6 +118,7 @@ pub fn examples() -> Vec<Example> {
     all.extend(surface::examples());
     all.extend(presence::examples());
     all.extend(jobs::examples());
+    all.extend(steer::examples());
     all
 }
 

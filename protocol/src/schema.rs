@@ -44,6 +44,7 @@ use crate::wire::{
     DeviceRevokeResult, PairStartItem,
 };
 use crate::wire::{PresenceSetParams, PresenceSetResult};
+use crate::wire::{PromptWithdrawParams, PromptWithdrawResult, TurnSteerParams, TurnSteerResult};
 use crate::wire::{SandboxExplainHostParams, SandboxExplainHostResult};
 use crate::wire::{SandboxSurfaceRespondParams, SandboxSurfaceRespondResult};
 use crate::wire::{
@@ -99,6 +100,10 @@ pub fn protocol_schema() -> Value {
             CallBackgroundResult,
             TurnInterruptParams,
             TurnInterruptResult,
+            TurnSteerParams,
+            TurnSteerResult,
+            PromptWithdrawParams,
+            PromptWithdrawResult,
             TurnUndoParams,
             TurnUndoResult,
             UndoRefusal,

@@ -19,6 +19,7 @@ const BENCHES: &[(&str, &str)] = &[
     ("efrd", "exits"),
     ("efrd", "context"),
     ("efrd", "jobs"),
+    ("efrd", "drafts"),
     ("efr-launcher", "contained_true"),
     ("efr-launcher", "contained_read"),
     ("efr-proxy", "tunnel"),

@@ -2,7 +2,8 @@
 //! [`TermMode::Keys`](crate::tty::TermMode::Keys)) and sends decoded [`Key`]s to the turn's loop.
 //!
 //! The keys efr acts on: `y`/`n`/`a` for a question, a line (Enter ends it, Backspace edits it) for an input wait,
-//! Ctrl+C (interrupt, then leave), and Ctrl+B, which is reserved for moving a call to the background and ignored for
+//! a line while the turn runs (Enter steers it, Tab queues it, Ctrl+X withdraws the last queued prompt; see
+//! [`super::steer`]), Ctrl+C (interrupt, then leave), and Ctrl+B, which is reserved for moving a call to the background and ignored for
 //! now. Escape sequences (arrows, function keys) are read whole and dropped, so they never land in an answer.
 
 use std::io::Read;
@@ -26,6 +27,10 @@ pub enum Key {
     CtrlB,
     /// Ctrl+D on an empty line: no answer.
     CtrlD,
+    /// Tab: queue the typed line as the next prompt.
+    Tab,
+    /// Ctrl+X: withdraw the newest prompt queued from here.
+    CtrlX,
 }
 
 /// Decodes a byte stream into keys; bytes may arrive split anywhere.
@@ -86,6 +91,8 @@ impl Decoder {
             0x02 => Some(Key::CtrlB),
             0x04 => Some(Key::CtrlD),
             0x15 => Some(Key::ClearLine),
+            0x09 => Some(Key::Tab),
+            0x18 => Some(Key::CtrlX),
             b'\r' | b'\n' => Some(Key::Enter),
             0x7f | 0x08 => Some(Key::Backspace),
             0x1b => {

@@ -15,7 +15,9 @@
 //! # Rendering
 //!
 //! On a terminal, assistant text is rendered per finished Markdown block ([`markdown`]): a paragraph shows when its
-//! blank line arrives, a code block when its fence closes, the rest when the message completes. Tool calls show
+//! blank line arrives, a code block when its fence closes, the rest when the message completes. Before that, the
+//! turn's drafts show on a live line at the bottom ([`live`]): the reasoning dim while the model thinks, then the
+//! unfinished line of the text, plainly, as it streams. Tool calls show
 //! their command or patch files, a spinner with the elapsed time while they run, then the exit, the output tail and
 //! the changes ([`term`]). Piped or redirected, efr writes the plain transcript ([`plain`]); with `--json`, each
 //! event's JSON on one line.
@@ -26,7 +28,9 @@
 //! with one key, and `y`/`n` a surface question (keep a file a sandboxed call wrote that code outside the sandbox
 //! runs from; [`surface`]): the turn does not wait for those, so efr asks the ones left after the turn's end and
 //! leaves once they are answered (Ctrl+C leaves them held); an input wait takes a line, with echo off for a hidden wait or one that looks secret; Ctrl+C sends
-//! turn.interrupt once, and a second Ctrl+C leaves at once (130); Ctrl+B is reserved and ignored.
+//! turn.interrupt once, and a second Ctrl+C leaves at once (130); Ctrl+B is reserved and ignored. While no question
+//! waits, the keys are the turn's input row ([`steer`]): a line and Enter steers the turn, a line and Tab queues it,
+//! Ctrl+X withdraws the newest prompt queued from here, and Ctrl+C with unread steers asks whether to resend them.
 //!
 //! Without a terminal on stdin efr cannot ask, and a turn must not hang in a pipeline or a script: an approval of
 //! this turn is answered deny (approval.respond) with the notice `denied: <call> (efr cannot ask without a
@@ -51,11 +55,13 @@ pub(crate) mod conversation;
 pub(crate) mod describe;
 mod exits;
 mod keys;
+mod live;
 mod markdown;
 mod plain;
 mod presence;
 mod prompt;
 mod questions;
+mod steer;
 mod surface;
 mod term;
 mod view;
@@ -181,7 +187,8 @@ pub async fn run(args: &PromptArgs) -> ExitCode {
         view.queued();
     }
     let away_after = args.away_after.unwrap_or(presence::DEFAULT_AWAY_AFTER_SECS);
-    let mut session = Session::new(client, sent.conversation_id, sent.turn_id, view, away_after);
+    let row = steer::SteerRow::new(params.context.clone(), params.settings.clone());
+    let mut session = Session::new(client, (sent.conversation_id, sent.turn_id), view, away_after, row);
     let code = session.drive(sent.seq.saturating_sub(1)).await;
     session.view.finish();
     drop(session.term.take());
@@ -213,6 +220,8 @@ struct Session {
     leave_with: Option<ExitCode>,
     /// The user's keys against `--away-after` ([`presence`]).
     idle: presence::Idle,
+    /// The input row: steers, queued prompts ([`steer`]).
+    row: steer::SteerRow,
 }
 
 /// What the loop does after a step.
@@ -222,7 +231,13 @@ enum Step {
 }
 
 impl Session {
-    fn new(client: Client, conversation_id: ConversationId, turn_id: TurnId, view: View, away_after: u64) -> Self {
+    fn new(
+        client: Client,
+        (conversation_id, turn_id): (ConversationId, TurnId),
+        view: View,
+        away_after: u64,
+        row: steer::SteerRow,
+    ) -> Self {
         // Keys only from a terminal: without one, efr asks nothing.
         let term = if tty::stdin_is_tty() {
             TermGuard::set(TermMode::Keys).ok()
@@ -247,6 +262,7 @@ impl Session {
             last_seq: 0,
             leave_with: None,
             idle,
+            row,
         }
     }
 
@@ -254,7 +270,7 @@ impl Session {
         let params = ConversationSubscribeParams {
             conversation_id: self.conversation_id,
             after_seq: Some(after_seq),
-            drafts: false,
+            drafts: self.view.wants_drafts(),
             answers_input: true,
         };
         self.client.stream("conversation.subscribe", &params, true).await
@@ -312,8 +328,16 @@ impl Session {
         match frame {
             ServerFrame::Ack(_) => Ok(Step::Go),
             ServerFrame::Item { item, .. } => {
+                if let Some(draft) = item.get("draft") {
+                    if let Ok(draft) = serde_json::from_value::<efr_protocol::wire::Draft>(draft.clone())
+                        && draft.turn_id == self.turn_id
+                    {
+                        self.view.draft(&draft.draft);
+                    }
+                    return Ok(Step::Go);
+                }
                 let Some(raw) = item.get("event") else {
-                    return Ok(Step::Go); // a snapshot or a draft: not asked for
+                    return Ok(Step::Go); // a snapshot: not asked for
                 };
                 match serde_json::from_value::<Event>(raw.clone()) {
                     Ok(event) => Ok(self.on_event(&event, raw).await),
@@ -351,6 +375,7 @@ impl Session {
 
     async fn on_event(&mut self, event: &Event, raw: &Value) -> Step {
         self.last_seq = self.last_seq.max(event.seq);
+        self.row.observe(event);
         if let EventBody::ToolCallStarted(call) = &event.body
             && event.turn_id.as_ref() == Some(&self.turn_id)
         {
@@ -481,7 +506,7 @@ impl Session {
                 self.view.notice(&format!(
                     "{title} waits for input, and efr cannot ask without a terminal on stdin: interrupting the turn"
                 ));
-                self.interrupt().await;
+                self.interrupt(Vec::new(), Vec::new()).await;
             }
             _ => {}
         }
@@ -520,7 +545,8 @@ impl Session {
             _ => {}
         }
         let Some(ask) = self.questions.current().cloned() else {
-            return Step::Go; // no question: typed keys mean nothing
+            // No question: the keys are the turn's input row.
+            return self.on_row_key(key).await;
         };
         match ask.kind {
             AskKind::Approval { always } => {
@@ -560,7 +586,7 @@ impl Session {
                     self.line.clear();
                 }
                 Key::Enter => self.answer_input(&ask, input, hidden).await,
-                Key::CtrlD | Key::CtrlC | Key::CtrlB => {}
+                Key::CtrlD | Key::CtrlC | Key::CtrlB | Key::Tab | Key::CtrlX => {}
             },
         }
         Step::Go
@@ -639,7 +665,9 @@ impl Session {
         if self.questions.current().is_some() {
             self.view.resume("");
         }
-        let sent = self.interrupt().await;
+        let Some(sent) = self.interrupt_asking().await else {
+            return Step::Go;
+        };
         self.view.notice(if sent {
             "interrupting the turn (Ctrl+C again leaves at once)"
         } else {
@@ -650,20 +678,32 @@ impl Session {
 
     /// Sends turn.interrupt for this turn (once); tells whether efrd took it (a failure is shown). The turn then
     /// ends with turn_interrupted, which exits 130.
-    async fn interrupt(&mut self) -> bool {
+    async fn interrupt(&mut self, resend_steers: Vec<u64>, withdraw_steers: Vec<u64>) -> bool {
         self.interrupt_sent = true;
         let params = TurnInterruptParams {
             command_id: CommandId::new(),
             conversation_id: self.conversation_id,
             turn_id: Some(self.turn_id),
-            resend_steers: Vec::new(),
+            resend_steers,
             resend_as: None,
-            withdraw_steers: Vec::new(),
+            withdraw_steers,
             withdraw: Vec::new(),
         };
         // efrd stops the turn's running command itself (SIGINT, as a terminal's Ctrl+C would).
-        match self.client.call::<_, Value>("turn.interrupt", &params).await {
-            Ok(_) => true,
+        match self
+            .client
+            .call::<_, efr_protocol::wire::TurnInterruptResult>("turn.interrupt", &params)
+            .await
+        {
+            Ok(result) => {
+                if let Some(resent) = result.resent {
+                    self.view.notice(&format!(
+                        "your unread steers run next, as turn {} (efr shows it in this conversation)",
+                        resent.turn_id
+                    ));
+                }
+                true
+            }
             Err(error) => {
                 self.view.notice(&format!("cannot interrupt: {error}"));
                 false

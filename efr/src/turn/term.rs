@@ -22,6 +22,7 @@ use super::describe::{
     settings_words, usage_words,
 };
 use super::exits::{ExitTally, judged_line, requested_line};
+use super::live::LiveLine;
 use super::markdown::{self, Blocks};
 use crate::clean::printable;
 
@@ -64,6 +65,8 @@ pub struct TermView<W: Write = Stdout> {
     fallback: Option<String>,
     /// What the turn's exit judges let through, summed at its end.
     exits: ExitTally,
+    /// The drafts' live line, drawn where the spinner goes while no call runs ([`super::live`]).
+    live: LiveLine,
 }
 
 impl Default for TermView {
@@ -100,6 +103,7 @@ impl<W: Write> TermView<W> {
             asking: false,
             fallback: None,
             exits: ExitTally::default(),
+            live: LiveLine::default(),
         }
     }
 
@@ -118,6 +122,13 @@ impl<W: Write> TermView<W> {
     }
 
     fn draw_spinner(&mut self) {
+        if !self.paused
+            && self.spinner.is_none()
+            && let Some(line) = self.live.line(width(), DIM, RESET)
+        {
+            let _ = write!(self.out, "{ERASE}{line}");
+            self.drawn = true;
+        }
         if !self.paused
             && let Some(Spinner { title, since, .. }) = &self.spinner
         {
@@ -184,11 +195,15 @@ impl<W: Write> TermView<W> {
                 }
             }
             EventBody::AssistantMessageCompleted(done) => {
+                self.live.end_message();
+                self.erase_spinner();
                 if let Some(rest) = self.blocks.remove(&done.index).as_mut().and_then(Blocks::finish) {
                     self.markdown(&rest);
                 }
             }
             EventBody::ToolCallStarted(call) => {
+                self.live.end_message();
+                self.erase_spinner();
                 self.flush_text();
                 self.patches.insert(call.call_id.0.clone(), call.tool == "apply_patch");
                 let title = call_title(call);
@@ -312,6 +327,14 @@ impl<W: Write> TermView<W> {
             && spinner.call_id == call_id
         {
             spinner.since = Instant::now();
+        }
+    }
+
+    /// Takes a draft of the turn: the live line shows it ([`super::live`]).
+    pub fn draft(&mut self, part: &efr_protocol::wire::DraftPart) {
+        if self.live.take(part) {
+            self.erase_spinner();
+            self.draw_spinner();
         }
     }
 

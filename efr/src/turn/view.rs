@@ -74,6 +74,20 @@ impl View {
         }
     }
 
+    /// Takes a draft of the turn: the terminal view's live line shows it; the other forms show the committed
+    /// events only.
+    pub fn draft(&mut self, part: &efr_protocol::wire::DraftPart) {
+        if let Form::Term(view) = &mut self.form {
+            view.draft(part);
+        }
+    }
+
+    /// Whether the view shows drafts (only a terminal does).
+    #[must_use]
+    pub fn wants_drafts(&self) -> bool {
+        matches!(self.form, Form::Term(_))
+    }
+
     /// Sets the program's prompt of `call_id`'s input wait, for the plain transcript's `input:` line (the terminal
     /// shows it in the question instead, and `--json` shows efrd's events as they are).
     pub fn prompt(&mut self, call_id: &str, prompt: Option<String>) {

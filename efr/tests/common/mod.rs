@@ -10,6 +10,8 @@ use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+pub mod tmux;
+
 use efr_test_support::binaries::sibling;
 use efr_test_support::daemon::{TestDaemon, config_for};
 use efr_test_support::scripted::{Reply, Script, ScriptedModel};

@@ -6,6 +6,7 @@ mod cli_jobs;
 mod cli_pipe;
 mod cli_pty;
 mod cli_sandbox_host;
+mod cli_steer;
 mod completions;
 mod mistyped;
 mod shell_init;

@@ -8,8 +8,8 @@
 //! namespace. It pairs devices through the real pairing (device.pair_start / device.enroll / device.pair_confirm)
 //! and proves them with device.prove. It measures:
 //!
-//! - `first draft`: prompt.send sent → the turn's first `assistant_message_updated` read on the same connection,
-//!   which follows its conversation (conversation.subscribe), over the Unix socket and over a proven WebSocket, one
+//! - `first draft`: prompt.send sent → the turn's first text draft (a draft item) read on the same connection,
+//!   which follows its conversation (conversation.subscribe with drafts), over the Unix socket and over a proven WebSocket, one
 //!   prompt of each in turn so both see the same load; p50 and p99 of [`PROMPTS`] each. Budget: the WebSocket's p50
 //!   at most [`RATIO_BUDGET`] × the Unix socket's: the listener's framing, masking and its bridge to the server's
 //!   frames must stay small beside efrd's own work on a turn (both paths share everything else). The p99 ratio is
@@ -35,7 +35,7 @@ use efr_test_support::daemon::{TestDaemon, config_for};
 use efr_test_support::netns::NetNs;
 use efr_test_support::proc::rss_kib;
 use efr_test_support::scripted::{Reply, Script, ScriptedModel, Step};
-use efr_test_support::subscription::{Frames, events_until};
+use efr_test_support::subscription::Frames;
 use efr_test_support::tailscaled::{LocalApiDouble, status_json, whois_json};
 use serde_json::{Value, json};
 
@@ -273,32 +273,53 @@ async fn follow(conn: &mut impl Frames, model: &ScriptedModel) -> Result<Followe
         .as_str()
         .ok_or_else(|| anyhow!("a prompt.send result without conversation_id: {sent}"))?
         .to_owned();
-    let params = json!({"conversation_id": conversation, "after_seq": 0});
+    let params = json!({"conversation_id": conversation, "after_seq": 0, "drafts": true});
     let subscription = conn.send("conversation.subscribe", params, false).await?;
-    events_until(conn, subscription, "turn_completed").await?;
+    item_until(conn, subscription, |item| item["event"]["kind"] == "turn_completed").await?;
     Ok(Followed {
         conversation,
         subscription,
     })
 }
 
-/// One measured prompt: prompt.send → the turn's first `assistant_message_updated` on `followed`'s subscription.
+/// Reads `subscription`'s items (drafts and events) until `done` holds for one; that item.
+async fn item_until(conn: &mut impl Frames, subscription: RequestId, done: impl Fn(&Value) -> bool) -> Result<Value> {
+    let deadline = Instant::now() + PHASE_LIMIT;
+    loop {
+        if Instant::now() > deadline {
+            bail!("the awaited item did not come within {PHASE_LIMIT:?}");
+        }
+        match conn.next_of(subscription).await? {
+            StreamFrame::Item(item) if done(&item) => return Ok(item),
+            StreamFrame::Item(_) => {}
+            other => bail!("the subscription ended: {other:?}"),
+        }
+    }
+}
+
+/// One measured prompt: prompt.send → the turn's first text draft (a draft item, the subscription asked for drafts)
+/// on `followed`'s subscription.
 async fn first_draft(conn: &mut impl Frames, followed: &Followed, model: &ScriptedModel) -> Result<Duration> {
     model.push(Step::Reply(reply()));
     let started = Instant::now();
     let request = conn
         .send("prompt.send", prompt_params(Some(&followed.conversation)), false)
         .await?;
-    let events = events_until(conn, followed.subscription, "assistant_message_updated").await?;
+    let first = item_until(conn, followed.subscription, |item| {
+        item["draft"]["draft"]["kind"] == "text"
+    })
+    .await?;
     let elapsed = started.elapsed();
-    let first = events.last().cloned().unwrap_or_default();
-    events_until(conn, followed.subscription, "turn_completed").await?;
+    item_until(conn, followed.subscription, |item| {
+        item["event"]["kind"] == "turn_completed"
+    })
+    .await?;
     let StreamFrame::Item(result) = conn.next_of(request).await? else {
         bail!("prompt.send has no result");
     };
-    // The delta timed is this prompt's turn's first one, not a late one of an earlier turn.
-    if first["turn_id"] != result["turn_id"] || first["offset"] != json!(0) {
-        bail!("the first delta read is not its turn's first: {first} (result {result})");
+    // The draft timed is this prompt's turn's first one, not a late one of an earlier turn.
+    if first["draft"]["turn_id"] != result["turn_id"] || first["draft"]["draft"]["offset"] != json!(0) {
+        bail!("the first draft read is not its turn's first: {first} (result {result})");
     }
     Ok(elapsed)
 }

@@ -76,6 +76,7 @@ mod jobs;
 mod prompt;
 mod questions;
 mod retire;
+mod steer;
 mod surface;
 mod turns;
 mod undo;
@@ -140,6 +141,17 @@ struct Queued {
     user_prompt: String,
     /// A turn that a job's notice woke (no prompt: the notices are its input).
     woken: bool,
+    /// Where it was typed (its tty finds the newest prompt of a terminal; resent steers take it by default).
+    context: Option<efr_protocol::wire::PromptContext>,
+    /// The settings it asked for (resent steers ask for the same).
+    asked: Option<efr_protocol::wire::PromptSettings>,
+}
+
+impl Queued {
+    /// The terminal it was typed at.
+    fn tty(&self) -> Option<&str> {
+        self.context.as_ref().and_then(|c| c.tty.as_deref())
+    }
 }
 
 /// The turn that runs.
@@ -154,6 +166,14 @@ struct Running {
     context: Option<efr_protocol::wire::ContextFill>,
     /// A compaction runs in the turn, started by this.
     compacting: Option<efr_protocol::wire::CompactTrigger>,
+    /// The steers that no model call read yet, in order (`steer.rs`).
+    steers: Vec<steer::Steer>,
+    /// The model answered without a tool call and no steer waited: the turn makes no more model calls.
+    answered: bool,
+    /// The context of the turn's prompt.
+    prompt_context: Option<efr_protocol::wire::PromptContext>,
+    /// The settings that the turn's prompt asked for.
+    asked: Option<efr_protocol::wire::PromptSettings>,
 }
 
 pub(super) struct Actor {
@@ -204,6 +224,10 @@ pub(super) struct Actor {
     job_notices: Vec<crate::jobs::Notice>,
     /// The settings of the last turn that started: a turn that a notice wakes runs with them, at most auto.
     last_settings: Option<(efr_protocol::wire::TurnSettings, efr_protocol::wire::Overridden)>,
+    /// The turns that started while this actor ran: prompt.withdraw of one of them is `conflict`.
+    started: HashSet<TurnId>,
+    /// The drafts of the running turn and the subscribers that take them (`super::drafts`).
+    drafts: Arc<super::drafts::DraftHub>,
 }
 
 impl Actor {
@@ -241,6 +265,8 @@ impl Actor {
             presence_epoch: 0,
             job_notices: Vec::new(),
             last_settings: None,
+            started: HashSet::new(),
+            drafts: Arc::default(),
             shell: Arc::new(tokio::sync::Mutex::new(ShellSlot::new(shell_options(
                 kind, home, shell_root,
             )))),
@@ -264,6 +290,7 @@ impl Actor {
         actor.history = rebuilt.history;
         actor.context_log = rebuilt.context;
         actor.last_seq = rebuilt.last_seq;
+        actor.drafts.set_seq(rebuilt.last_seq);
         actor.open_calls.push_notices(rebuilt.notices);
         actor.corrupt = rebuilt.corrupt;
         actor.surface = rebuilt.surface;
@@ -332,6 +359,17 @@ impl Actor {
             }
             Command::Interrupt { params, origin, reply } => {
                 let _ = reply.send(self.interrupt(*params, origin).await);
+            }
+            Command::Steer { params, origin, reply } => {
+                let _ = reply.send(self.steer(*params, origin).await);
+                // A late steer may have queued a prompt.
+                self.start_next(me).await;
+            }
+            Command::Withdraw { params, origin, reply } => {
+                let _ = reply.send(self.withdraw(*params, origin).await);
+            }
+            Command::Steers { turn_id, last, reply } => {
+                let _ = reply.send(self.take_steers(turn_id, last).await);
             }
             Command::Record {
                 turn_id,
@@ -454,6 +492,7 @@ impl Actor {
             snapshot: self.snapshot(),
             last_seq: self.last_seq,
             events: self.events.subscribe(),
+            drafts: Arc::clone(&self.drafts),
         }
     }
 
@@ -466,7 +505,8 @@ impl Actor {
                 started_at: r.started_at,
                 settings: Some(r.settings.clone()),
             }),
-            live: None,
+            // Filled while a model call of the running turn has said something (spec, "streams for the phone").
+            live: self.running.as_ref().and_then(|_| self.drafts.live()),
         }
     }
 

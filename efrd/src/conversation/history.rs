@@ -195,6 +195,8 @@ struct Rebuild {
     history: ModelHistory,
     /// Prompts of queued turns that have not started, by turn.
     prompts: HashMap<TurnId, String>,
+    /// Steers that no model call read yet, by the seq of their turn_steered.
+    steers: HashMap<u64, String>,
     /// The call started and not completed yet (calls of a turn run one at a time).
     open_call: Option<String>,
     /// Commands left running without an end so far.
@@ -207,6 +209,20 @@ impl Rebuild {
         match (&event.body, event.turn_id) {
             (EventBody::PromptQueued(queued), Some(turn_id)) => {
                 self.prompts.insert(turn_id, queued.text.clone());
+            }
+            (EventBody::PromptWithdrawn(_), Some(turn_id)) => {
+                self.prompts.remove(&turn_id);
+            }
+            (EventBody::TurnSteered(steered), _) => {
+                self.steers.insert(event.seq, steered.text.clone());
+            }
+            (EventBody::SteeringDelivered(delivered), _) => {
+                // A model call read them: the user's words, where the running turn put them.
+                for seq in &delivered.steers {
+                    if let Some(text) = self.steers.remove(seq) {
+                        self.push(HistoryItem::UserText { text });
+                    }
+                }
             }
             (EventBody::TurnStarted(_), Some(turn_id)) => {
                 // That turn's prompt told the model of the ends before it.
@@ -383,6 +399,69 @@ mod tests {
             },
         ];
         assert_eq!(history, expected);
+    }
+
+    #[test]
+    fn a_delivered_steer_comes_back_where_it_was_read_and_an_unread_or_withdrawn_one_does_not() {
+        let turn = Some("0b0e6f52-3f59-4d9c-8a83-93b1c3a0a001");
+        let waiting = Some("0b0e6f52-3f59-4d9c-8a83-93b1c3a0a002");
+        let mut rebuild = Rebuild::default();
+        for (turn, body) in [
+            (
+                turn,
+                json!({"kind": "prompt_queued", "text": "run it", "origin": "terminal"}),
+            ),
+            (
+                waiting,
+                json!({"kind": "prompt_queued", "text": "later", "origin": "terminal"}),
+            ),
+            (waiting, json!({"kind": "prompt_withdrawn", "origin": "terminal"})),
+            (turn, json!({"kind": "turn_started"})),
+            (
+                turn,
+                json!({"kind": "tool_call_started", "call_id": "c1", "tool": "shell", "input": {"command": "true"}}),
+            ),
+            (
+                turn,
+                json!({"seq": 5, "kind": "turn_steered", "text": "use the other crate", "origin": "terminal"}),
+            ),
+            (
+                turn,
+                json!({"seq": 6, "kind": "turn_steered", "text": "never read", "origin": "phone"}),
+            ),
+            (
+                turn,
+                json!({"kind": "tool_call_completed", "call_id": "c1", "status": "ok", "output": ""}),
+            ),
+            (turn, json!({"kind": "steering_delivered", "steers": [5]})),
+            (
+                turn,
+                json!({"kind": "assistant_message_completed", "index": 0, "text": "Done."}),
+            ),
+            (waiting, json!({"kind": "turn_started"})),
+        ] {
+            rebuild.apply(&event(turn, body));
+        }
+        let history = rebuild.finish();
+        let texts: Vec<&HistoryItem> = history
+            .items()
+            .iter()
+            .filter(|item| matches!(item, HistoryItem::UserText { .. } | HistoryItem::AssistantText { .. }))
+            .collect();
+        assert_eq!(
+            texts,
+            [
+                &HistoryItem::UserText { text: "run it".into() },
+                &HistoryItem::UserText {
+                    text: "use the other crate".into()
+                },
+                &HistoryItem::AssistantText { text: "Done.".into() },
+            ]
+        );
+        assert!(
+            matches!(history.items()[2], HistoryItem::ToolOutput { .. }),
+            "read after the call's output"
+        );
     }
 
     #[test]

@@ -16,6 +16,7 @@
 //! `{"overflow": true}` and it resumes with `after_seq` — events are never dropped silently.
 
 mod actor;
+pub mod drafts;
 pub mod history;
 pub mod jobs_log;
 pub mod preamble;
@@ -57,6 +58,8 @@ pub struct Subscription {
     pub last_seq: u64,
     /// Every event committed after `last_seq`, in order, and the store's failures.
     pub events: broadcast::Receiver<Live>,
+    /// The conversation's drafts, for a subscriber that asked for them.
+    pub drafts: Arc<drafts::DraftHub>,
 }
 
 /// What a subscription hears live.
@@ -93,6 +96,22 @@ enum Command {
         params: Box<TurnInterruptParams>,
         origin: Origin,
         reply: oneshot::Sender<Result<TurnInterruptResult, ErrorBody>>,
+    },
+    Steer {
+        params: Box<efr_protocol::wire::TurnSteerParams>,
+        origin: Origin,
+        reply: oneshot::Sender<Result<efr_protocol::wire::TurnSteerResult, ErrorBody>>,
+    },
+    Withdraw {
+        params: Box<efr_protocol::wire::PromptWithdrawParams>,
+        origin: Origin,
+        reply: oneshot::Sender<Result<efr_protocol::wire::PromptWithdrawResult, ErrorBody>>,
+    },
+    /// A model call of the running turn reads the steers that wait (the turn's [`TurnSink::steers`]).
+    Steers {
+        turn_id: TurnId,
+        last: bool,
+        reply: oneshot::Sender<Result<Vec<String>, ErrorBody>>,
     },
     Record {
         turn_id: Option<TurnId>,
@@ -399,6 +418,42 @@ impl ConversationHandle {
         .await?
     }
 
+    /// Steers the running turn, or queues a late steer with `if_late` (turn.steer). See the actor's `steer.rs`.
+    ///
+    /// # Errors
+    /// `conflict` for a late steer without `if_late`, `invalid` for an empty text or settings outside the catalog,
+    /// `unavailable` for a store failure.
+    pub async fn steer(
+        &self,
+        params: efr_protocol::wire::TurnSteerParams,
+        origin: Origin,
+    ) -> Result<efr_protocol::wire::TurnSteerResult, ErrorBody> {
+        self.ask(|reply| Command::Steer {
+            params: Box::new(params),
+            origin,
+            reply,
+        })
+        .await?
+    }
+
+    /// Takes back a prompt that waits (prompt.withdraw).
+    ///
+    /// # Errors
+    /// `conflict` for a prompt that started, `not_found` for a target without a waiting prompt, `unavailable` for a
+    /// store failure.
+    pub async fn withdraw(
+        &self,
+        params: efr_protocol::wire::PromptWithdrawParams,
+        origin: Origin,
+    ) -> Result<efr_protocol::wire::PromptWithdrawResult, ErrorBody> {
+        self.ask(|reply| Command::Withdraw {
+            params: Box::new(params),
+            origin,
+            reply,
+        })
+        .await?
+    }
+
     /// Interrupts the running turn (turn.interrupt).
     ///
     /// # Errors
@@ -438,6 +493,8 @@ impl crate::jobs::JobSink for Recorder {
 #[derive(Debug, Clone)]
 pub struct Recorder {
     tx: mpsc::Sender<Command>,
+    /// The conversation's drafts: a draft goes there at once, not through the mailbox.
+    drafts: Arc<drafts::DraftHub>,
 }
 
 impl TurnSink for Recorder {
@@ -492,8 +549,22 @@ impl TurnSink for Recorder {
     }
 
     fn draft(&self, turn_id: TurnId, part: efr_protocol::wire::DraftPart) {
-        // A draft never waits: with a full mailbox it is dropped (the next one says the same, newer).
-        let _ = self.tx.try_send(Command::Draft { turn_id, part });
+        // The actor keeps the context and compaction of its running turn; a draft never waits for it (with a full
+        // mailbox the actor misses one, and the next one says the same, newer).
+        if matches!(
+            part,
+            efr_protocol::wire::DraftPart::Context(_) | efr_protocol::wire::DraftPart::Compacting { .. }
+        ) {
+            let _ = self.tx.try_send(Command::Draft {
+                turn_id,
+                part: part.clone(),
+            });
+        }
+        self.drafts.publish(turn_id, part);
+    }
+
+    fn steers(&self, turn_id: TurnId, last: bool) -> SinkFuture<'_, Vec<String>> {
+        Box::pin(async move { request(&self.tx, |reply| Command::Steers { turn_id, last, reply }).await? })
     }
 
     fn ask(&self, turn_id: TurnId, call_id: CallId, question: Question) -> SinkFuture<'_, Answer> {

@@ -54,7 +54,7 @@ use std::time::Instant;
 
 use efr_protocol::events::{AssistantMessageCompleted, EventBody, TurnCompleted, TurnFailed, TurnInterrupted};
 use efr_protocol::ids::TurnId;
-use efr_protocol::wire::{ContextFill, Stop, StopReason as WireStop};
+use efr_protocol::wire::{ContextFill, DraftPart, Stop, StopReason as WireStop};
 use efr_protocol::{ErrorBody, ErrorCode};
 use futures::StreamExt;
 use tokio_util::sync::CancellationToken;
@@ -121,6 +121,12 @@ pub async fn run(plan: TurnPlan, recorder: Sink, cancel: CancellationToken) -> T
     let mut calls_made = 0;
     let ending = loop {
         calls_made += 1;
+        // What the user added to the turn since its last model call goes into this one (turn.steer).
+        match state.take_steers(false).await {
+            Err(Lost) => break Ending::Lost,
+            Ok(true) => request.history = window.items(&state),
+            Ok(false) => {}
+        }
         if window
             .before_call(&mut state, &provider, &mut request, &cancel)
             .await
@@ -145,7 +151,20 @@ pub async fn run(plan: TurnPlan, recorder: Sink, cancel: CancellationToken) -> T
         }
         let Ending::Stopped { .. } = ending else { break ending };
         if state.calls.is_empty() {
-            break ending;
+            // The model answered: a steer that came meanwhile gets one more model call, else the turn ends and a
+            // later steer is late.
+            if calls_made >= MAX_MODEL_CALLS || cancel.is_cancelled() {
+                break ending;
+            }
+            match state.take_steers(true).await {
+                Err(Lost) => break Ending::Lost,
+                Ok(false) => break ending,
+                Ok(true) => {
+                    state.next_model_call();
+                    request.history = window.items(&state);
+                    continue;
+                }
+            }
         }
         let Some(env) = tools.as_ref() else {
             break Ending::Failed(ErrorBody::new(
@@ -407,6 +426,10 @@ struct CallState {
     index_base: u32,
     /// Messages with text in the current model call.
     messages_this_call: u32,
+    /// The bytes of the turn's reasoning so far: the offset of its next reasoning draft.
+    reasoning_bytes: u64,
+    /// The tool calls the current model call started (id, tool), in order: a tool_input draft's `call`.
+    drafting: Vec<(String, String)>,
 }
 
 /// A tool call the model made, complete.
@@ -434,6 +457,8 @@ impl CallState {
             calls: Vec::new(),
             index_base: 0,
             messages_this_call: 0,
+            reasoning_bytes: 0,
+            drafting: Vec::new(),
         }
     }
 
@@ -446,6 +471,7 @@ impl CallState {
     /// A model call starts: its usage and answer are counted from here.
     fn start_call(&mut self) {
         self.call_usage = Usage::default();
+        self.drafting.clear();
         self.call_start = self.history.len();
     }
 
@@ -485,6 +511,20 @@ impl CallState {
             .map_err(|_| Lost)
     }
 
+    /// Takes the steers that wait (see [`sink::TurnSink::steers`]) into the history as the user's words; `true`
+    /// when there were some.
+    async fn take_steers(&mut self, last: bool) -> Result<bool, Lost> {
+        let texts = self.recorder.steers(self.turn_id, last).await.map_err(|_| Lost)?;
+        if texts.is_empty() {
+            return Ok(false);
+        }
+        // The model's open message comes before the user's words.
+        self.finish_message().await?;
+        self.history
+            .extend(texts.into_iter().map(|text| HistoryItem::UserText { text }));
+        Ok(true)
+    }
+
     async fn flush_text(&mut self) -> Result<(), Lost> {
         let pending = self.coalescer.flush().map(EventBody::AssistantMessageUpdated);
         self.record(pending.into_iter().collect()).await
@@ -520,6 +560,15 @@ impl CallState {
                 }
                 let (_, text) = self.message.get_or_insert_with(|| (index, String::new()));
                 text.push_str(&delta);
+                // The draft goes before the coalesced event: a subscriber sees the text as it came.
+                self.recorder.draft(
+                    self.turn_id,
+                    DraftPart::Text {
+                        index,
+                        offset,
+                        delta: delta.clone(),
+                    },
+                );
                 let ready = self.coalescer.push(index, offset, &delta, Instant::now());
                 self.record(ready.into_iter().map(EventBody::AssistantMessageUpdated).collect())
                     .await
@@ -529,8 +578,26 @@ impl CallState {
                 self.history.push(HistoryItem::Reasoning { text, carry });
                 Ok(())
             }
-            ModelEvent::ReasoningDelta { .. } => Ok(()),
-            ModelEvent::ToolCallStarted { .. } | ModelEvent::ToolInputDelta { .. } => Ok(()),
+            ModelEvent::ReasoningDelta { delta, title } => {
+                let offset = self.reasoning_bytes;
+                self.reasoning_bytes += delta.len() as u64;
+                self.recorder
+                    .draft(self.turn_id, DraftPart::Reasoning { offset, delta, title });
+                Ok(())
+            }
+            ModelEvent::ToolCallStarted { call_id, tool, .. } => {
+                self.drafting.push((call_id, tool));
+                Ok(())
+            }
+            ModelEvent::ToolInputDelta { call_id, bytes, .. } => {
+                if let Some((call, (_, tool))) = self.drafting.iter().enumerate().find(|(_, (id, _))| *id == call_id) {
+                    let call = u32::try_from(call).unwrap_or(u32::MAX);
+                    let tool = tool.clone();
+                    self.recorder
+                        .draft(self.turn_id, DraftPart::ToolInput { call, tool, bytes });
+                }
+                Ok(())
+            }
             ModelEvent::ToolCallDone {
                 call_id,
                 tool,

@@ -160,6 +160,18 @@ pub trait TurnSink: Send + Sync + std::fmt::Debug {
         None
     }
 
+    /// Before a model call of `turn_id`: the texts of the steers that no model call read yet, in order; the
+    /// conversation records steering_delivered for them in the same step. With `last` (the model answered without a
+    /// tool call), no steer waiting closes the turn to steers: a steer after that is late. This default, for a sink
+    /// that keeps no steers, has none.
+    ///
+    /// # Errors
+    /// `unavailable` when the event cannot be committed or the conversation stopped.
+    fn steers(&self, turn_id: TurnId, last: bool) -> SinkFuture<'_, Vec<String>> {
+        let _ = (turn_id, last);
+        Box::pin(async { Ok(Vec::new()) })
+    }
+
     /// At a turn's end, before its terminal event: records turn_surface_report when the turn made a surface change.
     ///
     /// # Errors

@@ -29,6 +29,7 @@ mod message;
 mod presence;
 mod sandbox;
 mod shell;
+mod steer;
 mod surface;
 mod tool;
 mod turn;
@@ -50,6 +51,7 @@ pub use message::{AssistantMessageCompleted, AssistantMessageUpdated};
 pub use presence::PresenceChanged;
 pub use sandbox::SandboxUnavailable;
 pub use shell::{ShellCommandDetached, ShellCommandEnded, ShellCommandInputChanged};
+pub use steer::{PromptWithdrawn, SteeringDelivered, SteeringWithdrawn, TurnSteered};
 pub use surface::{SandboxSurfaceChanged, SurfaceQuestionAnswered, SurfaceQuestionRequested, TurnSurfaceReport};
 pub use tool::{CallStatus, ToolCallCompleted, ToolCallInputChanged, ToolCallStarted};
 pub use turn::{TurnCancelled, TurnCompleted, TurnFailed, TurnInterruptRequested, TurnInterrupted, TurnStarted};
@@ -169,12 +171,20 @@ event_body! {
         ConversationCreated(ConversationCreated) = "conversation_created",
         /// A prompt waits for its turn.
         PromptQueued(PromptQueued) = "prompt_queued",
+        /// A queued prompt was taken back before its turn started (the turn's last event).
+        PromptWithdrawn(PromptWithdrawn) = "prompt_withdrawn",
         /// A turn started.
         TurnStarted(TurnStarted) = "turn_started",
         /// A prompt was recorded as not run (such as one that waited when the daemon restarted).
         TurnCancelled(TurnCancelled) = "turn_cancelled",
         /// An interrupt of the turn was asked for.
         TurnInterruptRequested(TurnInterruptRequested) = "turn_interrupt_requested",
+        /// A message for the running turn, which its next model call reads.
+        TurnSteered(TurnSteered) = "turn_steered",
+        /// A model call read these steers.
+        SteeringDelivered(SteeringDelivered) = "steering_delivered",
+        /// Steers that no model call read were taken back.
+        SteeringWithdrawn(SteeringWithdrawn) = "steering_withdrawn",
         /// The turn stopped on an interrupt.
         TurnInterrupted(TurnInterrupted) = "turn_interrupted",
         /// The turn ended with an answer.

@@ -31,6 +31,7 @@ pub mod route;
 pub mod sandbox;
 pub mod sandbox_methods;
 pub mod shell;
+pub mod steer;
 pub mod subscribe;
 pub mod surface;
 pub mod trash;
@@ -91,6 +92,7 @@ pub use sandbox_methods::{
 pub use shell::{
     ApprovedBy, How, ShellBusy, ShellInterruptParams, ShellInterruptResult, ShellStatusParams, ShellStatusResult,
 };
+pub use steer::{PromptWithdrawParams, PromptWithdrawResult, TurnSteerParams, TurnSteerResult, WithdrawTarget};
 pub use subscribe::{
     CompactTrigger, ConversationSubscribeParams, Draft, DraftPart, RunningTurn, Snapshot, SnapshotLive,
 };

@@ -91,6 +91,7 @@ impl Actor {
             }
         }
         self.last_seq = last_seq;
+        self.drafts.set_seq(last_seq);
         for event in &events {
             self.open_calls.observe(event);
             self.context_log.observe(event);

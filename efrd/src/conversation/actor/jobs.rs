@@ -93,6 +93,8 @@ impl Actor {
             desktop: None,
             user_prompt: String::new(),
             woken: true,
+            context: None,
+            asked: None,
         });
     }
 

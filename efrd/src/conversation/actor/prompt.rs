@@ -4,6 +4,16 @@
 // A part of the actor: its imports and private types.
 use super::*;
 
+/// A prompt ready to queue ([`Actor::prepare_prompt`]).
+pub(super) struct PreparedPrompt {
+    /// conversation_created (for a new conversation) and prompt_queued.
+    pub(super) bodies: Vec<(Option<TurnId>, EventBody)>,
+    /// The prompt as the queue keeps it.
+    pub(super) queued: Queued,
+    /// What prompt.send answers.
+    pub(super) result: PromptSendResult,
+}
+
 impl Actor {
     /// prompt.send, unless the conversation's log is corrupt (the model would get a history with a hole: the user
     /// starts a new conversation instead) or an unclosed turn cannot be closed.
@@ -36,11 +46,30 @@ impl Actor {
         if let Some(stored) = self.stored_outcome(params.command_id).await? {
             return Ok(stored);
         }
+        let prepared = self.prepare_prompt(&params, origin, Vec::new())?;
+        let result = prepared.result.clone();
+        if let Some(stored) = self.commit_prompt(prepared, &params, "prompt.send", &result).await? {
+            return Ok(stored);
+        }
+        Ok(result)
+    }
+
+    /// A prompt made ready to queue: its settings resolved, its events, its place in the queue. Nothing changes
+    /// until [`Actor::commit_prompt`] (or a commit of the caller's) records its events.
+    ///
+    /// # Errors
+    /// `invalid` for settings outside the catalog.
+    pub(super) fn prepare_prompt(
+        &self,
+        params: &PromptSendParams,
+        origin: Origin,
+        steers: Vec<u64>,
+    ) -> Result<PreparedPrompt, ErrorBody> {
         let config = self.deps.config();
         let (settings, overridden) =
             settings::resolve(&self.deps.models.catalog(), &config, params.settings.as_ref(), origin)?;
         let turn_id = TurnId::new();
-        let bodies = self.prompt_bodies(&params, turn_id, origin);
+        let bodies = self.prompt_bodies(params, turn_id, origin, steers);
         let result = PromptSendResult {
             conversation_id: self.id,
             turn_id,
@@ -49,21 +78,6 @@ impl Actor {
             overridden: Some(overridden),
             route: None,
         };
-        if self.summary.is_none() {
-            self.summary = Some(self.new_summary(&params));
-        }
-        let command = self.command_record(params.command_id, "prompt.send", &result)?;
-        match self.commit(bodies, Some(command)).await {
-            Ok(_) => {}
-            Err(CommitRefused::Duplicate(stored)) => return decode_outcome(&stored),
-            Err(CommitRefused::Failed(error)) => {
-                if self.last_seq == 0 {
-                    // The conversation was never committed: it does not exist yet.
-                    self.summary = None;
-                }
-                return Err(error);
-            }
-        }
         // The terminal's context reaches only the model's copy of the prompt (spec), never an event or the store.
         let text = crate::conversation::preamble::user_message(
             &params.text,
@@ -76,7 +90,7 @@ impl Actor {
             .as_ref()
             .and_then(|c| c.shell_context.as_ref())
             .and_then(|s| s.desktop.clone());
-        self.queue.push_back(Queued {
+        let queued = Queued {
             turn_id,
             text,
             settings,
@@ -84,9 +98,40 @@ impl Actor {
             origin,
             desktop,
             user_prompt: params.text.clone(),
+            context: params.context.clone(),
+            asked: params.settings.clone(),
             woken: false,
-        });
-        Ok(result)
+        };
+        Ok(PreparedPrompt { bodies, queued, result })
+    }
+
+    /// Commits a prepared prompt's events with `outcome` under the command id of `params`, and queues it last.
+    /// `Some`: the outcome that the store already held under that command id (nothing was recorded).
+    pub(super) async fn commit_prompt<T: Serialize + DeserializeOwned>(
+        &mut self,
+        prepared: PreparedPrompt,
+        params: &PromptSendParams,
+        method: &str,
+        outcome: &T,
+    ) -> Result<Option<T>, ErrorBody> {
+        let new_conversation = self.summary.is_none();
+        if new_conversation {
+            self.summary = Some(self.new_summary(params));
+        }
+        let command = self.command_record(params.command_id, method, outcome)?;
+        match self.commit(prepared.bodies, Some(command)).await {
+            Ok(_) => {}
+            Err(CommitRefused::Duplicate(stored)) => return decode_outcome(&stored).map(Some),
+            Err(CommitRefused::Failed(error)) => {
+                if self.last_seq == 0 {
+                    // The conversation was never committed: it does not exist yet.
+                    self.summary = None;
+                }
+                return Err(error);
+            }
+        }
+        self.queue.push_back(prepared.queued);
+        Ok(None)
     }
 
     /// The events of a prompt: conversation_created for a new conversation, then prompt_queued.
@@ -95,6 +140,7 @@ impl Actor {
         params: &PromptSendParams,
         turn_id: TurnId,
         origin: Origin,
+        steers: Vec<u64>,
     ) -> Vec<(Option<TurnId>, EventBody)> {
         let context = params.context.clone();
         let mut bodies = Vec::new();
@@ -116,7 +162,7 @@ impl Actor {
                 origin,
                 context,
                 settings: params.settings.clone(),
-                steers: Vec::new(),
+                steers,
             }),
         ));
         bodies

@@ -15,13 +15,6 @@ impl Actor {
         if let Some(stored) = self.stored_outcome(params.command_id).await? {
             return Ok(stored);
         }
-        if !(params.resend_steers.is_empty() && params.withdraw_steers.is_empty() && params.withdraw.is_empty())
-            || params.resend_as.is_some()
-        {
-            return Err(ErrorBody::invalid(
-                "efrd does not serve resend and withdraw in turn.interrupt yet",
-            ));
-        }
         let Some(running) = self.running.as_ref() else {
             return Err(ErrorBody::new(ErrorCode::Conflict, "no turn runs in this conversation"));
         };
@@ -29,13 +22,6 @@ impl Actor {
             return Err(ErrorBody::new(ErrorCode::Conflict, "the named turn does not run"));
         }
         let turn_id = running.turn_id;
-        let result = TurnInterruptResult {
-            turn_id,
-            seq: self.last_seq + 1,
-            resent: None,
-            withdrawn: Vec::new(),
-            withdrawn_steers: Vec::new(),
-        };
         if running.interrupt_requested {
             // Asked before under another command id: nothing new to record.
             return Err(ErrorBody::new(
@@ -43,13 +29,25 @@ impl Actor {
                 "an interrupt of this turn was already requested",
             ));
         }
+        // What it resends and withdraws is recorded in the same commit (spec).
+        let mut extras = self.interrupt_extras(&params, origin)?;
+        let result = TurnInterruptResult {
+            turn_id,
+            seq: self.last_seq + 1,
+            resent: extras.resent.as_ref().map(|(resent, _)| resent.clone()),
+            withdrawn: extras.withdrawn.clone(),
+            withdrawn_steers: extras.withdrawn_steers.clone(),
+        };
         let command = self.command_record(params.command_id, "turn.interrupt", &result)?;
         let body = EventBody::TurnInterruptRequested(TurnInterruptRequested { origin });
-        match self.commit(vec![(Some(turn_id), body)], Some(command)).await {
+        let mut bodies = vec![(Some(turn_id), body)];
+        bodies.append(&mut extras.bodies);
+        match self.commit(bodies, Some(command)).await {
             Ok(_) => {}
             Err(CommitRefused::Duplicate(stored)) => return decode_outcome(&stored),
             Err(CommitRefused::Failed(error)) => return Err(error),
         }
+        self.apply_interrupt_extras(extras);
         if let Some(running) = self.running.as_mut() {
             running.interrupt_requested = true;
             running.cancel.cancel();
@@ -90,6 +88,7 @@ impl Actor {
             }
             let settings = queued.settings.clone();
             self.last_settings = Some((queued.settings.clone(), queued.overridden));
+            let (prompt_context, asked) = (queued.context.clone(), queued.asked.clone());
             let Some(plan) = self.plan_turn(queued).await else {
                 continue;
             };
@@ -102,9 +101,16 @@ impl Actor {
                 interrupt_requested: false,
                 context: None,
                 compacting: None,
+                steers: Vec::new(),
+                answered: false,
+                prompt_context,
+                asked,
             });
             self.deps.running_turns.fetch_add(1, Ordering::Relaxed);
-            let recorder: Sink = Arc::new(crate::conversation::Recorder { tx: tx.clone() });
+            let recorder: Sink = Arc::new(crate::conversation::Recorder {
+                tx: tx.clone(),
+                drafts: Arc::clone(&self.drafts),
+            });
             tokio::spawn(run_turn(plan, recorder, cancel, tx));
         }
     }
@@ -147,6 +153,7 @@ impl Actor {
             }
             return false;
         }
+        self.started.insert(turn_id);
         true
     }
 
@@ -318,6 +325,7 @@ impl Actor {
     }
 
     pub(super) async fn turn_ended(&mut self, turn_id: TurnId, outcome: TurnOutcome) {
+        self.drafts.end_turn(turn_id);
         if self.running.as_ref().is_some_and(|r| r.turn_id == turn_id) {
             self.running = None;
             self.deps.running_turns.fetch_sub(1, Ordering::Relaxed);

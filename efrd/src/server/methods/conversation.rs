@@ -204,6 +204,8 @@ pub async fn subscribe(ctx: &RequestCtx, raw: Option<Value>, sink: &mut StreamSi
         .get(&ctx.daemon.deps(), params.conversation_id)
         .await?;
     let mut subscription = handle.subscribe().await?;
+    // Drafts from now on, after the running turn's message and reasoning so far (from offset 0).
+    let drafts = params.drafts.then(|| subscription.drafts.subscribe());
     // The subscription is live: events after `last_seq` reach its receiver from now on.
     if sink.ack().await.is_err() {
         return Ok(());
@@ -241,7 +243,19 @@ pub async fn subscribe(ctx: &RequestCtx, raw: Option<Value>, sink: &mut StreamSi
     }
     let floor = params.after_seq.unwrap_or(0).max(subscription.last_seq);
     loop {
-        match subscription.events.recv().await {
+        // Events first: a subscriber that reads slowly is busy with them while its drafts merge.
+        let live = tokio::select! {
+            biased;
+            live = subscription.events.recv() => live,
+            draft = next_draft(drafts.as_deref()) => {
+                // A draft is never counted against the subscriber's bound, and never ends its stream.
+                if sink.item(result(&SubscribeItem::Draft(draft))?).await.is_err() {
+                    return Ok(());
+                }
+                continue;
+            }
+        };
+        match live {
             Ok(Live::StoreFailed(error)) => return Err(error),
             Ok(Live::Event(committed)) => {
                 if committed.event.seq <= floor {
@@ -263,6 +277,14 @@ pub async fn subscribe(ctx: &RequestCtx, raw: Option<Value>, sink: &mut StreamSi
             // The actor stopped (efrd is stopping): the stream ends normally.
             Err(RecvError::Closed) => return Ok(()),
         }
+    }
+}
+
+/// The next draft of a subscriber that asked for drafts; never for one that did not.
+async fn next_draft(queue: Option<&crate::conversation::drafts::DraftQueue>) -> efr_protocol::wire::Draft {
+    match queue {
+        Some(queue) => queue.next().await,
+        None => std::future::pending().await,
     }
 }
 

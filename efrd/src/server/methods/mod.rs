@@ -9,6 +9,7 @@ pub mod jobs;
 pub mod presence;
 pub mod sandbox;
 pub mod shell;
+pub mod steer;
 pub mod surface;
 pub mod trash;
 pub mod undo;
@@ -61,6 +62,8 @@ pub async fn unary(ctx: &RequestCtx, method: Method, raw: Option<Value>) -> Resu
     match method {
         Method::PromptSend => conversation::prompt_send(ctx, raw).await,
         Method::TurnInterrupt => conversation::turn_interrupt(ctx, raw).await,
+        Method::TurnSteer => steer::turn_steer(ctx, raw).await,
+        Method::PromptWithdraw => steer::prompt_withdraw(ctx, raw).await,
         Method::TurnUndo => undo::turn_undo(ctx, raw).await,
         Method::JobsList => jobs::list(ctx, raw),
         Method::JobsStop => jobs::stop(ctx, raw).await,
