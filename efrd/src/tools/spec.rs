@@ -52,7 +52,7 @@ pub fn model_tools_with(patch_description: &str) -> Vec<Tool> {
                           file of its output; the job runs past this turn until it ends, `max_minutes` runs out or \
                           the user stops it. With `watch`, each output line that matches the pattern tells you \
                           (and may wake you) at most `max_wakes` times; its end tells you too. Read its output \
-                          with `tail` on that file; stop it with `kill` of nothing: ask the user, or let it end."
+                          with `tail` on that file. Only the user stops a job early (`efr jobs stop`)."
                 .to_owned(),
             parameters: json!({
                 "type": "object",
