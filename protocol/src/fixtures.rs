@@ -17,6 +17,7 @@ mod device;
 mod enums;
 mod events;
 mod exits;
+mod home;
 mod methods;
 mod presence;
 mod sandbox;
@@ -115,6 +116,7 @@ pub fn examples() -> Vec<Example> {
     all.extend(undo::examples());
     all.extend(surface::examples());
     all.extend(presence::examples());
+    all.extend(home::examples());
     all
 }
 

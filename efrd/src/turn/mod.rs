@@ -32,6 +32,7 @@ pub mod exit_call;
 pub mod exit_git;
 pub mod exits;
 pub mod git_check;
+pub mod home_files;
 mod left_running;
 pub mod overlap;
 pub mod patch_call;

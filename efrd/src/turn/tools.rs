@@ -137,7 +137,21 @@ pub async fn run_call(
         asked,
         exits: &exits,
     };
-    run_work(env, sink, (turn_id, &call_id), work, how, cancel).await
+    // An approved floor file is copied before the write, or the call does not run (docs/auto.md, "Floor files").
+    let backed = match super::home_files::before(env, turn_id, &exits).await {
+        Ok(backed) => backed,
+        Err(line) => {
+            let completed = completed(&call_id, CallStatus::Failed, line.clone(), None);
+            sink.record(turn_id, vec![completed]).await.ok()?;
+            return Some(CallOutput {
+                output: line,
+                is_error: true,
+            });
+        }
+    };
+    let output = run_work(env, sink, (turn_id, &call_id), work, how, cancel).await;
+    super::home_files::after(sink, turn_id, &call_id, backed).await?;
+    output
 }
 
 /// How a decided call runs.

@@ -24,6 +24,7 @@ mod approval;
 mod conversation;
 mod daemon;
 mod exits;
+mod home;
 mod message;
 mod presence;
 mod sandbox;
@@ -44,6 +45,7 @@ pub use approval::{ApprovalExpired, ApprovalRequested, ApprovalResolved};
 pub use conversation::{ConversationCreated, PromptQueued};
 pub use daemon::{LoginCompleted, LogoutCompleted};
 pub use exits::{ClassifierPaused, ExitJudged, ExitRequested, ExitReviewStarted, PauseReason};
+pub use home::{CacheDeleteApplied, HomeFileChanged};
 pub use message::{AssistantMessageCompleted, AssistantMessageUpdated};
 pub use presence::PresenceChanged;
 pub use sandbox::SandboxUnavailable;
@@ -209,6 +211,10 @@ event_body! {
         ExitJudged(ExitJudged) = "exit_judged",
         /// The classifier was paused after too many denials.
         ClassifierPaused(ClassifierPaused) = "classifier_paused",
+        /// A call changed a file of the home outside the writable roots.
+        HomeFileChanged(HomeFileChanged) = "home_file_changed",
+        /// A contained call deleted files in a real cache, without a question.
+        CacheDeleteApplied(CacheDeleteApplied) = "cache_delete_applied",
         /// The user became present or away (it belongs to no turn).
         PresenceChanged(PresenceChanged) = "presence_changed",
         /// The sandbox cannot run, so contained calls cannot either.
@@ -260,6 +266,8 @@ impl EventBody {
             Self::ExitReviewStarted(e) => Some(&e.call_id),
             Self::ExitJudged(e) => Some(&e.call_id),
             Self::SandboxSurfaceChanged(e) => Some(&e.call_id),
+            Self::HomeFileChanged(e) => Some(&e.call_id),
+            Self::CacheDeleteApplied(e) => Some(&e.call_id),
             Self::SurfaceQuestionRequested(e) => Some(&e.call_id),
             _ => None,
         }

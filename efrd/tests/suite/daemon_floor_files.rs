@@ -1,0 +1,89 @@
+//! Floor files through the real efrd, bubblewrap and `efr-launcher`, in auto mode: an approved edit of `~/.bashrc`
+//! is copied before the write, recorded as home_file_changed (covered, with its backup), and the turn's undo puts
+//! the file back byte for byte.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a failed unwrap is a failed test.
+
+use crate::common;
+
+use serde_json::{Value, json};
+
+use common::auto::{bounded, daemon_with, tempdir};
+use common::tools::{shell_call, start, text};
+use common::{command_id, events_until, model};
+
+/// The original `~/.bashrc`: not UTF-8 and without a final newline, so "byte for byte" means it.
+const ORIGINAL: &[u8] = b"# mine\n\xfe\xff export A=1";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approved_bashrc_edit_is_backed_up_recorded_and_undone_byte_for_byte() {
+    let home = tempdir();
+    let rc = home.path().join(".bashrc");
+    std::fs::write(&rc, ORIGINAL).unwrap();
+    let project = home.path().join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    std::fs::write(project.join("notes.txt"), "one\n").unwrap();
+    let server = model(vec![
+        shell_call("call_rc", "echo 'alias ls=evil' >> ~/.bashrc && echo two >> notes.txt"),
+        text("done"),
+    ])
+    .await;
+    let efrd = daemon_with(home.path(), &server, &[]);
+    let mut client = efrd.client().await.unwrap();
+
+    let (_, conversation, id) = start(&mut client, &project, "auto", "edit my bashrc").await;
+    let events = bounded("the question", events_until(&mut client, id, "approval_requested")).await;
+    let asked = events.last().unwrap();
+    assert_eq!(asked["exit"]["kind"], "floor_edit", "{asked}");
+    client
+        .ok(
+            "approval.respond",
+            json!({"command_id": command_id(), "conversation_id": conversation, "call_id": "call_rc", "decision": "allow"}),
+        )
+        .await
+        .unwrap();
+    let events = bounded("the turn", events_until(&mut client, id, "turn_completed")).await;
+    let mut edited = ORIGINAL.to_vec();
+    edited.extend_from_slice(b"alias ls=evil\n");
+    assert_eq!(std::fs::read(&rc).unwrap(), edited, "the approved edit ran");
+
+    let changed: Vec<&Value> = events.iter().filter(|e| e["kind"] == "home_file_changed").collect();
+    assert_eq!(changed.len(), 1, "{events:#?}");
+    let changed = changed[0];
+    assert_eq!(changed["call_id"], "call_rc");
+    assert_eq!(changed["path"], rc.to_str().unwrap());
+    assert_eq!(changed["floor"], true);
+    assert_eq!(changed["covered"], true, "{changed}");
+    assert!(changed.get("real").is_none(), "no link: {changed}");
+    let backup = changed["backup"].as_str().expect("a backup");
+    assert_eq!(
+        std::fs::read(backup).unwrap(),
+        ORIGINAL,
+        "the copy is the file before the write"
+    );
+    let ended = events.last().unwrap();
+    assert_eq!(ended["undo"]["home_files"], 1, "{ended}");
+    let turn_id = ended["turn_id"].as_str().unwrap().to_owned();
+
+    let undone = client
+        .call(
+            "turn.undo",
+            json!({"command_id": command_id(), "conversation_id": conversation, "turn_id": turn_id}),
+        )
+        .await
+        .unwrap()
+        .expect("the undo runs");
+    assert_eq!(
+        std::fs::read(&rc).unwrap(),
+        ORIGINAL,
+        "undo restores it byte for byte: {undone}"
+    );
+    assert_eq!(std::fs::read_to_string(project.join("notes.txt")).unwrap(), "one\n");
+    let entries = undone["entries"].as_array().unwrap();
+    assert!(
+        entries
+            .iter()
+            .any(|e| e["path"] == rc.to_str().unwrap() && e["action"] == "restore"),
+        "{undone}"
+    );
+}
