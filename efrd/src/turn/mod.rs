@@ -33,6 +33,7 @@ pub mod exit_git;
 pub mod exits;
 pub mod git_check;
 pub mod home_files;
+pub mod kill_check;
 mod left_running;
 pub mod overlap;
 pub mod patch_call;

@@ -87,3 +87,52 @@ async fn an_approved_bashrc_edit_is_backed_up_recorded_and_undone_byte_for_byte(
         "{undone}"
     );
 }
+
+/// The kills that reach efr, pid 1 or the user's session: refused before they run, in auto and in full, and efrd
+/// lives on to answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kills_of_efr_and_the_users_session_are_refused_in_auto_and_full() {
+    let home = tempdir();
+    let project = home.path().join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    let lines = [
+        "pkill efrd",
+        "kill -9 $PPID",
+        "killall -u $USER",
+        "pkill -f efr-launcher",
+    ];
+    let mut replies = Vec::new();
+    for mode in ["auto", "full"] {
+        for (n, line) in lines.iter().enumerate() {
+            replies.push(shell_call(&format!("{mode}_{n}"), line));
+        }
+        replies.push(text("done"));
+    }
+    let server = model(replies).await;
+    let efrd = daemon_with(home.path(), &server, &[]);
+    let mut client = efrd.client().await.unwrap();
+    let (_, conversation, id) = start(&mut client, &project, "auto", "stop things").await;
+    for mode in ["auto", "full"] {
+        if mode == "full" {
+            common::tools::prompt_to(&mut client, Some(&conversation), &project, "full", "again").await;
+        }
+        let events = bounded(mode, events_until(&mut client, id, "turn_completed")).await;
+        assert!(
+            !events
+                .iter()
+                .any(|e| e["kind"] == "approval_requested" || e["kind"] == "exit_requested"),
+            "a floor never asks: {events:#?}"
+        );
+        for n in 0..lines.len() {
+            let call_id = format!("{mode}_{n}");
+            let done = events
+                .iter()
+                .find(|e| e["kind"] == "tool_call_completed" && e["call_id"] == call_id.as_str())
+                .unwrap_or_else(|| panic!("{call_id} completed: {events:#?}"));
+            assert_eq!(done["status"], "failed", "{done}");
+            assert!(done["refusal"].as_str().unwrap().contains("(floor)"), "{done}");
+        }
+    }
+    // efrd still answers.
+    client.ok("admin.status", json!({})).await.unwrap();
+}
