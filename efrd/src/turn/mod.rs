@@ -20,6 +20,7 @@
 //! and a shell call's changes), [`surface`] (an auto call's surface changes and their questions), [`overlap`] (which
 //! turns run at once in a project), [`coalesce`] (text deltas).
 
+pub mod cache_deletes;
 pub mod call_bus;
 pub mod call_network;
 pub mod call_snapshots;

@@ -114,7 +114,9 @@ pub async fn run_call(
         Decision::Run { .. } => {}
     }
     let words = call_words(env, &work);
-    if !exits.is_empty() {
+    // Deletes in real caches alone run with their grants and no judge; they are measured instead.
+    let caches = super::cache_deletes::before(&exits).await;
+    if !exits.is_empty() && caches.is_none() {
         let call = CallExits {
             turn_id,
             call_id: &call_id,
@@ -151,6 +153,9 @@ pub async fn run_call(
     };
     let output = run_work(env, sink, (turn_id, &call_id), work, how, cancel).await;
     super::home_files::after(sink, turn_id, &call_id, backed).await?;
+    if let Some(caches) = caches {
+        super::cache_deletes::after(sink, turn_id, &call_id, caches).await?;
+    }
     output
 }
 

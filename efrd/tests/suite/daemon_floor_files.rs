@@ -136,3 +136,54 @@ async fn kills_of_efr_and_the_users_session_are_refused_in_auto_and_full() {
     // efrd still answers.
     client.ok("admin.status", json!({})).await.unwrap();
 }
+
+/// A delete in a real cache runs without a question and is recorded with the bytes it freed; a delete elsewhere in
+/// the home still asks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cache_delete_runs_without_a_question_and_records_the_bytes_freed() {
+    let home = tempdir();
+    let pip = home.path().join(".cache/pip");
+    std::fs::create_dir_all(pip.join("wheels")).unwrap();
+    std::fs::write(pip.join("wheels/a.whl"), vec![7u8; 150_000]).unwrap();
+    std::fs::write(pip.join("index"), vec![1u8; 4_000]).unwrap();
+    std::fs::create_dir_all(home.path().join("notes")).unwrap();
+    std::fs::write(home.path().join("notes/keep.md"), "mine\n").unwrap();
+    let project = home.path().join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    let server = model(vec![
+        shell_call("call_cache", "rm -rf ~/.cache/pip"),
+        shell_call("call_notes", "rm -rf ~/notes"),
+        text("done"),
+    ])
+    .await;
+    let efrd = daemon_with(home.path(), &server, &[]);
+    let mut client = efrd.client().await.unwrap();
+    let (_, conversation, id) = start(&mut client, &project, "auto", "free some space").await;
+    let events = bounded("the question", events_until(&mut client, id, "approval_requested")).await;
+    let asked = events.last().unwrap();
+    assert_eq!(
+        asked["call_id"], "call_notes",
+        "only the delete outside a cache asks: {asked}"
+    );
+    assert!(!pip.exists(), "the cache delete ran");
+    let applied: Vec<&Value> = events.iter().filter(|e| e["kind"] == "cache_delete_applied").collect();
+    assert_eq!(applied.len(), 1, "{events:#?}");
+    assert_eq!(applied[0]["call_id"], "call_cache");
+    assert_eq!(applied[0]["paths"], json!([pip.to_str().unwrap()]));
+    assert_eq!(applied[0]["freed_bytes"], 154_000, "{}", applied[0]);
+    assert!(
+        !events
+            .iter()
+            .any(|e| e["call_id"] == "call_cache" && (e["kind"] == "exit_judged" || e["kind"] == "approval_requested")),
+        "no judge: {events:#?}"
+    );
+    client
+        .ok(
+            "approval.respond",
+            json!({"command_id": command_id(), "conversation_id": conversation, "call_id": "call_notes", "decision": "deny"}),
+        )
+        .await
+        .unwrap();
+    bounded("the turn", events_until(&mut client, id, "turn_completed")).await;
+    assert!(home.path().join("notes/keep.md").exists());
+}
