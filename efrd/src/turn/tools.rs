@@ -11,7 +11,7 @@
 use efr_policy::{Decision, LaunchKind};
 use efr_protocol::events::{CallStatus, EventBody, ToolCallStarted};
 use efr_protocol::ids::{CallId, TurnId};
-use efr_protocol::wire::{ApprovalDecision, ExitRecord, Launch};
+use efr_protocol::wire::{ApprovalDecision, ExitKind, ExitRecord, Launch, Mode};
 use serde_json::Value;
 
 use super::decide::{CallWork, DecidedCall, decide_call};
@@ -77,6 +77,13 @@ pub async fn run_call(
     };
     let exits = match kind {
         Some(LaunchKind::Contained) => found_exits(env, &work).await,
+        // Full mode runs every call as the user, but a floor file's edit still goes to the user alone, copied
+        // before the write and undoable (docs/modes.md, "Full").
+        Some(LaunchKind::Direct) if efr_policy::effective_mode(env.mode, env.origin) == Mode::Full => {
+            let mut found = found_exits(env, &work).await;
+            found.retain(|record| record.kind == ExitKind::FloorEdit);
+            found
+        }
         _ => Vec::new(),
     };
     let launch = launch_of(env, kind, &work, &exits);

@@ -17,6 +17,16 @@ const ORIGINAL: &[u8] = b"# mine\n\xfe\xff export A=1";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_approved_bashrc_edit_is_backed_up_recorded_and_undone_byte_for_byte() {
+    bashrc_edit_in("auto").await;
+}
+
+/// Full mode runs every call as the user with no question, but a floor file still asks, and is covered the same way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_full_mode_a_bashrc_edit_asks_the_user_and_is_undone_byte_for_byte() {
+    bashrc_edit_in("full").await;
+}
+
+async fn bashrc_edit_in(mode: &str) {
     let home = tempdir();
     let rc = home.path().join(".bashrc");
     std::fs::write(&rc, ORIGINAL).unwrap();
@@ -31,7 +41,7 @@ async fn an_approved_bashrc_edit_is_backed_up_recorded_and_undone_byte_for_byte(
     let efrd = daemon_with(home.path(), &server, &[]);
     let mut client = efrd.client().await.unwrap();
 
-    let (_, conversation, id) = start(&mut client, &project, "auto", "edit my bashrc").await;
+    let (_, conversation, id) = start(&mut client, &project, mode, "edit my bashrc").await;
     let events = bounded("the question", events_until(&mut client, id, "approval_requested")).await;
     let asked = events.last().unwrap();
     assert_eq!(asked["exit"]["kind"], "floor_edit", "{asked}");
