@@ -61,6 +61,7 @@
 //! | [`readonly`] | the read-only list; network, privileged and interactive commands; git, sed and awk |
 //! | [`analysis`] | one line's concerns: wrappers, environment, redirections, nested shells |
 //! | [`floors`] | the floors and full mode's guarded delete |
+//! | [`kills`] | the kill floors a line shows by itself (efr's programs by name, pid 1, groups, sessions, users) |
 //! | [`git_config`] | what a repository's own config and hooks can make git run (cautious's check before git) |
 //! | [`paths`] | lexical normalization, inside-a-root, resolving links |
 //! | [`decide`](mod@decide) | the decision and its types |
@@ -69,6 +70,7 @@ pub mod analysis;
 pub mod decide;
 pub mod floors;
 pub mod git_config;
+pub mod kills;
 pub mod paths;
 pub mod readonly;
 pub mod shell;

@@ -18,6 +18,7 @@ mod enums;
 mod events;
 mod exits;
 mod jobs;
+mod home;
 mod methods;
 mod presence;
 mod sandbox;
@@ -119,6 +120,7 @@ pub fn examples() -> Vec<Example> {
     all.extend(presence::examples());
     all.extend(jobs::examples());
     all.extend(steer::examples());
+    all.extend(home::examples());
     all
 }
 

@@ -164,6 +164,9 @@ impl Analyser<'_> {
         if floors::formats_disk(name) {
             self.refuse(floors::FORMAT);
         }
+        if let Some(refusal) = crate::kills::kill_floor(name, args) {
+            self.refuse(refusal);
+        }
         let targets = floors::targets(name, args);
         if targets.no_preserve_root {
             self.refuse(floors::SYSTEM_DELETE);

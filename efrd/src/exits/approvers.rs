@@ -20,7 +20,10 @@ pub fn approvers(record: &ExitRecord) -> Approvers {
         | ExitKind::Unmask
         | ExitKind::Service
         | ExitKind::Unsandboxed
-        | ExitKind::Privilege => true,
+        | ExitKind::Privilege
+        // A signal to a process outside the sandbox: no contained call started it (the sandbox has its own process
+        // namespace), so it is not the conversation's to end (docs/adr/0023-floors-that-hold.md).
+        | ExitKind::Kill => true,
         ExitKind::Write => record.targets.iter().any(|t| t.class == TargetClass::System),
         ExitKind::Delete => !record.targets.iter().all(|t| {
             matches!(
@@ -42,7 +45,7 @@ pub fn approvers(record: &ExitRecord) -> Approvers {
             .iter()
             .any(|g| matches!(g, efr_protocol::wire::Grant::Bus { .. })),
         ExitKind::Socket => record.targets.iter().any(|t| root_socket(&t.path)),
-        ExitKind::Host | ExitKind::Device | ExitKind::Desktop | ExitKind::PackageInstall | ExitKind::Kill => false,
+        ExitKind::Host | ExitKind::Device | ExitKind::Desktop | ExitKind::PackageInstall => false,
     };
     if user_alone {
         Approvers::UserAlone

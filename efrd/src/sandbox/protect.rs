@@ -66,6 +66,12 @@ pub fn protect(plan: &mut LaunchPlan, efr_roots: &[PathBuf]) {
             found.push((guard, ProtectedSource::EfrRoots));
         }
     }
+    for grant in plan.grants.iter().filter_map(|grant| match grant {
+        Grant::Write { path } => Some(path),
+        _ => None,
+    }) {
+        grant_in_protected(grant, efr_roots, &mut found);
+    }
     let mut protected: Vec<Protected> = Vec::new();
     for (path, source) in found {
         if !protected.iter().any(|p| p.path == path && p.source == source) {
@@ -73,6 +79,29 @@ pub fn protect(plan: &mut LaunchPlan, efr_roots: &[PathBuf]) {
         }
     }
     plan.protected = protected;
+}
+
+/// What a `write` grant lies in: the config and hooks of a git folder among its ancestors (a grant of
+/// `repo/.git/hooks` names no `.git` of its own, so [`git_paths`] finds none), and the grant itself when it lies in
+/// one of efr's roots. The plan's validation refuses such a grant.
+fn grant_in_protected(grant: &Path, efr_roots: &[PathBuf], out: &mut Vec<(PathBuf, ProtectedSource)>) {
+    for ancestor in grant.ancestors() {
+        let named_git = ancestor.file_name().is_some_and(|name| name == ".git");
+        let git_folder = ancestor.join("HEAD").is_file() && ancestor.join("objects").is_dir();
+        if named_git || git_folder {
+            out.push((ancestor.join("config"), ProtectedSource::GitConfig));
+            out.push((ancestor.join("hooks"), ProtectedSource::GitHooks));
+        }
+    }
+    let in_efr = efr_roots.iter().any(|root| {
+        let roots = forms(root);
+        forms(grant)
+            .iter()
+            .any(|form| roots.iter().any(|root| form.starts_with(root)))
+    });
+    if in_efr {
+        out.push((grant.to_path_buf(), ProtectedSource::EfrRoots));
+    }
 }
 
 /// The git paths of `root`'s `.git`, if it has one. A `.git` link is resolved here, once: its target is protected
@@ -436,6 +465,56 @@ mod tests {
                 ("var-tmp/efr-home".into(), ProtectedSource::EfrRoots),
             ]
         );
+    }
+
+    #[test]
+    fn a_write_grant_inside_git_hooks_or_config_efrs_roots_or_a_mask_is_refused() {
+        let (_dir, base) = tempdir();
+        let repo = base.join("other");
+        fs::create_dir_all(repo.join(".git/hooks")).unwrap();
+        fs::create_dir_all(repo.join(".git/objects")).unwrap();
+        fs::write(repo.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+        let bare = base.join("bare.git");
+        fs::create_dir_all(bare.join("objects")).unwrap();
+        fs::create_dir_all(bare.join("hooks")).unwrap();
+        fs::write(bare.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+        let efr_config = base.join("config/efr");
+        fs::create_dir_all(&efr_config).unwrap();
+        let refused = |path: PathBuf| {
+            let mut plan = plan_with(&[]);
+            plan.grants.push(Grant::Write { path: path.clone() });
+            protect(&mut plan, std::slice::from_ref(&efr_config));
+            assert!(plan.validate().is_err(), "{}: {:?}", path.display(), plan.protected);
+        };
+        refused(repo.join(".git/hooks"));
+        refused(repo.join(".git/hooks/pre-push"));
+        refused(repo.join(".git/config"));
+        refused(bare.join("hooks"));
+        refused(efr_config.clone());
+        refused(efr_config.join("config.toml"));
+        // A grant beside them is not.
+        let mut plan = plan_with(&[]);
+        plan.grants.push(Grant::Write { path: repo.join("src") });
+        plan.grants.push(Grant::Write {
+            path: repo.join(".git/objects"),
+        });
+        protect(&mut plan, std::slice::from_ref(&efr_config));
+        plan.validate().unwrap();
+        // A mask: refused unless an unmask grant opens it.
+        let mut plan = plan_with(&[]);
+        plan.masks.push(efr_protocol::internal::Mask {
+            path: base.join(".ssh"),
+            source: efr_protocol::internal::MaskSource::Default,
+        });
+        plan.grants.push(Grant::Write {
+            path: base.join(".ssh"),
+        });
+        protect(&mut plan, &[]);
+        assert!(plan.validate().is_err());
+        plan.grants.push(Grant::Unmask {
+            path: base.join(".ssh"),
+        });
+        plan.validate().unwrap();
     }
 
     #[test]

@@ -88,7 +88,13 @@ pub async fn decide_call(env: &ToolEnv, call: ToolCall) -> Result<DecidedCall, S
                     ctx.git = git_check::inspect_unless_sandboxed(&analysis.git).await;
                 }
             }
-            let decision = policy::decide_shell(&shell, &analysis, env.mode, &ctx);
+            let mut decision = policy::decide_shell(&shell, &analysis, env.mode, &ctx);
+            // A kill of efrd, its ancestors, a session leader or an efr program: a floor in every mode.
+            if !matches!(decision, Decision::Refuse { .. })
+                && let Some(refusal) = super::kill_check::refusal(&analysis.commands)
+            {
+                decision = Decision::Refuse { refusal };
+            }
             Ok(DecidedCall {
                 decision,
                 work: CallWork::Shell {

@@ -71,7 +71,7 @@ pub async fn run_contained_shell(
         summary: &efr_policy::decide::shell_summary(request.command),
         interactive: false,
     };
-    match judge(env, sink, exits, records).await? {
+    match judge(env, sink, exits, records.clone()).await? {
         ExitVerdict::Denied { line } => {
             first.output.output.push('\n');
             first.output.output.push_str(&line);
@@ -96,13 +96,24 @@ pub async fn run_contained_shell(
                 }
             };
             let note = rerun_note(needs.unsandboxed, &needs.grants);
+            // A floor file is copied before the re-run writes it, or the re-run does not happen.
+            let backed = match super::home_files::before(env, turn_id, &records).await {
+                Ok(backed) => backed,
+                Err(line) => {
+                    first.output.output.push('\n');
+                    first.output.output.push_str(&line);
+                    return finish(env, sink, turn_id, first).await;
+                }
+            };
             let mut second = execute(env, sink, turn_id, call_id, again, cancel).await?;
             second.carry_surface_of(&mut first);
             if needs.unsandboxed {
                 super::survivors::after_unsandboxed(env, &mut second).await;
             }
             prepend(&mut second, &note);
-            finish(env, sink, turn_id, second).await
+            let output = finish(env, sink, turn_id, second).await;
+            super::home_files::after(sink, turn_id, call_id, backed).await?;
+            output
         }
     }
 }

@@ -23,11 +23,51 @@ pub async fn add_git_code(env: &ToolEnv, analysis: &LineAnalysis, records: &mut 
     }
     let found = git_check::inspect_unless_sandboxed(&analysis.git).await;
     let writable = |path: &Path| writable_in_sandbox(env, path);
-    let Some(code) = git_code(found.into_iter().map(|(_, trust)| trust), &writable) else {
+    let mut code = git_code(found.into_iter().map(|(_, trust)| trust), &writable).unwrap_or(GitCode {
+        checked: true,
+        items: Vec::new(),
+    });
+    add_hooks(&mut code, analysis, &writable).await;
+    if code.checked && code.items.is_empty() {
         return;
-    };
+    }
     for record in records.iter_mut().filter(|r| concerned(r)) {
         record.facts.git_code = Some(code.clone());
+    }
+}
+
+/// Names the hooks that the line's git commands run (`git push`'s `pre-push`, `git commit`'s, `git am`'s, `git
+/// rebase`'s, and a read's) and a contained call could write, such as those of a `core.hooksPath` inside the project:
+/// they run outside the sandbox when the exit does, so the user sees them before approving.
+pub async fn add_hooks(code: &mut GitCode, analysis: &LineAnalysis, writable: &(dyn Fn(&Path) -> bool + Sync)) {
+    if !code.checked {
+        return;
+    }
+    let mut hooks: Vec<&str> = Vec::new();
+    for command in analysis.commands.iter().filter(|c| c.name == "git") {
+        let sub = efr_policy::readonly::git::subcommand(&command.args);
+        for hook in sub.map_or(&[][..], |sub| git_check::hooks_of(sub)) {
+            if !hooks.contains(hook) {
+                hooks.push(hook);
+            }
+        }
+    }
+    for place in &analysis.git {
+        match git_check::hook_files(place, &hooks).await {
+            Ok(files) => {
+                for (repo, item, file) in files {
+                    if writable(&file) && !code.items.iter().any(|i| i.file == file) {
+                        code.items.push(GitCodeItem {
+                            repo,
+                            item,
+                            file,
+                            writable: true,
+                        });
+                    }
+                }
+            }
+            Err(_) => code.checked = false,
+        }
     }
 }
 
@@ -188,5 +228,97 @@ mod tests {
         drop_ungrantable(&env, &mut records);
         assert_eq!(records.len(), 1);
         assert_eq!(records[0].targets[0].path, dir.path().join("elsewhere/file"));
+    }
+
+    fn host_git(dir: &Path, args: &[&str]) {
+        let out = std::process::Command::new("git")
+            .args(["-c", "user.name=T", "-c", "user.email=t@example.invalid"])
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .expect("git must be installed (apt-get install git)");
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    fn hook(path: &Path) {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, "#!/bin/sh\ntouch /tmp/efr-hook-ran\n").unwrap();
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+
+    /// The records of `line` in a project at `repo`, with git_code added as the turn adds it.
+    async fn git_code_of(dir: &Path, repo: &Path, line: &str) -> Option<GitCode> {
+        let mut env = crate::turn::testing::tool_env(dir, "/usr/bin/bwrap", efr_protocol::wire::Mode::Auto);
+        env.roots = vec![repo.to_path_buf()];
+        env.cwd = repo.to_path_buf();
+        let call = efr_policy::ShellCall {
+            command: line.to_owned(),
+            cwd: repo.to_path_buf(),
+        };
+        let ctx = efr_policy::PolicyContext::new(env.roots.clone(), env.origin);
+        let analysis = efr_policy::analyse_call(&call, &ctx);
+        let mut records = vec![ExitRecord {
+            kind: ExitKind::Upload,
+            source: efr_protocol::wire::ExitSource::Line,
+            action: efr_protocol::wire::ExitAction {
+                tool: "shell".into(),
+                command: Some(line.into()),
+                edit: None,
+            },
+            needs: efr_protocol::wire::Needs {
+                grants: Vec::new(),
+                unsandboxed: true,
+            },
+            targets: Vec::new(),
+            facts: efr_protocol::wire::ExitFacts::default(),
+            judgement: None,
+        }];
+        add_git_code(&env, &analysis, &mut records).await;
+        records.remove(0).facts.git_code
+    }
+
+    #[tokio::test]
+    async fn the_hooks_a_push_commit_am_or_rebase_runs_from_a_writable_hooks_path_are_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = dir.path().join("home/project");
+        std::fs::create_dir_all(&repo).unwrap();
+        host_git(&repo, &["init", "-q"]);
+        host_git(&repo, &["commit", "--allow-empty", "-qm", "x"]);
+        host_git(&repo, &["config", "core.hooksPath", ".husky"]);
+        for name in ["pre-push", "pre-commit", "applypatch-msg", "pre-rebase"] {
+            hook(&repo.join(".husky").join(name));
+        }
+        // The project's own .git/hooks is read-only in the sandbox: not named even if it were used.
+        hook(&repo.join(".git/hooks/pre-push"));
+        let items = |code: Option<GitCode>| -> Vec<String> {
+            let code = code.expect("a writable hook makes the fact");
+            assert!(code.checked);
+            code.items.iter().map(|item| item.item.clone()).collect()
+        };
+        assert_eq!(
+            items(git_code_of(dir.path(), &repo, "git push origin main").await),
+            ["hooks/pre-push"]
+        );
+        let code = git_code_of(dir.path(), &repo, "git push origin main").await.unwrap();
+        assert_eq!(code.items[0].file, repo.join(".husky/pre-push"));
+        assert_eq!(
+            items(git_code_of(dir.path(), &repo, "git commit -qm y && git push").await),
+            ["hooks/pre-commit", "hooks/pre-push"]
+        );
+        assert_eq!(
+            items(git_code_of(dir.path(), &repo, "git am x.patch").await),
+            ["hooks/applypatch-msg"]
+        );
+        assert_eq!(
+            items(git_code_of(dir.path(), &repo, "git rebase main").await),
+            ["hooks/pre-rebase"]
+        );
+        // A fetch runs none of them.
+        assert_eq!(git_code_of(dir.path(), &repo, "git fetch origin").await, None);
     }
 }

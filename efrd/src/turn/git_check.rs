@@ -152,6 +152,86 @@ async fn judge_git_dir(dir: &Path, location: &[String], budget: &mut usize) -> R
     Ok(common)
 }
 
+/// The hooks that `git <subcommand>` may run on this machine, besides those of a read (githooks(5)); none for a
+/// subcommand that runs no hook of its own.
+#[must_use]
+pub fn hooks_of(subcommand: &str) -> &'static [&'static str] {
+    const COMMIT: &[&str] = &[
+        "pre-commit",
+        "prepare-commit-msg",
+        "commit-msg",
+        "post-commit",
+        "post-rewrite",
+    ];
+    match subcommand {
+        "push" => &["pre-push", "push-to-checkout"],
+        "commit" => COMMIT,
+        "am" => &[
+            "applypatch-msg",
+            "pre-applypatch",
+            "post-applypatch",
+            "post-rewrite",
+            "post-checkout",
+        ],
+        "rebase" => &[
+            "pre-rebase",
+            "post-rewrite",
+            "post-checkout",
+            "prepare-commit-msg",
+            "commit-msg",
+            "post-commit",
+        ],
+        "pull" | "merge" => &[
+            "pre-merge-commit",
+            "post-merge",
+            "prepare-commit-msg",
+            "commit-msg",
+            "pre-rebase",
+            "post-rewrite",
+            "post-checkout",
+        ],
+        "cherry-pick" | "revert" => COMMIT,
+        "checkout" | "switch" | "clone" => &["post-checkout"],
+        _ => &[],
+    }
+}
+
+/// The hooks of `hooks` (and those a read runs) that exist in the repository of `place`, where git looks for them
+/// (`core.hooksPath` followed, as `rev-parse --git-path` does): `(common git folder, hook, file)` each.
+///
+/// # Errors
+/// Why the repository could not be asked (the exit then counts as not checked).
+pub async fn hook_files(place: &GitPlace, hooks: &[&str]) -> Result<Vec<(PathBuf, String, PathBuf)>, String> {
+    let Some(dir) = &place.dir else {
+        return Err("the line's git command has no place efr can find".to_owned());
+    };
+    let mut all: Vec<&str> = READ_HOOKS.to_vec();
+    all.extend(hooks.iter().filter(|hook| !READ_HOOKS.contains(hook)));
+    let paths: Vec<String> = all.iter().map(|hook| format!("hooks/{hook}")).collect();
+    let mut args = vec!["rev-parse", "--path-format=absolute", "--git-common-dir"];
+    for path in &paths {
+        args.extend(["--git-path", path.as_str()]);
+    }
+    let out = match git(dir, &place.location, &args).await {
+        Ok(out) => out,
+        Err(GitTrust::Plain) => return Ok(Vec::new()),
+        Err(GitTrust::Unchecked(why) | GitTrust::Runs { what: why, .. }) => return Err(why),
+    };
+    let text = String::from_utf8_lossy(&out).into_owned();
+    let mut lines = text.lines();
+    let common = PathBuf::from(lines.next().unwrap_or_default());
+    let found: Vec<&str> = lines.collect();
+    if found.len() != all.len() {
+        return Err("git rev-parse said too little".to_owned());
+    }
+    Ok(found
+        .iter()
+        .zip(&all)
+        .filter(|(path, _)| std::fs::symlink_metadata(path).is_ok())
+        .map(|(path, hook)| (common.clone(), format!("hooks/{hook}"), PathBuf::from(path)))
+        .collect())
+}
+
 /// Step 3: the git folders of submodules under `common/modules` (a submodule's name may hold `/`, and a submodule
 /// has its own `modules`), each judged by steps 1 and 2. `Ok(Some)` for the first that is not plain.
 async fn judge_modules(common: &Path, budget: &mut usize) -> Result<Option<GitTrust>, GitTrust> {

@@ -20,6 +20,7 @@
 //! and a shell call's changes), [`surface`] (an auto call's surface changes and their questions), [`overlap`] (which
 //! turns run at once in a project), [`coalesce`] (text deltas).
 
+pub mod cache_deletes;
 pub mod call_bus;
 pub mod call_network;
 pub mod call_snapshots;
@@ -33,6 +34,8 @@ pub mod exit_git;
 pub mod exits;
 pub mod git_check;
 pub mod job_call;
+pub mod home_files;
+pub mod kill_check;
 mod left_running;
 pub mod overlap;
 pub mod patch_call;

@@ -181,7 +181,10 @@ impl TurnSnapshots {
             }
         }
         if covered {
-            summary.undoable = summary.roots.iter().any(|root| root.files > 0 || root.refs > 0);
+            // The floor files that approved exits wrote, copied beside the snapshots (crate::undo::home).
+            summary.home_files = crate::undo::home::entries(self.store.dir(), self.turn_id).len() as u64;
+            summary.undoable =
+                summary.home_files > 0 || summary.roots.iter().any(|root| root.files > 0 || root.refs > 0);
             ended.undo = Some(summary);
         }
         ended

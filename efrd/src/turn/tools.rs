@@ -11,7 +11,7 @@
 use efr_policy::{Decision, LaunchKind};
 use efr_protocol::events::{CallStatus, EventBody, ToolCallStarted};
 use efr_protocol::ids::{CallId, TurnId};
-use efr_protocol::wire::{ApprovalDecision, ExitRecord, Launch};
+use efr_protocol::wire::{ApprovalDecision, ExitKind, ExitRecord, Launch, Mode};
 use serde_json::Value;
 
 use super::decide::{CallWork, DecidedCall, decide_call};
@@ -77,6 +77,13 @@ pub async fn run_call(
     };
     let exits = match kind {
         Some(LaunchKind::Contained) => found_exits(env, &work).await,
+        // Full mode runs every call as the user, but a floor file's edit still goes to the user alone, copied
+        // before the write and undoable (docs/modes.md, "Full").
+        Some(LaunchKind::Direct) if efr_policy::effective_mode(env.mode, env.origin) == Mode::Full => {
+            let mut found = found_exits(env, &work).await;
+            found.retain(|record| record.kind == ExitKind::FloorEdit);
+            found
+        }
         _ => Vec::new(),
     };
     let launch = launch_of(env, kind, &work, &exits);
@@ -114,7 +121,9 @@ pub async fn run_call(
         Decision::Run { .. } => {}
     }
     let words = call_words(env, &work);
-    if !exits.is_empty() {
+    // Deletes in real caches alone run with their grants and no judge; they are measured instead.
+    let caches = super::cache_deletes::before(&exits).await;
+    if !exits.is_empty() && caches.is_none() {
         let call = CallExits {
             turn_id,
             call_id: &call_id,
@@ -137,7 +146,24 @@ pub async fn run_call(
         asked,
         exits: &exits,
     };
-    run_work(env, sink, (turn_id, &call_id), work, how, cancel).await
+    // An approved floor file is copied before the write, or the call does not run (docs/auto.md, "Floor files").
+    let backed = match super::home_files::before(env, turn_id, &exits).await {
+        Ok(backed) => backed,
+        Err(line) => {
+            let completed = completed(&call_id, CallStatus::Failed, line.clone(), None);
+            sink.record(turn_id, vec![completed]).await.ok()?;
+            return Some(CallOutput {
+                output: line,
+                is_error: true,
+            });
+        }
+    };
+    let output = run_work(env, sink, (turn_id, &call_id), work, how, cancel).await;
+    super::home_files::after(sink, turn_id, &call_id, backed).await?;
+    if let Some(caches) = caches {
+        super::cache_deletes::after(sink, turn_id, &call_id, caches).await?;
+    }
+    output
 }
 
 /// How a decided call runs.

@@ -58,6 +58,8 @@ pub fn collect(
     let removed = store.prune(|id| turn_of(id).is_some_and(|turn| !kept.contains(&turn)))?;
     for turn in with_snapshots.difference(&kept) {
         efr_snapshot::others::remove(store.dir(), *turn);
+        // The copies of the floor files it wrote go with its snapshots.
+        let _ = std::fs::remove_dir_all(super::home::folder(store.dir(), *turn));
     }
     Ok(removed)
 }

@@ -17,6 +17,7 @@
 
 pub mod apply;
 pub mod collect;
+pub mod home;
 pub mod journal;
 pub mod plan;
 pub mod refs;

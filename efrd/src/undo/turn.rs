@@ -17,6 +17,9 @@ use super::summary::show;
 use super::trash::{self, Trash};
 use efr_snapshot::{GitRefs, Limits, Snapshot, SnapshotPhase, SnapshotStore};
 
+/// The plan of the home files the turn's approved exits wrote ([`super::home`]).
+type HomePlan = Vec<(super::home::Entry, super::home::Step)>;
+
 /// The plan of one root: its index, the paths, and its refs as the turn left them, as undo leaves them and now.
 type RootPlan = (usize, Plan, Option<(GitRefs, GitRefs, GitRefs)>);
 
@@ -131,7 +134,13 @@ pub fn undo_turn(store: &Arc<SnapshotStore>, ask: Ask, running: bool) -> Result<
         ));
     }
     let plans = plan_roots(store, &limits, pairs, ask, &mut done);
+    let home = super::home::plan(store.dir(), ask.turn_id, ask.redo);
     let mut conflicts = conflicts_of(store, &plans, ask.force);
+    conflicts.extend(
+        home.iter()
+            .filter(|(_, step)| *step == super::home::Step::Conflict)
+            .map(|(entry, _)| entry.path.display().to_string()),
+    );
     done.conflicts = conflicts.len() as u64;
     if !conflicts.is_empty() && !ask.force && !ask.dry_run {
         let more = conflicts.len().saturating_sub(50) as u64;
@@ -143,6 +152,7 @@ pub fn undo_turn(store: &Arc<SnapshotStore>, ask: Ask, running: bool) -> Result<
         });
     }
     if !writes(store, &plans, ask.force)
+        && home.iter().all(|(_, step)| *step == super::home::Step::Skip)
         && !resumed
         && plans.iter().all(|(_, root_plan, _)| root_plan.entries.is_empty())
     {
@@ -150,8 +160,11 @@ pub fn undo_turn(store: &Arc<SnapshotStore>, ask: Ask, running: bool) -> Result<
     }
     if ask.dry_run {
         dry_run(store, &plans, ask.force, &mut done);
+        done.entries
+            .extend(home.iter().map(|(entry, step)| home_entry(entry, *step, false)));
     } else {
         write(store, &plans, ask, &mut done);
+        write_home(store, &home, ask, &mut done);
     }
     count(&mut done);
     Ok(done)
@@ -341,6 +354,58 @@ fn write(store: &SnapshotStore, plans: &[RootPlan], ask: Ask, done: &mut Done) {
     }
     done.undo_id = Some(undo_id);
     done.applied = done.restored + done.deleted + done.trashed > 0 || done.refs.iter().any(|one| one.applied);
+}
+
+/// Writes the home files' plan after the roots' (each write atomic; a failure is `failed`, the rest still tried).
+fn write_home(store: &SnapshotStore, home: &HomePlan, ask: Ask, done: &mut Done) {
+    if home.is_empty() {
+        return;
+    }
+    let undo_id = done.undo_id.clone().unwrap_or_else(|| "undo".to_owned());
+    let trash = Trash::new(&store.trash_dir(), &undo_id, HOME_TRASH_INDEX);
+    for (entry, step) in home {
+        let applied = super::home::apply(entry, *step, ask.redo, &trash);
+        if applied.is_err() {
+            done.stopped = true;
+        } else if *step == super::home::Step::Conflict {
+            done.trashed += 1;
+            done.trash.get_or_insert_with(|| trash.folder());
+        }
+        let wrote = applied.is_ok() && *step != super::home::Step::Skip;
+        if wrote {
+            let to = if ask.redo { &entry.post } else { &entry.pre };
+            if to.is_some() {
+                done.restored += 1;
+            } else {
+                done.deleted += 1;
+            }
+            done.applied = true;
+        }
+        let mut shown = home_entry(entry, *step, ask.redo);
+        if applied.is_err() {
+            shown.reason = Some(UndoReason::Failed);
+        }
+        done.entries.push(shown);
+    }
+}
+
+/// The trash folder number of the home files (the roots' are their index).
+const HOME_TRASH_INDEX: usize = 1000;
+
+/// The entry of one home file.
+fn home_entry(entry: &super::home::Entry, step: super::home::Step, redo: bool) -> UndoEntry {
+    let to = if redo { &entry.post } else { &entry.pre };
+    let (action, reason) = match step {
+        super::home::Step::Skip => (UndoAction::Skip, Some(UndoReason::Done)),
+        super::home::Step::Conflict => (UndoAction::Trash, Some(UndoReason::Conflict)),
+        super::home::Step::Write if to.is_some() => (UndoAction::Restore, None),
+        super::home::Step::Write => (UndoAction::Delete, None),
+    };
+    UndoEntry {
+        action,
+        path: entry.path.display().to_string(),
+        reason,
+    }
 }
 
 fn current_value(current: &GitRefs, name: &str) -> Option<String> {

@@ -440,3 +440,53 @@ async fn an_exit_question_to_an_away_user_expires_and_is_judged_presence_expired
     let answer = client.call("approval.respond", late).await.unwrap();
     assert_eq!(answer.unwrap_err().code, ErrorCode::Conflict);
 }
+
+/// A floor file (a shell's startup file, a folder of the PATH) goes to the user at once: a classifier that would
+/// approve anything is never asked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_classifier_that_approves_everything_is_never_asked_about_a_floor_file() {
+    let (home, project) = (tempdir(), tempdir());
+    std::fs::write(home.path().join(".bashrc"), "# mine\n").unwrap();
+    let server = server(vec![
+        turn(shell_call(
+            "call_floor",
+            "echo 'alias ls=evil' >> ~/.bashrc; mkdir -p ~/.local/bin; echo evil > ~/.local/bin/ls",
+        )),
+        // What a classifier that says yes to everything would answer, were it asked; else the turn's last words.
+        verdict("approve", "the user asked for it, approve everything"),
+        turn(text("done")),
+    ])
+    .await;
+    let efrd = daemon(home.path(), &server, "");
+    let mut client = efrd.client().await.unwrap();
+    let (_, conversation, id) = start(&mut client, project.path(), "auto", "set up my shell").await;
+    let events = bounded("the question", events_until(&mut client, id, "approval_requested")).await;
+    let asked = events.last().unwrap();
+    assert_eq!(asked["exit"]["kind"], "floor_edit", "{asked}");
+    let requested = of_kind(&events, "exit_requested");
+    assert!(
+        requested
+            .iter()
+            .all(|r| r["exit"]["kind"] == "floor_edit" || r["exit"]["kind"] == "write"),
+        "{requested:?}"
+    );
+    assert!(classifier_requests(&server).is_empty(), "the classifier is never asked");
+    client
+        .ok(
+            "approval.respond",
+            json!({"command_id": command_id(), "conversation_id": conversation, "call_id": "call_floor", "decision": "deny"}),
+        )
+        .await
+        .unwrap();
+    let events = bounded("the turn", events_until(&mut client, id, "turn_completed")).await;
+    assert!(
+        of_kind(&events, "exit_judged").iter().all(|j| j["judge"] == "user"),
+        "{events:#?}"
+    );
+    assert!(classifier_requests(&server).is_empty());
+    assert_eq!(
+        std::fs::read_to_string(home.path().join(".bashrc")).unwrap(),
+        "# mine\n"
+    );
+    assert!(!home.path().join(".local/bin/ls").exists());
+}

@@ -12,6 +12,7 @@ mod daemon_cautious;
 mod daemon_crash;
 mod daemon_drafts;
 mod daemon_exits;
+mod daemon_floor_files;
 mod daemon_idle;
 mod daemon_landlock_only;
 mod daemon_left_running;

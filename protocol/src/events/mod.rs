@@ -25,6 +25,7 @@ mod conversation;
 mod daemon;
 mod exits;
 mod jobs;
+mod home;
 mod message;
 mod presence;
 mod sandbox;
@@ -47,6 +48,7 @@ pub use conversation::{ConversationCreated, PromptQueued};
 pub use daemon::{LoginCompleted, LogoutCompleted};
 pub use exits::{ClassifierPaused, ExitJudged, ExitRequested, ExitReviewStarted, PauseReason};
 pub use jobs::{JobEnded, JobNotice, JobNoticeHeld, JobPortForwarded, JobStarted, JobWatchMatched};
+pub use home::{CacheDeleteApplied, HomeFileChanged};
 pub use message::{AssistantMessageCompleted, AssistantMessageUpdated};
 pub use presence::PresenceChanged;
 pub use sandbox::SandboxUnavailable;
@@ -221,6 +223,10 @@ event_body! {
         ExitJudged(ExitJudged) = "exit_judged",
         /// The classifier was paused after too many denials.
         ClassifierPaused(ClassifierPaused) = "classifier_paused",
+        /// A call changed a file of the home outside the writable roots.
+        HomeFileChanged(HomeFileChanged) = "home_file_changed",
+        /// A contained call deleted files in a real cache, without a question.
+        CacheDeleteApplied(CacheDeleteApplied) = "cache_delete_applied",
         /// The user became present or away (it belongs to no turn).
         PresenceChanged(PresenceChanged) = "presence_changed",
         /// The sandbox cannot run, so contained calls cannot either.
@@ -284,6 +290,8 @@ impl EventBody {
             Self::ExitReviewStarted(e) => Some(&e.call_id),
             Self::ExitJudged(e) => Some(&e.call_id),
             Self::SandboxSurfaceChanged(e) => Some(&e.call_id),
+            Self::HomeFileChanged(e) => Some(&e.call_id),
+            Self::CacheDeleteApplied(e) => Some(&e.call_id),
             Self::SurfaceQuestionRequested(e) => Some(&e.call_id),
             Self::JobStarted(e) => Some(&e.call_id),
             _ => None,

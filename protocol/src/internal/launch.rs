@@ -48,6 +48,11 @@
 //!   whitespace or control characters; its port is absent (443) or 1–65535.
 //! - A `protected` path is not `/`; a `git_dir` (the one source that stays writable) lies strictly inside a writable
 //!   root (a project root, `$SCRATCH` or a `write` grant), so a pin never makes a path writable.
+//! - A `write` grant lies neither inside a `git_config`, `git_hooks`, `git_file` or `git_common_dir` path nor at a
+//!   protected path itself, nor inside a mask that no `unmask` grant of the plan opens: whoever approved it, git's
+//!   code and efr's roots stay out of a call's reach (docs/adr/0023-floors-that-hold.md). efrd's protect step lists
+//!   the config and hooks of a git folder among a grant's ancestors, and a grant inside efr's roots, so the check
+//!   sees them.
 //! - The network follows from the grants ([`LaunchPlan::network`]): none (the sandbox's own network namespace),
 //!   `net_view` (the host's namespace, Unix and netlink sockets only) or `open_network` (the host's network). With
 //!   `proxy` it is none, and the launcher adds the bridge: a listener on the sandbox's loopback that forwards each

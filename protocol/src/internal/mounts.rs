@@ -351,8 +351,8 @@ mod tests {
         plan.grants.push(Grant::Write {
             path: "/home/u/.aws".into(),
         });
-        let mounts = plan.mounts().unwrap();
-        assert_eq!(mounts.last().unwrap().kind, MountKind::Mask);
+        // A write grant inside a mask that no unmask grant opens is refused, never laid out.
+        assert!(plan.mounts().is_err());
         plan.grants.push(Grant::Unmask {
             path: "/home/u/.aws".into(),
         });
@@ -387,10 +387,6 @@ mod tests {
                 source,
             });
         }
-        // A write grant of a protected path does not lift the protection.
-        plan.grants.push(Grant::Write {
-            path: "/var/tmp/.git/hooks".into(),
-        });
         let mounts = plan.mounts().unwrap();
         assert_eq!(
             paths(&mounts[5..]),
@@ -398,7 +394,6 @@ mod tests {
                 ("/var/tmp", MountKind::Writable),
                 ("/var/tmp/.git", MountKind::Pinned),
                 ("/var/tmp/efr", MountKind::ReadOnly(IfMissing::EmptyFolder)),
-                ("/var/tmp/.git/hooks", MountKind::Writable),
                 ("/var/tmp/.git/hooks", MountKind::ReadOnly(IfMissing::EmptyFolder)),
                 ("/var/tmp/.git/config", MountKind::ReadOnly(IfMissing::EmptyFile)),
                 ("/var/tmp/efr/state", MountKind::Mask),
@@ -407,6 +402,11 @@ mod tests {
         );
         assert_eq!(mounts[7].rule, Rule::Protected(ProtectedSource::EfrRoots));
         assert!(mounts[7].rule.to_string().starts_with("read-only: "));
+        // A write grant of a protected path is refused: it cannot lift the protection.
+        plan.grants.push(Grant::Write {
+            path: "/var/tmp/.git/hooks".into(),
+        });
+        assert!(plan.mounts().is_err());
     }
 
     #[test]

@@ -159,6 +159,42 @@ impl LaunchPlan {
                 });
             }
         }
+        self.validate_write_grants()
+    }
+
+    /// A `write` grant is never inside what the plan protects: git's config, hooks, `.git` file or `commondir` (git
+    /// outside the sandbox runs what they name), a path protected as itself, or a mask that no `unmask` grant opens
+    /// (a credential store). The plan is the one place every caller goes through, so no caller can open one.
+    fn validate_write_grants(&self) -> Result<(), PlanError> {
+        for grant in &self.grants {
+            let Grant::Write { path } = grant else { continue };
+            for protected in &self.protected {
+                let inside = match protected.source {
+                    ProtectedSource::GitConfig
+                    | ProtectedSource::GitHooks
+                    | ProtectedSource::GitFile
+                    | ProtectedSource::GitCommonDir => path.starts_with(&protected.path),
+                    ProtectedSource::GitDir | ProtectedSource::EfrRoots => path == &protected.path,
+                };
+                if inside {
+                    return Err(PlanError::ProtectedForbidden {
+                        path: path.clone(),
+                        reason: "a write grant inside a protected path (git's config or hooks, efr's roots)",
+                    });
+                }
+            }
+            let masked = self.masks.iter().find(|mask| path.starts_with(&mask.path));
+            if let Some(mask) = masked
+                && !self.grants.contains(&Grant::Unmask {
+                    path: mask.path.clone(),
+                })
+            {
+                return Err(PlanError::WritableForbidden {
+                    path: path.clone(),
+                    reason: "a write grant inside a masked path that no unmask grant opens",
+                });
+            }
+        }
         Ok(())
     }
 
@@ -295,6 +331,46 @@ mod tests {
         plan.validate().unwrap();
         let json = serde_json::to_string(&plan).unwrap();
         assert_eq!(serde_json::from_str::<LaunchPlan>(&json).unwrap(), plan);
+    }
+
+    #[test]
+    fn a_write_grant_inside_a_protected_path_or_a_closed_mask_is_refused() {
+        let protected = |path: &str, source| crate::internal::launch::Protected {
+            path: path.into(),
+            source,
+        };
+        let with = |grant: &str| {
+            let mut p = plan();
+            p.writable.push(Writable {
+                path: "/work".into(),
+                source: WritableSource::Project,
+            });
+            p.protected = vec![
+                protected("/work/.git", ProtectedSource::GitDir),
+                protected("/work/.git/hooks", ProtectedSource::GitHooks),
+                protected("/work/.git/config", ProtectedSource::GitConfig),
+                protected("/home/u/.config/efr", ProtectedSource::EfrRoots),
+            ];
+            p.grants.push(Grant::Write { path: grant.into() });
+            p.validate()
+        };
+        for refused in [
+            "/work/.git/hooks",
+            "/work/.git/hooks/pre-push",
+            "/work/.git/config",
+            "/home/u/.config/efr",
+        ] {
+            assert!(
+                matches!(with(refused), Err(PlanError::ProtectedForbidden { .. })),
+                "{refused}"
+            );
+        }
+        assert!(matches!(
+            with("/home/u/.ssh/keys"),
+            Err(PlanError::WritableForbidden { .. })
+        ));
+        assert_eq!(with("/work/.git/objects"), Ok(()));
+        assert_eq!(with("/home/u/notes"), Ok(()));
     }
 
     #[test]

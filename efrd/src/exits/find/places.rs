@@ -25,8 +25,19 @@ pub const FLOOR_FILES: &[&str] = &[
     ".gitconfig",
     ".config/git/config",
     ".ssh/config",
+    ".zlogout",
+    ".bashrc.d/",
+    ".config/fish/",
+    ".config/environment.d/",
+    ".config/git/",
+    ".ssh/authorized_keys",
+    ".ssh/authorized_keys2",
+    ".ssh/rc",
     ".config/autostart/",
     ".config/systemd/user/",
+    ".local/share/systemd/user/",
+    ".local/bin/",
+    "bin/",
 ];
 
 /// Caches under the home that a tool fills again by itself.

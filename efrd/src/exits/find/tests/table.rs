@@ -117,3 +117,15 @@ fn sway_and_i3_reads_are_desktop_read_and_their_commands_are_not() {
     assert_eq!(got("niri msg action spawn -- foot"), ["desktop desktop:niri"]);
     assert!(got("hyprctl clients").is_empty(), "no Hyprland in this shell");
 }
+
+#[test]
+fn a_kill_outside_the_sandbox_is_for_the_user_alone() {
+    use crate::exits::approvers::{Approvers, approvers};
+    let fixture = Fixture::new();
+    let ctx = fixture.ctx();
+    let one = |l: &str| line(l, &ctx).into_iter().next().map(|r| approvers(&r));
+    // No call of the conversation started a process that a kill exit reaches: the sandbox has its own pids.
+    assert_eq!(one("kill 1234"), Some(Approvers::UserAlone));
+    assert_eq!(one("pkill -f 'python3 -m http.server'"), Some(Approvers::UserAlone));
+    assert_eq!(one("killall node"), Some(Approvers::UserAlone));
+}
