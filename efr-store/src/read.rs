@@ -100,11 +100,11 @@ pub(crate) fn seq_from_sql(value: i64) -> Result<u64> {
     u64::try_from(value).map_err(|_| StoreError::corrupt(format!("negative seq or count {value}")))
 }
 
-fn time_from_sql(millis: i64, what: &str) -> Result<Timestamp> {
+pub(crate) fn time_from_sql(millis: i64, what: &str) -> Result<Timestamp> {
     Timestamp::from_millis(millis).ok_or_else(|| StoreError::corrupt(format!("{what} {millis} is out of range")))
 }
 
-fn id_from_sql<T: std::str::FromStr>(text: &str, what: &str) -> Result<T> {
+pub(crate) fn id_from_sql<T: std::str::FromStr>(text: &str, what: &str) -> Result<T> {
     text.parse()
         .map_err(|_| StoreError::corrupt(format!("{what} {text:?} is not a UUID")))
 }

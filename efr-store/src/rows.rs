@@ -12,6 +12,7 @@ use efr_protocol::ids::{ConversationId, Timestamp, TurnId};
 use serde_json::{Map, Value};
 
 use super::command::CommandRecord;
+use super::search::IndexEntry;
 use super::error::{Result, StoreError};
 
 /// One event of a conversation's log.
@@ -58,7 +59,7 @@ pub struct ConversationSummary {
 /// One atomic unit of writing: an optional summary upsert, events, and an optional command outcome.
 ///
 /// The store writes all of it or nothing. It is applied in this order: the command (a duplicate refuses the whole
-/// commit), the summary, the events (each seq checked against its conversation's last seq).
+/// commit), the summary, the events (each seq checked against its conversation's last seq), the index entries.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Commit {
     /// The summary row to insert or replace.
@@ -67,6 +68,8 @@ pub struct Commit {
     pub events: Vec<EventRow>,
     /// The outcome to store under the write's command_id.
     pub command: Option<CommandRecord>,
+    /// The searchable texts of the events (and a new title), written with them ([`crate::search`]).
+    pub index: Vec<IndexEntry>,
 }
 
 impl Commit {
@@ -83,6 +86,13 @@ impl Commit {
     #[must_use]
     pub fn with_conversation(mut self, summary: ConversationSummary) -> Self {
         self.conversation = Some(summary);
+        self
+    }
+
+    /// Adds the search index entries of the commit's events.
+    #[must_use]
+    pub fn with_index(mut self, entries: Vec<IndexEntry>) -> Self {
+        self.index = entries;
         self
     }
 

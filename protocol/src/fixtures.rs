@@ -20,6 +20,7 @@ mod exits;
 mod methods;
 mod presence;
 mod sandbox;
+mod search;
 mod surface;
 mod undo;
 mod values;
@@ -115,6 +116,7 @@ pub fn examples() -> Vec<Example> {
     all.extend(undo::examples());
     all.extend(surface::examples());
     all.extend(presence::examples());
+    all.extend(search::examples());
     all
 }
 

@@ -36,6 +36,9 @@ use crate::wire::{
 };
 use crate::wire::{ConversationsRecentParams, ConversationsRecentResult, ConversationsWatchParams};
 use crate::wire::{
+    ConversationSearchParams, ConversationSearchResult, ConversationsSearchParams, ConversationsSearchResult,
+};
+use crate::wire::{
     DeviceEnrollParams, DeviceEnrollResult, DeviceListParams, DeviceListResult, DevicePairConfirmParams,
     DevicePairConfirmResult, DevicePairStartParams, DeviceProveParams, DeviceProveResult, DeviceRevokeParams,
     DeviceRevokeResult, PairStartItem,
@@ -81,6 +84,10 @@ pub fn protocol_schema() -> Value {
             ConversationsRecentParams,
             ConversationsRecentResult,
             ConversationsWatchParams,
+            ConversationsSearchParams,
+            ConversationsSearchResult,
+            ConversationSearchParams,
+            ConversationSearchResult,
             WatchItem,
             ConversationDiffParams,
             ConversationDiffResult,
