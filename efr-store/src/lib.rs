@@ -226,6 +226,14 @@ impl Store {
         self.read(move |conn| read::conversation(conn, id)).await
     }
 
+    /// The summaries of `ids` that exist, in no particular order; at most [`MAX_PAGE`] ids.
+    ///
+    /// # Errors
+    /// [`StoreError::Invalid`] for too many ids, [`StoreError::Closed`], [`StoreError::Corrupt`], SQLite errors.
+    pub async fn conversations(&self, ids: Vec<ConversationId>) -> Result<Vec<ConversationSummary>> {
+        self.read(move |conn| read::conversations(conn, &ids)).await
+    }
+
     /// A page of conversations, newest `updated_at` first; `page.after` continues from the previous page's `next`.
     ///
     /// # Errors

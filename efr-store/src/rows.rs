@@ -12,8 +12,8 @@ use efr_protocol::ids::{ConversationId, Timestamp, TurnId};
 use serde_json::{Map, Value};
 
 use super::command::CommandRecord;
-use super::search::IndexEntry;
 use super::error::{Result, StoreError};
+use super::search::IndexEntry;
 
 /// One event of a conversation's log.
 #[derive(Debug, Clone, PartialEq, Eq)]

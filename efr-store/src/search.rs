@@ -20,9 +20,9 @@ use std::time::{Duration, Instant};
 use efr_protocol::ids::{ConversationId, Timestamp, TurnId};
 use rusqlite::{Connection, OptionalExtension, params};
 
+use super::Store;
 use super::error::{Result, StoreError};
 use super::read::{id_from_sql, seq_from_sql, seq_to_sql, time_from_sql};
-use super::Store;
 use super::rows::EventRow;
 
 /// The kind of the title entry, which [`insert_entries`] keeps at one per conversation.
@@ -223,10 +223,21 @@ fn found_from_row(row: &rusqlite::Row<'_>) -> Result<FoundEntry> {
             kind: row.get(3)?,
             turn_id: turn.map(|t| id_from_sql(&t, "turn id")).transpose()?,
             at: time_from_sql(row.get(5)?, "entry time")?,
-            text: row.get(6)?,
+            // A text that is not UTF-8 (written around the store) is shown with U+FFFD, not refused.
+            text: lossy_text(row.get_ref(6)?),
         },
         bm25: row.get(7)?,
     })
+}
+
+/// A text column as a string; bytes that are not UTF-8 become U+FFFD, and a value that is not text is empty.
+fn lossy_text(value: rusqlite::types::ValueRef<'_>) -> String {
+    match value {
+        rusqlite::types::ValueRef::Text(bytes) | rusqlite::types::ValueRef::Blob(bytes) => {
+            String::from_utf8_lossy(bytes).into_owned()
+        }
+        _ => String::new(),
+    }
 }
 
 /// The entries of one conversation, newest first (the title first), at most `row_cap`, within `time_cap`.
@@ -286,7 +297,9 @@ pub(crate) fn events_for_rebuild(
             row.get::<_, String>(3)?,
             row.get::<_, Option<String>>(4)?,
             row.get::<_, i64>(5)?,
-            row.get::<_, String>(6)?,
+            // A body that is not UTF-8 must not stop the rebuild: it is read with U+FFFD (and then fails to parse
+            // as an event, which the rebuild skips).
+            lossy_text(row.get_ref(6)?),
         ))
     })?;
     let mut events = Vec::new();
@@ -316,7 +329,9 @@ pub(crate) fn apply_backfill(conn: &Connection, entries: &[IndexEntry], done: i6
                 "SELECT EXISTS (SELECT 1 FROM conversations WHERE id = ?1), \
                         EXISTS (SELECT 1 FROM search_entries WHERE conversation_id = ?1 AND seq = 0)",
             )?
-            .query_row([entry.conversation_id.to_string()], |row| Ok((row.get(0)?, row.get(1)?)))?;
+            .query_row([entry.conversation_id.to_string()], |row| {
+                Ok((row.get(0)?, row.get(1)?))
+            })?;
         if exists && !(entry.kind == TITLE_KIND && has_title) {
             insert_entries(conn, std::slice::from_ref(entry))?;
         }
@@ -363,7 +378,8 @@ impl Store {
     /// # Errors
     /// [`StoreError::Closed`], [`StoreError::Corrupt`], SQLite errors.
     pub async fn search_rebuild_events(&self, after: i64, up_to: i64, limit: u32) -> Result<Vec<(i64, EventRow)>> {
-        self.read(move |conn| events_for_rebuild(conn, after, up_to, limit)).await
+        self.read(move |conn| events_for_rebuild(conn, after, up_to, limit))
+            .await
     }
 
     /// Writes a page of the rebuild: `entries` and the last event rowid they cover, in one transaction.

@@ -28,8 +28,8 @@ use tokio::sync::{OwnedSemaphorePermit, oneshot};
 
 use super::error::{Result, StoreError};
 use super::read;
-use super::search;
 use super::rows::{Commit, ConversationSummary, EventRow};
+use super::search;
 
 /// The most commits one transaction takes.
 pub(crate) const MAX_BATCH: usize = 512;

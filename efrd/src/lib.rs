@@ -42,6 +42,7 @@ pub mod network;
 pub mod prompt;
 pub mod remote;
 pub mod sandbox;
+pub mod search;
 pub mod server;
 pub mod tools;
 pub mod turn;

@@ -78,8 +78,14 @@ mod tests {
             ("token ghp_0123456789abcdefABCDEF0123456789abcd", "token [secret]"),
             ("github_pat_11ABCDEFG0123456789_abcdefghijklmnop", "[secret]"),
             ("aws AKIAIOSFODNN7EXAMPLE key", "aws [secret] key"),
-            ("curl https://ada:hunter2pass@example.com/x", "curl https://ada:[secret]@example.com/x"),
-            ("Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.e30", "Authorization: Bearer [secret]"),
+            (
+                "curl https://ada:hunter2pass@example.com/x",
+                "curl https://ada:[secret]@example.com/x",
+            ),
+            (
+                "Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.e30",
+                "Authorization: Bearer [secret]",
+            ),
             ("export API_KEY=abcd1234efgh", "export API_KEY=[secret]"),
             ("DB_PASSWORD: 's3cr3t!x'", "DB_PASSWORD: '[secret]'"),
             (
@@ -104,7 +110,11 @@ mod tests {
             "the token budget is large",
             "password reset flow",
         ] {
-            assert!(matches!(mask_secrets(text), Cow::Borrowed(_)), "{text} -> {}", mask_secrets(text));
+            assert!(
+                matches!(mask_secrets(text), Cow::Borrowed(_)),
+                "{text} -> {}",
+                mask_secrets(text)
+            );
             assert!(!has_secret(text), "{text}");
         }
     }

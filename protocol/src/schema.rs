@@ -34,10 +34,10 @@ use crate::wire::{
 use crate::wire::{
     ConversationCompactParams, ConversationCompactResult, ConversationContextParams, ConversationContextResult,
 };
-use crate::wire::{ConversationsRecentParams, ConversationsRecentResult, ConversationsWatchParams};
 use crate::wire::{
     ConversationSearchParams, ConversationSearchResult, ConversationsSearchParams, ConversationsSearchResult,
 };
+use crate::wire::{ConversationsRecentParams, ConversationsRecentResult, ConversationsWatchParams};
 use crate::wire::{
     DeviceEnrollParams, DeviceEnrollResult, DeviceListParams, DeviceListResult, DevicePairConfirmParams,
     DevicePairConfirmResult, DevicePairStartParams, DeviceProveParams, DeviceProveResult, DeviceRevokeParams,

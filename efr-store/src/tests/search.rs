@@ -46,7 +46,10 @@ async fn entries_come_with_their_events_and_a_failed_commit_indexes_nothing() {
     assert_eq!(texts(&store, &["größe"]).await, ["Fix the Größe of the 🙂 button"]);
     assert_eq!(texts(&store, &["文文档"]).await, ["grep -rn 中文文档 src/"]);
     assert_eq!(texts(&store, &["button", "fix"]).await.len(), 1);
-    assert!(texts(&store, &["button", "grep"]).await.is_empty(), "every term must match");
+    assert!(
+        texts(&store, &["button", "grep"]).await.is_empty(),
+        "every term must match"
+    );
     // A seq gap fails the commit: its entry is not written either.
     let bad = Commit::events(events(id, 9, 9)).with_index(vec![entry(id, 9, "prompt", "never indexed")]);
     assert!(matches!(store.commit(bad).await, Err(StoreError::SeqGap { .. })));
@@ -143,4 +146,27 @@ async fn a_rebuild_reads_older_events_and_reports_its_progress() {
     assert_eq!(texts(&store, &["old prompt"]).await, ["an old prompt"]);
     store.index_backfill(Vec::new(), 4).await.unwrap();
     assert!(store.search_rebuild_state().await.unwrap().complete());
+}
+
+#[tokio::test]
+async fn an_entry_that_is_not_utf8_is_found_with_replacement_characters() {
+    let (_dir, store) = temp_store().await;
+    let id = ConversationId::new();
+    create(&store, id, 1).await;
+    // Written around the store, as a damaged file or an older writer could: the text's bytes are not UTF-8.
+    let conversation = id.to_string();
+    store
+        .write(move |tx| {
+            tx.execute(
+                "INSERT INTO search_entries (conversation_id, seq, kind, at, text) \
+                 VALUES (?1, 1, 'command', 1000, CAST(x'6361742062ff61642e62696e' AS TEXT))",
+                [conversation],
+            )?;
+            Ok(())
+        })
+        .await
+        .unwrap();
+    assert_eq!(texts(&store, &["cat"]).await, ["cat b\u{fffd}ad.bin"]);
+    let scanned = store.search_entries(id, 10, Duration::from_secs(1)).await.unwrap();
+    assert_eq!(scanned.entries[0].entry.text, "cat b\u{fffd}ad.bin");
 }

@@ -19,6 +19,7 @@ mod daemon_overlap;
 mod daemon_presence;
 mod daemon_protocol;
 mod daemon_restart;
+mod daemon_search;
 mod daemon_surface;
 mod daemon_tools;
 mod daemon_turns;
