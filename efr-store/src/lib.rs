@@ -86,10 +86,11 @@ pub use command::CommandRecord;
 pub use devices::{DeviceRow, Inserted};
 pub use error::{Result, StoreError};
 pub use rows::{
-    Commit, ConversationCursor, ConversationPage, ConversationSummary, EventRow, MAX_PAGE, OpenTurn, PageRequest,
+    Commit, ConversationCursor, ConversationPage, ConversationSummary, EventRow, IndexEntry, MAX_PAGE, OpenTurn,
+    PageRequest,
 };
 pub use schema::{BUSY_TIMEOUT, SCHEMA_VERSION};
-pub use search::{FoundEntries, FoundEntry, IndexEntry, IndexQuery, RebuildState, Stopped};
+pub use search::{FoundEntries, FoundEntry, IndexQuery, RebuildState, Stopped};
 pub use writer::COMMAND_RETENTION;
 
 use read::ReadPool;

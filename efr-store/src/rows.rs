@@ -13,7 +13,6 @@ use serde_json::{Map, Value};
 
 use super::command::CommandRecord;
 use super::error::{Result, StoreError};
-use super::search::IndexEntry;
 
 /// One event of a conversation's log.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,6 +30,23 @@ pub struct EventRow {
     pub at: Timestamp,
     /// The whole event as JSON object text, as the protocol sends it (`{"seq", "at", "conversation_id", ...}`).
     pub body: String,
+}
+
+/// One searchable text of a conversation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexEntry {
+    /// Its conversation.
+    pub conversation_id: ConversationId,
+    /// The event that holds it; 0 for the title.
+    pub seq: u64,
+    /// What it is, as the caller names it (efr: `title`, `prompt`, `answer`, `command`).
+    pub kind: String,
+    /// The event's turn; `None` outside a turn.
+    pub turn_id: Option<TurnId>,
+    /// When the event happened (the title: when it was set).
+    pub at: Timestamp,
+    /// The text, its secrets already replaced.
+    pub text: String,
 }
 
 /// A conversation's summary row: what `conversations.list` shows without reading the log.

@@ -17,33 +17,17 @@
 
 use std::time::{Duration, Instant};
 
-use efr_protocol::ids::{ConversationId, Timestamp, TurnId};
+use efr_protocol::ids::ConversationId;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::Store;
 use super::error::{Result, StoreError};
 use super::read::{id_from_sql, seq_from_sql, seq_to_sql, time_from_sql};
 use super::rows::EventRow;
+pub use super::rows::IndexEntry;
 
 /// The kind of the title entry, which [`insert_entries`] keeps at one per conversation.
 pub const TITLE_KIND: &str = "title";
-
-/// One searchable text of a conversation.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct IndexEntry {
-    /// Its conversation.
-    pub conversation_id: ConversationId,
-    /// The event that holds it; 0 for the title.
-    pub seq: u64,
-    /// What it is, as the caller names it (efr: `title`, `prompt`, `answer`, `command`).
-    pub kind: String,
-    /// The event's turn; `None` outside a turn.
-    pub turn_id: Option<TurnId>,
-    /// When the event happened (the title: when it was set).
-    pub at: Timestamp,
-    /// The text, its secrets already replaced.
-    pub text: String,
-}
 
 /// What to find: every term must occur in an entry (case-insensitive, anywhere in a word).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -12,6 +12,7 @@
 //! | [`tools`] | the tool specs and the hidden shell (`apply_patch` is efr-patch's) |
 //! | [`helper_process`] | the supervision of efrd's helper processes (`efr-proxy`, `efr-bus-proxy`): start, restart, status |
 //! | [`network`] | the network of contained calls: `[network]` rules, credential hosts, efr-proxy's plans, refusals |
+//! | [`search`] | search over conversations: what the index holds (secrets replaced), ranges, ranking, the searches, the rebuild |
 //! | [`bus`] | the D-Bus of contained calls: `[bus]` and the default policy made into a `bus_filter` grant and a bus plan, the session bus, a closed plan's refusals |
 //! | [`sandbox`] | efrd's side of the sandbox: base plans, protected paths, the probe and its cache, explain |
 //! | [`undo`] | undo and redo of a turn from its covered snapshots: the plan, the writes, the journal, the trash |
