@@ -10,7 +10,7 @@
 //! time cap (the result says which); [`scan_conversation`] reads one conversation's entries newest first, for
 //! conversation.search, which matches them itself. Terms of fewer than 3 characters cannot use the trigram index:
 //! such a term is matched with `LIKE` on the entries the other terms select (or on every entry, newest first, within
-//! the same caps).
+//! the same caps, matched here with the same case folding as efrd's ranges).
 //!
 //! Rebuild: entries of events written before the index existed are added by the caller in the background with
 //! [`Store::index_backfill`](crate::Store::index_backfill); [`rebuild_state`] says how far it got.
@@ -148,30 +148,66 @@ pub(crate) fn find(conn: &Connection, query: &IndexQuery) -> Result<FoundEntries
         return Err(StoreError::invalid("a search needs terms that are not empty"));
     }
     let (long, short): (Vec<&String>, Vec<&String>) = query.terms.iter().partition(|t| t.chars().count() >= 3);
-    let first_like = if long.is_empty() { 1 } else { 2 };
+    if long.is_empty() {
+        return scan_short(conn, &short, query.row_cap, query.time_cap);
+    }
+    let first_like = 2;
     let likes: Vec<String> = (0..short.len())
         .map(|i| format!("e.text LIKE ?{} ESCAPE '\\'", i + first_like))
         .collect();
     let mut values: Vec<String> = Vec::with_capacity(query.terms.len());
-    let sql = if long.is_empty() {
-        format!(
-            "SELECT e.id, e.conversation_id, e.seq, e.kind, e.turn_id, e.at, e.text, 0.0 FROM search_entries e \
-             WHERE {} ORDER BY e.id DESC",
-            likes.join(" AND ")
-        )
-    } else {
-        values.push(long.iter().map(|t| quoted(t)).collect::<Vec<_>>().join(" AND "));
-        let likes: String = likes.iter().map(|like| format!(" AND {like}")).collect();
-        format!(
-            "SELECT e.id, e.conversation_id, e.seq, e.kind, e.turn_id, e.at, e.text, bm25(search_index) \
-             FROM search_index JOIN search_entries e ON e.id = search_index.rowid \
-             WHERE search_index MATCH ?1{likes} ORDER BY search_index.rowid DESC"
-        )
-    };
+    values.push(long.iter().map(|t| quoted(t)).collect::<Vec<_>>().join(" AND "));
+    let likes: String = likes.iter().map(|like| format!(" AND {like}")).collect();
+    let sql = format!(
+        "SELECT e.id, e.conversation_id, e.seq, e.kind, e.turn_id, e.at, e.text, bm25(search_index) \
+         FROM search_index JOIN search_entries e ON e.id = search_index.rowid \
+         WHERE search_index MATCH ?1{likes} ORDER BY search_index.rowid DESC"
+    );
     values.extend(short.iter().map(|t| like_pattern(t)));
     let mut statement = conn.prepare_cached(&sql)?;
     let mut rows = statement.query(rusqlite::params_from_iter(values.iter()))?;
     collect(&mut rows, query.row_cap, query.time_cap)
+}
+
+/// A code point folded for matching (the first of its lower case), as efrd's ranges fold.
+fn fold(c: char) -> char {
+    c.to_lowercase().next().unwrap_or(c)
+}
+
+/// Whether `folded_hay` holds `needle` (both folded).
+fn holds(folded_hay: &[char], needle: &[char]) -> bool {
+    needle.len() <= folded_hay.len() && folded_hay.windows(needle.len()).any(|w| w == needle)
+}
+
+/// The entries that hold every term of `terms` (each of fewer than 3 characters, which the trigram index cannot look
+/// up): every entry read newest first and matched here, so the time cap counts the entries read, not only the
+/// matches.
+fn scan_short(conn: &Connection, terms: &[&String], row_cap: usize, time_cap: Duration) -> Result<FoundEntries> {
+    let started = Instant::now();
+    let needles: Vec<Vec<char>> = terms.iter().map(|t| t.chars().map(fold).collect()).collect();
+    let mut statement = conn.prepare_cached(
+        "SELECT id, conversation_id, seq, kind, turn_id, at, text, 0.0 FROM search_entries ORDER BY id DESC",
+    )?;
+    let mut rows = statement.query([])?;
+    let mut found = FoundEntries::default();
+    let mut read: u64 = 0;
+    while let Some(row) = rows.next()? {
+        read += 1;
+        if read.is_multiple_of(256) && started.elapsed() > time_cap {
+            found.stopped = Some(Stopped::TimeCap);
+            break;
+        }
+        let hay: Vec<char> = lossy_text(row.get_ref(6)?).chars().map(fold).collect();
+        if !needles.iter().all(|needle| holds(&hay, needle)) {
+            continue;
+        }
+        if found.entries.len() >= row_cap {
+            found.stopped = Some(Stopped::RowCap);
+            break;
+        }
+        found.entries.push(found_from_row(row)?);
+    }
+    Ok(found)
 }
 
 /// Reads rows of `(id, conversation_id, seq, kind, turn_id, at, text, rank)` until the end or a cap.

@@ -18,6 +18,7 @@ const BENCHES: &[(&str, &str)] = &[
     ("efrd", "phone"),
     ("efrd", "exits"),
     ("efrd", "context"),
+    ("efrd", "search"),
     ("efr-launcher", "contained_true"),
     ("efr-launcher", "contained_read"),
     ("efr-proxy", "tunnel"),
