@@ -6,14 +6,14 @@
 //! in the commit's savepoint, so the index never lags the log and a failed commit indexes nothing. A title is one
 //! entry of kind `title` with seq 0 per conversation; a new one replaces the old.
 //!
-//! Reads: [`find`] asks the index for the entries that hold every term, newest first, and stops at a row cap or a
-//! time cap (the result says which); [`scan_conversation`] reads one conversation's entries newest first, for
+//! Reads: [`Store::search_index`](crate::Store::search_index) asks the index for the entries that hold every term, newest first, and stops at a row cap or a
+//! time cap (the result says which); [`Store::search_entries`](crate::Store::search_entries) reads one conversation's entries newest first, for
 //! conversation.search, which matches them itself. Terms of fewer than 3 characters cannot use the trigram index:
 //! such a term is matched with `LIKE` on the entries the other terms select (or on every entry, newest first, within
 //! the same caps, matched here with the same case folding as efrd's ranges).
 //!
 //! Rebuild: entries of events written before the index existed are added by the caller in the background with
-//! [`Store::index_backfill`](crate::Store::index_backfill); [`rebuild_state`] says how far it got.
+//! [`Store::index_backfill`](crate::Store::index_backfill); [`Store::search_rebuild_state`](crate::Store::search_rebuild_state) says how far it got.
 
 use std::time::{Duration, Instant};
 
@@ -26,7 +26,7 @@ use super::read::{id_from_sql, seq_from_sql, seq_to_sql, time_from_sql};
 use super::rows::EventRow;
 pub use super::rows::IndexEntry;
 
-/// The kind of the title entry, which [`insert_entries`] keeps at one per conversation.
+/// The kind of the title entry, which the store keeps at one per conversation.
 pub const TITLE_KIND: &str = "title";
 
 /// What to find: every term must occur in an entry (case-insensitive, anywhere in a word).

@@ -15,7 +15,7 @@ use std::sync::LazyLock;
 
 use regex::{Captures, Regex};
 
-/// What a secret becomes: `[secret]` (the spec's example title "Rename the deploy key [secret]").
+/// What a secret becomes: `[secret]` (the spec's example title "Rename the deploy key \[secret\]").
 pub const SECRET_MARK: &str = "[secret]";
 
 /// The patterns, each with an optional group `keep` (text before the secret that stays) — the rest of the match is
