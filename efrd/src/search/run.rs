@@ -22,7 +22,7 @@ use super::rank::score;
 pub const ROW_CAP: usize = 5_000;
 
 /// The most time one search spends reading the index.
-pub const TIME_CAP: Duration = Duration::from_millis(80);
+pub const TIME_CAP: Duration = Duration::from_millis(50);
 
 /// The longest query, in bytes of UTF-8.
 pub const MAX_QUERY_BYTES: usize = 1024;
