@@ -12,6 +12,11 @@
 //!   comparison, not held to it.
 //! - `lone commit` (informative): one actor, one event at a time: the latency of one durable commit, i.e. one sync.
 //!
+//! - `indexed` A/B (budget: the search index costs under 10%): the `batched` shape without index entries (A) and
+//!   with them (B: one entry of about 400 characters of seeded words for every 5th event, the share of prompts,
+//!   answers and commands among a turn's events), run interleaved A, B, B, A, ... so that the machine's load falls
+//!   on both alike; B's median must be at least 90% of A's.
+//!
 //! Wall-clock rates move with the machine's load; the CPU per event (all threads) barely does, so compare that
 //! between runs. Exits with status 1 when the budgeted shape is below the budget. Run with
 //! `cargo bench -p efr-store --bench store` (or `cargo xtask bench`).
@@ -21,7 +26,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use efr_protocol::ids::{ConversationId, Timestamp, TurnId};
-use efr_store::{Commit, ConversationSummary, EventRow, Store};
+use efr_store::{Commit, ConversationSummary, EventRow, IndexEntry, Store};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
 
 /// The budget in docs/architecture.md, "Budgets".
 const BUDGET_EVENTS_PER_SEC: f64 = 20_000.0;
@@ -45,6 +52,34 @@ fn event(conversation_id: ConversationId, turn_id: TurnId, seq: u64) -> EventRow
         at,
         body,
     }
+}
+
+/// About 400 characters of seeded made-up words: every text differs, as real prompts and answers do.
+fn indexed_text(rng: &mut StdRng) -> String {
+    const LETTERS: &[u8] = b"abcdefghijklmnopqrstuvwxyz";
+    let mut text = String::with_capacity(420);
+    while text.len() < 400 {
+        let length = rng.random_range(2..10);
+        text.extend((0..length).map(|_| char::from(LETTERS[rng.random_range(0..LETTERS.len())])));
+        text.push(' ');
+    }
+    text
+}
+
+/// The index entries of `events` in shape B: one for every 5th event.
+fn entries(events: &[EventRow], rng: &mut StdRng) -> Vec<IndexEntry> {
+    events
+        .iter()
+        .filter(|event| event.seq % 5 == 0)
+        .map(|event| IndexEntry {
+            conversation_id: event.conversation_id,
+            seq: event.seq,
+            kind: "answer".into(),
+            turn_id: event.turn_id,
+            at: event.at,
+            text: indexed_text(rng),
+        })
+        .collect()
 }
 
 /// CPU time (user + system) this process has used: unlike wall time, it barely moves when other work shares the
@@ -74,7 +109,7 @@ struct Measured {
 }
 
 /// Creates `actors` conversations, then has each commit `events_each` events, `per_commit` at a time, all at once.
-async fn run(store: &Store, actors: usize, events_each: u64, per_commit: u64) -> Result<Measured> {
+async fn run(store: &Store, actors: usize, events_each: u64, per_commit: u64, indexed: bool) -> Result<Measured> {
     let mut ids = Vec::new();
     for _ in 0..actors {
         let id = ConversationId::new();
@@ -98,16 +133,23 @@ async fn run(store: &Store, actors: usize, events_each: u64, per_commit: u64) ->
     let start = Instant::now();
     let cpu_start = cpu_time();
     let mut tasks = Vec::new();
-    for id in ids {
+    for (n, id) in (0_u64..).zip(ids) {
         let store = store.clone();
+        let seed = n;
         tasks.push(tokio::spawn(async move {
+            let mut rng = StdRng::seed_from_u64(seed);
             let turn = TurnId::new();
             let mut seq = 1;
             let mut local = Duration::ZERO;
             while seq <= events_each {
-                let events = (seq..seq + per_commit).map(|s| event(id, turn, s)).collect();
+                let events: Vec<EventRow> = (seq..seq + per_commit).map(|s| event(id, turn, s)).collect();
+                let index = if indexed {
+                    entries(&events, &mut rng)
+                } else {
+                    Vec::new()
+                };
                 let t = Instant::now();
-                store.commit(Commit::events(events)).await?;
+                store.commit(Commit::events(events).with_index(index)).await?;
                 local += t.elapsed();
                 seq += per_commit;
             }
@@ -148,7 +190,7 @@ async fn shape(name: &str, actors: usize, events_each: u64, per_commit: u64, jud
     for _ in 0..RUNS {
         let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR"))?;
         let store = Store::open(dir.path().join("efr.db")).await?;
-        let measured = run(&store, actors, events_each, per_commit).await?;
+        let measured = run(&store, actors, events_each, per_commit, false).await?;
         store.close().await?;
         rates.push(measured.rate);
         latencies.push(measured.latency);
@@ -177,6 +219,34 @@ async fn shape(name: &str, actors: usize, events_each: u64, per_commit: u64, jud
     Ok(!matches!(judge, Judge::Budget) || rate >= budget)
 }
 
+/// The search index's cost: the batched shape without (A) and with (B) index entries, interleaved; true when B's
+/// median rate is at least 90% of A's.
+async fn indexed_ab() -> Result<bool> {
+    const AB_RUNS: usize = 5;
+    let (mut plain, mut indexed) = (Vec::new(), Vec::new());
+    for i in 0..AB_RUNS * 2 {
+        // A B B A A B B A ...: each side runs first as often as the other.
+        let with_index = matches!(i % 4, 1 | 2);
+        let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR"))?;
+        let store = Store::open(dir.path().join("efr.db")).await?;
+        let measured = run(&store, 8, 10_000, 100, with_index).await?;
+        store.close().await?;
+        if with_index { &mut indexed } else { &mut plain }.push(measured.rate);
+    }
+    plain.sort_by(f64::total_cmp);
+    indexed.sort_by(f64::total_cmp);
+    let (a, b) = (plain[plain.len() / 2], indexed[indexed.len() / 2]);
+    let ratio = b / a;
+    let ok = ratio >= 0.9;
+    println!(
+        "store indexed A/B: {a:>9.0} durable events/s without the index, {b:>9.0} with it (every 5th event indexed): \
+         {:.1}% cost  [budget < 10%: {}]",
+        (1.0 - ratio) * 100.0,
+        if ok { "ok" } else { "OVER BUDGET" }
+    );
+    Ok(ok)
+}
+
 fn main() -> Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -186,7 +256,8 @@ fn main() -> Result<ExitCode> {
         let batched = shape("batched", 8, 20_000, 100, Judge::Budget).await?;
         shape("group commit", 64, 1_000, 1, Judge::Compare).await?;
         shape("lone commit", 1, 300, 1, Judge::None).await?;
-        anyhow::Ok(batched)
+        let indexed = indexed_ab().await?;
+        anyhow::Ok(batched && indexed)
     })?;
     Ok(if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }

@@ -119,7 +119,7 @@ fn query_devices(conn: &Connection, filter: &str, args: &[&dyn rusqlite::ToSql])
 
 impl Store {
     /// Runs `write` on the writer thread's connection, in a transaction of its own.
-    async fn write<T, F>(&self, write: F) -> Result<T>
+    pub(crate) async fn write<T, F>(&self, write: F) -> Result<T>
     where
         T: Send + 'static,
         F: FnOnce(&rusqlite::Transaction<'_>) -> Result<T> + Send + 'static,

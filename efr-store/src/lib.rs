@@ -17,6 +17,8 @@
 //!   lingers up to 2 ms for the writers it just released) in ONE transaction and replies to each after `COMMIT`
 //!   returned (group commit). Each commit has its own savepoint, so a commit that breaks an invariant fails alone.
 //!   See `writer.rs`.
+//! - The search index: `search_entries` and the FTS5 table `search_index`, written in the same savepoint as the
+//!   events they come from. See `search.rs`.
 //! - Reads run on a small pool of their own connections, on tokio's blocking pool. See `read.rs`.
 //!
 //! The store knows no protocol type: an event is an [`EventRow`] whose body is JSON text the caller serialized, and
@@ -65,6 +67,7 @@ mod error;
 mod read;
 mod rows;
 mod schema;
+pub mod search;
 mod writer;
 
 #[cfg(test)]
@@ -83,9 +86,11 @@ pub use command::CommandRecord;
 pub use devices::{DeviceRow, Inserted};
 pub use error::{Result, StoreError};
 pub use rows::{
-    Commit, ConversationCursor, ConversationPage, ConversationSummary, EventRow, MAX_PAGE, OpenTurn, PageRequest,
+    Commit, ConversationCursor, ConversationPage, ConversationSummary, EventRow, IndexEntry, MAX_PAGE, OpenTurn,
+    PageRequest,
 };
 pub use schema::{BUSY_TIMEOUT, SCHEMA_VERSION};
+pub use search::{FoundEntries, FoundEntry, IndexQuery, RebuildState, Stopped};
 pub use writer::COMMAND_RETENTION;
 
 use read::ReadPool;
@@ -220,6 +225,14 @@ impl Store {
     /// [`StoreError::Closed`], [`StoreError::Corrupt`], SQLite errors.
     pub async fn conversation(&self, id: ConversationId) -> Result<Option<ConversationSummary>> {
         self.read(move |conn| read::conversation(conn, id)).await
+    }
+
+    /// The summaries of `ids` that exist, in no particular order; at most [`MAX_PAGE`] ids.
+    ///
+    /// # Errors
+    /// [`StoreError::Invalid`] for too many ids, [`StoreError::Closed`], [`StoreError::Corrupt`], SQLite errors.
+    pub async fn conversations(&self, ids: Vec<ConversationId>) -> Result<Vec<ConversationSummary>> {
+        self.read(move |conn| read::conversations(conn, &ids)).await
     }
 
     /// A page of conversations, newest `updated_at` first; `page.after` continues from the previous page's `next`.

@@ -100,11 +100,11 @@ pub(crate) fn seq_from_sql(value: i64) -> Result<u64> {
     u64::try_from(value).map_err(|_| StoreError::corrupt(format!("negative seq or count {value}")))
 }
 
-fn time_from_sql(millis: i64, what: &str) -> Result<Timestamp> {
+pub(crate) fn time_from_sql(millis: i64, what: &str) -> Result<Timestamp> {
     Timestamp::from_millis(millis).ok_or_else(|| StoreError::corrupt(format!("{what} {millis} is out of range")))
 }
 
-fn id_from_sql<T: std::str::FromStr>(text: &str, what: &str) -> Result<T> {
+pub(crate) fn id_from_sql<T: std::str::FromStr>(text: &str, what: &str) -> Result<T> {
     text.parse()
         .map_err(|_| StoreError::corrupt(format!("{what} {text:?} is not a UUID")))
 }
@@ -256,6 +256,32 @@ pub(crate) fn conversation(conn: &Connection, id: ConversationId) -> Result<Opti
         .optional()?
         .map(RawSummary::check)
         .transpose()
+}
+
+/// The summaries of `ids` that exist, in no particular order (at most [`MAX_PAGE`] ids).
+///
+/// # Errors
+/// [`StoreError::Invalid`] for more than [`MAX_PAGE`] ids; SQLite errors; [`StoreError::Corrupt`].
+pub(crate) fn conversations(conn: &Connection, ids: &[ConversationId]) -> Result<Vec<ConversationSummary>> {
+    if ids.len() > MAX_PAGE as usize {
+        return Err(StoreError::invalid(format!("at most {MAX_PAGE} conversations at once")));
+    }
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let sql = format!(
+        "SELECT {SUMMARY_COLUMNS} FROM conversations WHERE id IN ({})",
+        placeholders(ids.len())
+    );
+    conn.prepare(&sql)?
+        .query_map(
+            params_from_iter(ids.iter().map(ToString::to_string)),
+            RawSummary::from_row,
+        )?
+        .collect::<rusqlite::Result<Vec<_>>>()?
+        .into_iter()
+        .map(RawSummary::check)
+        .collect()
 }
 
 /// A page of conversations, newest `updated_at` first (ties: higher id first), continuing after `page.after`.

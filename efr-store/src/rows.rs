@@ -32,6 +32,23 @@ pub struct EventRow {
     pub body: String,
 }
 
+/// One searchable text of a conversation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexEntry {
+    /// Its conversation.
+    pub conversation_id: ConversationId,
+    /// The event that holds it; 0 for the title.
+    pub seq: u64,
+    /// What it is, as the caller names it (efr: `title`, `prompt`, `answer`, `command`).
+    pub kind: String,
+    /// The event's turn; `None` outside a turn.
+    pub turn_id: Option<TurnId>,
+    /// When the event happened (the title: when it was set).
+    pub at: Timestamp,
+    /// The text, its secrets already replaced.
+    pub text: String,
+}
+
 /// A conversation's summary row: what `conversations.list` shows without reading the log.
 ///
 /// A commit that carries a summary replaces the stored row, except `created_at`, which keeps its first value.
@@ -58,7 +75,7 @@ pub struct ConversationSummary {
 /// One atomic unit of writing: an optional summary upsert, events, and an optional command outcome.
 ///
 /// The store writes all of it or nothing. It is applied in this order: the command (a duplicate refuses the whole
-/// commit), the summary, the events (each seq checked against its conversation's last seq).
+/// commit), the summary, the events (each seq checked against its conversation's last seq), the index entries.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Commit {
     /// The summary row to insert or replace.
@@ -67,6 +84,8 @@ pub struct Commit {
     pub events: Vec<EventRow>,
     /// The outcome to store under the write's command_id.
     pub command: Option<CommandRecord>,
+    /// The searchable texts of the events (and a new title), written with them ([`crate::search`]).
+    pub index: Vec<IndexEntry>,
 }
 
 impl Commit {
@@ -83,6 +102,13 @@ impl Commit {
     #[must_use]
     pub fn with_conversation(mut self, summary: ConversationSummary) -> Self {
         self.conversation = Some(summary);
+        self
+    }
+
+    /// Adds the search index entries of the commit's events.
+    #[must_use]
+    pub fn with_index(mut self, entries: Vec<IndexEntry>) -> Self {
+        self.index = entries;
         self
     }
 

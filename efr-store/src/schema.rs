@@ -43,10 +43,15 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "0002_devices",
         sql: include_str!("migrations/0002_devices.sql"),
     },
+    Migration {
+        version: 3,
+        name: "0003_search",
+        sql: include_str!("migrations/0003_search.sql"),
+    },
 ];
 
 /// The schema version this build writes: the version of the newest migration.
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// How long a connection waits for a lock before it fails with `SQLITE_BUSY`.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);

@@ -29,6 +29,7 @@ use tokio::sync::{OwnedSemaphorePermit, oneshot};
 use super::error::{Result, StoreError};
 use super::read;
 use super::rows::{Commit, ConversationSummary, EventRow};
+use super::search;
 
 /// The most commits one transaction takes.
 pub(crate) const MAX_BATCH: usize = 512;
@@ -360,6 +361,7 @@ fn apply(conn: &Connection, commit: &Commit) -> Result<()> {
         insert_event(conn, event)?;
         next[slot].1 = expected + 1;
     }
+    search::insert_entries(conn, &commit.index)?;
     Ok(())
 }
 

@@ -72,6 +72,8 @@ pub enum Command {
         #[command(subcommand)]
         command: SandboxCommand,
     },
+    /// Find conversations by what was said or run in them: titles, prompts, answers and commands.
+    Search(SearchArgs),
     /// Show what a turn changed in files.
     Diff(DiffArgs),
     /// Undo a turn: every file it changed back as it was, and the git refs it moved (docs/undo.md).
@@ -423,6 +425,23 @@ pub struct HostArgs {
     #[arg(value_name = "HOST[:PORT]")]
     pub host: String,
     /// Print the result as JSON (one line) for scripts.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `efr search`.
+#[derive(Debug, Args)]
+pub struct SearchArgs {
+    /// The words to find (each matches any part of a word; every word must match).
+    #[arg(required = true, value_name = "QUERY")]
+    pub query: Vec<String>,
+    /// Search only this conversation (its hits, newest first).
+    #[arg(long, value_name = "ID")]
+    pub conversation: Option<String>,
+    /// The most rows (1 to 200; with --conversation, hits: 1 to 50).
+    #[arg(long)]
+    pub limit: Option<u32>,
+    /// Print the result as JSON (one line).
     #[arg(long)]
     pub json: bool,
 }

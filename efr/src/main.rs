@@ -129,6 +129,7 @@ async fn run(command: Option<Command>, root_prompt: &cli::PromptArgs) -> ExitCod
         Some(Command::Sandbox {
             command: SandboxCommand::SetupApparmor(args),
         }) => commands::apparmor::setup(args.print),
+        Some(Command::Search(args)) => commands::search::run(&args).await,
         Some(Command::Diff(args)) => commands::diff::run(&args).await,
         Some(Command::Undo(args)) => commands::undo::run(&args, false).await,
         Some(Command::Redo(args)) => commands::undo::run(&args, true).await,

@@ -26,6 +26,8 @@ pub const ALIASES: &[(&str, &[&str])] = &[
     ("log", &["diff"]),
     ("logs", &["diff"]),
     ("changes", &["diff"]),
+    ("find", &["search"]),
+    ("grep", &["search"]),
     ("stop", &["shell", "stop"]),
     ("kill", &["shell", "stop"]),
     ("cancel", &["shell", "stop"]),

@@ -13,6 +13,7 @@
 //! | [`jobs`] | background jobs: their processes, cgroups (systemd scopes), output files, watches, stops and notices |
 //! | [`helper_process`] | the supervision of efrd's helper processes (`efr-proxy`, `efr-bus-proxy`): start, restart, status |
 //! | [`network`] | the network of contained calls: `[network]` rules, credential hosts, efr-proxy's plans, refusals |
+//! | [`search`] | search over conversations: what the index holds (secrets replaced), ranges, ranking, the searches, the rebuild |
 //! | [`bus`] | the D-Bus of contained calls: `[bus]` and the default policy made into a `bus_filter` grant and a bus plan, the session bus, a closed plan's refusals |
 //! | [`sandbox`] | efrd's side of the sandbox: base plans, protected paths, the probe and its cache, explain |
 //! | [`undo`] | undo and redo of a turn from its covered snapshots: the plan, the writes, the journal, the trash |
@@ -44,6 +45,7 @@ pub mod network;
 pub mod prompt;
 pub mod remote;
 pub mod sandbox;
+pub mod search;
 pub mod server;
 pub mod tools;
 pub mod turn;

@@ -166,7 +166,7 @@ async fn recover(daemon: &Arc<Daemon>) -> Result<(), StartError> {
     Ok(())
 }
 
-/// The tasks beside the server: the catalog's fetch, systemd's "stopping", the idle exit.
+/// The tasks beside the server: the catalog's fetch, the search index's rebuild, systemd's "stopping", the idle exit.
 fn spawn_background(daemon: &Arc<Daemon>, notifier: &Arc<Notifier>, shutdown: &CancellationToken) {
     // The catalog is fetched in the background: a slow provider must not delay readiness.
     let refresh = Arc::clone(daemon);
@@ -178,6 +178,9 @@ fn spawn_background(daemon: &Arc<Daemon>, notifier: &Arc<Notifier>, shutdown: &C
             warn!(line = ?e.line, column = ?e.column, key = ?e.key, "config.toml: {}", e.message);
         }
     });
+
+    // The search index of a log older than it: built in the background, so start-up never waits for it.
+    tokio::spawn(crate::search::rebuild::run(daemon.store.clone()));
 
     let stopping = Arc::clone(notifier);
     let signalled = shutdown.clone();

@@ -23,6 +23,7 @@ mod methods;
 mod presence;
 mod sandbox;
 mod steer;
+mod search;
 mod surface;
 mod undo;
 mod values;
@@ -121,6 +122,7 @@ pub fn examples() -> Vec<Example> {
     all.extend(jobs::examples());
     all.extend(steer::examples());
     all.extend(home::examples());
+    all.extend(search::examples());
     all
 }
 

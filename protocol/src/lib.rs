@@ -4,7 +4,7 @@
 //! - [`frame`]: client and server frames and the request lifecycle.
 //! - [`error`]: the closed set of error codes.
 //! - [`methods`]: the method table (scope, shape, write, transports).
-//! - [`ids`]: ids and times; [`secret`]: keys and tokens that never print.
+//! - [`ids`]: ids and times; [`secret`]: keys and tokens that never print; [`mask`]: secrets found in free text.
 //! - [`hello`]: the first request of every connection.
 //! - [`wire`]: the params and results of the methods, one module per family, and the pieces they share.
 //! - [`events`]: the event envelope and every event kind.
@@ -25,6 +25,7 @@ pub mod frame;
 pub mod hello;
 pub mod ids;
 pub mod internal;
+pub mod mask;
 pub mod methods;
 pub mod schema;
 pub mod secret;

@@ -37,6 +37,9 @@ use crate::wire::{
 use crate::wire::{
     ConversationCompactParams, ConversationCompactResult, ConversationContextParams, ConversationContextResult,
 };
+use crate::wire::{
+    ConversationSearchParams, ConversationSearchResult, ConversationsSearchParams, ConversationsSearchResult,
+};
 use crate::wire::{ConversationsRecentParams, ConversationsRecentResult, ConversationsWatchParams};
 use crate::wire::{
     DeviceEnrollParams, DeviceEnrollResult, DeviceListParams, DeviceListResult, DevicePairConfirmParams,
@@ -85,6 +88,10 @@ pub fn protocol_schema() -> Value {
             ConversationsRecentParams,
             ConversationsRecentResult,
             ConversationsWatchParams,
+            ConversationsSearchParams,
+            ConversationsSearchResult,
+            ConversationSearchParams,
+            ConversationSearchResult,
             WatchItem,
             ConversationDiffParams,
             ConversationDiffResult,

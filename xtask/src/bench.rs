@@ -20,6 +20,7 @@ const BENCHES: &[(&str, &str)] = &[
     ("efrd", "context"),
     ("efrd", "jobs"),
     ("efrd", "drafts"),
+    ("efrd", "search"),
     ("efr-launcher", "contained_true"),
     ("efr-launcher", "contained_read"),
     ("efr-proxy", "tunnel"),

@@ -11,6 +11,7 @@ mod concurrency;
 mod durability;
 mod kill;
 mod read;
+mod search;
 
 use efr_protocol::ids::{CommandId, ConversationId, Timestamp, TurnId};
 use tempfile::TempDir;

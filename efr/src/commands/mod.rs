@@ -35,6 +35,7 @@ pub mod models;
 pub mod presence;
 pub mod sandbox;
 pub mod sandbox_host;
+pub mod search;
 pub mod shell;
 pub mod status;
 pub mod trash;

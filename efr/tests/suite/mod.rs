@@ -7,6 +7,7 @@ mod cli_pipe;
 mod cli_pty;
 mod cli_sandbox_host;
 mod cli_steer;
+mod cli_search;
 mod completions;
 mod mistyped;
 mod shell_init;

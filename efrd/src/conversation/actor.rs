@@ -558,7 +558,11 @@ fn shell_kind(program: crate::config::ShellProgram) -> ShellKind {
 pub fn summary_to_wire(s: &ConversationSummary) -> WireSummary {
     WireSummary {
         conversation_id: s.id,
-        title: s.title.clone(),
+        // Titles stored before masking existed are masked when shown (spec: the title with its secrets replaced).
+        title: s
+            .title
+            .as_deref()
+            .map(|t| efr_protocol::mask::mask_secrets(t).into_owned()),
         status: serde_json::from_value(serde_json::Value::String(s.status.clone())).unwrap_or(ConversationStatus::Idle),
         created_at: s.created_at,
         updated_at: s.updated_at,

@@ -22,6 +22,7 @@ mod daemon_presence;
 mod daemon_protocol;
 mod daemon_restart;
 mod daemon_steer;
+mod daemon_search;
 mod daemon_surface;
 mod daemon_tools;
 mod daemon_turns;

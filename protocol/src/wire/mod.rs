@@ -30,6 +30,7 @@ pub mod recent;
 pub mod route;
 pub mod sandbox;
 pub mod sandbox_methods;
+pub mod search;
 pub mod shell;
 pub mod steer;
 pub mod subscribe;
@@ -88,6 +89,10 @@ pub use sandbox::{
 pub use sandbox_methods::{
     AdminSandboxCheckParams, AdminSandboxCheckResult, HostRuleSource, HostVerdict, PathView, ProbeName,
     SandboxExplainHostParams, SandboxExplainHostResult, SandboxExplainParams, SandboxExplainResult, SandboxProbe,
+};
+pub use search::{
+    ConversationSearchParams, ConversationSearchResult, ConversationsSearchParams, ConversationsSearchResult,
+    RangedText, SearchHit, SearchKind, SearchPartial, SearchRow, SearchStats, TextRange,
 };
 pub use shell::{
     ApprovedBy, How, ShellBusy, ShellInterruptParams, ShellInterruptResult, ShellStatusParams, ShellStatusResult,

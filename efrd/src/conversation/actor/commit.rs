@@ -69,7 +69,8 @@ impl Actor {
             });
         }
         let sizes: Vec<u64> = rows.iter().map(|row| row.body.len() as u64).collect();
-        let mut commit = Commit::events(rows);
+        let title = self.summary.as_ref().and_then(|s| s.title.as_deref());
+        let mut commit = Commit::events(rows).with_index(crate::search::extract::entries_of(&events, title));
         let last_seq = self.last_seq + events.len() as u64;
         if let Some(summary) = self.summary.as_mut() {
             summary.updated_at = at;

@@ -173,7 +173,8 @@ impl Actor {
         let now = Timestamp::now();
         ConversationSummary {
             id: self.id,
-            title: Some(history::title_of(&params.text)),
+            // Masked before the cut: a secret cut in half would no longer look like one.
+            title: Some(history::title_of(&efr_protocol::mask::mask_secrets(&params.text))),
             status: status_name(ConversationStatus::Idle).to_owned(),
             cwd: params
                 .context

@@ -60,6 +60,7 @@ pub fn hello(daemon: &Daemon, session: &Session, raw: Option<Value>) -> Result<V
                 conversations_watch: true,
                 approval_local_only: true,
                 device_prove: true,
+                search: true,
                 ..Capabilities::default()
             },
             paths: HelloPaths::default(),
@@ -79,6 +80,7 @@ pub fn hello(daemon: &Daemon, session: &Session, raw: Option<Value>) -> Result<V
         // Only what this efrd really does is announced.
         capabilities: Capabilities {
             conversations_watch: true,
+            search: true,
             // efrd sets local_only in approval_requested and refuses a phone's answer to such a question.
             approval_local_only: true,
             ..Capabilities::default()

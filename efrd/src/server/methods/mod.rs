@@ -8,6 +8,7 @@ pub mod hello;
 pub mod jobs;
 pub mod presence;
 pub mod sandbox;
+pub mod search;
 pub mod shell;
 pub mod steer;
 pub mod surface;
@@ -76,6 +77,8 @@ pub async fn unary(ctx: &RequestCtx, method: Method, raw: Option<Value>) -> Resu
         Method::ShellInterrupt => shell::interrupt(ctx, raw).await,
         Method::ConversationsList => conversation::conversations_list(ctx, raw).await,
         Method::ConversationsRecent => watch::conversations_recent(ctx, raw).await,
+        Method::ConversationsSearch => search::conversations_search(ctx, raw).await,
+        Method::ConversationSearch => search::conversation_search(ctx, raw).await,
         Method::ConversationDiff => conversation::diff(ctx, raw).await,
         Method::ConversationContext => conversation::context(ctx, raw).await,
         Method::ConversationCompact => conversation::compact(ctx, raw).await,
