@@ -48,7 +48,7 @@ fn main() -> ExitCode {
                 "a job's start against a contained call's (job minus call)",
                 &pairs,
                 START_BUDGET,
-            )
+            );
         }
         Err(error) => {
             eprintln!("the end-to-end bench cannot run: {error:#}");

@@ -269,6 +269,7 @@ mod tests {
                 tool: "shell".into(),
                 command: Some(line.into()),
                 edit: None,
+                ..Default::default()
             },
             needs: efr_protocol::wire::Needs {
                 grants: Vec::new(),

@@ -54,7 +54,10 @@ fn record(record: &ExitRecord) -> Value {
             .map(|line| bounded(line, MAX_LINE_BYTES)),
         // The payload of a floor edit is a file's content, for the user alone.
         edit: None,
-        ..Default::default()
+        background: record.action.background,
+        watch: record.action.watch,
+        wake_turn: record.action.wake_turn,
+        max_minutes: record.action.max_minutes,
     };
     json!({
         "kind": record.kind,
