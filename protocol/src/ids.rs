@@ -104,81 +104,106 @@ impl From<&str> for CallId {
     }
 }
 
-/// A surface question's id: `s1`, `s2`, ... numbered per conversation (docs/protocol.md, "The contract": the type
-/// question_id of "the wire types of the auto sandbox (phase 1)"). Any other string is refused when read.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct QuestionId(String);
+/// An id numbered per conversation: a letter and a number from 1 without leading zeros (`s1`, `j2`). Any other
+/// string is refused when read.
+macro_rules! numbered_id {
+    ($(#[$doc:meta])* $name:ident, $letter:literal, $what:literal, $pattern:literal, $description:literal) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub struct $name(String);
 
-impl QuestionId {
-    /// The `n`th question of a conversation (from 1).
-    #[must_use]
-    pub fn nth(n: u64) -> Self {
-        Self(format!("s{n}"))
-    }
+        impl $name {
+            /// The `n`th of its conversation (from 1).
+            #[must_use]
+            pub fn nth(n: u64) -> Self {
+                Self(format!("{}{n}", $letter))
+            }
 
-    /// Its number (`s3` → 3).
-    #[must_use]
-    pub fn number(&self) -> u64 {
-        self.0[1..].parse().unwrap_or(0)
-    }
+            /// Its number (the `3` of the third).
+            #[must_use]
+            pub fn number(&self) -> u64 {
+                self.0[1..].parse().unwrap_or(0)
+            }
 
-    /// The id as text.
-    #[must_use]
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl std::str::FromStr for QuestionId {
-    type Err = String;
-
-    /// Reads `s<n>`, n from 1 without leading zeros.
-    fn from_str(text: &str) -> Result<Self, Self::Err> {
-        let digits = text.strip_prefix('s').unwrap_or("");
-        let valid = !digits.is_empty()
-            && !digits.starts_with('0')
-            && digits.len() <= 19
-            && digits.bytes().all(|b| b.is_ascii_digit());
-        if valid {
-            Ok(Self(text.to_owned()))
-        } else {
-            Err(format!("`{text}` is not a question id (s1, s2, ...)"))
+            /// The id as text.
+            #[must_use]
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
         }
-    }
+
+        impl std::str::FromStr for $name {
+            type Err = String;
+
+            /// Reads the letter and a number from 1 without leading zeros.
+            fn from_str(text: &str) -> Result<Self, Self::Err> {
+                let digits = text.strip_prefix($letter).unwrap_or("");
+                let valid = !digits.is_empty()
+                    && !digits.starts_with('0')
+                    && digits.len() <= 19
+                    && digits.bytes().all(|b| b.is_ascii_digit());
+                if valid {
+                    Ok(Self(text.to_owned()))
+                } else {
+                    Err(format!("`{text}` is not {} ({}1, {}2, ...)", $what, $letter, $letter))
+                }
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        impl Serialize for $name {
+            fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.serialize_str(&self.0)
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                let text = String::deserialize(deserializer)?;
+                text.parse().map_err(serde::de::Error::custom)
+            }
+        }
+
+        impl JsonSchema for $name {
+            fn schema_name() -> std::borrow::Cow<'static, str> {
+                stringify!($name).into()
+            }
+
+            fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+                schemars::json_schema!({
+                    "type": "string",
+                    "pattern": $pattern,
+                    "description": $description
+                })
+            }
+        }
+    };
 }
 
-impl fmt::Display for QuestionId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
+numbered_id!(
+    /// A surface question's id: `s1`, `s2`, ... numbered per conversation (docs/protocol.md, "The contract": the type
+    /// question_id of "the wire types of the auto sandbox (phase 1)").
+    QuestionId,
+    's',
+    "a question id",
+    "^s[1-9][0-9]*$",
+    "A surface question's id: s1, s2, ... per conversation."
+);
 
-impl Serialize for QuestionId {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(&self.0)
-    }
-}
-
-impl<'de> Deserialize<'de> for QuestionId {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let text = String::deserialize(deserializer)?;
-        text.parse().map_err(serde::de::Error::custom)
-    }
-}
-
-impl JsonSchema for QuestionId {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "QuestionId".into()
-    }
-
-    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        schemars::json_schema!({
-            "type": "string",
-            "pattern": "^s[1-9][0-9]*$",
-            "description": "A surface question's id: s1, s2, ... per conversation."
-        })
-    }
-}
+numbered_id!(
+    /// A background job's id: `j1`, `j2`, ... numbered per conversation (docs/protocol.md, "The contract": job_id of
+    /// "background jobs (phase C)").
+    JobId,
+    'j',
+    "a job id",
+    "^j[1-9][0-9]*$",
+    "A background job's id: j1, j2, ... per conversation."
+);
 
 /// A point in time: RFC 3339 UTC with milliseconds on the wire, such as `2026-11-30T14:33:11.042Z`.
 ///

@@ -5,91 +5,16 @@
 //! The methods: jobs.list (scope read), jobs.stop (scope operate, a command id) and call.background (scope terminal,
 //! a command id); the events' members are in `crate::events::jobs`.
 
-use std::fmt;
 use std::path::PathBuf;
 
 use schemars::JsonSchema;
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde::{Deserialize, Serialize};
 
 use super::exits::ExitRecord;
 use super::sandbox::Launch;
+pub use crate::ids::JobId;
 use crate::ids::{CallId, CommandId, ConversationId, Timestamp, TurnId};
 use crate::macros::{is_false, wire_enum};
-
-/// A job's id: `j1`, `j2`, ... numbered per conversation. Any other string is refused when read (spec).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct JobId(String);
-
-impl JobId {
-    /// The `n`th job of a conversation (from 1).
-    #[must_use]
-    pub fn nth(n: u64) -> Self {
-        Self(format!("j{n}"))
-    }
-
-    /// Its number (`j3` → 3).
-    #[must_use]
-    pub fn number(&self) -> u64 {
-        self.0[1..].parse().unwrap_or(0)
-    }
-
-    /// The id as text.
-    #[must_use]
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl std::str::FromStr for JobId {
-    type Err = String;
-
-    /// Reads `j<n>`, n from 1 without leading zeros.
-    fn from_str(text: &str) -> Result<Self, Self::Err> {
-        let digits = text.strip_prefix('j').unwrap_or("");
-        let valid = !digits.is_empty()
-            && !digits.starts_with('0')
-            && digits.len() <= 19
-            && digits.bytes().all(|b| b.is_ascii_digit());
-        if valid {
-            Ok(Self(text.to_owned()))
-        } else {
-            Err(format!("`{text}` is not a job id (j1, j2, ...)"))
-        }
-    }
-}
-
-impl fmt::Display for JobId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl Serialize for JobId {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(&self.0)
-    }
-}
-
-impl<'de> Deserialize<'de> for JobId {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let text = String::deserialize(deserializer)?;
-        text.parse().map_err(serde::de::Error::custom)
-    }
-}
-
-impl JsonSchema for JobId {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "JobId".into()
-    }
-
-    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        schemars::json_schema!({
-            "type": "string",
-            "pattern": "^j[1-9][0-9]*$",
-            "description": "A background job's id: j1, j2, ... per conversation."
-        })
-    }
-}
 
 wire_enum! {
     /// Where a job is (frozen in `job_states.json`).
