@@ -475,7 +475,13 @@ impl Actor {
             self.finish_turn_status();
         }
         let ends = bodies.iter().any(ends_turn);
-        let bodies = bodies.into_iter().map(|body| (turn_id, body)).collect();
+        let mut bodies: Vec<(Option<TurnId>, EventBody)> = bodies.into_iter().map(|body| (turn_id, body)).collect();
+        if ends && let Some(withdrawn) = turn_id.and_then(|id| self.unread_at_end(id)) {
+            // Before the end: a steer that no model call read (the turn failed or stopped first) is taken back,
+            // never left as if it waited.
+            let at = bodies.len() - 1;
+            bodies.insert(at, (turn_id, withdrawn));
+        }
         let answer = self
             .commit(bodies, None)
             .await

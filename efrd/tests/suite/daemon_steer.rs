@@ -580,3 +580,35 @@ async fn an_interrupt_resends_and_withdraws_in_the_step_of_its_request() {
         2
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_steer_that_no_model_call_read_is_taken_back_when_the_turn_fails() {
+    let home = tempfile::tempdir().unwrap();
+    let project = common::project();
+    let failing = Reply::of(vec![
+        ReplyEvent::Text("working ".into()),
+        ReplyEvent::DelayMs(1_500),
+        ReplyEvent::Error {
+            kind: "invalid_request_error".into(),
+            message: "the request is not valid".into(),
+        },
+    ]);
+    let server = model(vec![failing]).await;
+    let efrd = daemon(home.path(), &server);
+    let mut client = efrd.client().await.unwrap();
+    let sent = prompt(&mut client, project.path(), None, "hello").await;
+    let conversation = sent["conversation_id"].as_str().unwrap().to_owned();
+    let (id, _) = subscribe(&mut client, &conversation, Some(0)).await;
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let steered = steer(&mut client, &conversation, "and also this", false).await.unwrap();
+    let events = until_end_of(&mut client, id, &sent["turn_id"]).await;
+    let kinds = kinds_of(&events, &sent["turn_id"]);
+    assert_eq!(kinds.last(), Some(&"turn_failed"), "{kinds:?}");
+    let withdrawn = events
+        .iter()
+        .find(|e| e["kind"] == "steering_withdrawn")
+        .unwrap_or_else(|| panic!("the unread steer is taken back: {kinds:?}"));
+    assert_eq!(withdrawn["steers"], json!([steered["seq"]]), "{withdrawn}");
+    assert_eq!(withdrawn["origin"], "daemon");
+    assert!(!kinds.contains(&"steering_delivered"), "{kinds:?}");
+}

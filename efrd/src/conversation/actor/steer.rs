@@ -165,6 +165,20 @@ impl Actor {
         Ok(steers.into_iter().map(|s| s.text).collect())
     }
 
+    /// At the end of `turn_id`: steering_withdrawn (by the daemon) for the steers that no model call read, so that the
+    /// log never leaves a steer neither read nor taken back; `None` when none waits.
+    pub(super) fn unread_at_end(&mut self, turn_id: TurnId) -> Option<EventBody> {
+        let running = self.running.as_mut().filter(|r| r.turn_id == turn_id)?;
+        if running.steers.is_empty() {
+            return None;
+        }
+        let steers = std::mem::take(&mut running.steers).iter().map(|s| s.seq).collect();
+        Some(EventBody::SteeringWithdrawn(SteeringWithdrawn {
+            steers,
+            origin: Origin::Daemon,
+        }))
+    }
+
     /// prompt.withdraw: prompt_withdrawn for a prompt that waits; `conflict` for one that started, `not_found` for a
     /// target without a waiting prompt.
     pub(super) async fn withdraw(
