@@ -95,7 +95,14 @@ async fn unknown_methods_and_bad_params_name_what_is_wrong() {
     assert!(error.message.contains('x'), "{}", error.message);
 
     // A method of the table that this efrd does not serve yet says so.
-    let error = client.call("jobs.list", json!({})).await.unwrap().unwrap_err();
+    let error = client
+        .call(
+            "call.background",
+            json!({"command_id": common::command_id(), "conversation_id": uuid::Uuid::new_v4().to_string(), "call_id": "c1"}),
+        )
+        .await
+        .unwrap()
+        .unwrap_err();
     assert_eq!(error.code, ErrorCode::Invalid);
     assert!(error.message.contains("does not serve"), "{}", error.message);
 
