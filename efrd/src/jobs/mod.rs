@@ -24,7 +24,7 @@ use efr_protocol::ErrorBody;
 use efr_protocol::events::EventBody;
 use efr_protocol::ids::{CallId, ConversationId, TurnId};
 use efr_protocol::wire::{HeldReason, JobId, JobInfo, JobStopBy, JobWatch, JobsListResult, Launch, NoticeKind};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 
 pub use cgroup::start_ticks;
 
@@ -134,7 +134,7 @@ pub enum StartError {
 struct Entry {
     info: Arc<Mutex<JobInfo>>,
     placement: Arc<cgroup::Placement>,
-    stop: Option<mpsc::UnboundedSender<(JobStopBy, oneshot::Sender<()>)>>,
+    stop: run::StopTx,
 }
 
 /// The jobs of this efrd: running ones, and those that ended while it ran.
@@ -226,7 +226,7 @@ impl Jobs {
             Entry {
                 info: started.info,
                 placement: started.placement,
-                stop: Some(started.stop),
+                stop: started.stop,
             },
         );
         Ok(info)
@@ -298,7 +298,7 @@ impl Jobs {
         by: JobStopBy,
     ) -> Result<JobInfo, ErrorBody> {
         let key = self.key(conversation, job_id)?;
-        let stop = lock(&self.entries).get(&key).and_then(|e| e.stop.clone());
+        let stop = lock(&self.entries).get(&key).map(|e| e.stop.clone());
         if let Some(stop) = stop {
             let (done, ended) = oneshot::channel();
             if stop.send((by, done)).is_ok() {

@@ -45,18 +45,16 @@ impl Actor {
                 bus_refused: Vec::new(),
                 bus_refused_more: 0,
             });
-            let seq = self
-                .commit(vec![(None, ended)], None)
-                .await
-                .map_err(ErrorBody::from)?
-                .last()
-                .map_or(self.last_seq, |e| e.seq);
+            // job_ended and its held notice in one commit: the notice names the end's seq.
+            let seq = self.last_seq + 1;
             let held = EventBody::JobNoticeHeld(JobNoticeHeld {
                 job_id: job.job_id.clone(),
                 source_seq: seq,
                 reason: HeldReason::DaemonRestart,
             });
-            self.commit(vec![(None, held)], None).await.map_err(ErrorBody::from)?;
+            self.commit(vec![(None, ended), (None, held)], None)
+                .await
+                .map_err(ErrorBody::from)?;
             self.job_notices.push(crate::jobs::Notice {
                 text: format!(
                     "[job {} (`{}`) ended with the efrd that ran it (efrd restarted); its exit status is not known]",
