@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// A running dbus-daemon, ended (and its socket removed) when dropped or stopped.
 #[derive(Debug)]
@@ -19,7 +19,7 @@ pub struct DbusDaemon {
 impl DbusDaemon {
     /// Starts a bus of type `kind` (`session` or `system`) listening on `socket`, its config written beside it
     /// (`<socket>.conf`); `eavesdrop` also allows eavesdropping (for the tests that check the filter refuses it).
-    /// Waits (at most 10 s) for the socket.
+    /// Waits (at most 10 s) until it listens.
     ///
     /// # Errors
     /// dbus-daemon is missing (the Debian package dbus), or its socket did not appear.
@@ -47,28 +47,42 @@ impl DbusDaemon {
             ),
         )
         .map_err(|e| format!("cannot write the bus's config: {e}"))?;
-        let daemon = Command::new("dbus-daemon")
+        let mut daemon = Command::new("dbus-daemon")
             .arg(format!("--config-file={}", config.display()))
             .arg("--nofork")
-            .stdout(Stdio::null())
+            // It prints its address once it listens: the socket file alone appears at bind(), before listen(), and a
+            // connect in between is refused.
+            .arg("--print-address")
+            .stdout(Stdio::piped())
             // It says it cannot raise its descriptor limit, which does not matter here.
             .stderr(Stdio::null())
             .spawn()
             .map_err(|e| format!("dbus-daemon is missing (install the Debian package dbus): {e}"))?;
+        let stdout = daemon
+            .stdout
+            .take()
+            .ok_or_else(|| "dbus-daemon's stdout is not piped".to_owned())?;
         let mut running = Self {
             socket: socket.to_owned(),
             daemon,
             stopped: false,
         };
-        let start = Instant::now();
-        while !socket.exists() {
-            if start.elapsed() > Duration::from_secs(10) {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let read = std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut line);
+            let _ = tx.send(read.map(|_| line));
+        });
+        match rx.recv_timeout(Duration::from_secs(10)) {
+            Ok(Ok(line)) if line.starts_with("unix:") => Ok(running),
+            outcome => {
                 running.stop();
-                return Err(format!("dbus-daemon's socket {} did not appear", socket.display()));
+                Err(format!(
+                    "dbus-daemon on {} did not say it listens within 10 s: {outcome:?}",
+                    socket.display()
+                ))
             }
-            std::thread::sleep(Duration::from_millis(20));
         }
-        Ok(running)
     }
 
     /// The bus's address, `unix:path=...`.

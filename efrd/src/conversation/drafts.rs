@@ -154,6 +154,11 @@ impl DraftHub {
     }
 }
 
+/// The most bytes of text one text or reasoning draft carries; a longer merged range goes as several drafts, back to
+/// back. It bounds what a subscriber that does not read holds in efrd (the frame it is blocked on) and keeps a draft
+/// far under the 16 MiB frame limit whatever the size of the answer (spec, "transport").
+pub const MAX_DRAFT_BYTES: usize = 16 * 1024;
+
 /// A draft that waits in a queue: text and reasoning as a byte range of the turn's texts, the rest as it came.
 #[derive(Debug, Clone)]
 enum Pending {
@@ -264,6 +269,100 @@ impl Pending {
         }
     }
 
+    /// Splits a text or reasoning range longer than [`MAX_DRAFT_BYTES`] at the last character boundary within the
+    /// bound: the first part, and the rest to send next (which keeps no title: a reasoning title goes once).
+    fn split(self) -> (Self, Option<Self>) {
+        let at = |text: &str, (from, to): (usize, usize)| {
+            if to - from <= MAX_DRAFT_BYTES {
+                return None;
+            }
+            let mut cut = from + MAX_DRAFT_BYTES;
+            while !text.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            Some(cut)
+        };
+        match self {
+            Self::Text {
+                turn_id,
+                after_seq,
+                index,
+                range,
+                texts,
+            } => {
+                let cut = read(&texts).messages.get(&index).and_then(|m| at(m, range));
+                let Some(cut) = cut else {
+                    return (
+                        Self::Text {
+                            turn_id,
+                            after_seq,
+                            index,
+                            range,
+                            texts,
+                        },
+                        None,
+                    );
+                };
+                let rest = Self::Text {
+                    turn_id,
+                    after_seq,
+                    index,
+                    range: (cut, range.1),
+                    texts: Arc::clone(&texts),
+                };
+                (
+                    Self::Text {
+                        turn_id,
+                        after_seq,
+                        index,
+                        range: (range.0, cut),
+                        texts,
+                    },
+                    Some(rest),
+                )
+            }
+            Self::Reasoning {
+                turn_id,
+                after_seq,
+                range,
+                title,
+                texts,
+            } => {
+                let cut = at(&read(&texts).reasoning, range);
+                let Some(cut) = cut else {
+                    return (
+                        Self::Reasoning {
+                            turn_id,
+                            after_seq,
+                            range,
+                            title,
+                            texts,
+                        },
+                        None,
+                    );
+                };
+                let rest = Self::Reasoning {
+                    turn_id,
+                    after_seq,
+                    range: (cut, range.1),
+                    title: None,
+                    texts: Arc::clone(&texts),
+                };
+                (
+                    Self::Reasoning {
+                        turn_id,
+                        after_seq,
+                        range: (range.0, cut),
+                        title,
+                        texts,
+                    },
+                    Some(rest),
+                )
+            }
+            other @ Self::Other(_) => (other, None),
+        }
+    }
+
     /// Merges `next` into `self` when it continues it; `false` when they stay two drafts.
     fn merge(&mut self, next: &Self) -> bool {
         match (self, next) {
@@ -346,16 +445,26 @@ impl DraftQueue {
         self.ready.notify_one();
     }
 
-    /// The next draft, merged with every draft that continued it while it waited.
+    /// The next draft, merged with every draft that continued it while it waited, at most [`MAX_DRAFT_BYTES`] of
+    /// text; the rest of a longer range stays first in the queue.
     pub async fn next(&self) -> Draft {
         loop {
             let notified = self.ready.notified();
-            let next = self.pending.lock().unwrap_or_else(PoisonError::into_inner).pop_front();
-            if let Some(next) = next {
-                return next.draft();
+            if let Some(first) = self.take() {
+                return first.draft();
             }
             notified.await;
         }
+    }
+
+    /// The first waiting draft, cut to the bound (its rest stays first).
+    fn take(&self) -> Option<Pending> {
+        let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
+        let (first, rest) = pending.pop_front()?.split();
+        if let Some(rest) = rest {
+            pending.push_front(rest);
+        }
+        Some(first)
     }
 
     /// How many drafts wait (merged ones count once).
@@ -408,6 +517,31 @@ mod tests {
             queue.next().await.draft,
             DraftPart::ToolInput { bytes: 9, .. }
         ));
+        assert_eq!(queue.waiting(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_long_merged_range_goes_as_drafts_of_at_most_the_bound_cut_between_characters() {
+        let hub = DraftHub::default();
+        let turn = TurnId::new();
+        let queue = hub.subscribe();
+        let piece = "größe 🙂 ".repeat(100);
+        let mut sent = String::new();
+        while sent.len() < 3 * MAX_DRAFT_BYTES {
+            hub.publish(turn, text(sent.len() as u64, &piece));
+            sent.push_str(&piece);
+        }
+        assert_eq!(queue.waiting(), 1, "the pieces merged into one range");
+        let mut got = String::new();
+        while got.len() < sent.len() {
+            let DraftPart::Text { offset, delta, .. } = queue.next().await.draft else {
+                panic!("a text draft");
+            };
+            assert_eq!(offset, got.len() as u64, "each part starts where the last ended");
+            assert!(delta.len() <= MAX_DRAFT_BYTES && !delta.is_empty());
+            got.push_str(&delta);
+        }
+        assert_eq!(got, sent);
         assert_eq!(queue.waiting(), 0);
     }
 

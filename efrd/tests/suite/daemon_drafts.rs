@@ -287,18 +287,32 @@ async fn peak_with_100_subscribers(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hundred_drafts_subscribers_add_less_than_10_mib() {
-    let home = tempfile::tempdir().unwrap();
+    // Each side on a fresh efrd (one that already served a turn keeps its freed memory, which blurs the next peak),
+    // the sides interleaved, the median of the differences: one noisy peak cannot decide.
     let project = common::project();
-    let answer = || Reply::streamed(long_answer(2 * 1024 * 1024), 0);
-    let server = model(vec![answer(), answer()]).await;
-    let efrd = daemon(home.path(), &server);
-    let without = peak_with_100_subscribers(&efrd, project.path(), false).await;
-    let with = peak_with_100_subscribers(&efrd, project.path(), true).await;
-    let added = with.saturating_sub(without);
+    let mut rounds = Vec::new();
+    for _ in 0..3 {
+        let mut peaks = [0; 2];
+        for (side, drafts) in [false, true].into_iter().enumerate() {
+            let home = tempfile::tempdir().unwrap();
+            let server = model(vec![Reply::streamed(long_answer(2 * 1024 * 1024), 0)]).await;
+            let efrd = daemon(home.path(), &server);
+            peaks[side] = peak_with_100_subscribers(&efrd, project.path(), drafts).await;
+        }
+        rounds.push((peaks[1].saturating_sub(peaks[0]), peaks));
+    }
+    rounds.sort_unstable();
+    let (added, [without, with]) = rounds[1];
+    let all: Vec<u64> = rounds.iter().map(|(added, _)| added / 1024).collect();
     assert!(
         added < 10 * 1024 * 1024,
-        "100 drafts subscribers added {} KiB ({} KiB without drafts, {} KiB with)",
+        "100 drafts subscribers added {} KiB, the median of {all:?} KiB ({} KiB without drafts, {} KiB with)",
         added / 1024,
+        without / 1024,
+        with / 1024
+    );
+    eprintln!(
+        "added KiB per round: {all:?}; the median round: {} KiB without, {} KiB with",
         without / 1024,
         with / 1024
     );
