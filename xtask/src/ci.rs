@@ -9,7 +9,8 @@ use crate::cmd::{cargo, run, target_outside_tmp};
 use crate::protocol;
 
 /// Debian packages the tests need. Tests that need one fail (never skip) when it is missing, so `ci` installs them
-/// first: bubblewrap for the sandbox, dbus for a real bus, zsh and bash for the hidden shell, iproute2 for network
+/// first: bubblewrap for the sandbox, dbus for a real bus (and dbus-user-session for the session bus of a test's
+/// `systemd --user`, over which efrd asks for a job's scope), zsh and bash for the hidden shell, iproute2 for network
 /// namespaces, python3-venv for the independent phone client, systemd for socket activation and `systemd --user`,
 /// tmux to drive the CLI in a real terminal, git for diffs and snapshots, curl and pip as the real clients of the
 /// egress proxy, gdbus (libglib2.0-bin) and jeepney as real clients of the bus proxy, Python's dbus and GLib modules
@@ -19,6 +20,7 @@ use crate::protocol;
 const PACKAGES: &[&str] = &[
     "bubblewrap",
     "dbus",
+    "dbus-user-session",
     "zsh",
     "bash",
     "iproute2",

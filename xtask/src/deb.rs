@@ -336,9 +336,9 @@ fn control(root: &Path, stage: &Path, version: &str, arch: &str) -> Result<()> {
     let shlibs = shared_library_depends(stage)?;
     let control = format!(
         "Package: efr\nVersion: {version}\nArchitecture: {arch}\nMaintainer: {MAINTAINER}\nInstalled-Size: \
-         {installed_kib}\nDepends: {shlibs}, bubblewrap (>= 0.6), git\nRecommends: dbus\nSection: devel\nPriority: \
-         optional\nHomepage: https://github.com/efr-dev/efr\nDescription: AI coding agent in a per-user systemd \
-         daemon\n{DESCRIPTION}"
+         {installed_kib}\nDepends: {shlibs}, bubblewrap (>= 0.6), git\nRecommends: dbus, dbus-user-session\n\
+         Section: devel\nPriority: optional\nHomepage: https://github.com/efr-dev/efr\nDescription: AI coding agent \
+         in a per-user systemd daemon\n{DESCRIPTION}"
     );
     file(&debian.join("control"), control.as_bytes())?;
     for script in ["postinst", "postrm"] {

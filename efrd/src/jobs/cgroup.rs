@@ -1,10 +1,9 @@
 //! A job's cgroup (docs/jobs.md, "Cgroups"; ADR 0021): a transient scope of the systemd user manager, a child of
 //! efrd's own cgroup when that one is delegated to efrd, or none (`off`, with why).
 //!
-//! The scope is made by `systemd-run --user --scope`, systemd's own client: the job's first process is systemd-run,
-//! which asks the manager (`StartTransientUnit` with its own pid, over the bus or the manager's private socket) and
-//! then becomes the job's gate (docs/adr/0021-job-cgroups.md says why not zbus). Any first process waits at that gate
-//! until efrd has seen it in its cgroup, so nothing it forks can start outside it.
+//! The job's first process waits at its gate until efrd has seen it in its cgroup, so nothing it forks can start
+//! outside it. efrd puts it there itself: a scope is asked of the manager over the session bus ([`super::scope`],
+//! `StartTransientUnit` with the pid), a delegated child is made and the pid written to its `cgroup.procs`.
 //!
 //! The numbers: `memory.current` and `cpu.stat`'s `usage_usec` of a cgroup v2 directory; where the cgroup has no
 //! such files (a v1 hierarchy, or v2 without the memory controller), the sums over its processes' `/proc` files
@@ -23,8 +22,8 @@ pub enum Placement {
     Scope {
         /// The unit's name (`efr-job-<conversation>-<job>.scope`).
         unit: String,
-        /// `$XDG_RUNTIME_DIR`, where systemd-run and systemctl find the manager.
-        runtime_dir: PathBuf,
+        /// The session bus's socket (`$XDG_RUNTIME_DIR/bus`), where the manager answers.
+        bus: PathBuf,
         /// The scope's cgroup folder (found once the pid is in it).
         dir: Option<PathBuf>,
     },
@@ -41,26 +40,29 @@ pub enum Placement {
 }
 
 impl Placement {
-    /// Chooses where a job named `name` (a unit-safe word) goes: the user manager's scope when its private socket
-    /// exists, else a delegated child when efrd's own cgroup v2 folder is writable, else off.
+    /// Chooses where a job named `name` (a unit-safe word) goes: a scope of the user manager when the session bus
+    /// that reaches it exists (`$XDG_RUNTIME_DIR/bus`, opened by systemd's `dbus.socket` user unit), else a delegated
+    /// child when efrd's own cgroup v2 folder is writable, else off.
     #[must_use]
     pub fn choose(runtime_dir: Option<&Path>, name: &str) -> Self {
         if let Some(runtime_dir) = runtime_dir
             && runtime_dir.join("systemd/private").exists()
+            && runtime_dir.join("bus").exists()
         {
             return Self::Scope {
                 unit: format!("{name}.scope"),
-                runtime_dir: runtime_dir.to_owned(),
+                bus: runtime_dir.join("bus"),
                 dir: None,
             };
         }
         match own_v2_dir() {
             Some(own) if writable(&own) => Self::Delegated { dir: own.join(name) },
             Some(_) => Self::Off {
-                reason: "no systemd user manager, and efrd's cgroup is not delegated to it".to_owned(),
+                reason: "no systemd user manager with a session bus, and efrd's cgroup is not delegated to it"
+                    .to_owned(),
             },
             None => Self::Off {
-                reason: "no systemd user manager, and no cgroup v2 hierarchy".to_owned(),
+                reason: "no systemd user manager with a session bus, and no cgroup v2 hierarchy".to_owned(),
             },
         }
     }
@@ -74,42 +76,19 @@ impl Placement {
         }
     }
 
-    /// What the job's argv starts with: `systemd-run --user --scope ... --` for a scope, nothing otherwise.
-    #[must_use]
-    pub fn prefix(&self) -> Vec<std::ffi::OsString> {
-        let Self::Scope { unit, .. } = self else {
-            return Vec::new();
-        };
-        ["systemd-run", "--user", "--scope", "--quiet", "--collect"]
-            .iter()
-            .map(std::ffi::OsString::from)
-            .chain([
-                format!("--unit={unit}").into(),
-                "--description=efr background job".into(),
-                "--".into(),
-            ])
-            .collect()
-    }
-
-    /// The variables the prefix needs in the job's environment.
-    #[must_use]
-    pub fn env(&self) -> Vec<(String, String)> {
-        match self {
-            Self::Scope { runtime_dir, .. } => vec![("XDG_RUNTIME_DIR".to_owned(), runtime_dir.display().to_string())],
-            _ => Vec::new(),
-        }
-    }
-
-    /// Puts `pid` (waiting at its gate) into the cgroup, or for a scope waits until systemd-run has. `Err` says why
-    /// it is not: the caller then runs the job without a cgroup of its own.
+    /// Puts `pid` (waiting at its gate) into the cgroup. `Err` says why it is not: the caller then runs the job
+    /// without a cgroup of its own.
     pub async fn place(&mut self, pid: u32) -> Result<(), String> {
         let outcome = match self {
-            Self::Scope { unit, dir, .. } => match wait_in_unit(pid, unit).await {
-                Some(found) => {
-                    *dir = Some(found);
-                    Ok(())
-                }
-                None => Err(format!("systemd-run did not start {unit}")),
+            Self::Scope { unit, bus, dir } => match super::scope::start(bus, unit, pid).await {
+                Ok(()) => match wait_in_unit(pid, unit).await {
+                    Some(found) => {
+                        *dir = Some(found);
+                        Ok(())
+                    }
+                    None => Err(format!("the user manager did not move the job into {unit}")),
+                },
+                Err(why) => Err(format!("the user manager did not make {unit}: {why}")),
             },
             Self::Delegated { dir } => std::fs::create_dir(&*dir)
                 .and_then(|()| std::fs::write(dir.join("cgroup.procs"), pid.to_string()))
@@ -159,13 +138,13 @@ impl Placement {
         match self {
             Self::Off { reason } => Err(reason.clone()),
             Self::Delegated { dir } => kill_v2(dir),
-            Self::Scope { unit, runtime_dir, dir } => {
+            Self::Scope { unit, bus, dir } => {
                 if let Some(dir) = dir
                     && dir.join("cgroup.kill").exists()
                 {
                     return kill_v2(dir);
                 }
-                kill_unit(runtime_dir, unit)
+                super::scope::kill(bus, unit)
                     .await
                     .map_err(|e| format!("systemd could not kill {unit}: {e}"))
             }
@@ -251,26 +230,6 @@ async fn wait_in_unit(pid: u32, unit: &str) -> Option<PathBuf> {
     }
 }
 
-/// `systemctl --user kill` of every process of `unit` with SIGKILL (systemd's own client finds the manager as
-/// systemd-run did).
-async fn kill_unit(runtime_dir: &Path, unit: &str) -> Result<(), String> {
-    let mut command = tokio::process::Command::new("systemctl");
-    command
-        .args(["--user", "kill", "--kill-whom=all", "--signal=SIGKILL", unit])
-        .env("XDG_RUNTIME_DIR", runtime_dir)
-        .stdin(std::process::Stdio::null())
-        .kill_on_drop(true);
-    let output = tokio::time::timeout(PLACE_TIMEOUT, command.output())
-        .await
-        .map_err(|_| "systemctl did not answer in time".to_owned())?
-        .map_err(|e| format!("cannot run systemctl: {e}"))?;
-    if output.status.success() {
-        Ok(())
-    } else {
-        Err(String::from_utf8_lossy(&output.stderr).trim().to_owned())
-    }
-}
-
 fn kill_v2(dir: &Path) -> Result<(), String> {
     std::fs::write(dir.join("cgroup.kill"), "1").map_err(|e| format!("cannot write {}/cgroup.kill: {e}", dir.display()))
 }
@@ -336,6 +295,41 @@ mod tests {
             Placement::Off { reason } => assert!(reason.contains("no systemd user manager"), "{reason}"),
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn a_manager_without_a_session_bus_makes_no_scope_and_one_with_it_does() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("systemd")).unwrap();
+        std::fs::write(dir.path().join("systemd/private"), "").unwrap();
+        assert!(!matches!(
+            Placement::choose(Some(dir.path()), "efr-job-t"),
+            Placement::Scope { .. }
+        ));
+        std::fs::write(dir.path().join("bus"), "").unwrap();
+        assert_eq!(
+            Placement::choose(Some(dir.path()), "efr-job-t"),
+            Placement::Scope {
+                unit: "efr-job-t.scope".into(),
+                bus: dir.path().join("bus"),
+                dir: None
+            }
+        );
+    }
+
+    #[tokio::test]
+    async fn a_scope_that_the_bus_cannot_make_says_why_and_leaves_the_job_off() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut placement = Placement::Scope {
+            unit: "efr-job-t.scope".into(),
+            bus: dir.path().join("bus"),
+            dir: None,
+        };
+        let why = placement.place(std::process::id()).await.unwrap_err();
+        assert!(
+            why.contains("did not make efr-job-t.scope") && why.contains("session bus"),
+            "{why}"
+        );
     }
 
     #[test]

@@ -13,6 +13,7 @@
 mod cgroup;
 mod output;
 mod run;
+mod scope;
 
 use std::collections::BTreeMap;
 use std::future::Future;

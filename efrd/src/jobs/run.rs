@@ -53,23 +53,12 @@ pub(super) async fn start(start: Start, sink: Arc<dyn JobSink>) -> Result<Starte
         mut placement,
         watch,
     } = start;
-    let (mut child, mut pipe_rx) = spawn(&placement, &spec)?;
-    let mut pid = child
+    let (mut child, pipe_rx) = spawn(&spec)?;
+    let pid = child
         .id()
         .ok_or_else(|| StartError::Spawn("the job ended at once".to_owned()))?;
     if let Err(reason) = placement.place(pid).await {
-        if matches!(placement, Placement::Scope { .. }) {
-            // systemd-run could not make the scope (its words are in the output): the job starts again without it.
-            let _ = kill(&Placement::Off { reason: String::new() }, pid).await;
-            let _ = child.wait().await;
-            placement = Placement::Off { reason };
-            (child, pipe_rx) = spawn(&placement, &spec)?;
-            pid = child
-                .id()
-                .ok_or_else(|| StartError::Spawn("the job ended at once".to_owned()))?;
-        } else {
-            placement = Placement::Off { reason };
-        }
+        placement = Placement::Off { reason };
     }
     let launcher_start = start_ticks(pid).unwrap_or(0);
     let now = Timestamp::now();
@@ -132,19 +121,16 @@ pub(super) async fn start(start: Start, sink: Arc<dyn JobSink>) -> Result<Starte
     })
 }
 
-/// Spawns the job's first process at its gate (behind `systemd-run` for a scope), its standard output and error
-/// into one pipe.
-fn spawn(
-    placement: &Placement,
-    spec: &JobSpec,
-) -> Result<(tokio::process::Child, tokio::net::unix::pipe::Receiver), StartError> {
+/// Spawns the job's first process at its gate, its standard output and error into one pipe.
+fn spawn(spec: &JobSpec) -> Result<(tokio::process::Child, tokio::net::unix::pipe::Receiver), StartError> {
     let (pipe_tx, pipe_rx) = tokio::net::unix::pipe::pipe().map_err(|e| StartError::Spawn(e.to_string()))?;
     let write_end: OwnedFd = pipe_tx
         .into_blocking_fd()
         .map_err(|e| StartError::Spawn(e.to_string()))?;
     let second = write_end.try_clone().map_err(|e| StartError::Spawn(e.to_string()))?;
-    let mut argv: Vec<std::ffi::OsString> = placement.prefix();
-    argv.extend(["/bin/sh", "-c", GATE, "efr-job"].map(std::ffi::OsString::from));
+    let mut argv: Vec<std::ffi::OsString> = ["/bin/sh", "-c", GATE, "efr-job"]
+        .map(std::ffi::OsString::from)
+        .to_vec();
     argv.extend(spec.argv.iter().cloned());
     let mut command = tokio::process::Command::new(&argv[0]);
     command
@@ -152,7 +138,6 @@ fn spawn(
         .current_dir(&spec.cwd)
         .env_clear()
         .envs(spec.env.iter().map(|(k, v)| (k, v)))
-        .envs(placement.env())
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::from(write_end))
         .stderr(std::process::Stdio::from(second))
