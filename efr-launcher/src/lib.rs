@@ -19,7 +19,8 @@
 //! of [`efr_protocol::internal::DEFAULT_HOME_MASKS`], efr's own roots and `/run/user/$UID`; its own network
 //! namespace unless a grant keeps the host's. A call with `host` grants (the plan's `proxy`) reaches `efr-proxy`
 //! through the [`bridge`]: a listener on the sandbox's loopback that a confined thread of the outer stage forwards
-//! to the proxy's socket. [`selftest`] holds the checks that efrd's probe runs inside.
+//! to the proxy's socket. [`selftest`] holds the checks that efrd's probe runs inside; [`sockets`] makes the sockets
+//! of a contained job's port forwards inside its network namespace.
 //!
 //! Command line (`main.rs`):
 //!
@@ -27,6 +28,7 @@
 //! efr-launcher --plan-fd N          the plan on an inherited descriptor (read to its end)
 //! efr-launcher --plan-file PATH     the plan in a one-time file (read, then removed)
 //! efr-launcher self-test net-view --abstract NAME
+//! efr-launcher sockets --pid PID      (only for efrd's port forwards: standard input is a Unix socket)
 //! efr-launcher inner --spec-fd N --status-fd N --stderr-fd N [--bridge-fd N]   (only as bubblewrap's child, or
 //!                                                                              the unshared outer stage's)
 //! ```
@@ -41,6 +43,7 @@ pub mod reporter;
 pub mod ruleset;
 pub mod seccomp;
 pub mod selftest;
+pub mod sockets;
 pub mod spec;
 pub mod unshared;
 pub mod watch;

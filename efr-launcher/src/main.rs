@@ -37,6 +37,13 @@ enum Stage {
         #[arg(long)]
         bridge_fd: Option<i32>,
     },
+    /// Makes TCP sockets in the network namespace of a contained job's process PID for efrd's port forwards, one
+    /// for each byte `4` or `6` read on standard input (a Unix socket), sent back on it (not for direct use).
+    #[command(hide = true)]
+    Sockets {
+        #[arg(long)]
+        pid: u32,
+    },
     /// Checks run inside a sandbox by efrd's probe.
     SelfTest {
         #[command(subcommand)]
@@ -79,6 +86,7 @@ fn main() -> ExitCode {
             _,
             _,
         ) => selftest::run_net_view(&name),
+        (Some(Stage::Sockets { pid }), _, _) => efr_launcher::sockets::run(pid),
         (None, Some(fd), _) => outer::run(&PlanSource::Fd(fd)),
         (None, None, Some(path)) => outer::run(&PlanSource::File(path)),
         (None, None, None) => {

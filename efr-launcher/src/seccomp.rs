@@ -180,6 +180,16 @@ pub fn bridge_filters() -> Result<Vec<BpfProgram>, seccompiler::Error> {
     build(&[libc::AF_UNIX], BRIDGE_DENIED_CALLS)
 }
 
+/// The filters of a contained job's socket maker (`crate::sockets`): TCP sockets of both families only (it makes
+/// them for efrd and uses none), no exec, and filters 2 to 4 as for a call.
+///
+/// # Errors
+///
+/// seccompiler's error for an architecture it does not support.
+pub fn socket_maker_filters() -> Result<Vec<BpfProgram>, seccompiler::Error> {
+    build(&[libc::AF_INET, libc::AF_INET6], BRIDGE_DENIED_CALLS)
+}
+
 /// The four filters with `families` allowed and `also_denied` added to filter 2.
 fn build(families: &[i32], also_denied: &[(&str, i64)]) -> Result<Vec<BpfProgram>, seccompiler::Error> {
     let arch = TargetArch::try_from(std::env::consts::ARCH)?;

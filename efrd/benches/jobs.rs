@@ -210,6 +210,7 @@ async fn cgroup_cost(manager: Option<std::path::PathBuf>) -> Result<Vec<f64>> {
                 max_minutes: 1,
                 in_woken_turn: false,
                 on_end: None,
+                forwards_through: None,
             };
             let started = Instant::now();
             let info = jobs.start(spec, Arc::clone(&sink)).await?;

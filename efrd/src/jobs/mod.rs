@@ -7,10 +7,12 @@
 //! watched line, job_ended once none of its processes runs, and the notices of both, which the conversation turns
 //! into a woken turn or keeps for the next prompt.
 //!
-//! Parts: `cgroup` (where a job's processes are kept together, their numbers, the kill), `output` (the bounded file,
-//! the tail, the watch), `run` (the process and the task that follows it to its end).
+//! Parts: `cgroup` (where a job's processes are kept together, their numbers, the kill; `scope` asks the systemd
+//! user manager for a scope), `output` (the bounded file, the tail, the watch), `run` (the process and the task that
+//! follows it to its end), `forward` (the port forwards of a contained job).
 
 mod cgroup;
+mod forward;
 mod output;
 mod run;
 mod scope;
@@ -90,6 +92,9 @@ pub struct JobSpec {
     pub in_woken_turn: bool,
     /// Run once the job's processes ended, before job_ended: a contained job's report and plans.
     pub on_end: Option<EndHook>,
+    /// A contained job's `efr-launcher`: the ports its sandbox listens on are forwarded to the host through it
+    /// (`forward`). `None` for a direct job, which listens on the host already.
+    pub forwards_through: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for JobSpec {
@@ -150,6 +155,8 @@ pub struct Jobs {
     runtime_dir: Option<PathBuf>,
     /// Jobs get no cgroup of their own (the jobs bench's other side).
     no_cgroups: bool,
+    /// The host ports that jobs forward.
+    forwarded: forward::Held,
 }
 
 impl Jobs {
@@ -217,6 +224,7 @@ impl Jobs {
                 output,
                 placement,
                 watch,
+                forwarded: Arc::clone(&self.forwarded),
             },
             sink,
         )

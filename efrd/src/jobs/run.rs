@@ -17,6 +17,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::sync::{mpsc, oneshot};
 
 use super::cgroup::{Placement, start_ticks};
+use super::forward::{ForwardJob, Forwarder};
 use super::output::{self, Matched, OutputBound, OutputEnd};
 use super::{JobSink, JobSpec, Notice, StartError, held_reason};
 
@@ -42,6 +43,7 @@ pub(super) struct Start {
     pub(super) output: std::path::PathBuf,
     pub(super) placement: Placement,
     pub(super) watch: Option<regex::Regex>,
+    pub(super) forwarded: super::forward::Held,
 }
 
 /// Starts the process, places it, records job_started and spawns the task that follows it.
@@ -52,6 +54,7 @@ pub(super) async fn start(start: Start, sink: Arc<dyn JobSink>) -> Result<Starte
         output,
         mut placement,
         watch,
+        forwarded,
     } = start;
     let (mut child, pipe_rx) = spawn(&spec)?;
     let pid = child
@@ -111,6 +114,7 @@ pub(super) async fn start(start: Start, sink: Arc<dyn JobSink>) -> Result<Starte
         placement: Arc::clone(&shared),
         pid,
         on_end: Mutex::new(spec.on_end.take()),
+        forwarded,
         spec,
     };
     tokio::spawn(follow.run(child, pipe_rx, output, watch, stop_rx));
@@ -179,6 +183,7 @@ struct Follow {
     placement: Arc<Placement>,
     pid: u32,
     on_end: Mutex<Option<super::EndHook>>,
+    forwarded: super::forward::Held,
     spec: JobSpec,
 }
 
@@ -198,6 +203,17 @@ impl Follow {
         };
         let mut reader =
             tokio::spawn(async move { output::follow(pipe, &output, bound, watch, match_tx, progress_tx).await });
+        let forwarder = self.spec.forwards_through.clone().map(|launcher| {
+            Forwarder::start(ForwardJob {
+                launcher,
+                pid: self.pid,
+                conversation_id: self.spec.conversation_id,
+                job_id: super::lock(&self.info).id.clone(),
+                info: Arc::clone(&self.info),
+                sink: Arc::clone(&self.sink),
+                held: Arc::clone(&self.forwarded),
+            })
+        });
         let limit = tokio::time::sleep(Duration::from_secs(u64::from(self.spec.max_minutes) * 60));
         tokio::pin!(limit);
         let mut waiters = Vec::new();
@@ -223,6 +239,10 @@ impl Follow {
                 }
             }
         };
+        // The forwards end first: their `stopped` comes before job_ended.
+        if let Some(forwarder) = forwarder {
+            forwarder.stop().await;
+        }
         let numbers = cgroup_info(&self.placement, peak);
         if let Err(error) = kill(&self.placement, self.pid).await {
             tracing::debug!(%error, "a job's processes could not all be signalled");

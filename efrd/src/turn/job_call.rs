@@ -97,6 +97,8 @@ async fn start_job(
         max_minutes: call.job.max_minutes,
         in_woken_turn: jobs.in_woken_turn,
         on_end,
+        forwards_through: matches!(call.launch, Launch::Contained { .. })
+            .then(|| env.sandbox.options().launcher.clone()),
     };
     let info = jobs.registry.start(spec, job_sink).await.map_err(|e| e.to_string())?;
     let watch = match &info.watch {

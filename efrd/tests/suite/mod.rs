@@ -33,6 +33,7 @@ mod daemon_watch;
 mod exits_judge;
 mod faults;
 mod hidden_shell_memory;
+mod job_forwards;
 mod jobs;
 mod model_keys;
 mod network_clients;

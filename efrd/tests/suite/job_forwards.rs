@@ -1,0 +1,158 @@
+//! Port forwards of contained jobs end to end: a contained `python3 -m http.server` job answers curl on the host at
+//! the same port; a second job on the same port gets `in_use` with the job that holds it; a stop ends the forward
+//! (`stopped` before job_ended) and the port closes on the host.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a failed unwrap is a failed test.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::common;
+use common::tools::{prompt_to, shell_call_with, start, text};
+use common::{command_id, daemon, events_through, model};
+
+fn job_call(id: &str, line: &str) -> efr_test_support::scripted::Reply {
+    shell_call_with(id, &json!({"command": line, "background": true}))
+}
+
+/// A port no one listens on now.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// `curl` of `url` on the host: its status and output.
+fn curl(url: &str) -> (bool, String) {
+    let out = std::process::Command::new("curl")
+        .args(["--silent", "--show-error", "--max-time", "5", url])
+        .output()
+        .expect("curl must be installed");
+    (
+        out.status.success(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    )
+}
+
+/// The next job_port_forwarded of `job` in the subscription.
+async fn forwarded(
+    client: &mut efr_test_support::client::Client,
+    id: efr_protocol::frame::RequestId,
+    job: &str,
+) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        assert!(Instant::now() < deadline, "no job_port_forwarded of {job}");
+        let events = events_through(client, id, "job_port_forwarded").await;
+        let last = events.last().unwrap().clone();
+        if last["job_id"] == job {
+            return last;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_contained_dev_server_answers_on_the_host_and_a_second_on_its_port_is_in_use() {
+    let port = free_port();
+    let home = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    std::fs::write(project.path().join("hello.txt"), "served from the sandbox\n").unwrap();
+    let server_line = format!("exec python3 -m http.server {port} --bind 127.0.0.1");
+    let server = model(vec![
+        job_call("call_a", &server_line),
+        text("it serves"),
+        job_call("call_b", &server_line),
+        text("a second one"),
+    ])
+    .await;
+    let efrd = daemon(home.path(), &server);
+    let mut client = efrd.client().await.unwrap();
+    let (_, conversation, id) = start(&mut client, project.path(), "auto", "serve the project").await;
+    let first = forwarded(&mut client, id, "j1").await;
+    assert_eq!(first["outcome"], "forwarded", "{first}");
+    assert_eq!(first["listen"], "127.0.0.1");
+    assert_eq!(first["port"], port);
+    assert!(
+        first.get("turn_id").is_none(),
+        "a forward belongs to the conversation: {first}"
+    );
+    let url = format!("http://127.0.0.1:{port}/hello.txt");
+    let (ok, body) = curl(&url);
+    assert!(
+        ok && body == "served from the sandbox\n",
+        "curl on the host: {body}\nefrd:\n{}",
+        efrd.log()
+    );
+
+    let listed = client
+        .ok("jobs.list", json!({"conversation_id": conversation}))
+        .await
+        .unwrap();
+    let j1 = listed["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|j| j["id"] == "j1")
+        .unwrap()
+        .clone();
+    assert_eq!(j1["forwards"], json!([{"listen": "127.0.0.1", "port": port}]), "{j1}");
+    assert_eq!(j1["launch"]["kind"], "contained", "{j1}");
+
+    prompt_to(
+        &mut client,
+        Some(&conversation),
+        project.path(),
+        "auto",
+        "serve it again",
+    )
+    .await;
+    let second = forwarded(&mut client, id, "j2").await;
+    assert_eq!(second["outcome"], "in_use", "{second}");
+    assert_eq!(second["by_job"], "j1", "{second}");
+
+    let stopped = client
+        .ok(
+            "jobs.stop",
+            json!({"command_id": command_id(), "conversation_id": conversation, "job_id": "j1"}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(stopped["job"]["state"], "stopped", "{stopped}");
+    assert!(
+        stopped["job"].get("forwards").is_none(),
+        "no forward is left: {stopped}"
+    );
+    let mut kinds = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !kinds
+        .iter()
+        .any(|(k, j): &(String, String)| k == "job_ended" && j == "j1")
+    {
+        assert!(Instant::now() < deadline, "no job_ended of j1: {kinds:?}");
+        let events = events_through(&mut client, id, "job_ended").await;
+        kinds.extend(events.iter().map(|e| {
+            let kind = match e["kind"].as_str().unwrap() {
+                "job_port_forwarded" => format!("job_port_forwarded {}", e["outcome"].as_str().unwrap()),
+                other => other.to_owned(),
+            };
+            (kind, e["job_id"].as_str().unwrap_or_default().to_owned())
+        }));
+    }
+    let stop_at = kinds
+        .iter()
+        .position(|(k, j)| k == "job_port_forwarded stopped" && j == "j1");
+    let end_at = kinds.iter().position(|(k, j)| k == "job_ended" && j == "j1");
+    assert!(
+        stop_at.is_some() && stop_at < end_at,
+        "stopped comes before job_ended: {kinds:?}"
+    );
+    let (ok, body) = curl(&url);
+    assert!(!ok, "the host port closed with the forward: {body}");
+}
