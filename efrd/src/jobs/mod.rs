@@ -8,9 +8,11 @@
 //! into a woken turn or keeps for the next prompt.
 //!
 //! Parts: `cgroup` (where a job's processes are kept together, their numbers, the kill), `output` (the bounded file,
-//! the tail, the watch), `run` (the process and the task that follows it to its end).
+//! the tail, the watch), `run` (the process and the task that follows it to its end), `moved` (a running shell call
+//! moved into a job: [`Jobs::adopt`]).
 
 mod cgroup;
+mod moved;
 mod output;
 mod run;
 
@@ -27,11 +29,15 @@ use efr_protocol::wire::{HeldReason, JobId, JobInfo, JobStopBy, JobWatch, JobsLi
 use tokio::sync::oneshot;
 
 pub use cgroup::start_ticks;
+pub use moved::{MOVED_OFF, MovedCommand, MovedSpec};
 
 /// The bytes of a job's output file (its start; `tail` keeps the end).
 pub const OUTPUT_FILE_BYTES: u64 = 8 * 1024 * 1024;
 /// The most jobs that run at once in one conversation.
 pub const MAX_RUNNING_PER_CONVERSATION: usize = 8;
+
+/// Whether a job's notices may wake the model now (`[jobs] wakes`); asked at each notice, so a reload applies.
+pub type Wakes = Arc<dyn Fn() -> bool + Send + Sync>;
 
 /// A future a [`JobSink`] returns.
 pub type SinkFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -138,7 +144,7 @@ struct Entry {
 }
 
 /// The jobs of this efrd: running ones, and those that ended while it ran.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct Jobs {
     entries: Mutex<BTreeMap<(ConversationId, u64), Entry>>,
     /// The next number per conversation, at least one above any job seen in its log.
@@ -149,6 +155,17 @@ pub struct Jobs {
     runtime_dir: Option<PathBuf>,
     /// Jobs get no cgroup of their own (the jobs bench's other side).
     no_cgroups: bool,
+    /// `[jobs] wakes`; on when not set.
+    wakes: Option<Wakes>,
+}
+
+impl std::fmt::Debug for Jobs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Jobs")
+            .field("root", &self.root)
+            .field("no_cgroups", &self.no_cgroups)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Jobs {
@@ -168,6 +185,17 @@ impl Jobs {
     pub fn without_cgroups(mut self) -> Self {
         self.no_cgroups = true;
         self
+    }
+
+    /// The same registry, whose jobs ask `wakes` whether a notice may wake the model (`[jobs] wakes`).
+    #[must_use]
+    pub fn with_wakes(mut self, wakes: Wakes) -> Self {
+        self.wakes = Some(wakes);
+        self
+    }
+
+    fn wakes(&self) -> Wakes {
+        self.wakes.clone().unwrap_or_else(|| Arc::new(|| true))
     }
 
     /// Notes that the log of `conversation` holds jobs up to number `last` (after a restart).
@@ -216,6 +244,7 @@ impl Jobs {
                 output,
                 placement,
                 watch,
+                wakes: self.wakes(),
             },
             sink,
         )
@@ -230,6 +259,68 @@ impl Jobs {
             },
         );
         Ok(info)
+    }
+
+    /// Whether `conversation` may start one more job.
+    ///
+    /// # Errors
+    /// [`StartError::TooMany`].
+    pub fn room(&self, conversation: ConversationId) -> Result<(), StartError> {
+        let running = self.running_in(conversation);
+        if running >= MAX_RUNNING_PER_CONVERSATION {
+            return Err(StartError::TooMany(running));
+        }
+        Ok(())
+    }
+
+    /// Makes a running shell call a job: job_started recorded (with `moved_from`), then the task that follows the
+    /// command to its end.
+    ///
+    /// # Errors
+    /// [`StartError`]: the command's shell was closed.
+    pub async fn adopt(
+        &self,
+        spec: MovedSpec,
+        command: MovedCommand,
+        sink: Arc<dyn JobSink>,
+    ) -> Result<JobInfo, StartError> {
+        if let Err(error) = self.room(spec.conversation_id) {
+            command.shell.kill().await;
+            return Err(error);
+        }
+        let (number, output) = match self.next_output(spec.conversation_id) {
+            Ok(next) => next,
+            Err(error) => {
+                command.shell.kill().await;
+                return Err(error);
+            }
+        };
+        let conversation = spec.conversation_id;
+        let started = moved::adopt((JobId::nth(number), output), spec, command, sink, self.wakes()).await?;
+        let info = lock(&started.info).clone();
+        lock(&self.entries).insert(
+            (conversation, number),
+            Entry {
+                info: started.info,
+                placement: started.placement,
+                stop: started.stop,
+            },
+        );
+        Ok(info)
+    }
+
+    /// The next job number of `conversation` and its output file (its folder made).
+    fn next_output(&self, conversation: ConversationId) -> Result<(u64, PathBuf), StartError> {
+        let number = {
+            let mut next = lock(&self.next);
+            let n = next.entry(conversation).or_insert(1);
+            let number = *n;
+            *n += 1;
+            number
+        };
+        let folder = self.root.join(conversation.to_string());
+        crate::config::ensure_private_dir(&folder).map_err(|e| StartError::Spawn(e.to_string()))?;
+        Ok((number, folder.join(format!("{}.log", JobId::nth(number)))))
     }
 
     fn running_in(&self, conversation: ConversationId) -> usize {

@@ -34,6 +34,7 @@ mod exits_judge;
 mod faults;
 mod hidden_shell_memory;
 mod jobs;
+mod jobs_moved;
 mod model_keys;
 mod network_clients;
 mod prompt_golden;
