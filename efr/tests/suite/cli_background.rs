@@ -42,6 +42,7 @@ async fn ctrl_b_moves_a_running_sleep_into_a_job_that_efr_jobs_lists() {
     }
     tmux.literal("y");
     tmux.wait_for("moved to background job j1", 10).await;
+    tmux.wait_for(&format!("job j1 moved from its call: {line}"), 10).await;
     let pane = tmux.wait_for_exit(30).await;
     assert!(pane.contains("EXIT=0"), "{pane}");
     assert!(pane.contains("It runs in the background now."), "{pane}");
