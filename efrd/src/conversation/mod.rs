@@ -356,10 +356,26 @@ impl ConversationHandle {
         params: efr_protocol::wire::CallBackgroundParams,
     ) -> Result<efr_protocol::wire::CallBackgroundResult, ErrorBody> {
         let command_id = params.command_id;
-        let params = Box::new(params);
-        let job = match self.ask(|reply| Command::BackgroundBegin { params, reply }).await?? {
-            actor::BackgroundBegin::Done(result) => return Ok(result),
-            actor::BackgroundBegin::Move(job) => job,
+        // A call that has just started may not have its command in the hidden shell yet: asked again for a while.
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
+        let job = loop {
+            let boxed = Box::new(params.clone());
+            match self
+                .ask(|reply| Command::BackgroundBegin { params: boxed, reply })
+                .await??
+            {
+                actor::BackgroundBegin::Done(result) => return Ok(result),
+                actor::BackgroundBegin::Move(job) => break job,
+                actor::BackgroundBegin::NotYet if tokio::time::Instant::now() < deadline => {
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                }
+                actor::BackgroundBegin::NotYet => {
+                    return Err(ErrorBody::invalid(format!(
+                        "call {} runs no command now",
+                        params.call_id
+                    )));
+                }
+            }
         };
         let outcome = Box::new(job.run().await);
         self.ask(|reply| Command::BackgroundEnd {

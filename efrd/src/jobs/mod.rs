@@ -450,8 +450,8 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 /// Kills what is left of a job whose efrd died: when `pid` still runs and started at `start` (so it is that job's
-/// process, not a later one with its pid), every process of its cgroup (found by the job's cgroup name), or its
-/// process group.
+/// process, not a later one with its pid), every process of its cgroup (found by the job's cgroup name), its
+/// process group, and the session that it leads (a moved job's hidden shell).
 pub fn kill_leftover(pid: u32, start: u64) {
     if start == 0 || cgroup::start_ticks(pid) != Some(start) {
         return;
@@ -461,6 +461,11 @@ pub fn kill_leftover(pid: u32, start: u64) {
     }
     if let Ok(group) = i32::try_from(pid) {
         let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(group), nix::sys::signal::Signal::SIGKILL);
+        // A moved job's first pid is its hidden shell, the leader of a session: what its command left in that
+        // session goes too (a job that efrd started is in efrd's session, whose leader it is not).
+        for member in crate::tools::shell::session_members(group) {
+            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(member), nix::sys::signal::Signal::SIGKILL);
+        }
     }
 }
 

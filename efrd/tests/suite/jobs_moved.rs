@@ -323,6 +323,40 @@ async fn a_moved_command_that_waits_for_input_shows_waits_input() {
     assert!(stopped["job"].get("waits_input").is_none(), "{stopped}");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_moved_job_of_a_killed_efrd_is_killed_with_its_session_after_the_restart() {
+    let marker = 780_000 + std::process::id() % 40_000;
+    let home = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    // The command ignores SIGHUP, so the end of the pty alone would not end it.
+    let line = format!("sh -c \"trap '' HUP; exec sleep {marker}\"");
+    let server = model(vec![
+        shell_call_with("call_run", &json!({"command": line, "timeout": 600})),
+        text("it moved"),
+    ])
+    .await;
+    let mut efrd = common::daemon(home.path(), &server);
+    let mut client = efrd.client().await.unwrap();
+    let (_, conversation, id) = start(&mut client, project.path(), "full", "run it").await;
+    events_through(&mut client, id, "tool_call_started").await;
+    let preview = background_when_running(&mut client, &conversation, "call_run").await;
+    background(&mut client, &conversation, "call_run", preview["token"].as_str())
+        .await
+        .unwrap();
+    events_until(&mut client, id, "turn_completed").await;
+    assert_eq!(wait_count(&format!("sleep {marker}"), 1).len(), 1);
+    drop(client);
+    efrd.kill().unwrap();
+    efrd.restart().unwrap();
+    let mut client = efrd.client().await.unwrap();
+    let (id, _) = common::subscribe(&mut client, &conversation, Some(0)).await;
+    let log = events_through(&mut client, id, "job_notice_held").await;
+    let ended = log.iter().find(|e| e["kind"] == "job_ended").expect("job_ended");
+    assert_eq!(ended["launcher_lost"], true, "{ended}");
+    let left = wait_count(&format!("sleep {marker}"), 0);
+    assert!(left.is_empty(), "the moved command outlived its efrd: {left:?}");
+}
+
 /// A job that prints `ready` twice, then sleeps `rest` seconds and ends, with a watch on it (one wake).
 fn ready_job(id: &str, rest: u32) -> efr_test_support::scripted::Reply {
     shell_call_with(

@@ -33,6 +33,9 @@ pub enum BackgroundBegin {
     Done(CallBackgroundResult),
     /// Start this job, then end the command with its outcome.
     Move(Box<MoveJob>),
+    /// The call is open but its command is not in the hidden shell yet (the shell starts, the line is being
+    /// typed): ask again shortly. The token, if any, stays good.
+    NotYet,
 }
 
 /// A command handed over from the hidden shell, to become a job.
@@ -90,6 +93,7 @@ impl Actor {
             return Err(refused(format!("call {call_id} runs no command now")));
         };
         let contained = matches!(movable.launch, Launch::Contained { .. });
+        let mut confirmed = None;
         if !contained {
             let now = Instant::now();
             self.previews.retain(|_, p| p.expires > now);
@@ -113,13 +117,10 @@ impl Actor {
                     self.store_background(params.command_id, &result).await?;
                     return Ok(BackgroundBegin::Done(result));
                 }
-                Some(token) => match self.previews.remove(&token) {
-                    Some(preview) if preview.call_id == call_id => {}
-                    Some(preview) => {
-                        // A token of another call stays good for its own call.
-                        self.previews.insert(token, preview);
-                        return Err(refused("the token is the preview of another call"));
-                    }
+                Some(token) => match self.previews.get(&token) {
+                    Some(preview) if preview.call_id == call_id => confirmed = Some(token),
+                    // A token of another call stays good for its own call.
+                    Some(_) => return Err(refused("the token is the preview of another call")),
                     None => {
                         return Err(refused(
                             "the token is not valid: it expired, was used already, or was never given; ask again",
@@ -130,14 +131,16 @@ impl Actor {
         }
         self.deps.jobs.room(self.id).map_err(|e| refused(e.to_string()))?;
         let mut slot = self.shell.lock().await;
-        let shell = slot
-            .current()
-            .cloned()
-            .ok_or_else(|| refused(format!("call {call_id} runs no command now")))?;
-        let released = shell
-            .release()
-            .await
-            .map_err(|_| refused(format!("call {call_id} runs no command now")))?;
+        let Some(shell) = slot.current().cloned() else {
+            return Ok(BackgroundBegin::NotYet);
+        };
+        let Ok(released) = shell.release().await else {
+            return Ok(BackgroundBegin::NotYet);
+        };
+        if let Some(token) = confirmed {
+            // Used once.
+            self.previews.remove(&token);
+        }
         // The conversation's next call starts a new shell in this one's folder; this one is the job's now.
         slot.hand_over(shell.pid(), released.cwd.clone());
         drop(slot);

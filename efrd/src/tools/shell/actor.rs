@@ -275,7 +275,9 @@ impl Actor {
 
     /// Moves the active run's command to a background job (see [`super::HiddenShell::release`]).
     fn release(&mut self) -> Result<Released, ShellError> {
-        let Some(active) = self.active.as_mut().filter(|a| a.started && self.moved.is_none()) else {
+        // A run whose start marker has not come yet is released too: its line is typed, and its text is captured
+        // (and tapped) from the start marker on.
+        let Some(active) = self.active.as_mut().filter(|_| self.moved.is_none()) else {
             return Err(ShellError::NoRun);
         };
         let output = self

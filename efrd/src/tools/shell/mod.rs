@@ -88,6 +88,7 @@ pub use nested::nested_shell;
 pub use output::{CLIENT_OUTPUT_CAP, MAX_LINE_BYTES, OutputLimits, RunOutput, bound_output};
 pub use rc::ShellKind;
 pub use screen::{PROMPT_MAX_CHARS, SCREEN_COLS, SCREEN_ROWS};
+pub(crate) use waits::session_members;
 pub use waits::{InputKind, InputWait, POLL_EVERY, QUIET_FOR, looks_like_password_prompt};
 
 /// How long [`HiddenShell::start`] waits for the shell's ready marker by default.

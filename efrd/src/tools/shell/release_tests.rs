@@ -31,7 +31,6 @@ async fn release_hands_over_the_running_command(kind: ShellKind) {
         )
         .await
         .unwrap();
-    // Released once the shell started the command (before its start marker it is not the command's yet).
     let deadline = std::time::Instant::now() + LONG;
     let mut released = loop {
         match shell.release().await {
