@@ -2,7 +2,7 @@
 //!
 //! - [`TermMode::Keys`] for a turn: no line buffering, no echo, no signal keys, output processing kept. efr then
 //!   reads every key itself: `y`/`n`/`a` without Enter, an answer's line with its own echo (or none, for a hidden
-//!   wait), Ctrl+C as byte 0x03 (so only efr sees it, not a shell that started efr), and Ctrl+B ignored. Keeping
+//!   wait), Ctrl+C as byte 0x03 (so only efr sees it, not a shell that started efr), and Ctrl+B as byte 0x02. Keeping
 //!   output processing means `\n` still moves to the next line's start, so rendered text needs no `\r`.
 //! - [`TermMode::Hidden`] for `efr login`: line buffering kept, echo off, so a key typed at the prompt never shows.
 //!

@@ -234,8 +234,13 @@ pub fn job_line(body: &efr_protocol::events::EventBody) -> Option<String> {
     let clean = |text: &str| crate::clean::printable(text).into_owned();
     match body {
         EventBody::JobStarted(started) => Some(format!(
-            "job {} started: {} (efr jobs logs {} -f)",
+            "job {} {}: {} (efr jobs logs {} -f)",
             started.job.id,
+            if started.job.moved_from.is_some() {
+                "moved from its call"
+            } else {
+                "started"
+            },
             clean(&started.job.command),
             started.job.id
         )),

@@ -3,8 +3,8 @@
 //!
 //! The keys efr acts on: `y`/`n`/`a` for a question, a line (Enter ends it, Backspace edits it) for an input wait,
 //! a line while the turn runs (Enter steers it, Tab queues it, Ctrl+X withdraws the last queued prompt; see
-//! [`super::steer`]), Ctrl+C (interrupt, then leave), and Ctrl+B, which is reserved for moving a call to the background and ignored for
-//! now. Escape sequences (arrows, function keys) are read whole and dropped, so they never land in an answer.
+//! [`super::steer`]), Ctrl+C (interrupt, then leave), and Ctrl+B (move the running shell command to a background
+//! job, [`super::background`]). Escape sequences (arrows, function keys) are read whole and dropped, so they never land in an answer.
 
 use std::io::Read;
 
@@ -23,7 +23,7 @@ pub enum Key {
     ClearLine,
     /// Ctrl+C.
     CtrlC,
-    /// Ctrl+B (reserved).
+    /// Ctrl+B: move the running shell command to a background job.
     CtrlB,
     /// Ctrl+D on an empty line: no answer.
     CtrlD,

@@ -28,7 +28,8 @@
 //! with one key, and `y`/`n` a surface question (keep a file a sandboxed call wrote that code outside the sandbox
 //! runs from; [`surface`]): the turn does not wait for those, so efr asks the ones left after the turn's end and
 //! leaves once they are answered (Ctrl+C leaves them held); an input wait takes a line, with echo off for a hidden wait or one that looks secret; Ctrl+C sends
-//! turn.interrupt once, and a second Ctrl+C leaves at once (130); Ctrl+B is reserved and ignored. While no question
+//! turn.interrupt once, and a second Ctrl+C leaves at once (130); Ctrl+B moves the running shell command to a
+//! background job ([`background`]: at once in the sandbox, after a `y` to its preview outside it). While no question
 //! waits, the keys are the turn's input row ([`steer`]): a line and Enter steers the turn, a line and Tab queues it,
 //! Ctrl+X withdraws the newest prompt queued from here, and Ctrl+C with unread steers asks whether to resend them.
 //!
@@ -52,6 +53,7 @@
 //! transcript line on stdout in the plain form.
 
 mod answers;
+mod background;
 pub(crate) mod conversation;
 pub(crate) mod describe;
 mod exits;
@@ -221,6 +223,8 @@ struct Session {
     idle: presence::Idle,
     /// The input row: steers, queued prompts ([`steer`]).
     row: steer::SteerRow,
+    /// The preview of a call.background that waits for the user's `y` or `n` ([`background`]).
+    background: Option<background::Asked>,
 }
 
 /// What the loop does after a step.
@@ -262,6 +266,7 @@ impl Session {
             leave_with: None,
             idle,
             row,
+            background: None,
         }
     }
 
@@ -538,10 +543,14 @@ impl Session {
         if let Some(presence) = self.idle.input(std::time::Instant::now()) {
             self.say_presence(presence).await;
         }
-        match key {
-            Key::CtrlC => return self.on_interrupt().await,
-            Key::CtrlB => return Step::Go, // reserved: moving a call to the background
-            _ => {}
+        if key == Key::CtrlC {
+            return self.on_interrupt().await;
+        }
+        if let Some(step) = self.on_background_key(&key).await {
+            return step;
+        }
+        if key == Key::CtrlB {
+            return self.on_ctrl_b().await;
         }
         let Some(ask) = self.questions.current().cloned() else {
             // No question: the keys are the turn's input row.

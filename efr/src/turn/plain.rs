@@ -220,9 +220,10 @@ impl PlainView {
             EventBody::ShellCommandDetached(detached) => {
                 vec![format!("background: $ {} still runs", printable(&detached.command))]
             }
-            EventBody::ShellCommandEnded(ended) => vec![match ended.exit_code {
-                Some(code) => format!("background: ended, exit {code}"),
-                None => "background: ended".to_owned(),
+            EventBody::ShellCommandEnded(ended) => vec![match (ended.how, ended.exit_code) {
+                (efr_protocol::wire::How::Moved, _) => "background: moved to a job".to_owned(),
+                (_, Some(code)) => format!("background: ended, exit {code}"),
+                (_, None) => "background: ended".to_owned(),
             }],
             _ => Vec::new(),
         }

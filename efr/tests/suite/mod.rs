@@ -1,5 +1,6 @@
 //! One module per file of this folder; `tests/all.rs` is the binary that holds them.
 
+mod cli_background;
 mod cli_backup;
 mod cli_commands;
 mod cli_jobs;

@@ -344,3 +344,15 @@ fn the_remote_timings_default_to_the_spec_and_are_bounded() {
     let e = err("[remote]\nping_interval_secs = \"soon\"\n");
     assert_eq!(e.key.as_deref(), Some("remote.ping_interval_secs"), "{e}");
 }
+
+#[test]
+fn jobs_section_turns_wakes_off_and_bounds_a_preview() {
+    let defaults = parse("").unwrap().config.jobs;
+    assert!(defaults.wakes);
+    assert_eq!(defaults.preview_secs, 60);
+    let jobs = parse("[jobs]\nwakes = false\npreview_secs = 5\n").unwrap().config.jobs;
+    assert!(!jobs.wakes);
+    assert_eq!(jobs.preview_secs, 5);
+    let e = err("[jobs]\nwakes = \"no\"\n");
+    assert_eq!(place(&e), (Some(2), Some(9), Some("jobs.wakes")), "{e}");
+}

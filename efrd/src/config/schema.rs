@@ -116,6 +116,28 @@ pub struct Config {
     pub auto: super::auto::AutoSection,
     /// `[context]`: when a conversation's context is compacted (`config/context.rs`).
     pub context: super::context::ContextSection,
+    /// `[jobs]`: background jobs' notices and moves (docs/jobs.md).
+    pub jobs: JobsSection,
+}
+
+/// `[jobs]`: background jobs (docs/jobs.md). A change applies at once, to notices and previews that come after it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct JobsSection {
+    /// A job's notice may wake the model (a turn of its own); false: every notice waits for the next prompt, held
+    /// with the reason `wakes_off`.
+    pub wakes: bool,
+    /// How long the token of a call.background preview may be confirmed, in seconds.
+    pub preview_secs: u64,
+}
+
+impl Default for JobsSection {
+    fn default() -> Self {
+        Self {
+            wakes: true,
+            preview_secs: 60,
+        }
+    }
 }
 
 /// `[remote]`: the tailnet WebSocket that a paired phone connects to (docs/remote.md). Read at the start: a change

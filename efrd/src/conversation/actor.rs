@@ -63,8 +63,10 @@ fn home_dir(roots: &crate::config::Roots) -> PathBuf {
     roots.home.clone().unwrap_or_else(|| PathBuf::from("/"))
 }
 
+mod background;
 mod commit;
 mod compact;
+pub(super) use background::BackgroundBegin;
 use commit::CommitRefused;
 pub(in crate::conversation) use commit::decode_outcome;
 pub(super) use compact::CompactBegin;
@@ -228,6 +230,8 @@ pub(super) struct Actor {
     started: HashSet<TurnId>,
     /// The drafts of the running turn and the subscribers that take them (`super::drafts`).
     drafts: Arc<super::drafts::DraftHub>,
+    /// The call.background previews whose token may still be confirmed, by token (`background.rs`).
+    previews: HashMap<String, background::Preview>,
 }
 
 impl Actor {
@@ -267,6 +271,7 @@ impl Actor {
             last_settings: None,
             started: HashSet::new(),
             drafts: Arc::default(),
+            previews: HashMap::new(),
             shell: Arc::new(tokio::sync::Mutex::new(ShellSlot::new(shell_options(
                 kind, home, shell_root,
             )))),
@@ -445,6 +450,16 @@ impl Actor {
             Command::JobNotice { notice } => {
                 self.job_notice(notice);
                 self.start_next(me).await;
+            }
+            Command::BackgroundBegin { params, reply } => {
+                let _ = reply.send(self.begin_background(*params, me).await);
+            }
+            Command::BackgroundEnd {
+                command_id,
+                outcome,
+                reply,
+            } => {
+                let _ = reply.send(self.end_background(command_id, *outcome).await);
             }
             Command::CompactBegin { params, reply } => {
                 let _ = reply.send(self.begin_compact(*params).await);

@@ -202,6 +202,15 @@ enum Command {
     JobNotice {
         notice: crate::jobs::Notice,
     },
+    BackgroundBegin {
+        params: Box<efr_protocol::wire::CallBackgroundParams>,
+        reply: oneshot::Sender<Result<actor::BackgroundBegin, ErrorBody>>,
+    },
+    BackgroundEnd {
+        command_id: efr_protocol::ids::CommandId,
+        outcome: Box<Result<efr_protocol::wire::CallBackgroundResult, ErrorBody>>,
+        reply: oneshot::Sender<Result<efr_protocol::wire::CallBackgroundResult, ErrorBody>>,
+    },
     CompactBegin {
         params: Box<efr_protocol::wire::ConversationCompactParams>,
         reply: oneshot::Sender<Result<actor::CompactBegin, ErrorBody>>,
@@ -335,6 +344,46 @@ impl ConversationHandle {
     /// or the actor stopped.
     pub async fn context(&self, model: Option<String>) -> Result<ConversationContextResult, ErrorBody> {
         self.ask(|reply| Command::Context { model, reply }).await?
+    }
+
+    /// Moves a running shell call into a background job (call.background): a contained call at once, one outside
+    /// the sandbox after its preview's token comes back.
+    ///
+    /// # Errors
+    /// `invalid` with a short reason (see the actor's `background.rs`); `unavailable` when the actor stopped.
+    pub async fn call_background(
+        &self,
+        params: efr_protocol::wire::CallBackgroundParams,
+    ) -> Result<efr_protocol::wire::CallBackgroundResult, ErrorBody> {
+        let command_id = params.command_id;
+        // A call that has just started may not have its command in the hidden shell yet: asked again for a while.
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
+        let job = loop {
+            let boxed = Box::new(params.clone());
+            match self
+                .ask(|reply| Command::BackgroundBegin { params: boxed, reply })
+                .await??
+            {
+                actor::BackgroundBegin::Done(result) => return Ok(result),
+                actor::BackgroundBegin::Move(job) => break job,
+                actor::BackgroundBegin::NotYet if tokio::time::Instant::now() < deadline => {
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                }
+                actor::BackgroundBegin::NotYet => {
+                    return Err(ErrorBody::invalid(format!(
+                        "call {} runs no command now",
+                        params.call_id
+                    )));
+                }
+            }
+        };
+        let outcome = Box::new(job.run().await);
+        self.ask(|reply| Command::BackgroundEnd {
+            command_id,
+            outcome,
+            reply,
+        })
+        .await?
     }
 
     /// SIGINT to the command of a shell call, or a close of the hidden shell (shell.interrupt).

@@ -53,9 +53,28 @@ pub(crate) fn notice(command: &str, how: How, exit_code: Option<i32>, notes: &[S
     text
 }
 
+/// A running shell call that call.background may move.
+#[derive(Debug, Clone)]
+pub struct Movable {
+    /// Its turn.
+    pub turn_id: efr_protocol::ids::TurnId,
+    /// How it runs.
+    pub launch: Launch,
+    /// The command line.
+    pub command: String,
+    /// When it started.
+    pub since: Timestamp,
+}
+
 #[derive(Debug, Clone)]
 struct OpenCall {
     call_id: CallId,
+    /// The call's turn (absent only in a log without one).
+    turn_id: Option<efr_protocol::ids::TurnId>,
+    /// How it runs, as tool_call_started showed it.
+    launch: Launch,
+    /// The whole command line.
+    line: String,
     command: String,
     since: Timestamp,
     manual_input: bool,
@@ -83,6 +102,9 @@ impl OpenShellCalls {
                     .unwrap_or_default();
                 self.open.push(OpenCall {
                     call_id: started.call_id.clone(),
+                    turn_id: event.turn_id,
+                    launch: started.launch.clone().unwrap_or(Launch::Direct),
+                    line: command.to_owned(),
                     command: command.chars().take(200).collect(),
                     since: event.at,
                     manual_input: started.manual_input,
@@ -218,6 +240,18 @@ impl OpenShellCalls {
                 "the answer's kind is not the wait's",
             )),
         }
+    }
+
+    /// The call that call.background would move: `call_id` when it holds the shell.
+    #[must_use]
+    pub fn movable(&self, call_id: &CallId) -> Option<Movable> {
+        let open = self.holder().filter(|o| &o.call_id == call_id)?;
+        Some(Movable {
+            turn_id: open.turn_id?,
+            launch: open.launch.clone(),
+            command: open.line.clone(),
+            since: open.since,
+        })
     }
 
     /// Whether `call_id` holds the shell (shell.interrupt's check).

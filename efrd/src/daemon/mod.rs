@@ -69,10 +69,14 @@ impl Daemon {
         snapshots: SnapshotStore,
         sandbox: SandboxState,
     ) -> Self {
-        let jobs = Arc::new(crate::jobs::Jobs::new(
-            roots.state.path.join("jobs"),
-            std::env::var_os("XDG_RUNTIME_DIR").map(std::path::PathBuf::from),
-        ));
+        let wakes_config = Arc::clone(&config);
+        let jobs = Arc::new(
+            crate::jobs::Jobs::new(
+                roots.state.path.join("jobs"),
+                std::env::var_os("XDG_RUNTIME_DIR").map(std::path::PathBuf::from),
+            )
+            .with_wakes(Arc::new(move || wakes_config.current().jobs.wakes)),
+        );
         // A watcher may fall as far behind as a subscriber (`[daemon] subscriber_queue`).
         let row_queue = config.current().daemon.subscriber_queue;
         Self {

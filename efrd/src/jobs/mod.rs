@@ -9,10 +9,12 @@
 //!
 //! Parts: `cgroup` (where a job's processes are kept together, their numbers, the kill; `scope` asks the systemd
 //! user manager for a scope), `output` (the bounded file, the tail, the watch), `run` (the process and the task that
-//! follows it to its end), `forward` (the port forwards of a contained job).
+//! follows it to its end), `forward` (the port forwards of a contained job), `moved` (a running shell call moved
+//! into a job: [`Jobs::adopt`]).
 
 mod cgroup;
 mod forward;
+mod moved;
 mod output;
 mod run;
 mod scope;
@@ -30,11 +32,15 @@ use efr_protocol::wire::{HeldReason, JobId, JobInfo, JobStopBy, JobWatch, JobsLi
 use tokio::sync::oneshot;
 
 pub use cgroup::start_ticks;
+pub use moved::{MOVED_OFF, MovedCommand, MovedSpec};
 
 /// The bytes of a job's output file (its start; `tail` keeps the end).
 pub const OUTPUT_FILE_BYTES: u64 = 8 * 1024 * 1024;
 /// The most jobs that run at once in one conversation.
 pub const MAX_RUNNING_PER_CONVERSATION: usize = 8;
+
+/// Whether a job's notices may wake the model now (`[jobs] wakes`); asked at each notice, so a reload applies.
+pub type Wakes = Arc<dyn Fn() -> bool + Send + Sync>;
 
 /// A future a [`JobSink`] returns.
 pub type SinkFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -144,7 +150,7 @@ struct Entry {
 }
 
 /// The jobs of this efrd: running ones, and those that ended while it ran.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct Jobs {
     entries: Mutex<BTreeMap<(ConversationId, u64), Entry>>,
     /// The next number per conversation, at least one above any job seen in its log.
@@ -157,6 +163,17 @@ pub struct Jobs {
     no_cgroups: bool,
     /// The host ports that jobs forward.
     forwarded: forward::Held,
+    /// `[jobs] wakes`; on when not set.
+    wakes: Option<Wakes>,
+}
+
+impl std::fmt::Debug for Jobs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Jobs")
+            .field("root", &self.root)
+            .field("no_cgroups", &self.no_cgroups)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Jobs {
@@ -176,6 +193,17 @@ impl Jobs {
     pub fn without_cgroups(mut self) -> Self {
         self.no_cgroups = true;
         self
+    }
+
+    /// The same registry, whose jobs ask `wakes` whether a notice may wake the model (`[jobs] wakes`).
+    #[must_use]
+    pub fn with_wakes(mut self, wakes: Wakes) -> Self {
+        self.wakes = Some(wakes);
+        self
+    }
+
+    fn wakes(&self) -> Wakes {
+        self.wakes.clone().unwrap_or_else(|| Arc::new(|| true))
     }
 
     /// Notes that the log of `conversation` holds jobs up to number `last` (after a restart).
@@ -225,6 +253,7 @@ impl Jobs {
                 placement,
                 watch,
                 forwarded: Arc::clone(&self.forwarded),
+                wakes: self.wakes(),
             },
             sink,
         )
@@ -239,6 +268,68 @@ impl Jobs {
             },
         );
         Ok(info)
+    }
+
+    /// Whether `conversation` may start one more job.
+    ///
+    /// # Errors
+    /// [`StartError::TooMany`].
+    pub fn room(&self, conversation: ConversationId) -> Result<(), StartError> {
+        let running = self.running_in(conversation);
+        if running >= MAX_RUNNING_PER_CONVERSATION {
+            return Err(StartError::TooMany(running));
+        }
+        Ok(())
+    }
+
+    /// Makes a running shell call a job: job_started recorded (with `moved_from`), then the task that follows the
+    /// command to its end.
+    ///
+    /// # Errors
+    /// [`StartError`]: the command's shell was closed.
+    pub async fn adopt(
+        &self,
+        spec: MovedSpec,
+        command: MovedCommand,
+        sink: Arc<dyn JobSink>,
+    ) -> Result<JobInfo, StartError> {
+        if let Err(error) = self.room(spec.conversation_id) {
+            command.shell.kill().await;
+            return Err(error);
+        }
+        let (number, output) = match self.next_output(spec.conversation_id) {
+            Ok(next) => next,
+            Err(error) => {
+                command.shell.kill().await;
+                return Err(error);
+            }
+        };
+        let conversation = spec.conversation_id;
+        let started = moved::adopt((JobId::nth(number), output), spec, command, sink, self.wakes()).await?;
+        let info = lock(&started.info).clone();
+        lock(&self.entries).insert(
+            (conversation, number),
+            Entry {
+                info: started.info,
+                placement: started.placement,
+                stop: started.stop,
+            },
+        );
+        Ok(info)
+    }
+
+    /// The next job number of `conversation` and its output file (its folder made).
+    fn next_output(&self, conversation: ConversationId) -> Result<(u64, PathBuf), StartError> {
+        let number = {
+            let mut next = lock(&self.next);
+            let n = next.entry(conversation).or_insert(1);
+            let number = *n;
+            *n += 1;
+            number
+        };
+        let folder = self.root.join(conversation.to_string());
+        crate::config::ensure_private_dir(&folder).map_err(|e| StartError::Spawn(e.to_string()))?;
+        Ok((number, folder.join(format!("{}.log", JobId::nth(number)))))
     }
 
     fn running_in(&self, conversation: ConversationId) -> usize {
@@ -368,8 +459,8 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 /// Kills what is left of a job whose efrd died: when `pid` still runs and started at `start` (so it is that job's
-/// process, not a later one with its pid), every process of its cgroup (found by the job's cgroup name), or its
-/// process group.
+/// process, not a later one with its pid), every process of its cgroup (found by the job's cgroup name), its
+/// process group, and the session that it leads (a moved job's hidden shell).
 pub fn kill_leftover(pid: u32, start: u64) {
     if start == 0 || cgroup::start_ticks(pid) != Some(start) {
         return;
@@ -379,6 +470,11 @@ pub fn kill_leftover(pid: u32, start: u64) {
     }
     if let Ok(group) = i32::try_from(pid) {
         let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(group), nix::sys::signal::Signal::SIGKILL);
+        // A moved job's first pid is its hidden shell, the leader of a session: what its command left in that
+        // session goes too (a job that efrd started is in efrd's session, whose leader it is not).
+        for member in crate::tools::shell::session_members(group) {
+            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(member), nix::sys::signal::Signal::SIGKILL);
+        }
     }
 }
 

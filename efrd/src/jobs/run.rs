@@ -44,6 +44,7 @@ pub(super) struct Start {
     pub(super) placement: Placement,
     pub(super) watch: Option<regex::Regex>,
     pub(super) forwarded: super::forward::Held,
+    pub(super) wakes: super::Wakes,
 }
 
 /// Starts the process, places it, records job_started and spawns the task that follows it.
@@ -55,6 +56,7 @@ pub(super) async fn start(start: Start, sink: Arc<dyn JobSink>) -> Result<Starte
         mut placement,
         watch,
         forwarded,
+        wakes,
     } = start;
     let (mut child, pipe_rx) = spawn(&spec)?;
     let pid = child
@@ -116,8 +118,9 @@ pub(super) async fn start(start: Start, sink: Arc<dyn JobSink>) -> Result<Starte
         on_end: Mutex::new(spec.on_end.take()),
         forwarded,
         spec,
+        wakes,
     };
-    tokio::spawn(follow.run(child, pipe_rx, output, watch, stop_rx));
+    tokio::spawn(follow.run(Process::Child(child), pipe_rx, output, watch, stop_rx));
     Ok(Started {
         info,
         placement: shared,
@@ -170,27 +173,86 @@ async fn kill(placement: &Placement, pid: u32) -> Result<(), String> {
     Ok(())
 }
 
-/// How the job's first process ended, or who stopped it.
+/// How the job's first process ended (its status, when known), or who stopped it.
 enum Ending {
-    Exited(std::process::ExitStatus),
+    Exited(Option<i32>),
     Stopped(JobStopBy),
 }
 
+/// What runs a job: the process efrd started, or a command moved from the hidden shell ([`super::moved`]).
+pub(super) enum Process {
+    /// efrd's child, at the job's gate.
+    Child(tokio::process::Child),
+    /// A moved command: its shell (closed when the job ends), its end and its input waits.
+    Moved {
+        shell: crate::tools::shell::HiddenShell,
+        end: oneshot::Receiver<Option<i32>>,
+        input: tokio::sync::watch::Receiver<crate::tools::shell::InputWait>,
+    },
+}
+
+impl Process {
+    /// Waits for the command's end; `Err` when it cannot be waited for.
+    async fn wait(&mut self) -> Result<Option<i32>, ()> {
+        match self {
+            Self::Child(child) => child.wait().await.map(|s| s.code()).map_err(|_| ()),
+            Self::Moved { end, .. } => Ok((&mut *end).await.unwrap_or(None)),
+        }
+    }
+
+    /// Ends every process of the job: its cgroup (or process group), or the moved command's whole shell session.
+    async fn kill(&self, placement: &Placement, pid: u32) -> Result<(), String> {
+        match self {
+            Self::Child(_) => kill(placement, pid).await,
+            Self::Moved { shell, .. } => {
+                let _ = placement.kill().await;
+                shell.kill().await;
+                Ok(())
+            }
+        }
+    }
+
+    /// A moved command's input waits (a child's standard input is closed: it has none).
+    fn input(&self) -> Option<tokio::sync::watch::Receiver<crate::tools::shell::InputWait>> {
+        match self {
+            Self::Child(_) => None,
+            Self::Moved { input, .. } => Some(input.clone()),
+        }
+    }
+}
+
+/// The next change of a moved command's wait for input: whether it waits for input that is not a secret
+/// (`waits_input`). Never without waits.
+async fn waits_input(input: &mut Option<tokio::sync::watch::Receiver<crate::tools::shell::InputWait>>) -> bool {
+    let Some(waits) = input else {
+        return std::future::pending().await;
+    };
+    if waits.changed().await.is_err() {
+        *input = None;
+        return std::future::pending().await;
+    }
+    let wait = waits.borrow_and_update();
+    wait.kind != crate::tools::shell::InputKind::None && !wait.looks_secret
+}
+
 /// The task of one running job.
-struct Follow {
-    info: Arc<Mutex<JobInfo>>,
-    sink: Arc<dyn JobSink>,
-    placement: Arc<Placement>,
-    pid: u32,
-    on_end: Mutex<Option<super::EndHook>>,
-    forwarded: super::forward::Held,
-    spec: JobSpec,
+pub(super) struct Follow {
+    pub(super) info: Arc<Mutex<JobInfo>>,
+    pub(super) sink: Arc<dyn JobSink>,
+    pub(super) placement: Arc<Placement>,
+    pub(super) pid: u32,
+    pub(super) on_end: Mutex<Option<super::EndHook>>,
+    /// The host ports that jobs forward (for a contained job's forwards).
+    pub(super) forwarded: super::forward::Held,
+    pub(super) spec: JobSpec,
+    /// Whether `[jobs] wakes` is on now.
+    pub(super) wakes: super::Wakes,
 }
 
 impl Follow {
-    async fn run(
+    pub(super) async fn run(
         self,
-        mut child: tokio::process::Child,
+        mut child: Process,
         pipe: tokio::net::unix::pipe::Receiver,
         output: std::path::PathBuf,
         watch: Option<regex::Regex>,
@@ -218,12 +280,14 @@ impl Follow {
         tokio::pin!(limit);
         let mut waiters = Vec::new();
         let mut peak = None;
+        let mut input = child.input();
         let ending = loop {
             tokio::select! {
                 status = child.wait() => match status {
                     Ok(status) => break Ending::Exited(status),
-                    Err(_) => break Ending::Stopped(JobStopBy::Guard),
+                    Err(()) => break Ending::Stopped(JobStopBy::Guard),
                 },
+                waits = waits_input(&mut input) => super::lock(&self.info).waits_input = waits,
                 Some((by, done)) = stops.recv() => {
                     waiters.push(done);
                     break Ending::Stopped(by);
@@ -244,13 +308,14 @@ impl Follow {
             forwarder.stop().await;
         }
         let numbers = cgroup_info(&self.placement, peak);
-        if let Err(error) = kill(&self.placement, self.pid).await {
+        if let Err(error) = child.kill(&self.placement, self.pid).await {
             tracing::debug!(%error, "a job's processes could not all be signalled");
         }
         let status = match &ending {
-            Ending::Exited(status) => Some(*status),
-            Ending::Stopped(_) => child.wait().await.ok(),
+            Ending::Exited(status) => *status,
+            Ending::Stopped(_) => child.wait().await.ok().flatten(),
         };
+        super::lock(&self.info).waits_input = false;
         let survivors = self.wait_empty().await;
         let end = match tokio::time::timeout(END_WAIT, &mut reader).await {
             Ok(Ok(end)) => end,
@@ -311,7 +376,7 @@ impl Follow {
         let held = self
             .spec
             .wake_turn
-            .then(|| held_reason(self.spec.in_woken_turn, wakes, max_wakes, true))
+            .then(|| held_reason(self.spec.in_woken_turn, wakes, max_wakes, (self.wakes)()))
             .flatten();
         let wakes_now = if self.spec.wake_turn && held.is_none() {
             wakes + 1
@@ -368,7 +433,7 @@ impl Follow {
     async fn ended(
         &self,
         ending: Ending,
-        status: Option<std::process::ExitStatus>,
+        status: Option<i32>,
         extras: super::EndExtras,
         end: OutputEnd,
         numbers: JobCgroup,
@@ -380,7 +445,7 @@ impl Follow {
             Ending::Stopped(by) => (JobState::Stopped, Some(by)),
         };
         let mut exit_code = match state {
-            JobState::Exited => status.and_then(|s| s.code()),
+            JobState::Exited => status,
             _ => None,
         };
         if state == JobState::Exited
@@ -445,7 +510,7 @@ impl Follow {
             Some(JobStopBy::DaemonStop | JobStopBy::DaemonRestart) => {
                 Some(efr_protocol::wire::HeldReason::DaemonRestart)
             }
-            _ if by_itself && self.spec.wake_turn => held_reason(self.spec.in_woken_turn, 0, 1, true),
+            _ if by_itself && self.spec.wake_turn => held_reason(self.spec.in_woken_turn, 0, 1, (self.wakes)()),
             _ => None,
         };
         self.notify(

@@ -84,6 +84,25 @@ pub(super) async fn follow_left_running(left: LeftRunning<'_>, detached: Detache
         };
         let mut exit_code = end.exit_code;
         let mut notes = Vec::new();
+        if let Some(moved) = end.moved.clone() {
+            // Moved to a background job: the shell's part ends now; the sandbox's files and plans stay until the
+            // command itself ends.
+            let ended = EventBody::ShellCommandEnded(ShellCommandEnded {
+                call_id,
+                how: efr_protocol::wire::How::Moved,
+                exit_code: None,
+                notes,
+            });
+            let _ = sink.record_outside_turn(vec![ended]).await;
+            moved.ended().await;
+            if let Some(prepared) = prepared {
+                let _ = git_link::put_back(&prepared.git_links);
+                let _ = crate::sandbox::protect::remove_planted_commondirs(&roots);
+                let _ = std::fs::remove_file(&prepared.plan_file);
+                prepared.close_plans(&proxy, &bus).await;
+            }
+            return;
+        }
         if let Some(prepared) = prepared {
             // What efrd puts right after the command is told to the model, as after a call that did not outlive
             // its timeout (turn/shell_call.rs): shell_command_ended carries the lines.
@@ -120,6 +139,7 @@ fn wire_how(cause: EndCause) -> efr_protocol::wire::How {
         EndCause::Limit => efr_protocol::wire::How::Limit,
         EndCause::Closed => efr_protocol::wire::How::Closed,
         EndCause::ShellExited => efr_protocol::wire::How::ShellExited,
+        EndCause::Moved => efr_protocol::wire::How::Moved,
     }
 }
 

@@ -416,7 +416,12 @@ fn summarize(
         // A killed shell (out of memory, a stray `kill`) looks like a failed command otherwise.
         model_text.push_str(SHELL_ENDED_NOTE);
     }
-    if answer.left_running() {
+    if answer.moved {
+        model_text.push_str(
+            "\n[the user moved this command to a background job: it runs on, its output goes to the job's file, \
+             and its end tells you; the shell takes commands again]",
+        );
+    } else if answer.left_running() {
         model_text.push_str(&format!(
             "\n[the command still runs after {} s; the shell takes no other command until it ends]",
             request.timeout.as_secs()

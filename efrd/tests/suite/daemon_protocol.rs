@@ -94,7 +94,7 @@ async fn unknown_methods_and_bad_params_name_what_is_wrong() {
     let error = client.call("models.list", json!({"x": 1})).await.unwrap().unwrap_err();
     assert!(error.message.contains('x'), "{}", error.message);
 
-    // A method of the table that this efrd does not serve yet says so.
+    // call.background of a conversation that does not exist.
     let error = client
         .call(
             "call.background",
@@ -103,8 +103,7 @@ async fn unknown_methods_and_bad_params_name_what_is_wrong() {
         .await
         .unwrap()
         .unwrap_err();
-    assert_eq!(error.code, ErrorCode::Invalid);
-    assert!(error.message.contains("does not serve"), "{}", error.message);
+    assert_eq!(error.code, ErrorCode::NotFound, "{}", error.message);
 
     // A method served only on the tailnet listener is forbidden here.
     let error = client.call("device.prove", json!({})).await.unwrap().unwrap_err();

@@ -35,6 +35,7 @@ mod faults;
 mod hidden_shell_memory;
 mod job_forwards;
 mod jobs;
+mod jobs_moved;
 mod model_keys;
 mod network_clients;
 mod prompt_golden;

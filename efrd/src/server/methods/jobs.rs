@@ -1,7 +1,9 @@
-//! jobs.list and jobs.stop: efrd's background jobs ([`crate::jobs`]).
+//! jobs.list, jobs.stop and call.background: efrd's background jobs ([`crate::jobs`]).
 
 use efr_protocol::ErrorBody;
-use efr_protocol::wire::{JobStopBy, JobsListParams, JobsListResult, JobsStopParams, JobsStopResult};
+use efr_protocol::wire::{
+    CallBackgroundParams, JobStopBy, JobsListParams, JobsListResult, JobsStopParams, JobsStopResult,
+};
 use serde_json::Value;
 
 use super::{params, result};
@@ -32,4 +34,20 @@ pub async fn stop(ctx: &RequestCtx, raw: Option<Value>) -> Result<Value, ErrorBo
         .stop(params.conversation_id, &params.job_id, JobStopBy::User)
         .await?;
     result(&JobsStopResult { job })
+}
+
+/// call.background (scope terminal, a write): moves a running shell call into a job; a call outside the sandbox
+/// answers a preview first, and moves when its token comes back.
+///
+/// # Errors
+/// `invalid` with a short reason: the call runs no command, the token is used, expired or another call's;
+/// `not_found` for an unknown conversation.
+pub async fn call_background(ctx: &RequestCtx, raw: Option<Value>) -> Result<Value, ErrorBody> {
+    let params: CallBackgroundParams = params(raw)?;
+    let handle = ctx
+        .daemon
+        .conversations
+        .get(&ctx.daemon.deps(), params.conversation_id)
+        .await?;
+    result(&handle.call_background(params).await?)
 }

@@ -68,6 +68,7 @@ pub async fn unary(ctx: &RequestCtx, method: Method, raw: Option<Value>) -> Resu
         Method::TurnUndo => undo::turn_undo(ctx, raw).await,
         Method::JobsList => jobs::list(ctx, raw),
         Method::JobsStop => jobs::stop(ctx, raw).await,
+        Method::CallBackground => jobs::call_background(ctx, raw).await,
         Method::TrashList => trash::trash_list(ctx, raw).await,
         Method::TrashRestore => trash::trash_restore(ctx, raw).await,
         Method::ApprovalRespond => conversation::approval_respond(ctx, raw).await,

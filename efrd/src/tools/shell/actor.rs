@@ -25,7 +25,7 @@ use tokio::time::Instant;
 
 use super::ShellError;
 use super::capture::{Capture, OscGuard};
-use super::handle::{Answer, Busy, EndCause, Life, Request, Run, RunEnd, ShellStatus};
+use super::handle::{Answer, Busy, EndCause, Life, MovedEnd, Released, Request, Run, RunEnd, ShellStatus};
 use super::pty::TtyId;
 use super::rc;
 use super::screen::Screen;
@@ -91,6 +91,16 @@ pub(crate) struct Actor {
     /// character would make the shell read another line than the one typed.
     /// (Kept as the plain C struct: nix's `Termios` is not `Sync`, and the actor's future must be `Send`.)
     settings: Option<libc::termios>,
+    /// The active run's command, moved to a background job ([`super::HiddenShell::release`]).
+    moved: Option<Moving>,
+}
+
+/// Where the text and the end of a moved command go.
+#[derive(Debug)]
+struct Moving {
+    text: mpsc::UnboundedSender<String>,
+    end: oneshot::Sender<Option<i32>>,
+    done: watch::Sender<bool>,
 }
 
 /// What `HiddenShell::start` hands to the actor of a shell it just spawned.
@@ -132,6 +142,7 @@ impl Actor {
             exit: spawned.exit,
             ready: Some(spawned.ready),
             settings: None,
+            moved: None,
         }
     }
 
@@ -255,8 +266,53 @@ impl Actor {
                     busy,
                 });
             }
+            Request::Release { reply } => {
+                let _ = reply.send(self.release());
+            }
             Request::Close { .. } => {}
         }
+    }
+
+    /// Moves the active run's command to a background job (see [`super::HiddenShell::release`]).
+    fn release(&mut self) -> Result<Released, ShellError> {
+        // A run whose start marker has not come yet is released too: its line is typed, and its text is captured
+        // (and tapped) from the start marker on.
+        let Some(active) = self.active.as_mut().filter(|_| self.moved.is_none()) else {
+            return Err(ShellError::NoRun);
+        };
+        let output = self
+            .capture
+            .window
+            .snapshot()
+            .replaced(&active.file.to_string_lossy(), RUN_FILE_NAME);
+        if let Some(answer) = active.answer.take() {
+            let _ = answer.send(Answer::Moved(output.clone()));
+        }
+        // The job has its own limit: the run's timers end here.
+        active.limit_at = None;
+        active.limit_close_at = None;
+        self.detached_limit = None;
+        let (done, done_rx) = watch::channel(false);
+        if let Some(end) = active.end.take() {
+            let _ = end.send(RunEnd {
+                how: EndCause::Moved,
+                exit_code: None,
+                output,
+                cwd: None,
+                moved: Some(MovedEnd(done_rx)),
+            });
+        }
+        let (text, text_rx) = mpsc::unbounded_channel();
+        let (end, end_rx) = oneshot::channel();
+        self.capture.tap = true;
+        self.moved = Some(Moving { text, end, done });
+        Ok(Released {
+            text: text_rx,
+            input: active.input.subscribe(),
+            end: end_rx,
+            since: active.since.into(),
+            cwd: self.cwd.clone(),
+        })
     }
 
     /// Starts a run of `command`; `shown` is what [`Busy`], a busy error and the [`Run`] name as its command.

@@ -52,6 +52,11 @@ pub(crate) struct Capture {
     /// Set at a start marker: the parser stops right after it (`advance_until_terminated`), so the caller can mark
     /// the screen at that exact point; the caller clears it.
     pub(crate) paused: bool,
+    /// Set once the run was moved to a background job: its text also goes to `tapped` (`\r` dropped), which the
+    /// caller takes.
+    pub(crate) tap: bool,
+    /// The text captured for the tap since the caller last took it.
+    pub(crate) tapped: String,
 }
 
 impl Capture {
@@ -64,6 +69,8 @@ impl Capture {
             window: OutputWindow::for_client(),
             captured_since: 0,
             paused: false,
+            tap: false,
+            tapped: String::new(),
         }
     }
 
@@ -78,6 +85,7 @@ impl Capture {
     pub(crate) fn finish(&mut self) {
         self.active = None;
         self.capturing = false;
+        self.tap = false;
     }
 
     fn marker(&self, params: &[&[u8]]) -> Option<Marker> {
@@ -106,6 +114,9 @@ impl vte::Perform for Capture {
         if self.capturing {
             self.captured_since += c.len_utf8() as u64;
             self.window.push_char(c);
+            if self.tap {
+                self.tapped.push(c);
+            }
         }
     }
 
@@ -114,6 +125,9 @@ impl vte::Perform for Capture {
             return;
         }
         self.captured_since += 1;
+        if self.tap && matches!(byte, b'\n' | b'\t') {
+            self.tapped.push(char::from(byte));
+        }
         match byte {
             b'\n' => self.window.newline(),
             b'\r' => self.window.carriage_return(),

@@ -13,7 +13,7 @@ use super::ShellError;
 use super::output::RunOutput;
 use super::waits::InputWait;
 
-/// How a run's command ended (spec wire enum `how`, less `moved`, which the job module records).
+/// How a run's command ended (spec wire enum `how`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EndCause {
     /// The command ended by itself; `exit_code` is its status.
@@ -27,6 +27,9 @@ pub enum EndCause {
     Closed,
     /// The shell itself ended: `exit`, `exec` of a program that ended, a crash. `exit_code` is the shell's status.
     ShellExited,
+    /// [`HiddenShell::release`] moved the command to a background job: it still runs, and [`RunEnd::moved`] says
+    /// when it ends.
+    Moved,
 }
 
 /// Whether the shell process still serves runs.
@@ -63,6 +66,35 @@ pub struct RunEnd {
     pub output: RunOutput,
     /// The shell's working directory after the run (`None` when the shell is gone).
     pub cwd: Option<PathBuf>,
+    /// For [`EndCause::Moved`]: the command's real end, which comes later.
+    pub moved: Option<MovedEnd>,
+}
+
+/// The end of a command that [`HiddenShell::release`] moved to a background job.
+#[derive(Debug, Clone)]
+pub struct MovedEnd(pub(crate) watch::Receiver<bool>);
+
+impl MovedEnd {
+    /// Waits until the moved command ended (or its shell was closed).
+    pub async fn ended(mut self) {
+        let _ = self.0.wait_for(|ended| *ended).await;
+    }
+}
+
+/// A running command handed over by [`HiddenShell::release`]: what it prints from now on, its input waits and its
+/// end. The shell takes no other run until the command ends; its owner closes it then.
+#[derive(Debug)]
+pub struct Released {
+    /// The command's text from the move on (ANSI removed, `\r` dropped), in the order it came; closed at its end.
+    pub text: mpsc::UnboundedReceiver<String>,
+    /// Its input waits, as [`Run::input`].
+    pub input: watch::Receiver<InputWait>,
+    /// Its status when it ends (`None` when not known: the shell was closed).
+    pub end: oneshot::Receiver<Option<i32>>,
+    /// When the run started.
+    pub since: DateTime<Utc>,
+    /// The shell's working directory at the last run's end (or at its start).
+    pub cwd: Option<PathBuf>,
 }
 
 /// What a run answers when it ends or when its timeout passes, whichever comes first.
@@ -78,6 +110,8 @@ pub struct RunAnswer {
     pub cwd: Option<PathBuf>,
     /// Set when the command still runs: await its end here. The shell takes no other run until then.
     pub detached: Option<Detached>,
+    /// The command was moved to a background job before its timeout ([`HiddenShell::release`]).
+    pub moved: bool,
 }
 
 impl RunAnswer {
@@ -92,6 +126,8 @@ impl RunAnswer {
 pub(crate) enum Answer {
     Ended(RunEnd),
     LeftRunning(RunOutput),
+    /// Left running because it was moved to a background job.
+    Moved(RunOutput),
 }
 
 /// A run in progress, from [`HiddenShell::run`].
@@ -127,6 +163,7 @@ impl Run {
                 how: Some(end.how),
                 cwd: end.cwd,
                 detached: None,
+                moved: false,
             },
             Ok(Answer::LeftRunning(output)) => RunAnswer {
                 output,
@@ -138,6 +175,19 @@ impl Run {
                     input: self.input,
                     end: self.end,
                 }),
+                moved: false,
+            },
+            Ok(Answer::Moved(output)) => RunAnswer {
+                output,
+                exit_code: None,
+                how: None,
+                cwd: None,
+                detached: Some(Detached {
+                    command: self.command,
+                    input: self.input,
+                    end: self.end,
+                }),
+                moved: true,
             },
             Err(_) => RunAnswer {
                 output: RunOutput::default(),
@@ -145,6 +195,7 @@ impl Run {
                 how: Some(EndCause::Closed),
                 cwd: None,
                 detached: None,
+                moved: false,
             },
         }
     }
@@ -177,6 +228,7 @@ impl Detached {
             exit_code: None,
             output: RunOutput::default(),
             cwd: None,
+            moved: None,
         })
     }
 }
@@ -226,6 +278,9 @@ pub(crate) enum Request {
     },
     Status {
         reply: oneshot::Sender<ShellStatus>,
+    },
+    Release {
+        reply: oneshot::Sender<Result<Released, ShellError>>,
     },
     Close {
         /// SIGKILL at once instead of SIGHUP first.
@@ -340,6 +395,15 @@ impl HiddenShell {
     /// Errors: [`ShellError::Gone`].
     pub async fn status(&self) -> Result<ShellStatus, ShellError> {
         self.ask(|reply| Request::Status { reply }).await
+    }
+
+    /// Moves the running command out of its run (a background job takes it): a run that has not answered answers
+    /// now as left running, the run's end comes at once as [`EndCause::Moved`], no timeout or detached limit
+    /// applies to it any more, and what it prints from now on goes to [`Released::text`].
+    ///
+    /// Errors: [`ShellError::NoRun`] when no command runs (or it was moved already), [`ShellError::Gone`].
+    pub async fn release(&self) -> Result<Released, ShellError> {
+        self.ask(|reply| Request::Release { reply }).await?
     }
 
     /// Closes the shell: a running command's run ends with [`EndCause::Closed`], and every process of the shell's

@@ -68,6 +68,8 @@ mod screen;
 mod waits;
 
 #[cfg(test)]
+mod release_tests;
+#[cfg(test)]
 mod tests;
 
 use std::ffi::OsString;
@@ -79,11 +81,14 @@ use rand::RngCore;
 use tokio::io::unix::AsyncFd;
 use tokio::sync::{mpsc, oneshot, watch};
 
-pub use handle::{Busy, Detached, EndCause, HiddenShell, Life, Run, RunAnswer, RunEnd, ShellStatus};
+pub use handle::{
+    Busy, Detached, EndCause, HiddenShell, Life, MovedEnd, Released, Run, RunAnswer, RunEnd, ShellStatus,
+};
 pub use nested::nested_shell;
 pub use output::{CLIENT_OUTPUT_CAP, MAX_LINE_BYTES, OutputLimits, RunOutput, bound_output};
 pub use rc::ShellKind;
 pub use screen::{PROMPT_MAX_CHARS, SCREEN_COLS, SCREEN_ROWS};
+pub(crate) use waits::session_members;
 pub use waits::{InputKind, InputWait, POLL_EVERY, QUIET_FOR, looks_like_password_prompt};
 
 /// How long [`HiddenShell::start`] waits for the shell's ready marker by default.
@@ -367,6 +372,18 @@ impl ShellSlot {
     /// The current shell, alive or not, without starting one.
     pub fn current(&self) -> Option<&HiddenShell> {
         self.shell.as_ref()
+    }
+
+    /// Forgets the current shell when its pid is `pid` (a background job took it over with its running command):
+    /// the next [`ShellSlot::shell`] starts a new one, in `cwd` when that is a folder.
+    pub fn hand_over(&mut self, pid: u32, cwd: Option<PathBuf>) {
+        if self.shell.as_ref().is_some_and(|s| s.pid() == pid) {
+            self.shell = None;
+            self.direct_ran = false;
+            if let Some(cwd) = cwd.filter(|cwd| cwd.is_dir()) {
+                self.opts.cwd = cwd;
+            }
+        }
     }
 
     /// Closes the current shell, if any; the next [`ShellSlot::shell`] starts a new one.

@@ -44,6 +44,11 @@ impl Actor {
             }
             rest = &rest[n..];
         }
+        if let Some(moving) = &self.moved
+            && !self.capture.tapped.is_empty()
+        {
+            let _ = moving.text.send(std::mem::take(&mut self.capture.tapped));
+        }
         if self.capture.captured_since > 0 {
             self.capture.captured_since = 0;
             if let Some(active) = self.active.as_mut() {
@@ -114,11 +119,20 @@ impl Actor {
         } else {
             EndCause::Ended
         });
+        if let Some(moving) = self.moved.take() {
+            let rest = std::mem::take(&mut self.capture.tapped);
+            if !rest.is_empty() {
+                let _ = moving.text.send(rest);
+            }
+            let _ = moving.end.send(exit_code);
+            moving.done.send_replace(true);
+        }
         let end = RunEnd {
             how,
             exit_code,
             output,
             cwd: if alive { self.cwd.clone() } else { None },
+            moved: None,
         };
         active
             .input
