@@ -119,6 +119,10 @@ pub struct EndExtras {
     pub exit_code: Option<Option<i32>>,
     /// The proxies' refusals (`blocked`, `bus_refused` and their counts).
     pub summary: efr_protocol::wire::SandboxSummary,
+    /// What the job changed that code outside the sandbox runs from (a contained job's surface check).
+    pub surface_changes: Vec<efr_protocol::wire::SurfaceChange>,
+    /// The files of `surface_changes` whose executable bits efrd removed.
+    pub quarantined: Vec<PathBuf>,
 }
 
 /// The end hook of a job.

@@ -8,6 +8,7 @@ use efr_protocol::events::CallStatus;
 use efr_protocol::ids::{CallId, TurnId};
 use efr_protocol::wire::{Grant, JobWatch, Launch};
 
+use super::call_snapshots::CallRoots;
 use super::contained::ContainedEnd;
 use super::env::{CallOutput, ToolEnv, completed};
 use super::shell_prepare::{NotPrepared, prepare, shell_state};
@@ -150,8 +151,29 @@ async fn contained_argv(
         .clone()
         .unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".to_owned());
     let hook_env = env.clone();
+    // The project as the job found it, for its surface check at its end.
+    let project = env.snapshots.as_ref().and_then(|_| env.roots.first().cloned());
+    let before = match &project {
+        Some(project) => Some(
+            env.call_snapshots
+                .before(CallRoots {
+                    project: Some(project.clone()),
+                    scratch: None,
+                    home: None,
+                })
+                .await,
+        ),
+        None => None,
+    };
     let hook: EndHook = Box::new(move || {
         Box::pin(async move {
+            let (surface_changes, quarantined) = match (project, before) {
+                (Some(project), Some(before)) => {
+                    let (_, raw) = hook_env.call_snapshots.changes_and_raw(before).await;
+                    super::surface::at_job_end(&project, raw, prepared.shell.clone()).await
+                }
+                _ => (Vec::new(), Vec::new()),
+            };
             let _ = std::fs::remove_file(&prepared.plan_file);
             let ended = ContainedEnd::take(&prepared.report);
             let mut summary = efr_protocol::wire::SandboxSummary::default();
@@ -164,6 +186,8 @@ async fn contained_argv(
             EndExtras {
                 exit_code: ended.exit_code,
                 summary,
+                surface_changes,
+                quarantined,
             }
         })
     });

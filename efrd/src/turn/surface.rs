@@ -73,6 +73,27 @@ pub async fn after_call(
     Some(note)
 }
 
+/// At a contained job's end: its surface changes among `raw` (what changed in the project while it ran) and the
+/// files whose executable bits efrd removed, so that nothing outside the sandbox runs them until the user makes them
+/// executable again. Nothing is asked: the job's turn is long over (docs/jobs.md, "How a job ends").
+pub async fn at_job_end(project: &Path, raw: Vec<Change>, shell: CallShell) -> (Vec<SurfaceChange>, Vec<PathBuf>) {
+    if !raw.iter().any(|c| c.path.starts_with(project)) {
+        return (Vec::new(), Vec::new());
+    }
+    let hooks = git_hooks_dir(project).await;
+    let project = project.to_path_buf();
+    let found = tokio::task::spawn_blocking(move || find_and_hold(&project, &raw, &shell, hooks.as_deref()))
+        .await
+        .unwrap_or_default();
+    let quarantined = found
+        .held
+        .iter()
+        .filter(|held| held.held_mode.is_some())
+        .map(|held| held.change.path.clone())
+        .collect();
+    (found.changes, quarantined)
+}
+
 /// What [`find_and_hold`] found.
 #[derive(Debug, Default)]
 struct Found {

@@ -34,6 +34,7 @@ mod exits_judge;
 mod faults;
 mod hidden_shell_memory;
 mod job_forwards;
+mod job_surface;
 mod jobs;
 mod jobs_moved;
 mod model_keys;
