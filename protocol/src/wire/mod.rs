@@ -10,6 +10,7 @@
 //! `protocol/fixtures/v1/` freezes an example of each type.
 
 pub mod admin;
+pub mod always;
 pub mod approval;
 pub mod backup;
 pub mod changes;
