@@ -21,6 +21,7 @@ pub mod context;
 pub mod conversation;
 pub mod device;
 pub mod exits;
+pub mod full;
 pub mod input;
 pub mod jobs;
 pub mod login;
