@@ -126,6 +126,14 @@ async fn build(roots: Roots, config: ConfigState) -> Result<Arc<Daemon>, StartEr
     snapshots.set_bounds(undo.undo_bounds(), undo.trash_bounds());
     let keys = Arc::new(KeyStore::open(&roots.state.path, EnvKeys::from_process()));
     let config = Arc::new(config);
+    // A reload warns of the always rules that a floor disables (admin.config_reload's `warnings`).
+    let floors = crate::exits::always::RuleFloors {
+        home: roots.home.clone(),
+        efr_dirs: roots.efr_dirs(),
+    };
+    config.set_rule_warnings(Arc::new(move |config: &crate::config::Config| {
+        crate::exits::always::warnings(&config.auto.always, &floors)
+    }));
     let models =
         Models::new(Arc::clone(&config), keys, &roots.state.path).map_err(|e| fail(EXIT_FAILURE)(e.message))?;
     let daemon_id = daemon_id(&roots).map_err(fail(EXIT_FAILURE))?;

@@ -12,6 +12,7 @@
 //! `docs/protocol.md`. A file in the folder that no example claims is reported too, so nothing stale stays behind.
 
 mod admin;
+mod always;
 mod context;
 mod device;
 mod enums;
@@ -123,6 +124,7 @@ pub fn examples() -> Vec<Example> {
     all.extend(steer::examples());
     all.extend(home::examples());
     all.extend(search::examples());
+    all.extend(always::examples());
     all
 }
 

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use efr_protocol::events::{ExitJudged, ExitRequested};
+use efr_protocol::events::{AlwaysRuleSaved, ExitJudged, ExitRequested};
 use efr_protocol::wire::{ChainStep, ExitInfo, ExitRecord, JudgeKind, Verdict};
 
 use crate::clean::printable;
@@ -86,6 +86,29 @@ pub fn requested_line(requested: &ExitRequested) -> String {
     printable(&line).into_owned()
 }
 
+/// The transcript's line of always_rule_saved: `rule saved: host crates.io in the project efr (auto.always[0])`,
+/// or why it was not.
+#[must_use]
+pub fn rule_line(saved: &AlwaysRuleSaved) -> String {
+    use efr_protocol::wire::always::{AlwaysOutcome, NotSavedReason};
+    let line = match &saved.outcome {
+        AlwaysOutcome::Saved { index, rule } => format!("rule saved: {rule} (auto.always[{index}] in config.toml)"),
+        AlwaysOutcome::NotSaved { reason } => {
+            let why = match reason {
+                NotSavedReason::Changed => "config.toml changed while efr wrote it; your edit stays",
+                NotSavedReason::ReadOnly => "config.toml cannot be written",
+                NotSavedReason::LoadCheck => "config.toml does not load (efr config reload says why)",
+                NotSavedReason::Io => "config.toml could not be written",
+                NotSavedReason::ReloadTimeout => "it is written, but the reload that applies it is slow",
+                NotSavedReason::Unknown => "a reason this efr does not know",
+            };
+            format!("rule not saved: {why}; the call ran once")
+        }
+        AlwaysOutcome::Unknown => "rule: an outcome this efr does not know".to_owned(),
+    };
+    printable(&line).into_owned()
+}
+
 /// The transcript's line of exit_judged: `exit host: approved by the classifier (the prompt asks for it)`.
 #[must_use]
 pub fn judged_line(judged: &ExitJudged) -> String {
@@ -97,6 +120,7 @@ pub fn judged_line(judged: &ExitJudged) -> String {
     let by = match judged.judge {
         JudgeKind::User => "you".to_owned(),
         JudgeKind::Full => "full mode".to_owned(),
+        JudgeKind::AlwaysRule => judge_words(JudgeKind::AlwaysRule).to_owned(),
         judge => format!("the {}", judge_words(judge)),
     };
     let reason = if judged.reason.trim().is_empty() {

@@ -22,6 +22,8 @@
 //! exit requested: upload /h/.ssh/id_rsa    exit_requested (auto): the kind and the target, `(masked)` for a path
 //!   (masked)                               the sandbox hides
 //! exit upload: denied by you               exit_judged: the verdict, the judge, and its reason in brackets
+//! rule saved: host x in the project p     always_rule_saved: the rule and its place, or why it was not saved
+//!   (auto.always[0] in config.toml)
 //! exits: 2 approved (classifier 1, you 1)  at the turn's end, before its end line: what the exit judges let
 //!                                          through and how many exits they denied
 //! approval expired                         approval_expired
@@ -180,6 +182,7 @@ impl PlainView {
                 self.exits.add(judged);
                 vec![judged_line(judged)]
             }
+            EventBody::AlwaysRuleSaved(saved) => vec![super::exits::rule_line(saved)],
             EventBody::ApprovalExpired(_) => vec!["approval expired".to_owned()],
             EventBody::TurnInterruptRequested(_) => vec!["interrupt requested".to_owned()],
             EventBody::TurnCompleted(done) => {
@@ -331,6 +334,29 @@ mod tests {
                 "exit upload: denied by you",
                 "exits: 2 approved (classifier 1, you 1), 1 denied",
                 "turn completed",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_saved_rule_and_a_rule_not_saved_read_in_one_line() {
+        let lines = transcript(&[
+            json!({"kind": "exit_judged", "call_id": "c1", "exit_kind": "host", "judge": "user",
+                   "verdict": "approve", "reason": "", "chain_step": "user"}),
+            json!({"kind": "always_rule_saved", "call_id": "c1",
+                   "outcome": {"kind": "saved", "index": 0, "rule": "host pypi.org in the project app"}}),
+            json!({"kind": "always_rule_saved", "call_id": "c2",
+                   "outcome": {"kind": "not_saved", "reason": "changed"}}),
+            json!({"kind": "exit_judged", "call_id": "c3", "exit_kind": "host", "judge": "always_rule",
+                   "verdict": "approve", "reason": "auto.always[0]: host pypi.org in the project app"}),
+        ]);
+        assert_eq!(
+            lines,
+            [
+                "exit host: approved by you",
+                "rule saved: host pypi.org in the project app (auto.always[0] in config.toml)",
+                "rule not saved: config.toml changed while efr wrote it; your edit stays; the call ran once",
+                "exit host: approved by your rule (auto.always[0]: host pypi.org in the project app)",
             ]
         );
     }

@@ -263,6 +263,9 @@ impl<W: Write> TermView<W> {
                 let colour = if judged.verdict == Verdict::Deny { RED } else { DIM };
                 self.print(&format!("{colour}{}{RESET}", judged_line(judged)));
             }
+            EventBody::AlwaysRuleSaved(saved) => {
+                self.print(&format!("{DIM}{}{RESET}", super::exits::rule_line(saved)));
+            }
             EventBody::ToolCallInputChanged(wait) if wait.input == InputWait::None => {}
             EventBody::TurnInterruptRequested(_) => self.print(&format!("{DIM}interrupting…{RESET}")),
             EventBody::TurnCompleted(done) => {

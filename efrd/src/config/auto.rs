@@ -47,6 +47,10 @@ pub struct AutoSection {
     /// Exits denied in one turn that pause them (classifier_paused `per_turn`); [`PAUSE_RANGE`], default
     /// [`DEFAULT_PAUSE_PER_TURN`].
     pub pause_after_denials_per_turn: u64,
+    /// `[[auto.always]]`: the always rules (`config/always.rs`); empty when none. A rule applies at once, to the
+    /// next exit it covers.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub always: Vec<super::always::AlwaysRule>,
 }
 
 impl Default for AutoSection {
@@ -56,6 +60,7 @@ impl Default for AutoSection {
             judge_timeout_secs: DEFAULT_JUDGE_TIMEOUT_SECS,
             pause_after_denials_in_a_row: DEFAULT_PAUSE_IN_A_ROW,
             pause_after_denials_per_turn: DEFAULT_PAUSE_PER_TURN,
+            always: Vec::new(),
         }
     }
 }
@@ -127,6 +132,7 @@ impl From<ClassifierModel> for String {
 /// # Errors
 /// The key and the message of the first broken rule.
 pub fn check(section: &AutoSection) -> Result<(), (KeyPath, String)> {
+    super::always::check(&section.always)?;
     let at = |key: &str| KeyPath::keys(&["auto", key]);
     if !JUDGE_TIMEOUT_RANGE.contains(&section.judge_timeout_secs) {
         return Err((

@@ -5,6 +5,7 @@
 //! - [`schema`]: the typed sections of `config.toml` (`[model]`, `[providers.*]`, `[permissions]`, `[daemon]`,
 //!   `[network]`, ...).
 //! - [`parse`]: text to a checked config, or an error with line, column and dotted key; unknown keys are warnings.
+//! - [`always`]: `[[auto.always]]`, the always rules, and their save into the file with `toml_edit`.
 //! - [`auto`]: `[auto]`, the judges of auto mode's exits (the classifier model, the judge timeout, the pause
 //!   after denials).
 //! - [`instructions`]: `[instructions]`, the project instructions' size bound and the short variant.
@@ -29,8 +30,8 @@
 //! # }
 //! ```
 //!
-//! Writing the file (always rules, projects) will go through `toml_edit`; it is not here yet.
 
+pub mod always;
 pub mod auto;
 pub mod context;
 pub mod error;
@@ -43,6 +44,7 @@ pub mod schema;
 pub mod state;
 pub mod validate;
 
+pub use always::AlwaysRule;
 pub use auto::{AutoSection, ClassifierModel};
 pub use error::ConfigError;
 pub use key_path::KeyPath;
@@ -52,4 +54,6 @@ pub use schema::{
     PermissionsSection, ProviderId, ProviderSection, ProvidersSection, RemoteSection, RetrySection, SandboxSection,
     ShellProgram, ShellSection,
 };
-pub use state::{ConfigCheck, ConfigState, ConfigStatus, EXIT_CONFIG_INVALID, RESTART_SECTIONS, ReloadOutcome};
+pub use state::{
+    ConfigCheck, ConfigState, ConfigStatus, EXIT_CONFIG_INVALID, RESTART_SECTIONS, ReloadOutcome, RuleWarnings,
+};

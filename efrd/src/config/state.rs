@@ -74,12 +74,20 @@ pub struct ConfigStatus {
 /// (its place found in `text`).
 pub type ConfigCheck = Arc<dyn Fn(&str, &Config) -> Result<(), ConfigError> + Send + Sync>;
 
+/// The warnings of a config's rules that another module owns (the always rules a floor disables): config in,
+/// one sentence per warning out. A reload reports those that the previous config did not have.
+pub type RuleWarnings = Arc<dyn Fn(&Config) -> Vec<String> + Send + Sync>;
+
+/// How long [`ConfigState::save_always`] waits for the reload that applies a saved rule.
+pub const SAVE_RELOAD_WITHIN: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// The config in effect and its reload state. Shared by reference (`Arc<ConfigState>`); every method takes `&self`.
 pub struct ConfigState {
     path: PathBuf,
     tx: watch::Sender<Arc<Config>>,
     inner: Mutex<Inner>,
     check: Mutex<Option<ConfigCheck>>,
+    rule_warnings: Mutex<Option<RuleWarnings>>,
 }
 
 impl std::fmt::Debug for ConfigState {
@@ -126,6 +134,7 @@ impl ConfigState {
                 restart_needed: Vec::new(),
             }),
             check: Mutex::new(None),
+            rule_warnings: Mutex::new(None),
         };
         Ok((state, first_warnings))
     }
@@ -149,6 +158,27 @@ impl ConfigState {
             return Ok(());
         };
         check(&text, &self.current())
+    }
+
+    /// Installs the warnings of the rules another module owns (one; a second call replaces it), and logs those of
+    /// the config in effect now.
+    pub fn set_rule_warnings(&self, hook: RuleWarnings) {
+        for warning in hook(&self.lock().file) {
+            tracing::warn!("config: {warning}");
+        }
+        *self
+            .rule_warnings
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(hook);
+    }
+
+    fn rule_warnings(&self, config: &Config) -> Vec<String> {
+        let hook = self
+            .rule_warnings
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        hook.map(|hook| hook(config)).unwrap_or_default()
     }
 
     fn installed_check(&self) -> Option<ConfigCheck> {
@@ -207,6 +237,8 @@ impl ConfigState {
             .map(|k| unknown_key_warning(k))
             .collect();
         new_warnings.extend(warnings(&file).into_iter().filter(|w| !old_warnings.contains(w)));
+        let old_rules = self.rule_warnings(&inner.file);
+        new_warnings.extend(self.rule_warnings(&file).into_iter().filter(|w| !old_rules.contains(w)));
         // A removed file is read as an empty one; say so, since "applied" alone reads as the file's content.
         if !self.path.exists() {
             new_warnings.push(format!(
@@ -236,6 +268,46 @@ impl ConfigState {
             error: None,
             restart_needed,
             warnings: new_warnings,
+        }
+    }
+
+    /// Saves `rule` as the last `[[auto.always]]` table of the file (`config/always.rs`), then reloads, waiting at
+    /// most `reload_within` ([`SAVE_RELOAD_WITHIN`]) for the reload.
+    pub async fn save_always(
+        self: &Arc<Self>,
+        rule: super::always::AlwaysRule,
+        reload_within: std::time::Duration,
+    ) -> efr_protocol::wire::always::AlwaysOutcome {
+        use efr_protocol::wire::always::{AlwaysOutcome, NotSavedReason};
+        let me = Arc::clone(self);
+        let words = rule.rule.clone();
+        let written = tokio::task::spawn_blocking(move || {
+            let check = me.installed_check();
+            let load = |text: &str| {
+                parse(text).is_ok_and(|parsed| check.as_ref().is_none_or(|check| check(text, &parsed.config).is_ok()))
+            };
+            super::always::prepare(&me.path, &rule, &load)?.commit()
+        })
+        .await
+        .unwrap_or(Err(NotSavedReason::Io));
+        let index = match written {
+            Ok(index) => index,
+            Err(reason) => return AlwaysOutcome::NotSaved { reason },
+        };
+        let me = Arc::clone(self);
+        let reload = tokio::task::spawn_blocking(move || me.reload());
+        match tokio::time::timeout(reload_within, reload).await {
+            Err(_) => AlwaysOutcome::NotSaved {
+                reason: NotSavedReason::ReloadTimeout,
+            },
+            Ok(Ok(outcome)) if outcome.applied => AlwaysOutcome::Saved { index, rule: words },
+            // Checked before the write, refused after it: a fact of the check (the model list) changed meanwhile.
+            Ok(Ok(_)) => AlwaysOutcome::NotSaved {
+                reason: NotSavedReason::LoadCheck,
+            },
+            Ok(Err(_)) => AlwaysOutcome::NotSaved {
+                reason: NotSavedReason::Io,
+            },
         }
     }
 

@@ -126,6 +126,8 @@ impl Deps {
 struct PendingApproval {
     turn_id: TurnId,
     local_only: bool,
+    /// The question offers an always rule (its exit's `always`), so allow_always may answer it.
+    always: bool,
     reply: oneshot::Sender<Answer>,
 }
 

@@ -94,6 +94,9 @@ pub struct TurnExits {
     pub project_remotes: Vec<String>,
     /// The turn's calls so far, oldest first, at most [`RECENT_CALLS`]: a shell call's line, a patch's files.
     pub recent_calls: Arc<std::sync::Mutex<Vec<String>>>,
+    /// The config: its always rules (read at each call, so a rule saved in this turn covers the next exit) and
+    /// their save. `None`: no rule covers an exit and no question offers one.
+    pub config: Option<Arc<crate::config::ConfigState>>,
 }
 
 impl TurnExits {

@@ -169,6 +169,14 @@ pub async fn judge(
         })
         .collect();
     sink.record(turn_id, requested).await.ok()?;
+    if super::exit_rules::approve_by_rule(env, sink, (turn_id, call_id), &records).await? {
+        denials.approved();
+        drop(denials);
+        return Some(ExitVerdict::Run {
+            needs: union_needs(&records),
+            by_user: false,
+        });
+    }
     let recent = env.exits.recent();
     let chain = review(
         &env.exits.judges,
@@ -193,28 +201,36 @@ pub async fn judge(
             line: denied_line(&records, &reason, &shown),
         }),
         ChainOutcome::AskUser { passed_on_by, reason } => {
-            ask_user(sink, call, &records, passed_on_by, &reason, &shown).await
+            let rule = super::exit_rules::offered(env, &records);
+            let (verdict, always) =
+                ask_user(sink, call, &records, (passed_on_by, rule.as_ref()), &reason, &shown).await?;
+            if let (true, Some(rule)) = (always, rule) {
+                super::exit_rules::save(env, sink, (turn_id, call_id), rule).await?;
+            }
+            Some(verdict)
         }
     }
 }
 
-/// The chain passed the exits on to the user: the question, then one exit_judged per record for the answer.
-/// `None` when the sink is gone.
+/// The chain passed the exits on to the user: the question (offering `rule` when there is one), then one
+/// exit_judged per record for the answer. Also says whether the user answered allow_always to a question with a
+/// rule. `None` when the sink is gone.
 async fn ask_user(
     sink: &Sink,
     call: CallExits<'_>,
     records: &[ExitRecord],
-    passed_on_by: Option<ChainStep>,
+    (passed_on_by, rule): (Option<ChainStep>, Option<&crate::config::AlwaysRule>),
     reason: &str,
     shown: &Shown,
-) -> Option<ExitVerdict> {
+) -> Option<(ExitVerdict, bool)> {
     let CallExits {
         turn_id,
         call_id,
         summary,
         interactive,
     } = call;
-    let info = exit_info(records, passed_on_by, reason, shown);
+    let mut info = exit_info(records, passed_on_by, reason, shown);
+    info.always = rule.map(|rule| rule.rule.clone());
     let needs = info.needs.clone();
     let question = Question {
         summary: summary.to_owned(),
@@ -231,6 +247,7 @@ async fn ask_user(
         answer.decision(),
         ApprovalDecision::Allow | ApprovalDecision::AllowAlways
     );
+    let always = rule.is_some() && answer.decision() == ApprovalDecision::AllowAlways;
     // An expiry while the user was away is judged presence_expired, not by the user (spec, "phase A").
     let (judge, why) = match answer {
         Answer::Expired { away: true } => (
@@ -261,13 +278,14 @@ async fn ask_user(
         })
         .collect();
     sink.record(turn_id, judged).await.ok()?;
-    Some(if allowed {
+    let verdict = if allowed {
         ExitVerdict::Run { needs, by_user: true }
     } else {
         ExitVerdict::Denied {
             line: denied_line(records, "the user denied it (or did not answer in time)", shown),
         }
-    })
+    };
+    Some((verdict, always))
 }
 
 /// The union of the records' needs: every grant once, in the order found; unsandboxed when any record needs it.

@@ -31,6 +31,7 @@ pub mod decide;
 pub mod env;
 pub mod exit_call;
 pub mod exit_git;
+pub mod exit_rules;
 pub mod exits;
 pub mod git_check;
 pub mod home_files;

@@ -4,6 +4,7 @@ mod compaction;
 mod conversation_context;
 mod daemon_activation;
 mod daemon_admin;
+mod daemon_always;
 mod daemon_auto;
 mod daemon_auto_reach;
 mod daemon_backup;

@@ -20,6 +20,7 @@
 //! [`DaemonEvent`] `{"seq", "at", "kind", ...members}`, numbered in the daemon's own log. A conversation's log never
 //! holds one, so `Event::conversation_id` is always there.
 
+mod always;
 mod approval;
 mod conversation;
 mod daemon;
@@ -43,6 +44,7 @@ use serde_json::{Map, Value};
 
 use crate::ids::{CallId, ConversationId, Timestamp, TurnId};
 
+pub use always::AlwaysRuleSaved;
 pub use approval::{ApprovalExpired, ApprovalRequested, ApprovalResolved};
 pub use conversation::{ConversationCreated, PromptQueued};
 pub use daemon::{LoginCompleted, LogoutCompleted};
@@ -227,6 +229,8 @@ event_body! {
         HomeFileChanged(HomeFileChanged) = "home_file_changed",
         /// A contained call deleted files in a real cache, without a question.
         CacheDeleteApplied(CacheDeleteApplied) = "cache_delete_applied",
+        /// What became of the rule that an allow_always answer asked efrd to save.
+        AlwaysRuleSaved(AlwaysRuleSaved) = "always_rule_saved",
         /// The user became present or away (it belongs to no turn).
         PresenceChanged(PresenceChanged) = "presence_changed",
         /// The sandbox cannot run, so contained calls cannot either.
@@ -292,6 +296,7 @@ impl EventBody {
             Self::SandboxSurfaceChanged(e) => Some(&e.call_id),
             Self::HomeFileChanged(e) => Some(&e.call_id),
             Self::CacheDeleteApplied(e) => Some(&e.call_id),
+            Self::AlwaysRuleSaved(e) => Some(&e.call_id),
             Self::SurfaceQuestionRequested(e) => Some(&e.call_id),
             Self::JobStarted(e) => Some(&e.call_id),
             _ => None,

@@ -72,6 +72,9 @@ pub struct ConfigStatus {
     /// Dotted keys that wait for a restart; absent when empty.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub restart_needed: Vec<String>,
+    /// A change that loosens permissions and waits while full mode runs; absent when nothing is held.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held: Option<super::full::HeldConfig>,
 }
 
 wire_enum! {
@@ -138,6 +141,9 @@ pub struct AdminStatusResult {
     /// The tailnet listener of the phone (docs/remote.md); absent from an earlier daemon.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remote: Option<RemoteStatus>,
+    /// Full mode: allowed by the config, and why the daemon refuses it; absent when not reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub full_mode: Option<super::full::FullModeStatus>,
 }
 
 wire_enum! {

@@ -10,6 +10,7 @@
 //! `protocol/fixtures/v1/` freezes an example of each type.
 
 pub mod admin;
+pub mod always;
 pub mod approval;
 pub mod backup;
 pub mod changes;
@@ -20,6 +21,7 @@ pub mod context;
 pub mod conversation;
 pub mod device;
 pub mod exits;
+pub mod full;
 pub mod input;
 pub mod jobs;
 pub mod login;

@@ -14,6 +14,7 @@ impl Actor {
         reply: oneshot::Sender<Answer>,
         me: &mpsc::WeakSender<Command>,
     ) {
+        let always = question.exit.as_ref().is_some_and(|exit| exit.always.is_some());
         let body = EventBody::ApprovalRequested(ApprovalRequested {
             call_id: call_id.clone(),
             summary: question.summary,
@@ -44,6 +45,7 @@ impl Actor {
             PendingApproval {
                 turn_id,
                 local_only: question.local_only,
+                always,
                 reply,
             },
         );
@@ -168,9 +170,10 @@ impl Actor {
         }
         match params.decision {
             ApprovalDecision::Allow | ApprovalDecision::Deny => {}
+            ApprovalDecision::AllowAlways if pending.always => {}
             ApprovalDecision::AllowAlways => {
                 return Err(ErrorBody::invalid(
-                    "allow_always needs always rules, which this efrd does not have yet",
+                    "this question offers no always rule (its exit has no `always`): answer allow or deny",
                 ));
             }
             ApprovalDecision::Unknown => return Err(ErrorBody::invalid("bad params: `decision` is not allow or deny")),

@@ -294,6 +294,7 @@ impl Actor {
                 // The judges come with the turn's provider (turn::plan).
                 user_prompt: user_prompt.to_owned(),
                 project_remotes: remotes,
+                config: Some(Arc::clone(&self.deps.config)),
                 ..Default::default()
             },
             jobs: None,

@@ -124,6 +124,8 @@ pub async fn status(ctx: &RequestCtx) -> Result<Value, ErrorBody> {
             symlink_target: config.symlink_target,
             reload_error: config.reload_error.as_ref().map(wire_config_error),
             restart_needed: config.restart_needed,
+            // Full mode's refusals and held changes are not built: nothing is reported.
+            held: None,
         }),
         providers,
         catalog: Some(wire_catalog(&daemon.models.catalog())),
@@ -131,6 +133,7 @@ pub async fn status(ctx: &RequestCtx) -> Result<Value, ErrorBody> {
         sandbox_paths,
         proxy: Some(daemon.sandbox.proxy().status()),
         remote: Some(remote_status(daemon)),
+        full_mode: None,
     })
 }
 
