@@ -13,6 +13,7 @@
 
 mod admin;
 mod context;
+mod delete;
 mod device;
 mod enums;
 mod events;
@@ -123,6 +124,7 @@ pub fn examples() -> Vec<Example> {
     all.extend(steer::examples());
     all.extend(home::examples());
     all.extend(search::examples());
+    all.extend(delete::examples());
     all
 }
 

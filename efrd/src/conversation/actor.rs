@@ -69,6 +69,8 @@ use commit::CommitRefused;
 pub(in crate::conversation) use commit::decode_outcome;
 pub(super) use compact::CompactBegin;
 mod context;
+mod delete;
+pub(in crate::conversation) use delete::{DeleteAsk, DeleteBegun};
 mod presence;
 pub(crate) use presence::PresenceSet;
 mod instructions;
@@ -228,6 +230,12 @@ pub(super) struct Actor {
     started: HashSet<TurnId>,
     /// The drafts of the running turn and the subscribers that take them (`super::drafts`).
     drafts: Arc<super::drafts::DraftHub>,
+    /// A conversation.delete began: no prompt is taken and no turn starts (`delete.rs`).
+    deleting: bool,
+    /// A delete with `stop` waits for the running turn and the compaction to end.
+    pending_delete: Option<delete::DeleteReply>,
+    /// The conversation was deleted: the actor stops after the command that did it.
+    gone: bool,
 }
 
 impl Actor {
@@ -267,6 +275,9 @@ impl Actor {
             last_settings: None,
             started: HashSet::new(),
             drafts: Arc::default(),
+            deleting: false,
+            pending_delete: None,
+            gone: false,
             shell: Arc::new(tokio::sync::Mutex::new(ShellSlot::new(shell_options(
                 kind, home, shell_root,
             )))),
@@ -342,6 +353,10 @@ impl Actor {
             };
             let Some(command) = command else { break };
             self.handle(command, &me).await;
+            if self.gone {
+                self.leave(&mut rx, &me, &registry).await;
+                return;
+            }
         }
         debug!(conversation = %self.id, "conversation actor stopped");
     }
@@ -410,6 +425,15 @@ impl Actor {
             Command::TurnEnded { turn_id, outcome } => {
                 self.turn_ended(turn_id, outcome).await;
                 self.start_next(me).await;
+                self.resume_delete();
+            }
+            Command::DeleteBegin { ask, reply } => self.begin_delete(&ask, reply),
+            Command::DeleteEnd { origin, command, reply } => {
+                let _ = reply.send(self.end_delete(origin, *command).await);
+            }
+            Command::DeleteAbort => {
+                self.abort_delete();
+                self.start_next(me).await;
             }
             Command::SurfaceChanged {
                 turn_id,
@@ -456,6 +480,7 @@ impl Actor {
             } => {
                 let _ = reply.send(self.end_compact(command_id, *outcome).await);
                 self.start_next(me).await;
+                self.resume_delete();
             }
         }
     }

@@ -23,6 +23,7 @@
 mod approval;
 mod conversation;
 mod daemon;
+mod delete;
 mod exits;
 mod home;
 mod jobs;
@@ -46,6 +47,7 @@ use crate::ids::{CallId, ConversationId, Timestamp, TurnId};
 pub use approval::{ApprovalExpired, ApprovalRequested, ApprovalResolved};
 pub use conversation::{ConversationCreated, PromptQueued};
 pub use daemon::{LoginCompleted, LogoutCompleted};
+pub use delete::ConversationDeleted;
 pub use exits::{ClassifierPaused, ExitJudged, ExitRequested, ExitReviewStarted, PauseReason};
 pub use home::{CacheDeleteApplied, HomeFileChanged};
 pub use jobs::{JobEnded, JobNotice, JobNoticeHeld, JobPortForwarded, JobStarted, JobWatchMatched};
@@ -258,6 +260,8 @@ event_body! {
         JobNoticeHeld(JobNoticeHeld) = "job_notice_held",
         /// What efr did with a port a contained job listens on (it belongs to no turn).
         JobPortForwarded(JobPortForwarded) = "job_port_forwarded",
+        /// The conversation was deleted: its last event, and the only one its log keeps.
+        ConversationDeleted(ConversationDeleted) = "conversation_deleted",
     }
 }
 
