@@ -3,7 +3,7 @@
 //! 1. A repeat of the write (its command id stored) gets the stored outcome.
 //! 2. The actor's first step (`actor/delete.rs`): held, busy, or ready, the conversation closed to new work (with
 //!    `stop`, after its running turn, queued prompts and compaction were stopped).
-//! 3. From here the delete runs to its end even when the request goes away: the conversation's background jobs are
+//! 3. From step 2 on the delete runs to its end even when the request goes away: the conversation's background jobs are
 //!    stopped (their ends are recorded while the log still takes events), the actor commits conversation_deleted
 //!    as the store's delete (the log keeps only that event; the index and the outcomes of its earlier writes go; the
 //!    file gives the space back) and stops, ending every subscription after that event; conversations.watch hears
@@ -29,7 +29,7 @@ use super::{Command, Conversations, Deps, request};
 
 /// How long the delete waits for the snapshot store's walks, saves and undos of the moment before it removes the
 /// conversation's snapshots; past it, they stay for the collection while efrd runs.
-const FILES_WAIT: Duration = Duration::from_secs(30);
+const FILES_WAIT: Duration = Duration::from_secs(5);
 
 /// The method name under which the outcome is stored.
 const METHOD: &str = "conversation.delete";
@@ -61,13 +61,15 @@ pub async fn delete(
         force: params.force,
         stop: params.stop,
     };
-    let title = match request(&handle.tx, |reply| Command::DeleteBegin { ask, reply }).await?? {
-        DeleteBegun::Held { tty, title } => return Ok(ConversationDeleteResult::Held { tty, title }),
-        DeleteBegun::Ready { title } => title,
-    };
     let deps = deps.clone();
     let command_id = params.command_id;
+    // From the first step on the delete runs to its end, also when the request goes away: a delete that waits for
+    // a stopped turn must not leave the conversation closed to new work.
     let run = tokio::spawn(async move {
+        let title = match request(&handle.tx, |reply| Command::DeleteBegin { ask, reply }).await?? {
+            DeleteBegun::Held { tty, title } => return Ok(ConversationDeleteResult::Held { tty, title }),
+            DeleteBegun::Ready { title } => title,
+        };
         let turns = match turns_of(&deps, id).await {
             Ok(turns) => turns,
             Err(error) => {
@@ -109,8 +111,13 @@ pub async fn delete(
             not_removed,
         })
     });
-    run.await
-        .map_err(|e| ErrorBody::internal(format!("the delete did not finish: {e}")))?
+    let answer = run
+        .await
+        .map_err(|e| ErrorBody::internal(format!("the delete did not finish: {e}")))??;
+    if matches!(answer, ConversationDeleteResult::Deleted { .. }) {
+        conversations.forget_input(id);
+    }
+    Ok(answer)
 }
 
 /// The turns of `id` (read before the delete removes their events).
@@ -147,8 +154,21 @@ async fn remove_files(deps: &Deps, id: ConversationId, turns: HashSet<TurnId>) -
         .join(efr_policy::floors::SCRATCH_FOLDER)
         .join(id.to_string());
     let Some(alone) = deps.snapshots.exclusive(FILES_WAIT).await else {
-        tracing::warn!(conversation = %id, "the snapshot store stayed busy: the collection removes the files later");
-        return vec![deps.snapshots.dir().to_path_buf(), scratch];
+        // Its scratch is no walk's of another conversation; its snapshots are the collection's next pass's (turns
+        // that no conversation holds).
+        tracing::warn!(conversation = %id, "the snapshot store stayed busy: the collection removes the snapshots");
+        let scratch_left = tokio::task::spawn_blocking(move || {
+            let error = std::fs::remove_dir_all(&scratch).err();
+            error
+                .filter(|e| e.kind() != std::io::ErrorKind::NotFound)
+                .map(|_| scratch)
+        })
+        .await
+        .ok()
+        .flatten();
+        return std::iter::once(deps.snapshots.dir().to_path_buf())
+            .chain(scratch_left)
+            .collect();
     };
     let store = Arc::clone(&deps.snapshots);
     let removed = tokio::task::spawn_blocking(move || {
