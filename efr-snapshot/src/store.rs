@@ -81,6 +81,9 @@ pub struct SnapshotStore {
     saved: Arc<Mutex<HashMap<PathBuf, Saved>>>,
     /// The bounds of the trash (config `[undo]`).
     trash: Arc<Mutex<TrashBounds>>,
+    /// Held (shared) by each walk and save of a covered snapshot and each undo, and (alone) by a collection, which
+    /// removes the contents that no saved manifest names: a walk writes its contents before its manifest names them.
+    gate: Arc<tokio::sync::RwLock<()>>,
 }
 
 /// A snapshot this store saved, as the parent of the next delta of its root.
@@ -108,7 +111,22 @@ impl SnapshotStore {
             undo: Arc::default(),
             saved: Arc::default(),
             trash: Arc::default(),
+            gate: Arc::default(),
         })
+    }
+
+    /// A hold on the store for a walk and its save, or an undo: a collection waits until every hold ends, and a
+    /// hold asked for while a collection waits or runs waits for it ([`SnapshotStore::exclusive`]).
+    pub async fn hold(&self) -> tokio::sync::OwnedRwLockReadGuard<()> {
+        Arc::clone(&self.gate).read_owned().await
+    }
+
+    /// The store alone, for a collection: `None` when the holds of the moment do not all end within `wait` (a
+    /// collection never makes a turn wait longer than that, nor longer than its own pass).
+    pub async fn exclusive(&self, wait: std::time::Duration) -> Option<tokio::sync::OwnedRwLockWriteGuard<()>> {
+        tokio::time::timeout(wait, Arc::clone(&self.gate).write_owned())
+            .await
+            .ok()
     }
 
     /// The store's `blobs` folder.
@@ -470,6 +488,7 @@ impl SnapshotStore {
                 removed += 1;
             }
         }
+        self.forget(&dropped);
         let contents = if removed > 0 { self.collect_garbage()? } else { 0 };
         Ok((removed, contents))
     }
@@ -489,6 +508,26 @@ impl SnapshotStore {
             }
         }
         Ok(())
+    }
+
+    /// Forgets the last snapshot of each root whose last save is in `dropped`: the next walk of that root reads its
+    /// files again rather than reuse contents a collection may just have removed, and its save is a full manifest.
+    fn forget(&self, dropped: &HashSet<String>) {
+        let Ok(mut saved) = self.saved.lock() else { return };
+        let roots: Vec<PathBuf> = saved
+            .iter()
+            .filter(|(_, last)| dropped.contains(&last.id))
+            .map(|(root, _)| root.clone())
+            .collect();
+        for root in &roots {
+            saved.remove(root);
+        }
+        drop(saved);
+        if let Ok(mut last) = self.last.lock() {
+            for root in &roots {
+                last.remove(root);
+            }
+        }
     }
 
     fn manifest_path(&self, id: &str) -> PathBuf {

@@ -62,6 +62,7 @@
 mod backup;
 mod check;
 mod command;
+mod delete;
 mod devices;
 mod error;
 mod read;

@@ -251,11 +251,13 @@ impl RawSummary {
 /// # Errors
 /// SQLite errors; [`StoreError::Corrupt`].
 pub(crate) fn conversation(conn: &Connection, id: ConversationId) -> Result<Option<ConversationSummary>> {
-    conn.prepare_cached(&format!("SELECT {SUMMARY_COLUMNS} FROM conversations WHERE id = ?1"))?
-        .query_row([id.to_string()], RawSummary::from_row)
-        .optional()?
-        .map(RawSummary::check)
-        .transpose()
+    conn.prepare_cached(&format!(
+        "SELECT {SUMMARY_COLUMNS} FROM conversations WHERE id = ?1 AND deleted_at IS NULL"
+    ))?
+    .query_row([id.to_string()], RawSummary::from_row)
+    .optional()?
+    .map(RawSummary::check)
+    .transpose()
 }
 
 /// The summaries of `ids` that exist, in no particular order (at most [`MAX_PAGE`] ids).
@@ -270,7 +272,7 @@ pub(crate) fn conversations(conn: &Connection, ids: &[ConversationId]) -> Result
         return Ok(Vec::new());
     }
     let sql = format!(
-        "SELECT {SUMMARY_COLUMNS} FROM conversations WHERE id IN ({})",
+        "SELECT {SUMMARY_COLUMNS} FROM conversations WHERE id IN ({}) AND deleted_at IS NULL",
         placeholders(ids.len())
     );
     conn.prepare(&sql)?
@@ -323,10 +325,13 @@ pub(crate) fn list_sql(with_cursor: bool) -> String {
     if with_cursor {
         format!(
             "SELECT {SUMMARY_COLUMNS} FROM conversations WHERE (updated_at, id) < (?1, ?2) \
-             ORDER BY updated_at DESC, id DESC LIMIT ?3"
+             AND deleted_at IS NULL ORDER BY updated_at DESC, id DESC LIMIT ?3"
         )
     } else {
-        format!("SELECT {SUMMARY_COLUMNS} FROM conversations ORDER BY updated_at DESC, id DESC LIMIT ?1")
+        format!(
+            "SELECT {SUMMARY_COLUMNS} FROM conversations WHERE deleted_at IS NULL \
+             ORDER BY updated_at DESC, id DESC LIMIT ?1"
+        )
     }
 }
 

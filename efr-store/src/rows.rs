@@ -86,6 +86,11 @@ pub struct Commit {
     pub command: Option<CommandRecord>,
     /// The searchable texts of the events (and a new title), written with them ([`crate::search`]).
     pub index: Vec<IndexEntry>,
+    /// The delete of this conversation: after this commit's events (its last, conversation_deleted, among them),
+    /// every earlier event of it, its index entries and the outcomes of its earlier writes are removed, and its
+    /// summary row is emptied and marked deleted (`crate::delete`). Its pages are then given back to the file
+    /// system.
+    pub deletes: Option<ConversationId>,
 }
 
 impl Commit {
@@ -109,6 +114,14 @@ impl Commit {
     #[must_use]
     pub fn with_index(mut self, entries: Vec<IndexEntry>) -> Self {
         self.index = entries;
+        self
+    }
+
+    /// Makes the commit the delete of `conversation_id` (see [`Commit::deletes`]); its events must hold that
+    /// conversation's last event.
+    #[must_use]
+    pub fn deleting(mut self, conversation_id: ConversationId) -> Self {
+        self.deletes = Some(conversation_id);
         self
     }
 

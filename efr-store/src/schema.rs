@@ -48,10 +48,15 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "0003_search",
         sql: include_str!("migrations/0003_search.sql"),
     },
+    Migration {
+        version: 4,
+        name: "0004_delete",
+        sql: include_str!("migrations/0004_delete.sql"),
+    },
 ];
 
 /// The schema version this build writes: the version of the newest migration.
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = 4;
 
 /// How long a connection waits for a lock before it fails with `SQLITE_BUSY`.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -88,6 +93,7 @@ pub(crate) fn open_writer(path: &Path) -> Result<Connection> {
         });
     }
     configure_writer(&conn).map_err(|e| StoreError::at_open(path, e))?;
+    incremental_vacuum_on(&conn).map_err(|e| StoreError::at_open(path, e))?;
     let mode: String = conn
         .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
         .map_err(|e| StoreError::at_open(path, e))?;
@@ -141,8 +147,34 @@ fn configure_writer(conn: &Connection) -> rusqlite::Result<()> {
     conn.pragma_update(None, "journal_size_limit", JOURNAL_SIZE_LIMIT)?;
     conn.pragma_update(None, "wal_autocheckpoint", WAL_AUTOCHECKPOINT)?;
     conn.pragma_update(None, "cache_size", -WRITER_CACHE_KIB)?;
+    // What a write frees inside a page (a deleted cell, the old place of a moved one) is overwritten with zeros as
+    // the page is written anyway (CPU only, no extra I/O): the bytes of a deleted conversation leave the pages that
+    // stay, and the pages freed whole leave with the incremental vacuum (`crate::delete`).
+    conn.pragma_update(None, "secure_delete", "FAST")?;
     // The writer reuses a handful of statements thousands of times a second.
     conn.set_prepared_statement_cache_capacity(32);
+    Ok(())
+}
+
+/// Turns on `auto_vacuum = INCREMENTAL`, so that the pages a delete frees can be given back to the file system
+/// (`crate::delete::reclaim`). A new file takes it before its first page is written; a file from before it takes it
+/// through one `VACUUM` (a rewrite of the file, once: it needs as much free disk as the file holds).
+fn incremental_vacuum_on(conn: &Connection) -> rusqlite::Result<()> {
+    /// `PRAGMA auto_vacuum`'s value for INCREMENTAL.
+    const INCREMENTAL: i64 = 2;
+    let mode: i64 = conn.query_row("PRAGMA auto_vacuum", [], |row| row.get(0))?;
+    if mode == INCREMENTAL {
+        return Ok(());
+    }
+    conn.pragma_update(None, "auto_vacuum", INCREMENTAL)?;
+    let pages: i64 = conn.query_row("PRAGMA page_count", [], |row| row.get(0))?;
+    if pages > 0 {
+        tracing::info!(
+            pages,
+            "event store: rewriting the file once so that deletes can free space"
+        );
+        conn.execute_batch("VACUUM")?;
+    }
     Ok(())
 }
 

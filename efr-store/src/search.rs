@@ -346,7 +346,7 @@ pub(crate) fn apply_backfill(conn: &Connection, entries: &[IndexEntry], done: i6
     for entry in entries {
         let (exists, has_title): (bool, bool) = conn
             .prepare_cached(
-                "SELECT EXISTS (SELECT 1 FROM conversations WHERE id = ?1), \
+                "SELECT EXISTS (SELECT 1 FROM conversations WHERE id = ?1 AND deleted_at IS NULL), \
                         EXISTS (SELECT 1 FROM search_entries WHERE conversation_id = ?1 AND seq = 0)",
             )?
             .query_row([entry.conversation_id.to_string()], |row| {

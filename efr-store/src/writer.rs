@@ -26,6 +26,7 @@ use efr_protocol::ids::{ConversationId, Timestamp};
 use rusqlite::{Connection, params};
 use tokio::sync::{OwnedSemaphorePermit, oneshot};
 
+use super::delete;
 use super::error::{Result, StoreError};
 use super::read;
 use super::rows::{Commit, ConversationSummary, EventRow};
@@ -142,6 +143,10 @@ fn run(conn: Connection, rx: &Receiver<Request>) {
                 let commits: Vec<&Commit> = batch.iter().map(|(commit, _, _)| &**commit).collect();
                 let started = Instant::now();
                 let outcomes = commit_batch(&conn, &commits);
+                let deleted = commits
+                    .iter()
+                    .zip(&outcomes)
+                    .any(|(commit, outcome)| commit.deletes.is_some() && outcome.is_ok());
                 pacing = Pacing {
                     last_batch: batch.len(),
                     last_commit: started.elapsed(),
@@ -150,6 +155,10 @@ fn run(conn: Connection, rx: &Receiver<Request>) {
                     // The caller may have stopped waiting; the commit stands either way.
                     let _ = reply.send(outcome);
                     drop(permit);
+                }
+                // After the replies: a delete is answered once it is durable, its space freed right after.
+                if deleted {
+                    delete::reclaim(&conn);
                 }
                 // After the replies, so no caller waits for it; an idle store has nothing new to prune.
                 if pruned.elapsed() >= PRUNE_EVERY {
@@ -362,6 +371,21 @@ fn apply(conn: &Connection, commit: &Commit) -> Result<()> {
         next[slot].1 = expected + 1;
     }
     search::insert_entries(conn, &commit.index)?;
+    if let Some(deleted) = commit.deletes {
+        let Some(from) = next.iter().find(|(c, _)| *c == deleted).map(|(_, next)| *next) else {
+            return Err(StoreError::invalid(
+                "a delete's commit holds no event of its conversation",
+            ));
+        };
+        let first = commit
+            .events
+            .iter()
+            .filter(|e| e.conversation_id == deleted)
+            .map(|e| e.seq)
+            .min()
+            .unwrap_or(from);
+        delete::purge(conn, deleted, first, commit.command.as_ref().map(|c| c.command_id))?;
+    }
     Ok(())
 }
 
@@ -372,7 +396,7 @@ fn apply(conn: &Connection, commit: &Commit) -> Result<()> {
 fn next_seq(conn: &Connection, conversation_id: ConversationId) -> Result<u64> {
     let (exists, last): (bool, Option<i64>) = conn
         .prepare_cached(
-            "SELECT EXISTS (SELECT 1 FROM conversations WHERE id = ?1), \
+            "SELECT EXISTS (SELECT 1 FROM conversations WHERE id = ?1 AND deleted_at IS NULL), \
                     (SELECT max(seq) FROM events WHERE conversation_id = ?1)",
         )?
         .query_row([conversation_id.to_string()], |row| Ok((row.get(0)?, row.get(1)?)))?;

@@ -74,6 +74,8 @@ pub enum Command {
     },
     /// Find conversations by what was said or run in them: titles, prompts, answers and commands.
     Search(SearchArgs),
+    /// Delete a conversation: its log keeps only that it was deleted; its snapshots, journals and scratch go.
+    Delete(DeleteArgs),
     /// Show what a turn changed in files.
     Diff(DiffArgs),
     /// Undo a turn: every file it changed back as it was, and the git refs it moved (docs/undo.md).
@@ -499,6 +501,22 @@ pub struct ContextArgs {
     #[arg(long)]
     pub model: Option<String>,
     /// Print the result as JSON (conversation.context's result, one line).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `efr delete`.
+#[derive(Debug, Args)]
+pub struct DeleteArgs {
+    /// The conversation's id (a UUID).
+    pub id: String,
+    /// Delete it although another open terminal holds it.
+    #[arg(long)]
+    pub force: bool,
+    /// Stop its running turn and drop its queued prompts first (else a busy conversation is refused).
+    #[arg(long)]
+    pub stop: bool,
+    /// Print the result as JSON (conversation.delete's result, one line).
     #[arg(long)]
     pub json: bool,
 }

@@ -16,11 +16,11 @@
 //! | [`search`] | search over conversations: what the index holds (secrets replaced), ranges, ranking, the searches, the rebuild |
 //! | [`bus`] | the D-Bus of contained calls: `[bus]` and the default policy made into a `bus_filter` grant and a bus plan, the session bus, a closed plan's refusals |
 //! | [`sandbox`] | efrd's side of the sandbox: base plans, protected paths, the probe and its cache, explain |
-//! | [`undo`] | undo and redo of a turn from its covered snapshots: the plan, the writes, the journal, the trash |
+//! | [`undo`] | undo and redo of a turn from its covered snapshots: the plan, the writes, the journal, the trash, the collection |
 //! | [`prompt`] | what the model is told: base instructions, mode, project instructions (`AGENTS.md`), the environment block, per-provider tool texts |
 //! | [`compact`] | compaction of a conversation's context: the model's copy, its cut, the count, the summary's call |
 //! | [`turn`] | the turn loop and the sink its events go to: model stream → events, tool calls decided and run |
-//! | [`conversation`] | the per-conversation actor: queue, turns, questions, subscribers, recorder, restart recovery |
+//! | [`conversation`] | the per-conversation actor: queue, turns, questions, subscribers, recorder, restart recovery, delete |
 //! | [`remote`] | paired devices: pairing, device keys and proofs, the tailnet address, the listener's state |
 //! | [`daemon`] | the shared state: the config, stores, model registry, live conversations, running turns and connections |
 //! | [`server`] | connections (Unix socket, tailnet WebSocket), hello, scopes, dispatch, streams, cancel, backpressure; thin method handlers |

@@ -154,8 +154,9 @@ async fn build(roots: Roots, config: ConfigState) -> Result<Arc<Daemon>, StartEr
     )))
 }
 
-/// What a previous efrd left: its open turns recorded as ended and their changes closed, old snapshots collected;
-/// then the sandbox probed in the background.
+/// What a previous efrd left: its open turns recorded as ended and their changes closed; then the sandbox probed in
+/// the background. Old snapshots are collected after READY=1 (`collect_while_running`), so start-up never waits for
+/// them.
 async fn recover(daemon: &Arc<Daemon>) -> Result<(), StartError> {
     let (interrupted, recovered) = recovery::close_open_turns(&daemon.store)
         .await
@@ -167,8 +168,6 @@ async fn recover(daemon: &Arc<Daemon>) -> Result<(), StartError> {
     for turn_id in interrupted {
         crate::turn::snapshots::close_after_restart(&daemon.snapshots, turn_id).await;
     }
-    // Before any turn saves a snapshot: the old turns' snapshots and the trash past its bounds go.
-    collect_undo(daemon).await;
     // The first admin.status and the first auto turn then find the sandbox's state cached.
     daemon.sandbox.probe_in_background();
     Ok(())
@@ -189,6 +188,9 @@ fn spawn_background(daemon: &Arc<Daemon>, notifier: &Arc<Notifier>, shutdown: &C
 
     // The search index of a log older than it: built in the background, so start-up never waits for it.
     tokio::spawn(crate::search::rebuild::run(daemon.store.clone()));
+
+    // The collection while efrd runs: a daemon that runs for months must not grow until it restarts.
+    tokio::spawn(collect_while_running(Arc::clone(daemon), shutdown.clone()));
 
     let stopping = Arc::clone(notifier);
     let signalled = shutdown.clone();
@@ -259,30 +261,116 @@ fn spawn_signal_handler(shutdown: CancellationToken) -> std::io::Result<()> {
     Ok(())
 }
 
-/// At the start, before any turn: removes the snapshots of turns past `[undo] keep_turns` in each conversation (and
-/// the contents no kept snapshot holds), and the trash past its bounds (`docs/undo.md`). A failure is logged: it
-/// costs disk, never a start.
-async fn collect_undo(daemon: &Arc<Daemon>) {
-    let keep_turns = daemon.config().undo.keep_turns;
-    let turns = match daemon.store.turns_of_kind("turn_started").await {
-        Ok(turns) => turns,
-        Err(error) => {
-            warn!(%error, "cannot list the turns: old snapshots are not collected");
-            return;
+/// How long a pass of the collection waits for the snapshot store's holds (walks, saves, undos) to end before it
+/// leaves its turn to the next pass; a turn that begins a walk meanwhile waits at most this long and the pass.
+const COLLECT_WAIT: Duration = Duration::from_secs(2);
+
+/// How long one pass of the collection may run (each step checks it; see `undo::collect`).
+const COLLECT_BUDGET: Duration = Duration::from_secs(1);
+
+/// The pause before the next pass when a pass was cut (its deadline, its count of turns, a busy store).
+const COLLECT_AGAIN: Duration = Duration::from_secs(1);
+
+/// Runs a pass of the collection at once (what a previous efrd left), then every `[undo] collect_secs`, sooner after
+/// a pass that was cut, until the shutdown ([`collect_pass`]).
+async fn collect_while_running(daemon: Arc<Daemon>, shutdown: CancellationToken) {
+    loop {
+        let cut = collect_pass(&daemon).await;
+        let every = Duration::from_secs(daemon.config().undo.collect_secs.max(1));
+        let pause = if cut { every.min(COLLECT_AGAIN) } else { every };
+        tokio::select! {
+            () = tokio::time::sleep(pause) => {}
+            () = shutdown.cancelled() => return,
+        }
+    }
+}
+
+/// One pass of the collection while efrd runs (`undo::collect::pass`): the snapshots of turns past `[undo]
+/// keep_turns` (never of a turn that has not ended), their journals, the `$SCRATCH` folders of conversations that
+/// no longer exist, the trash past its age. A failure is logged: it costs disk, never a turn. Returns whether the pass
+/// left work for the next (cut, or the store stayed busy).
+async fn collect_pass(daemon: &Arc<Daemon>) -> bool {
+    let started = Instant::now();
+    let store = &daemon.store;
+    let (turns, open) = match (
+        store.turns_of_kind("turn_started").await,
+        store.open_turns(&["turn_started"], recovery::TERMINAL_KINDS).await,
+    ) {
+        (Ok(turns), Ok(open)) => (turns, open.into_iter().map(|t| t.turn_id).collect()),
+        (Err(error), _) | (_, Err(error)) => {
+            warn!(%error, "cannot list the turns: nothing is collected this time");
+            return false;
         }
     };
+    let scratch_root = daemon.roots.state.path.join(efr_policy::floors::SCRATCH_FOLDER);
+    let orphan_scratch = orphan_scratch(store, &scratch_root).await;
+    let Some(alone) = daemon.snapshots.exclusive(COLLECT_WAIT).await else {
+        info!("the snapshot store stayed busy: the collection waits for its next pass");
+        return true;
+    };
     let snapshots = Arc::clone(&daemon.snapshots);
+    let keep_turns = daemon.config().undo.keep_turns;
     let collected = tokio::task::spawn_blocking(move || {
-        let trash = crate::undo::trash::expire(&snapshots.trash_dir(), snapshots.trash_bounds(), None);
-        (crate::undo::collect::collect(&snapshots, &turns, keep_turns), trash)
+        let input = crate::undo::collect::PassInput {
+            turns: &turns,
+            open: &open,
+            keep_turns,
+            orphan_scratch: &orphan_scratch,
+            deadline: Instant::now() + COLLECT_BUDGET,
+        };
+        let collected = crate::undo::collect::pass(&snapshots, &input);
+        drop(alone);
+        collected
     })
     .await;
+    let ms = started.elapsed().as_millis();
     match collected {
-        Ok((Ok((0, 0)), 0)) => {}
-        Ok((Ok((snapshots, contents)), trash)) => {
-            info!(snapshots, contents, trash, "collected old snapshots and trash");
+        Ok(Ok(c)) if c == crate::undo::collect::Collected::default() => false,
+        Ok(Ok(c)) => {
+            info!(
+                snapshots = c.snapshots,
+                contents = c.contents,
+                journals = c.journals,
+                scratch = c.scratch,
+                trash = c.trash,
+                cut = c.cut,
+                ms,
+                "collected old snapshots, journals, scratch and trash"
+            );
+            c.cut
         }
-        Ok((Err(error), _)) => warn!(%error, "old snapshots were not collected"),
-        Err(error) => warn!(%error, "the collection of old snapshots did not finish"),
+        Ok(Err(error)) => {
+            warn!(%error, "old snapshots were not collected");
+            false
+        }
+        Err(error) => {
+            warn!(%error, "the collection did not finish");
+            false
+        }
     }
+}
+
+/// The `$SCRATCH` folders under `root` whose conversation the store does not have (deleted, or never committed).
+async fn orphan_scratch(store: &Store, root: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let named: Vec<(efr_protocol::ids::ConversationId, std::path::PathBuf)> = std::fs::read_dir(root)
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+        .filter_map(|entry| Some((entry.file_name().to_str()?.parse().ok()?, entry.path())))
+        .collect();
+    let mut orphans = Vec::new();
+    for chunk in named.chunks(efr_store::MAX_PAGE as usize) {
+        let ids = chunk.iter().map(|(id, _)| *id).collect();
+        let Ok(found) = store.conversations(ids).await else {
+            return Vec::new();
+        };
+        let found: std::collections::HashSet<_> = found.iter().map(|s| s.id).collect();
+        orphans.extend(
+            chunk
+                .iter()
+                .filter(|(id, _)| !found.contains(id))
+                .map(|(_, path)| path.clone()),
+        );
+    }
+    orphans
 }

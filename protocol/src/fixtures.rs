@@ -14,6 +14,7 @@
 mod admin;
 mod always;
 mod context;
+mod delete;
 mod device;
 mod enums;
 mod events;
@@ -125,6 +126,7 @@ pub fn examples() -> Vec<Example> {
     all.extend(home::examples());
     all.extend(search::examples());
     all.extend(always::examples());
+    all.extend(delete::examples());
     all
 }
 

@@ -37,6 +37,7 @@ use crate::wire::{
 use crate::wire::{
     ConversationCompactParams, ConversationCompactResult, ConversationContextParams, ConversationContextResult,
 };
+use crate::wire::{ConversationDeleteParams, ConversationDeleteResult, DeleteBusy};
 use crate::wire::{
     ConversationSearchParams, ConversationSearchResult, ConversationsSearchParams, ConversationsSearchResult,
 };
@@ -92,6 +93,9 @@ pub fn protocol_schema() -> Value {
             ConversationsSearchResult,
             ConversationSearchParams,
             ConversationSearchResult,
+            ConversationDeleteParams,
+            ConversationDeleteResult,
+            DeleteBusy,
             WatchItem,
             ConversationDiffParams,
             ConversationDiffResult,

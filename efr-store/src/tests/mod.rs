@@ -8,6 +8,7 @@
 
 mod commit;
 mod concurrency;
+mod delete;
 mod durability;
 mod kill;
 mod read;

@@ -11,6 +11,7 @@
 //! - [`diff`]: `efr diff` (conversation.diff).
 //! - [`context`]: `efr context` (conversation.context).
 //! - [`compact`]: `efr compact [--focus TEXT]` (conversation.compact).
+//! - [`delete`]: `efr delete ID [--force] [--stop]` (conversation.delete).
 //! - [`presence`]: `efr presence away|present [--conversation ID]` (presence.set).
 //! - [`shell`]: `efr shell [status]` and `efr shell stop [--close]` (shell.status, shell.interrupt).
 //!
@@ -27,6 +28,7 @@ pub mod backup;
 pub mod compact;
 pub mod config;
 pub mod context;
+pub mod delete;
 pub mod device;
 pub mod diff;
 pub mod jobs;

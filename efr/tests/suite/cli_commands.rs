@@ -488,3 +488,35 @@ async fn efr_context_lists_the_instruction_files_read_and_the_parts() {
         "efr: --conversation: `x` is not a conversation id (a UUID)\n"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn efr_delete_deletes_a_conversation_and_says_why_it_does_not() {
+    let home = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let server = model(vec![text("hello")]).await;
+    let efrd = daemon(home.path(), &server, true);
+    let out = efr_run(home.path(), project.path(), &["--new", "delete me later"], None).await;
+    assert_eq!(out.status.code(), Some(0), "{:?}", texts(&out));
+    let mut client = efrd.client().await.unwrap();
+    let list = client.ok("conversations.list", serde_json::json!({})).await.unwrap();
+    let conversation = list["conversations"][0]["conversation_id"].as_str().unwrap().to_owned();
+
+    let out = efr_run(home.path(), project.path(), &["delete", &conversation], None).await;
+    let (stdout, stderr) = texts(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert_eq!(stdout, format!("deleted: delete me later ({conversation})\n"));
+    let list = client.ok("conversations.list", serde_json::json!({})).await.unwrap();
+    assert!(list["conversations"].as_array().unwrap().is_empty(), "{list}");
+
+    // Deleted, unknown, or not an id: exit 1 with efrd's reason or efr's.
+    let out = efr_run(home.path(), project.path(), &["delete", &conversation], None).await;
+    assert_eq!(out.status.code(), Some(1), "{:?}", texts(&out));
+    assert_eq!(texts(&out).1, format!("efr: no conversation {conversation}\n"));
+    let out = efr_run(home.path(), project.path(), &["delete", "x", "--json"], None).await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        texts(&out).1.starts_with("efr: `x` is not a conversation id"),
+        "{:?}",
+        texts(&out)
+    );
+}

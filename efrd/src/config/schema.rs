@@ -55,7 +55,8 @@
 //! max_bytes = 2147483648            # the most bytes one snapshot covers (2 GiB)
 //! max_file_bytes = 67108864         # the biggest file covered (64 MiB); a bigger one is not_covered
 //! max_secs = 30                     # the longest one snapshot's walk takes
-//! keep_turns = 30                   # the newest turns per conversation whose snapshots efrd keeps (collected at start)
+//! keep_turns = 30                   # the newest turns per conversation whose snapshots efrd keeps
+//! collect_secs = 600                # how often efrd collects old snapshots, journals, scratch and trash while it runs
 //! trash_max_bytes = 4294967296      # the most bytes efr's trash holds (4 GiB); the oldest undos' files go first
 //! trash_days = 30                   # how long the trash keeps a file
 //!
@@ -192,8 +193,11 @@ pub struct UndoSection {
     /// The longest one snapshot's walk takes, in seconds.
     pub max_secs: u64,
     /// The newest turns of each conversation whose snapshots are kept (so they can be undone); older turns' are
-    /// removed at efrd's start, with the contents no kept snapshot holds.
+    /// removed at efrd's start and by the collection while it runs, with the contents no kept snapshot holds.
     pub keep_turns: usize,
+    /// How often, in seconds, the collection runs while efrd runs (at least 1): old snapshots, the undo journals of
+    /// their turns, the `$SCRATCH` folders of conversations that no longer exist, the trash past its age.
+    pub collect_secs: u64,
     /// The most bytes efr's trash holds; past it, the oldest undos' files are removed first.
     pub trash_max_bytes: u64,
     /// How many days the trash keeps a file.
@@ -231,6 +235,7 @@ impl Default for UndoSection {
             max_file_bytes: 64 << 20,
             max_secs: 30,
             keep_turns: 30,
+            collect_secs: 600,
             trash_max_bytes: 4 << 30,
             trash_days: 30,
         }

@@ -71,6 +71,8 @@ use commit::CommitRefused;
 pub(in crate::conversation) use commit::decode_outcome;
 pub(super) use compact::CompactBegin;
 mod context;
+mod delete;
+pub(in crate::conversation) use delete::{DeleteAsk, DeleteBegun};
 mod presence;
 pub(crate) use presence::PresenceSet;
 mod instructions;
@@ -234,6 +236,12 @@ pub(super) struct Actor {
     drafts: Arc<super::drafts::DraftHub>,
     /// The call.background previews whose token may still be confirmed, by token (`background.rs`).
     previews: HashMap<String, background::Preview>,
+    /// A conversation.delete began: no prompt is taken and no turn starts (`delete.rs`).
+    deleting: bool,
+    /// A delete with `stop` waits for the running turn and the compaction to end.
+    pending_delete: Option<delete::DeleteReply>,
+    /// The conversation was deleted: the actor stops after the command that did it.
+    gone: bool,
 }
 
 impl Actor {
@@ -274,6 +282,9 @@ impl Actor {
             started: HashSet::new(),
             drafts: Arc::default(),
             previews: HashMap::new(),
+            deleting: false,
+            pending_delete: None,
+            gone: false,
             shell: Arc::new(tokio::sync::Mutex::new(ShellSlot::new(shell_options(
                 kind, home, shell_root,
             )))),
@@ -349,6 +360,10 @@ impl Actor {
             };
             let Some(command) = command else { break };
             self.handle(command, &me).await;
+            if self.gone {
+                self.leave(&mut rx, &me, &registry).await;
+                return;
+            }
         }
         debug!(conversation = %self.id, "conversation actor stopped");
     }
@@ -417,6 +432,15 @@ impl Actor {
             Command::TurnEnded { turn_id, outcome } => {
                 self.turn_ended(turn_id, outcome).await;
                 self.start_next(me).await;
+                self.resume_delete();
+            }
+            Command::DeleteBegin { ask, reply } => self.begin_delete(&ask, reply),
+            Command::DeleteEnd { origin, command, reply } => {
+                let _ = reply.send(self.end_delete(origin, *command).await);
+            }
+            Command::DeleteAbort => {
+                self.abort_delete();
+                self.start_next(me).await;
             }
             Command::SurfaceChanged {
                 turn_id,
@@ -473,6 +497,7 @@ impl Actor {
             } => {
                 let _ = reply.send(self.end_compact(command_id, *outcome).await);
                 self.start_next(me).await;
+                self.resume_delete();
             }
         }
     }

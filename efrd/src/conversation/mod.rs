@@ -16,6 +16,7 @@
 //! `{"overflow": true}` and it resumes with `after_seq` — events are never dropped silently.
 
 mod actor;
+pub mod delete;
 pub mod drafts;
 pub mod history;
 pub mod jobs_log;
@@ -215,6 +216,19 @@ enum Command {
         params: Box<efr_protocol::wire::ConversationCompactParams>,
         reply: oneshot::Sender<Result<actor::CompactBegin, ErrorBody>>,
     },
+    /// conversation.delete's first step (`actor/delete.rs`).
+    DeleteBegin {
+        ask: actor::DeleteAsk,
+        reply: oneshot::Sender<Result<actor::DeleteBegun, ErrorBody>>,
+    },
+    /// conversation.delete's commit; the actor stops after it.
+    DeleteEnd {
+        origin: Origin,
+        command: Box<efr_store::CommandRecord>,
+        reply: oneshot::Sender<Result<(), ErrorBody>>,
+    },
+    /// A delete that began will not end: the conversation takes work again.
+    DeleteAbort,
     CompactEnd {
         command_id: efr_protocol::ids::CommandId,
         outcome: Box<Result<crate::compact::Compacted, crate::compact::Failed>>,

@@ -35,6 +35,14 @@ impl Conversations {
         }
     }
 
+    /// Forgets the input of a deleted conversation: a presence.set without a conversation no longer looks for it.
+    pub(super) fn forget_input(&self, id: efr_protocol::ids::ConversationId) {
+        self.inputs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|input| *input != id);
+    }
+
     /// presence.set: sets the presence of the named conversation, or of each that had input since the daemon
     /// started, source `user`. The result lists the conversations that changed, in order, and the seq of the last
     /// presence_changed; the write's outcome is stored with the last conversation's change (or alone), so the same

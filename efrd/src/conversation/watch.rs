@@ -106,8 +106,7 @@ impl RowChanges {
         self.tx.len()
     }
 
-    /// Tells watchers that `id` was deleted. (conversation.delete is not served by this efrd yet, so
-    /// nothing calls it today; a watch never gets `removed` until it is.)
+    /// Tells watchers that `id` was deleted (conversation.delete, after its commit).
     pub fn removed(&self, id: ConversationId) {
         let _ = self.tx.send(Arc::new(RowChange::Removed(id)));
     }

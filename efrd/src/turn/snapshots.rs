@@ -136,6 +136,8 @@ impl TurnSnapshots {
         let mut pre = Vec::new();
         let mut events = Vec::new();
         for (index, root) in self.roots.iter().enumerate() {
+            // A collection never runs between the walk, which writes contents, and the save that names them.
+            let _hold = self.store.hold().await;
             let snapshot = take(&self.store, root.path.clone(), None).await;
             if let Some(snapshot) = &snapshot {
                 let id = root_id(self.turn_id, SnapshotPhase::Pre, index);
@@ -160,6 +162,7 @@ impl TurnSnapshots {
         let mut covered = false;
         for (index, (root, pre)) in self.roots.iter().zip(pre).enumerate() {
             let Some(pre) = pre else { continue };
+            let _hold = self.store.hold().await;
             let Some(post) = take(&self.store, root.path.clone(), Some(Arc::clone(&pre))).await else {
                 continue;
             };

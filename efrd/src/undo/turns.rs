@@ -230,7 +230,14 @@ impl Chosen {
     /// The blocking task's, when it panicked or was cancelled; inside, the undo's refusal.
     pub async fn run(&self, store: &Arc<SnapshotStore>) -> Result<Result<Done, UndoRefusal>, tokio::task::JoinError> {
         let (worker, ask, running) = (Arc::clone(store), self.ask, self.running);
-        tokio::task::spawn_blocking(move || undo_turn(&worker, ask, running)).await
+        // No collection runs during an undo: it reads the turn's snapshots and writes the trash.
+        let hold = store.hold().await;
+        tokio::task::spawn_blocking(move || {
+            let done = undo_turn(&worker, ask, running);
+            drop(hold);
+            done
+        })
+        .await
     }
 
     /// The undo_applied event of `done`, when it wrote (or stopped midway).

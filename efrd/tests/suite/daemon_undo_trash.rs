@@ -1,6 +1,7 @@
 //! efr's trash and the collection of old snapshots through the real efrd: a forced undo's file listed by trash.list,
 //! trash.restore refusing to overwrite and restoring to another path (its command id answered once), and, after a
-//! restart with `[undo] keep_turns = 1`, the older turns' snapshots and the contents only they held removed.
+//! restart with `[undo] keep_turns = 1`, the older turns' snapshots and the contents only they held removed by the
+//! collection's first pass after the start.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a failed unwrap is a failed test.
 
@@ -144,6 +145,11 @@ async fn at_start_only_the_newest_turns_snapshots_are_kept_and_their_contents() 
         .iter()
         .map(|phase| format!("{second}-{phase}.json"))
         .collect();
+    // The collection runs after READY=1, so the start never waits for it: its first pass comes at once.
+    let waited = std::time::Instant::now();
+    while manifests(&snapshots) != kept && waited.elapsed() < std::time::Duration::from_secs(20) {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
     assert_eq!(manifests(&snapshots), kept);
     // The first version was only in the first turn's snapshots; the second is the kept turn's pre state.
     assert!(!blob(&snapshots, "first version\n").exists());

@@ -24,6 +24,7 @@ mod always;
 mod approval;
 mod conversation;
 mod daemon;
+mod delete;
 mod exits;
 mod home;
 mod jobs;
@@ -48,6 +49,7 @@ pub use always::AlwaysRuleSaved;
 pub use approval::{ApprovalExpired, ApprovalRequested, ApprovalResolved};
 pub use conversation::{ConversationCreated, PromptQueued};
 pub use daemon::{LoginCompleted, LogoutCompleted};
+pub use delete::ConversationDeleted;
 pub use exits::{ClassifierPaused, ExitJudged, ExitRequested, ExitReviewStarted, PauseReason};
 pub use home::{CacheDeleteApplied, HomeFileChanged};
 pub use jobs::{JobEnded, JobNotice, JobNoticeHeld, JobPortForwarded, JobStarted, JobWatchMatched};
@@ -262,6 +264,8 @@ event_body! {
         JobNoticeHeld(JobNoticeHeld) = "job_notice_held",
         /// What efr did with a port a contained job listens on (it belongs to no turn).
         JobPortForwarded(JobPortForwarded) = "job_port_forwarded",
+        /// The conversation was deleted: its last event, and the only one its log keeps.
+        ConversationDeleted(ConversationDeleted) = "conversation_deleted",
     }
 }
 

@@ -19,6 +19,7 @@ pub mod compact;
 pub mod config;
 pub mod context;
 pub mod conversation;
+pub mod delete;
 pub mod device;
 pub mod exits;
 pub mod full;
@@ -63,6 +64,7 @@ pub use conversation::{
     ConversationDiffParams, ConversationDiffResult, ConversationStatus, ConversationSummary, ConversationsListParams,
     ConversationsListResult,
 };
+pub use delete::{ConversationDeleteParams, ConversationDeleteResult, DeleteBusy};
 pub use device::{
     DeviceEnrollParams, DeviceEnrollResult, DeviceInfo, DeviceListParams, DeviceListResult, DevicePairConfirmParams,
     DevicePairConfirmResult, DevicePairStartParams, DeviceProveParams, DeviceProveResult, DeviceRevokeParams,

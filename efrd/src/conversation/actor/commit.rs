@@ -43,6 +43,17 @@ impl Actor {
         bodies: Vec<(Option<TurnId>, EventBody)>,
         command: Option<CommandRecord>,
     ) -> Result<Vec<Arc<Event>>, CommitRefused> {
+        self.commit_as(bodies, command, false).await
+    }
+
+    /// [`Actor::commit`], as the store's delete of the conversation when `deletes` ([`Commit::deletes`]): then
+    /// the row is not sent to conversations.watch as changed (the delete tells it removed).
+    pub(super) async fn commit_as(
+        &mut self,
+        bodies: Vec<(Option<TurnId>, EventBody)>,
+        command: Option<CommandRecord>,
+        deletes: bool,
+    ) -> Result<Vec<Arc<Event>>, CommitRefused> {
         let at = Timestamp::now();
         let events: Vec<Event> = bodies
             .into_iter()
@@ -81,6 +92,9 @@ impl Actor {
         if let Some(command) = command {
             commit = commit.with_command(command);
         }
+        if deletes {
+            commit = commit.deleting(self.id);
+        }
         match self.deps.store.commit(commit).await {
             Ok(()) => {}
             Err(StoreError::DuplicateCommand { stored, .. }) => return Err(CommitRefused::Duplicate(*stored)),
@@ -105,7 +119,7 @@ impl Actor {
                 bytes,
             }));
         }
-        if let Some(summary) = &self.summary {
+        if let Some(summary) = self.summary.as_ref().filter(|_| !deletes) {
             self.deps.rows.committed(&mut self.row_facts, summary);
         }
         Ok(events)

@@ -24,6 +24,7 @@ impl Actor {
         me: &mpsc::WeakSender<Command>,
     ) -> Result<PromptSendResult, ErrorBody> {
         let answer = match &self.corrupt {
+            _ if self.deleting => Err(ErrorBody::new(ErrorCode::Conflict, "the conversation is being deleted")),
             Some(corrupt) => Err(ErrorBody::internal(corrupt.clone())),
             None => match self.close_unclosed().await {
                 Ok(()) => self.prompt(params, origin).await,

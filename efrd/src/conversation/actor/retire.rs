@@ -13,6 +13,7 @@ impl Actor {
     pub(super) fn may_retire(&self) -> bool {
         self.running.is_none()
             && !self.undoing
+            && !self.deleting
             && !self.compacting
             && self.queue.is_empty()
             && self.approvals.is_empty()
@@ -43,5 +44,30 @@ impl Actor {
         rx.close();
         debug!(conversation = %self.id, "an idle conversation retires");
         true
+    }
+}
+
+impl Actor {
+    /// After a delete: out of the registry, the mailbox closed (a command that waited there gets `unavailable`), the
+    /// hidden shell closed. The broadcast of events goes with the actor, so each subscription ends after
+    /// conversation_deleted.
+    pub(super) async fn leave(
+        &mut self,
+        rx: &mut mpsc::Receiver<Command>,
+        me: &mpsc::WeakSender<Command>,
+        registry: &Registry,
+    ) {
+        {
+            let mut live = registry.lock().unwrap_or_else(PoisonError::into_inner);
+            let ours = me
+                .upgrade()
+                .is_some_and(|me| live.get(&self.id).is_some_and(|handle| handle.tx.same_channel(&me)));
+            if ours {
+                live.remove(&self.id);
+            }
+        }
+        rx.close();
+        self.shell.lock().await.close().await;
+        debug!(conversation = %self.id, "a deleted conversation's actor stopped");
     }
 }

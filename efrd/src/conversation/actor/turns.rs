@@ -75,7 +75,7 @@ impl Actor {
 
     /// Starts the next queued prompt when no turn runs.
     pub(super) async fn start_next(&mut self, me: &mpsc::WeakSender<Command>) {
-        while self.running.is_none() && !self.undoing && !self.compacting {
+        while self.running.is_none() && !self.undoing && !self.compacting && !self.deleting {
             let Some(mut queued) = self.queue.pop_front() else {
                 return;
             };

@@ -71,6 +71,19 @@ pub async fn prompt_send(ctx: &RequestCtx, raw: Option<Value>) -> Result<Value, 
     result(&sent)
 }
 
+/// conversation.delete: the owner is `conversation::delete`; the asking terminal is the hello's.
+///
+/// # Errors
+/// `not_found`, `busy` (data `{"busy": "turn"}` or `{"busy": "undo"}`), `conflict`, `unavailable`.
+pub async fn delete(ctx: &RequestCtx, raw: Option<Value>) -> Result<Value, ErrorBody> {
+    let params: efr_protocol::wire::ConversationDeleteParams = params(raw)?;
+    let tty = ctx.session.hello_info().tty;
+    let deleted =
+        crate::conversation::delete::delete(&ctx.daemon.conversations, &ctx.daemon.deps(), params, tty, origin(ctx))
+            .await?;
+    result(&deleted)
+}
+
 /// turn.interrupt.
 ///
 /// # Errors
