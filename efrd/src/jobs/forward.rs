@@ -83,7 +83,6 @@ struct Active {
 }
 
 async fn follow(job: ForwardJob, mut stopped: oneshot::Receiver<()>) {
-    let mut sandbox: Option<u32> = None;
     let mut maker: Option<Arc<Maker>> = None;
     let mut active: HashMap<SocketAddr, Active> = HashMap::new();
     let mut told: HashSet<SocketAddr> = HashSet::new();
@@ -92,11 +91,8 @@ async fn follow(job: ForwardJob, mut stopped: oneshot::Receiver<()>) {
             _ = &mut stopped => break,
             () = tokio::time::sleep(POLL) => {}
         }
-        if sandbox.is_none_or(|pid| !alive(pid)) {
-            sandbox = sandbox_pid(job.pid);
-        }
-        let Some(sandbox) = sandbox else { continue };
-        let listening = listeners(sandbox);
+        let Some(sandbox) = sandbox_of(job.pid) else { continue };
+        let listening = listeners(&sandbox);
         let gone: Vec<SocketAddr> = active.keys().filter(|a| !listening.contains(a)).copied().collect();
         for addr in gone {
             if let Some(forward) = active.remove(&addr) {
@@ -110,7 +106,7 @@ async fn follow(job: ForwardJob, mut stopped: oneshot::Receiver<()>) {
             }
             let decided = decide(&job, addr, active.len());
             let (outcome, by_job, reason) = match decided {
-                Decision::Forward(listener) => match made(&mut maker, &job.launcher, sandbox) {
+                Decision::Forward(listener) => match made(&mut maker, &job.launcher, sandbox.pid) {
                     Ok(maker) => {
                         let serving = tokio::spawn(serve(listener, addr, maker));
                         active.insert(addr, Active { serving });
@@ -234,7 +230,11 @@ async fn serve(listener: tokio::net::TcpListener, target: SocketAddr, maker: Arc
     loop {
         tokio::select! {
             accepted = listener.accept() => {
-                let Ok((mut outside, _)) = accepted else { continue };
+                let Ok((mut outside, _)) = accepted else {
+                    // Out of descriptors, say: wait a little rather than spin.
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                };
                 let maker = Arc::clone(&maker);
                 connections.spawn(async move {
                     match maker.connect(target).await {
@@ -316,18 +316,22 @@ fn ask(control: &UnixStream, family: u8) -> io::Result<OwnedFd> {
     ))
 }
 
-fn alive(pid: u32) -> bool {
-    std::path::Path::new(&format!("/proc/{pid}")).exists()
-}
-
 /// The network namespace of `pid`, as (device, inode).
 fn net_ns(pid: &str) -> Option<(u64, u64)> {
     let meta = std::fs::metadata(format!("/proc/{pid}/ns/net")).ok()?;
     Some((meta.dev(), meta.ino()))
 }
 
-/// A descendant of `root` in another network namespace than efrd's: a process of the sandbox.
-fn sandbox_pid(root: u32) -> Option<u32> {
+/// The processes of a job's sandbox: one of them, and the sockets they hold.
+struct Sandbox {
+    pid: u32,
+    /// The inodes of the sockets that its processes hold.
+    sockets: HashSet<u64>,
+}
+
+/// The descendants of `root` in another network namespace than efrd's (the sandbox's processes), with the sockets
+/// they hold; `None` while there is none.
+fn sandbox_of(root: u32) -> Option<Sandbox> {
     let own = net_ns("self")?;
     let mut children: HashMap<u32, Vec<u32>> = HashMap::new();
     for entry in std::fs::read_dir("/proc").ok()?.flatten() {
@@ -346,25 +350,45 @@ fn sandbox_pid(root: u32) -> Option<u32> {
             children.entry(ppid).or_default().push(pid);
         }
     }
+    let mut inside = Vec::new();
     let mut queue = vec![root];
     while let Some(pid) = queue.pop() {
         if pid != root && net_ns(&pid.to_string()).is_some_and(|ns| ns != own) {
-            return Some(pid);
+            inside.push(pid);
         }
         queue.extend(children.get(&pid).into_iter().flatten());
     }
-    None
+    let pid = *inside.first()?;
+    let sockets = inside.iter().flat_map(|pid| socket_inodes(&pid.to_string())).collect();
+    Some(Sandbox { pid, sockets })
 }
 
-/// The loopback addresses with a listening TCP socket in the namespace of `pid`; a wildcard address counts as its
-/// family's loopback.
-fn listeners(pid: u32) -> HashSet<SocketAddr> {
+/// The inodes of the sockets that process `pid` (or `self`) holds.
+fn socket_inodes(pid: &str) -> HashSet<u64> {
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return HashSet::new();
+    };
+    fds.flatten()
+        .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+        .filter_map(|link| link.to_str()?.strip_prefix("socket:[")?.strip_suffix(']')?.parse().ok())
+        .collect()
+}
+
+/// The loopback addresses with a listening TCP socket of the sandbox's own processes; a wildcard address counts as
+/// its family's loopback. A listener that no process inside holds is left out: the proxy bridge's, which the
+/// launcher's outer stage holds outside (ADR 0011), is the way out of the sandbox, not a port of the job.
+fn listeners(sandbox: &Sandbox) -> HashSet<SocketAddr> {
     let mut found = HashSet::new();
     for (file, v6) in [("tcp", false), ("tcp6", true)] {
-        let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/net/{file}")) else {
+        let Ok(text) = std::fs::read_to_string(format!("/proc/{}/net/{file}", sandbox.pid)) else {
             continue;
         };
-        found.extend(listening_lines(&text, v6).into_iter().map(|(addr, _)| addr));
+        found.extend(
+            listening_lines(&text, v6)
+                .into_iter()
+                .filter(|(_, inode)| sandbox.sockets.contains(inode))
+                .map(|(addr, _)| addr),
+        );
     }
     found
 }
@@ -425,14 +449,7 @@ fn parse_v6(hex: &str) -> Option<IpAddr> {
 
 /// efrd itself listens on `port` on the host (the tailnet listener, or any other of its sockets).
 fn own_listener(port: u16) -> bool {
-    let Ok(fds) = std::fs::read_dir("/proc/self/fd") else {
-        return false;
-    };
-    let own: HashSet<u64> = fds
-        .flatten()
-        .filter_map(|fd| std::fs::read_link(fd.path()).ok())
-        .filter_map(|link| link.to_str()?.strip_prefix("socket:[")?.strip_suffix(']')?.parse().ok())
-        .collect();
+    let own = socket_inodes("self");
     [("tcp", false), ("tcp6", true)].iter().any(|(file, v6)| {
         std::fs::read_to_string(format!("/proc/self/net/{file}")).is_ok_and(|text| {
             all_listening(&text, *v6)

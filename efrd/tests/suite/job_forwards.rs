@@ -1,6 +1,7 @@
 //! Port forwards of contained jobs end to end: a contained `python3 -m http.server` job answers curl on the host at
 //! the same port; a second job on the same port gets `in_use` with the job that holds it; a stop ends the forward
-//! (`stopped` before job_ended) and the port closes on the host.
+//! (`stopped` before job_ended) and the port closes on the host. The proxy bridge's listener in the same sandbox is
+//! never forwarded.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a failed unwrap is a failed test.
 
@@ -10,7 +11,7 @@ use serde_json::{Value, json};
 
 use crate::common;
 use common::tools::{prompt_to, shell_call_with, start, text};
-use common::{command_id, daemon, events_through, model};
+use common::{command_id, events_through, model};
 
 fn job_call(id: &str, line: &str) -> efr_test_support::scripted::Reply {
     shell_call_with(id, &json!({"command": line, "background": true}))
@@ -64,7 +65,8 @@ async fn a_contained_dev_server_answers_on_the_host_and_a_second_on_its_port_is_
     let home = tempfile::tempdir().unwrap();
     let project = tempfile::tempdir().unwrap();
     std::fs::write(project.path().join("hello.txt"), "served from the sandbox\n").unwrap();
-    let server_line = format!("exec python3 -m http.server {port} --bind 127.0.0.1");
+    // With a host allowed, the sandbox also has the proxy bridge's listener on its loopback: not a port to forward.
+    let server_line = format!("echo \"proxy=$HTTPS_PROXY\"; exec python3 -m http.server {port} --bind 127.0.0.1");
     let server = model(vec![
         job_call("call_a", &server_line),
         text("it serves"),
@@ -72,7 +74,17 @@ async fn a_contained_dev_server_answers_on_the_host_and_a_second_on_its_port_is_
         text("a second one"),
     ])
     .await;
-    let efrd = daemon(home.path(), &server);
+    let config = format!(
+        "{}\n[network]\nallow = [\"**.efr-test.invalid\"]\n",
+        efr_test_support::daemon::config_for(&server.base_url())
+    );
+    let efrd = efr_test_support::daemon::TestDaemon::start(
+        common::efrd_binary(),
+        home.path(),
+        Some(&config),
+        &[("OPENAI_API_KEY", "sk-proj-testkey0000000000000000a1b2")],
+    )
+    .unwrap();
     let mut client = efrd.client().await.unwrap();
     let (_, conversation, id) = start(&mut client, project.path(), "auto", "serve the project").await;
     let first = forwarded(&mut client, id, "j1").await;
@@ -104,6 +116,11 @@ async fn a_contained_dev_server_answers_on_the_host_and_a_second_on_its_port_is_
         .clone();
     assert_eq!(j1["forwards"], json!([{"listen": "127.0.0.1", "port": port}]), "{j1}");
     assert_eq!(j1["launch"]["kind"], "contained", "{j1}");
+    let output = std::fs::read_to_string(j1["output"].as_str().unwrap()).unwrap();
+    assert!(
+        output.contains("proxy=http://127.0.0.1:"),
+        "the job has the proxy bridge: {output}"
+    );
 
     prompt_to(
         &mut client,
@@ -155,4 +172,14 @@ async fn a_contained_dev_server_answers_on_the_host_and_a_second_on_its_port_is_
     );
     let (ok, body) = curl(&url);
     assert!(!ok, "the host port closed with the forward: {body}");
+    let log = common::whole_log(&mut client, &conversation).await;
+    let ports: Vec<&Value> = log
+        .iter()
+        .filter(|e| e["kind"] == "job_port_forwarded")
+        .map(|e| &e["port"])
+        .collect();
+    assert!(
+        ports.iter().all(|p| **p == port),
+        "only the server's port is ever decided, never the proxy bridge's: {ports:?}"
+    );
 }
