@@ -309,7 +309,14 @@ impl Jobs {
             }
         };
         let conversation = spec.conversation_id;
-        let started = moved::adopt((JobId::nth(number), output), spec, command, sink, self.wakes()).await?;
+        let started = moved::adopt(
+            (JobId::nth(number), output),
+            spec,
+            command,
+            sink,
+            (self.wakes(), Arc::clone(&self.forwarded)),
+        )
+        .await?;
         let info = lock(&started.info).clone();
         lock(&self.entries).insert(
             (conversation, number),

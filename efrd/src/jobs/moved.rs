@@ -41,6 +41,8 @@ pub struct MovedSpec {
     pub moved_from: JobMovedFrom,
     /// Its limit from the move on.
     pub max_minutes: u32,
+    /// A contained call's `efr-launcher`: the ports its sandbox listens on are forwarded (as for any contained job).
+    pub forwards_through: Option<PathBuf>,
 }
 
 /// The command's shell and what [`HiddenShell::release`] handed over.
@@ -58,7 +60,7 @@ pub(super) async fn adopt(
     spec: MovedSpec,
     command: MovedCommand,
     sink: Arc<dyn JobSink>,
-    wakes: super::Wakes,
+    (wakes, forwarded): (super::Wakes, super::forward::Held),
 ) -> Result<Started, StartError> {
     let MovedCommand { shell, released } = command;
     let placement = Placement::Off {
@@ -139,10 +141,9 @@ pub(super) async fn adopt(
             max_minutes: spec.max_minutes,
             in_woken_turn: false,
             on_end: None,
-            // A moved contained call's ports are not forwarded (docs/jobs.md, "Port forwards").
-            forwards_through: None,
+            forwards_through: spec.forwards_through,
         },
-        forwarded: super::forward::Held::default(),
+        forwarded,
         wakes,
     };
     let process = Process::Moved {

@@ -183,3 +183,50 @@ async fn a_contained_dev_server_answers_on_the_host_and_a_second_on_its_port_is_
         "only the server's port is ever decided, never the proxy bridge's: {ports:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_contained_server_moved_into_a_job_is_forwarded_too() {
+    let port = free_port();
+    let home = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    std::fs::write(project.path().join("hello.txt"), "moved and served\n").unwrap();
+    let line = format!("exec python3 -m http.server {port} --bind 127.0.0.1");
+    let server = model(vec![
+        shell_call_with("call_serve", &json!({"command": line, "timeout": 600})),
+        text("it moved"),
+    ])
+    .await;
+    let efrd = common::daemon(home.path(), &server);
+    let mut client = efrd.client().await.unwrap();
+    let (_, conversation, id) = start(&mut client, project.path(), "auto", "serve it").await;
+    events_through(&mut client, id, "tool_call_started").await;
+    // Asked again while the shell has not started the command yet.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let moved = loop {
+        let params = json!({"command_id": command_id(), "conversation_id": conversation, "call_id": "call_serve"});
+        match client.call("call.background", params).await.unwrap() {
+            Ok(result) => break result,
+            Err(error) => {
+                assert!(Instant::now() < deadline, "the call never ran: {error:?}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    };
+    assert_eq!(moved, json!({"kind": "moved", "job_id": "j1"}));
+    let forwarded = forwarded(&mut client, id, "j1").await;
+    assert_eq!(
+        (&forwarded["outcome"], &forwarded["port"]),
+        (&json!("forwarded"), &json!(port)),
+        "{forwarded}"
+    );
+    let (ok, body) = curl(&format!("http://127.0.0.1:{port}/hello.txt"));
+    assert!(ok && body == "moved and served\n", "curl on the host: {body}");
+    let stopped = client
+        .ok(
+            "jobs.stop",
+            json!({"command_id": command_id(), "conversation_id": conversation, "job_id": "j1"}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(stopped["job"]["state"], "stopped", "{stopped}");
+}

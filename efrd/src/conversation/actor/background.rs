@@ -168,6 +168,7 @@ impl Actor {
                 launcher: contained,
             },
             max_minutes: DEFAULT_MAX_MINUTES,
+            forwards_through: contained.then(|| self.deps.sandbox.options().launcher.clone()),
         };
         Ok(BackgroundBegin::Move(Box::new(MoveJob {
             spec,
