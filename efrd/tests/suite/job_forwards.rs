@@ -182,6 +182,15 @@ async fn a_contained_dev_server_answers_on_the_host_and_a_second_on_its_port_is_
         ports.iter().all(|p| **p == port),
         "only the server's port is ever decided, never the proxy bridge's: {ports:?}"
     );
+    // The test's efrd is killed, not stopped, when it ends: its jobs would outlive it.
+    let stopped = client
+        .ok(
+            "jobs.stop",
+            json!({"command_id": command_id(), "conversation_id": conversation, "job_id": "j2"}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(stopped["job"]["state"], "stopped", "{stopped}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
