@@ -5,9 +5,14 @@
 //! listens on (the namespace's `/proc/<pid>/net/tcp` and `tcp6`: loopback and wildcard addresses), and for each new
 //! one decides, in this order: a port below 1024 is `refused`; a port another job forwards is `in_use` (with
 //! `by_job` when that job is of the same conversation); one of efrd's own listeners is `refused`; a job that holds
-//! [`MAX_FORWARDS`] forwards gets `limit`; a port that another program holds on the host is `in_use`; else efrd listens on the same address and port on the host and the port is `forwarded`. A forward
-//! that the job stops listening on, and every forward at the job's end, is `stopped`. Each outcome is recorded once
-//! as job_port_forwarded (a port that goes away and comes back is decided again).
+//! [`MAX_FORWARDS`] forwards gets `limit`; a port that another program holds on the host is `in_use`; else efrd
+//! listens on the same address and port on the host and the port is `forwarded`. A forward that the job stops
+//! listening on, and every forward at the job's end, is `stopped`. Each outcome is recorded once as
+//! job_port_forwarded (a port that goes away and comes back is decided again).
+//!
+//! Only the listeners that the sandbox's own processes hold count. Finding them means walking `/proc` for the job's
+//! processes and their sockets, so a poll does it only when a listening socket is new or the process it reads the
+//! namespace through has gone; otherwise a poll reads two small files.
 //!
 //! Each host connection is carried to the job through a socket made inside the sandbox's namespace by
 //! `efr-launcher sockets` (efrd cannot enter the namespace itself: efr-launcher's `sockets` module says why), then
@@ -86,13 +91,15 @@ async fn follow(job: ForwardJob, mut stopped: oneshot::Receiver<()>) {
     let mut maker: Option<Arc<Maker>> = None;
     let mut active: HashMap<SocketAddr, Active> = HashMap::new();
     let mut told: HashSet<SocketAddr> = HashSet::new();
+    let mut seen = Seen::default();
     loop {
         tokio::select! {
             _ = &mut stopped => break,
             () = tokio::time::sleep(POLL) => {}
         }
-        let Some(sandbox) = sandbox_of(job.pid) else { continue };
-        let listening = listeners(&sandbox);
+        let Some((sandbox, listening)) = seen.listeners(job.pid) else {
+            continue;
+        };
         let gone: Vec<SocketAddr> = active.keys().filter(|a| !listening.contains(a)).copied().collect();
         for addr in gone {
             if let Some(forward) = active.remove(&addr) {
@@ -106,7 +113,7 @@ async fn follow(job: ForwardJob, mut stopped: oneshot::Receiver<()>) {
             }
             let decided = decide(&job, addr, active.len());
             let (outcome, by_job, reason) = match decided {
-                Decision::Forward(listener) => match made(&mut maker, &job.launcher, sandbox.pid) {
+                Decision::Forward(listener) => match made(&mut maker, &job.launcher, sandbox) {
                     Ok(maker) => {
                         let serving = tokio::spawn(serve(listener, addr, maker));
                         active.insert(addr, Active { serving });
@@ -322,45 +329,93 @@ fn net_ns(pid: &str) -> Option<(u64, u64)> {
     Some((meta.dev(), meta.ino()))
 }
 
-/// The processes of a job's sandbox: one of them, and the sockets they hold.
-struct Sandbox {
-    pid: u32,
-    /// The inodes of the sockets that its processes hold.
-    sockets: HashSet<u64>,
+/// What a job's forwarder knows of its sandbox between polls, so that a poll reads two small files and walks
+/// `/proc` only when the sandbox process it reads through has gone or a listener's socket is new.
+#[derive(Default)]
+struct Seen {
+    /// A process inside the sandbox, and the sandbox's network namespace (a pid given again to another process
+    /// does not pass for it).
+    pid: Option<(u32, (u64, u64))>,
+    /// The sockets that the sandbox's processes held at the last walk.
+    ours: HashSet<u64>,
+    /// Listening sockets that no process inside held at a walk after they appeared: the proxy bridge's, which the
+    /// launcher's outer stage holds outside (ADR 0011), is the way out of the sandbox, not a port of the job.
+    foreign: HashSet<u64>,
 }
 
-/// The descendants of `root` in another network namespace than efrd's (the sandbox's processes), with the sockets
-/// they hold; `None` while there is none.
-fn sandbox_of(root: u32) -> Option<Sandbox> {
-    let own = net_ns("self")?;
-    let mut children: HashMap<u32, Vec<u32>> = HashMap::new();
-    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
-            continue;
+impl Seen {
+    /// A process inside the sandbox of the job whose first process is `root`, and the loopback addresses (a
+    /// wildcard counts as its family's loopback) with a listening TCP socket of the sandbox's own processes; `None`
+    /// while the sandbox has no process.
+    fn listeners(&mut self, root: u32) -> Option<(u32, HashSet<SocketAddr>)> {
+        let own = net_ns("self")?;
+        let mut walked = false;
+        let pid = match self.pid.filter(|(pid, ns)| net_ns(&pid.to_string()) == Some(*ns)) {
+            Some((pid, _)) => pid,
+            None => {
+                self.walk(root, own)?;
+                walked = true;
+                self.pid?.0
+            }
         };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
+        let lines = listening_sockets(pid);
+        let new = |seen: &Self| {
+            lines
+                .iter()
+                .any(|(_, inode)| !seen.ours.contains(inode) && !seen.foreign.contains(inode))
         };
-        // The parent is the second field after the command's closing parenthesis.
-        let ppid = stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
-            .and_then(|p| p.parse::<u32>().ok());
-        if let Some(ppid) = ppid {
-            children.entry(ppid).or_default().push(pid);
+        if new(self) && !walked {
+            self.walk(root, own)?;
         }
-    }
-    let mut inside = Vec::new();
-    let mut queue = vec![root];
-    while let Some(pid) = queue.pop() {
-        if pid != root && net_ns(&pid.to_string()).is_some_and(|ns| ns != own) {
-            inside.push(pid);
+        for (_, inode) in &lines {
+            if !self.ours.contains(inode) {
+                self.foreign.insert(*inode);
+            }
         }
-        queue.extend(children.get(&pid).into_iter().flatten());
+        let found = lines
+            .into_iter()
+            .filter(|(_, inode)| self.ours.contains(inode))
+            .map(|(addr, _)| addr)
+            .collect();
+        Some((pid, found))
     }
-    let pid = *inside.first()?;
-    let sockets = inside.iter().flat_map(|pid| socket_inodes(&pid.to_string())).collect();
-    Some(Sandbox { pid, sockets })
+
+    /// Walks `/proc` for the descendants of `root` in another network namespace than `own` (efrd's): the sandbox's
+    /// processes, and the sockets they hold. `None` (and nothing kept) while there is none.
+    fn walk(&mut self, root: u32, own: (u64, u64)) -> Option<()> {
+        let mut children: HashMap<u32, Vec<u32>> = HashMap::new();
+        for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+            let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+                continue;
+            };
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                continue;
+            };
+            // The parent is the second field after the command's closing parenthesis.
+            let ppid = stat
+                .rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+                .and_then(|p| p.parse::<u32>().ok());
+            if let Some(ppid) = ppid {
+                children.entry(ppid).or_default().push(pid);
+            }
+        }
+        let mut inside = Vec::new();
+        let mut queue = vec![root];
+        while let Some(pid) = queue.pop() {
+            if pid != root && net_ns(&pid.to_string()).is_some_and(|ns| ns != own) {
+                inside.push(pid);
+            }
+            queue.extend(children.get(&pid).into_iter().flatten());
+        }
+        let Some((first, ns)) = inside.first().and_then(|&pid| Some((pid, net_ns(&pid.to_string())?))) else {
+            self.pid = None;
+            return None;
+        };
+        self.pid = Some((first, ns));
+        self.ours = inside.iter().flat_map(|pid| socket_inodes(&pid.to_string())).collect();
+        Some(())
+    }
 }
 
 /// The inodes of the sockets that process `pid` (or `self`) holds.
@@ -374,21 +429,13 @@ fn socket_inodes(pid: &str) -> HashSet<u64> {
         .collect()
 }
 
-/// The loopback addresses with a listening TCP socket of the sandbox's own processes; a wildcard address counts as
-/// its family's loopback. A listener that no process inside holds is left out: the proxy bridge's, which the
-/// launcher's outer stage holds outside (ADR 0011), is the way out of the sandbox, not a port of the job.
-fn listeners(sandbox: &Sandbox) -> HashSet<SocketAddr> {
-    let mut found = HashSet::new();
+/// The loopback and wildcard listening TCP sockets in the network namespace of `pid`, with their inodes.
+fn listening_sockets(pid: u32) -> Vec<(SocketAddr, u64)> {
+    let mut found = Vec::new();
     for (file, v6) in [("tcp", false), ("tcp6", true)] {
-        let Ok(text) = std::fs::read_to_string(format!("/proc/{}/net/{file}", sandbox.pid)) else {
-            continue;
-        };
-        found.extend(
-            listening_lines(&text, v6)
-                .into_iter()
-                .filter(|(_, inode)| sandbox.sockets.contains(inode))
-                .map(|(addr, _)| addr),
-        );
+        if let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/net/{file}")) {
+            found.extend(listening_lines(&text, v6));
+        }
     }
     found
 }

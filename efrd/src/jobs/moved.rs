@@ -11,14 +11,14 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use efr_protocol::events::{EventBody, JobStarted};
-use efr_protocol::ids::{CallId, ConversationId, Timestamp, TurnId};
-use efr_protocol::wire::{JobId, JobInfo, JobMovedFrom, JobState, Launch};
+use efr_protocol::ids::{CallId, ConversationId, TurnId};
+use efr_protocol::wire::{JobId, JobMovedFrom, Launch};
 use tokio::io::AsyncWriteExt;
 use tokio::sync::mpsc;
 
 use super::cgroup::{Placement, start_ticks};
-use super::run::{Follow, Process, Started, cgroup_info};
-use super::{JobSink, JobSpec, StartError};
+use super::run::{Follow, Follows, Opening, Process, Started, running_info};
+use super::{JobSink, StartError};
 use crate::tools::shell::{HiddenShell, Released};
 
 /// Why a moved job has no cgroup of its own (`cgroup.off`).
@@ -67,33 +67,23 @@ pub(super) async fn adopt(
         reason: MOVED_OFF.to_owned(),
     };
     let pid = shell.pid();
-    let now = Timestamp::now();
-    let ends_by =
-        Timestamp::from_millis(now.0.timestamp_millis() + i64::from(spec.max_minutes) * 60_000).unwrap_or(now);
-    let info = JobInfo {
-        id: job_id,
-        conversation_id: spec.conversation_id,
-        turn_id: spec.turn_id,
-        call_id: spec.call_id.clone(),
-        command: spec.command.clone(),
-        launch: spec.launch.clone(),
-        state: JobState::Running,
-        started_at: now,
-        ends_by,
-        ended_at: None,
-        exit_code: None,
-        stopped_by: None,
-        watch: None,
-        output: output.clone(),
-        output_bytes: 0,
-        wakes: 0,
-        cgroup: Some(cgroup_info(&placement, None)),
-        moved_from: Some(spec.moved_from),
-        waits_input: {
-            let wait = released.input.borrow();
-            wait.kind != crate::tools::shell::InputKind::None && !wait.looks_secret
+    let mut info = running_info(
+        job_id,
+        Opening {
+            conversation_id: spec.conversation_id,
+            turn_id: spec.turn_id,
+            call_id: &spec.call_id,
+            command: &spec.command,
+            launch: &spec.launch,
+            max_minutes: spec.max_minutes,
         },
-        forwards: Vec::new(),
+        output.clone(),
+        &placement,
+    );
+    info.moved_from = Some(spec.moved_from);
+    info.waits_input = {
+        let wait = released.input.borrow();
+        wait.kind != crate::tools::shell::InputKind::None && !wait.looks_secret
     };
     let started = EventBody::JobStarted(JobStarted {
         call_id: spec.call_id.clone(),
@@ -126,21 +116,13 @@ pub(super) async fn adopt(
         placement: Arc::clone(&shared),
         pid,
         on_end: Mutex::new(None),
-        spec: JobSpec {
+        spec: Follows {
             conversation_id: spec.conversation_id,
-            turn_id: spec.turn_id,
-            call_id: spec.call_id,
             command: spec.command,
-            launch: spec.launch,
-            argv: Vec::new(),
-            cwd: released.cwd.unwrap_or_default(),
-            env: Vec::new(),
-            watch: None,
+            max_minutes: spec.max_minutes,
             // The model waited for this call: its end tells the model as any job's own end does.
             wake_turn: true,
-            max_minutes: spec.max_minutes,
             in_woken_turn: false,
-            on_end: None,
             forwards_through: spec.forwards_through,
         },
         forwarded,

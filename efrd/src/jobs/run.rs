@@ -7,12 +7,13 @@
 //! efrd's threaded process (std spawns with `posix_spawn`).
 
 use std::os::fd::OwnedFd;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use efr_protocol::events::{EventBody, JobEnded, JobNoticeHeld, JobStarted, JobWatchMatched};
-use efr_protocol::ids::Timestamp;
-use efr_protocol::wire::{JobCgroup, JobId, JobInfo, JobState, JobStopBy, NoticeKind};
+use efr_protocol::ids::{CallId, ConversationId, Timestamp, TurnId};
+use efr_protocol::wire::{JobCgroup, JobId, JobInfo, JobState, JobStopBy, Launch, NoticeKind};
 use tokio::io::AsyncWriteExt;
 use tokio::sync::{mpsc, oneshot};
 
@@ -66,31 +67,20 @@ pub(super) async fn start(start: Start, sink: Arc<dyn JobSink>) -> Result<Starte
         placement = Placement::Off { reason };
     }
     let launcher_start = start_ticks(pid).unwrap_or(0);
-    let now = Timestamp::now();
-    let ends_by =
-        Timestamp::from_millis(now.0.timestamp_millis() + i64::from(spec.max_minutes) * 60_000).unwrap_or(now);
-    let info = JobInfo {
-        id: job_id.clone(),
-        conversation_id: spec.conversation_id,
-        turn_id: spec.turn_id,
-        call_id: spec.call_id.clone(),
-        command: spec.command.clone(),
-        launch: spec.launch.clone(),
-        state: JobState::Running,
-        started_at: now,
-        ends_by,
-        ended_at: None,
-        exit_code: None,
-        stopped_by: None,
-        watch: spec.watch.clone(),
-        output: output.clone(),
-        output_bytes: 0,
-        wakes: 0,
-        cgroup: Some(cgroup_info(&placement, None)),
-        moved_from: None,
-        waits_input: false,
-        forwards: Vec::new(),
-    };
+    let mut info = running_info(
+        job_id,
+        Opening {
+            conversation_id: spec.conversation_id,
+            turn_id: spec.turn_id,
+            call_id: &spec.call_id,
+            command: &spec.command,
+            launch: &spec.launch,
+            max_minutes: spec.max_minutes,
+        },
+        output.clone(),
+        &placement,
+    );
+    info.watch = spec.watch.clone();
     let started = EventBody::JobStarted(JobStarted {
         call_id: spec.call_id.clone(),
         job: info.clone(),
@@ -117,7 +107,14 @@ pub(super) async fn start(start: Start, sink: Arc<dyn JobSink>) -> Result<Starte
         pid,
         on_end: Mutex::new(spec.on_end.take()),
         forwarded,
-        spec,
+        spec: Follows {
+            conversation_id: spec.conversation_id,
+            command: spec.command,
+            max_minutes: spec.max_minutes,
+            wake_turn: spec.wake_turn,
+            in_woken_turn: spec.in_woken_turn,
+            forwards_through: spec.forwards_through,
+        },
         wakes,
     };
     tokio::spawn(follow.run(Process::Child(child), pipe_rx, output, watch, stop_rx));
@@ -235,6 +232,62 @@ async fn waits_input(input: &mut Option<tokio::sync::watch::Receiver<crate::tool
     wait.kind != crate::tools::shell::InputKind::None && !wait.looks_secret
 }
 
+/// What a job's start knows of the info of a running job.
+#[derive(Clone, Copy)]
+pub(super) struct Opening<'a> {
+    pub(super) conversation_id: ConversationId,
+    pub(super) turn_id: TurnId,
+    pub(super) call_id: &'a CallId,
+    pub(super) command: &'a str,
+    pub(super) launch: &'a Launch,
+    pub(super) max_minutes: u32,
+}
+
+/// The info of a job that starts now, in `placement`, writing `output`: running, no watch, nothing moved, no wake
+/// and no forward yet (the caller sets what its kind of start knows beside).
+pub(super) fn running_info(id: JobId, of: Opening<'_>, output: PathBuf, placement: &Placement) -> JobInfo {
+    let now = Timestamp::now();
+    let ends_by = Timestamp::from_millis(now.0.timestamp_millis() + i64::from(of.max_minutes) * 60_000).unwrap_or(now);
+    JobInfo {
+        id,
+        conversation_id: of.conversation_id,
+        turn_id: of.turn_id,
+        call_id: of.call_id.clone(),
+        command: of.command.to_owned(),
+        launch: of.launch.clone(),
+        state: JobState::Running,
+        started_at: now,
+        ends_by,
+        ended_at: None,
+        exit_code: None,
+        stopped_by: None,
+        watch: None,
+        output,
+        output_bytes: 0,
+        wakes: 0,
+        cgroup: Some(cgroup_info(placement, None)),
+        moved_from: None,
+        waits_input: false,
+        forwards: Vec::new(),
+    }
+}
+
+/// What a running job's task reads of the job's start.
+pub(super) struct Follows {
+    /// The conversation.
+    pub(super) conversation_id: ConversationId,
+    /// The command line as the model wrote it (the notices quote it).
+    pub(super) command: String,
+    /// Its limit.
+    pub(super) max_minutes: u32,
+    /// Its notices may wake a turn.
+    pub(super) wake_turn: bool,
+    /// It started in a turn that a notice woke (`wake_turn_job`).
+    pub(super) in_woken_turn: bool,
+    /// A contained job's `efr-launcher`, through which its sandbox's ports are forwarded.
+    pub(super) forwards_through: Option<PathBuf>,
+}
+
 /// The task of one running job.
 pub(super) struct Follow {
     pub(super) info: Arc<Mutex<JobInfo>>,
@@ -244,7 +297,7 @@ pub(super) struct Follow {
     pub(super) on_end: Mutex<Option<super::EndHook>>,
     /// The host ports that jobs forward (for a contained job's forwards).
     pub(super) forwarded: super::forward::Held,
-    pub(super) spec: JobSpec,
+    pub(super) spec: Follows,
     /// Whether `[jobs] wakes` is on now.
     pub(super) wakes: super::Wakes,
 }
