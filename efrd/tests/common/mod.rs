@@ -6,6 +6,7 @@
 use std::path::Path;
 
 pub mod auto;
+pub mod jobs;
 pub mod tools;
 
 use efr_protocol::frame::RequestId;

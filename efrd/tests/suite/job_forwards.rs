@@ -10,11 +10,13 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::common;
+use common::jobs::stop;
 use common::tools::{prompt_to, shell_call_with, start, text};
 use common::{command_id, events_through, model};
 
+/// A background shell call `id` of `line`.
 fn job_call(id: &str, line: &str) -> efr_test_support::scripted::Reply {
-    shell_call_with(id, &json!({"command": line, "background": true}))
+    common::jobs::job_call(id, line, &json!({}))
 }
 
 /// A port no one listens on now.
@@ -134,13 +136,7 @@ async fn a_contained_dev_server_answers_on_the_host_and_a_second_on_its_port_is_
     assert_eq!(second["outcome"], "in_use", "{second}");
     assert_eq!(second["by_job"], "j1", "{second}");
 
-    let stopped = client
-        .ok(
-            "jobs.stop",
-            json!({"command_id": command_id(), "conversation_id": conversation, "job_id": "j1"}),
-        )
-        .await
-        .unwrap();
+    let stopped = stop(&mut client, &conversation, "j1").await;
     assert_eq!(stopped["job"]["state"], "stopped", "{stopped}");
     assert!(
         stopped["job"].get("forwards").is_none(),
@@ -183,13 +179,7 @@ async fn a_contained_dev_server_answers_on_the_host_and_a_second_on_its_port_is_
         "only the server's port is ever decided, never the proxy bridge's: {ports:?}"
     );
     // The test's efrd is killed, not stopped, when it ends: its jobs would outlive it.
-    let stopped = client
-        .ok(
-            "jobs.stop",
-            json!({"command_id": command_id(), "conversation_id": conversation, "job_id": "j2"}),
-        )
-        .await
-        .unwrap();
+    let stopped = stop(&mut client, &conversation, "j2").await;
     assert_eq!(stopped["job"]["state"], "stopped", "{stopped}");
 }
 
@@ -230,12 +220,6 @@ async fn a_contained_server_moved_into_a_job_is_forwarded_too() {
     );
     let (ok, body) = curl(&format!("http://127.0.0.1:{port}/hello.txt"));
     assert!(ok && body == "moved and served\n", "curl on the host: {body}");
-    let stopped = client
-        .ok(
-            "jobs.stop",
-            json!({"command_id": command_id(), "conversation_id": conversation, "job_id": "j1"}),
-        )
-        .await
-        .unwrap();
+    let stopped = stop(&mut client, &conversation, "j1").await;
     assert_eq!(stopped["job"]["state"], "stopped", "{stopped}");
 }

@@ -6,49 +6,16 @@
 
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::common;
+use common::jobs::{job_call, pgrep, stop, wait_count};
 use common::tools::{shell_call_with, start, text};
 use common::{command_id, daemon, events_through, events_until, model};
-
-/// The processes on the whole machine whose command line is `marker`.
-fn pgrep(marker: &str) -> Vec<String> {
-    let out = std::process::Command::new("pgrep")
-        .args(["-f", "-a", "-x", marker])
-        .output()
-        .expect("pgrep (procps) must be installed");
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter(|l| !l.contains("pgrep"))
-        .map(str::to_owned)
-        .collect()
-}
-
-/// Waits until `pgrep(marker)` finds `count` processes, at most 5 s.
-fn wait_count(marker: &str, count: usize) -> Vec<String> {
-    let start = Instant::now();
-    loop {
-        let found = pgrep(marker);
-        if found.len() == count || start.elapsed() > Duration::from_secs(5) {
-            return found;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
 
 /// A job line that forks a disowned daemon and a new session, then waits: three `sleep`s with a marker of their own.
 fn forking_line(marker: u32) -> String {
     format!("sleep {marker} & disown; setsid sleep {marker} & sleep {marker}")
-}
-
-fn job_call(id: &str, line: &str, extra: &Value) -> efr_test_support::scripted::Reply {
-    let mut input = json!({"command": line, "background": true});
-    input
-        .as_object_mut()
-        .unwrap()
-        .extend(extra.as_object().unwrap().clone());
-    shell_call_with(id, &input)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -86,13 +53,7 @@ async fn jobs_stop_ends_every_process_of_a_job_that_forks_daemons() {
     assert_eq!((&job["id"], &job["state"]), (&json!("j1"), &json!("running")), "{list}");
     assert!(job.get("cgroup").is_some(), "{job}");
 
-    let stopped = client
-        .ok(
-            "jobs.stop",
-            json!({"command_id": command_id(), "conversation_id": conversation, "job_id": "j1"}),
-        )
-        .await
-        .unwrap();
+    let stopped = stop(&mut client, &conversation, "j1").await;
     assert_eq!(stopped["job"]["state"], "stopped", "{stopped}");
     assert_eq!(stopped["job"]["stopped_by"], "user");
     let left = pgrep(&format!("sleep {marker}"));
@@ -183,13 +144,7 @@ async fn a_watch_wakes_the_model_with_a_notice() {
         last.contains("job_notices") && last.contains("server ready on 8000"),
         "{last}"
     );
-    client
-        .ok(
-            "jobs.stop",
-            json!({"command_id": command_id(), "conversation_id": conversation, "job_id": "j1"}),
-        )
-        .await
-        .unwrap();
+    stop(&mut client, &conversation, "j1").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -364,13 +319,7 @@ async fn under_a_systemd_user_manager_a_job_is_a_transient_scope() {
         (reported - current).abs() <= current * 0.10,
         "memory_bytes {reported} against the cgroup's {current}"
     );
-    let stopped = client
-        .ok(
-            "jobs.stop",
-            json!({"command_id": command_id(), "conversation_id": conversation, "job_id": "j1"}),
-        )
-        .await
-        .unwrap();
+    let stopped = stop(&mut client, &conversation, "j1").await;
     assert_eq!(stopped["job"]["state"], "stopped", "{stopped}");
     let procs = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
     assert!(procs.trim().is_empty(), "processes left in the scope: {procs}");

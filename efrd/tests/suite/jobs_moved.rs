@@ -8,14 +8,14 @@
 use std::time::{Duration, Instant};
 
 use efr_protocol::ErrorCode;
-use efr_test_support::client::Client;
 use efr_test_support::daemon::{TestDaemon, config_for};
 use efr_test_support::scripted::ScriptedModel;
 use serde_json::{Value, json};
 
 use crate::common;
+use common::jobs::{background, background_when_running, stop, wait_count, wait_output};
 use common::tools::{left_running_call, shell_call_with, start, text};
-use common::{command_id, events_through, events_until, model, whole_log};
+use common::{events_through, events_until, model, whole_log};
 
 /// efrd with `extra` appended to the test config.
 fn daemon_with_config(home: &std::path::Path, server: &ScriptedModel, extra: &str) -> TestDaemon {
@@ -27,71 +27,6 @@ fn daemon_with_config(home: &std::path::Path, server: &ScriptedModel, extra: &st
         &[("OPENAI_API_KEY", "sk-proj-testkey0000000000000000a1b2")],
     )
     .expect("efrd starts")
-}
-
-/// The processes on the whole machine whose command line is exactly `line`.
-fn pgrep(line: &str) -> Vec<String> {
-    let out = std::process::Command::new("pgrep")
-        .args(["-f", "-a", "-x", line])
-        .output()
-        .expect("pgrep (procps) must be installed");
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(str::to_owned)
-        .collect()
-}
-
-/// Waits until `pgrep(line)` finds `count` processes, at most 5 s.
-fn wait_count(line: &str, count: usize) -> Vec<String> {
-    let start = Instant::now();
-    loop {
-        let found = pgrep(line);
-        if found.len() == count || start.elapsed() > Duration::from_secs(5) {
-            return found;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// call.background of `call`, with `confirm` when given: the result or the error.
-async fn background(
-    client: &mut Client,
-    conversation: &str,
-    call: &str,
-    confirm: Option<&str>,
-) -> Result<Value, efr_protocol::ErrorBody> {
-    let mut params = json!({"command_id": command_id(), "conversation_id": conversation, "call_id": call});
-    if let Some(token) = confirm {
-        params["confirm"] = json!(token);
-    }
-    client.call("call.background", params).await.unwrap()
-}
-
-/// call.background of a call whose command is about to run: asked again while the shell has not started it yet.
-async fn background_when_running(client: &mut Client, conversation: &str, call: &str) -> Value {
-    let start = Instant::now();
-    loop {
-        match background(client, conversation, call, None).await {
-            Ok(result) => return result,
-            Err(error) if start.elapsed() < Duration::from_secs(10) => {
-                assert_eq!(error.code, ErrorCode::Invalid, "{error:?}");
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-            Err(error) => panic!("the call never ran: {error:?}"),
-        }
-    }
-}
-
-/// Reads the job's output file until it holds `text`, at most 5 s.
-fn wait_output(path: &str, text: &str) -> String {
-    let start = Instant::now();
-    loop {
-        let output = std::fs::read_to_string(path).unwrap_or_default();
-        if output.contains(text) || start.elapsed() > Duration::from_secs(5) {
-            return output;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -163,13 +98,7 @@ async fn a_running_contained_call_moves_into_a_job_at_once() {
         .expect("the next call");
     assert_eq!(free["status"], "ok", "{free}");
 
-    let stopped = client
-        .ok(
-            "jobs.stop",
-            json!({"command_id": command_id(), "conversation_id": conversation, "job_id": "j1"}),
-        )
-        .await
-        .unwrap();
+    let stopped = stop(&mut client, &conversation, "j1").await;
     assert_eq!(stopped["job"]["state"], "stopped", "{stopped}");
     let left = wait_count(&format!("sleep {marker}"), 0);
     assert!(left.is_empty(), "the moved command outlived jobs.stop: {left:?}");
@@ -233,13 +162,7 @@ async fn a_call_outside_the_sandbox_moves_only_with_its_previews_token() {
     let started = log.iter().find(|e| e["kind"] == "job_started").expect("job_started");
     assert_eq!(started["job"]["launch"]["kind"], "direct", "{started}");
     assert!(started["job"]["moved_from"].get("launcher").is_none(), "{started}");
-    let stopped = client
-        .ok(
-            "jobs.stop",
-            json!({"command_id": command_id(), "conversation_id": conversation, "job_id": "j1"}),
-        )
-        .await
-        .unwrap();
+    let stopped = stop(&mut client, &conversation, "j1").await;
     assert_eq!(stopped["job"]["stopped_by"], "user", "{stopped}");
     let left = wait_count(&format!("sleep {marker}"), 0);
     assert!(left.is_empty(), "the moved command outlived jobs.stop: {left:?}");
@@ -313,13 +236,7 @@ async fn a_moved_command_that_waits_for_input_shows_waits_input() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
     assert_eq!(job["waits_input"], true, "{job}");
-    let stopped = client
-        .ok(
-            "jobs.stop",
-            json!({"command_id": command_id(), "conversation_id": conversation, "job_id": "j1"}),
-        )
-        .await
-        .unwrap();
+    let stopped = stop(&mut client, &conversation, "j1").await;
     assert!(stopped["job"].get("waits_input").is_none(), "{stopped}");
 }
 
@@ -447,11 +364,5 @@ async fn past_its_wakes_a_notice_is_held_and_a_woken_turns_job_wakes_none() {
         "{:?}",
         held(&log)
     );
-    client
-        .ok(
-            "jobs.stop",
-            json!({"command_id": command_id(), "conversation_id": conversation, "job_id": "j1"}),
-        )
-        .await
-        .unwrap();
+    stop(&mut client, &conversation, "j1").await;
 }
