@@ -1,17 +1,18 @@
 //! Bench: a method call's round trip through efr-bus-proxy's filter against a direct one (docs/architecture.md,
 //! "Budgets"; docs/bus.md).
 //!
-//! - **Round trip**: `org.freedesktop.DBus.GetId` to a real `dbus-daemon`, one call at a time, [`CALLS`] timed
-//!   calls after [`WARMUP`]: p50 and p99 direct and through the filter, and their ratio.
+//! - **Round trip**: `org.freedesktop.DBus.GetId` to a real `dbus-daemon`, one call at a time, after [`WARMUP`]:
+//!   [`PAIRS`] pairs of a batch of [`CALLS`] calls direct and a batch through the filter, interleaved (which side runs
+//!   first alternates); the verdict is the median of the pairs' p50 ratios, printed with its spread and the load
+//!   average; budget: at most [`BUDGET_RATIO`] times direct. p50 and p99 of all calls of each side beside.
 //! - **Messages per second**: [`PIPELINED`] calls written in batches of [`BATCH`] before their replies are read,
 //!   direct and through the filter.
 //!
 //! The filter is the real binary serving one socket by hand (`--listen`, the default session policy); the clients
 //! are the crate's own framing and authentication ([`efr_bus_proxy::wire`], [`efr_bus_proxy::sasl`]) with zbus's
 //! message types, not a zbus connection (a zbus connection stalled after `AGREE_UNIX_FD` against dbus-daemon). Every
-//! step has a time limit, so a stuck peer fails the bench instead of hanging it. Measured, no budget yet: it prints
-//! the figures and exits with status 1 only when a step fails. Run with `cargo bench -p efr-bus-proxy --bench
-//! roundtrip`.
+//! step has a time limit, so a stuck peer fails the bench instead of hanging it. Prints `PASS` or `FAIL` and exits
+//! with status 1 on `FAIL` or when a step fails. Run with `cargo bench -p efr-bus-proxy --bench roundtrip`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitCode, Stdio};
@@ -19,14 +20,19 @@ use std::time::{Duration, Instant};
 
 use efr_bus_proxy::serve::MAX_MESSAGE;
 use efr_bus_proxy::wire::Conn;
+use efr_test_support::bench::{Pairs, load_average};
 use efr_test_support::dbus::DbusDaemon;
 use tokio::net::UnixStream;
 use zbus::message::{Message, Type};
 
 /// Untimed calls before the timed ones.
 const WARMUP: usize = 200;
-/// Timed calls of each, one at a time.
-const CALLS: usize = 2000;
+/// Timed calls of each side in one pair, one at a time.
+const CALLS: usize = 100;
+/// Pairs of batches (2,000 timed calls of each side in all).
+const PAIRS: usize = 20;
+/// The filter's round trip at most this many times a direct one (docs/architecture.md, "Budgets").
+const BUDGET_RATIO: f64 = 2.0;
 /// Calls of each for the rate.
 const PIPELINED: usize = 20_000;
 /// Calls written before their replies are read.
@@ -38,11 +44,14 @@ fn main() -> ExitCode {
     let outcome = tokio::runtime::Runtime::new()
         .map_err(|e| format!("no runtime: {e}"))
         .and_then(|runtime| runtime.block_on(bench()));
-    if let Err(error) = outcome {
-        eprintln!("FAIL: {error}");
-        return ExitCode::FAILURE;
+    match outcome {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(error) => {
+            eprintln!("FAIL: {error}");
+            ExitCode::FAILURE
+        }
     }
-    ExitCode::SUCCESS
 }
 
 /// A child process ended when dropped.
@@ -55,7 +64,7 @@ impl Drop for Running {
     }
 }
 
-async fn bench() -> Result<(), String> {
+async fn bench() -> Result<bool, String> {
     let dir = tempfile::tempdir().map_err(|e| format!("no temporary folder: {e}"))?;
     let bus = dir.path().join("bus");
     let _daemon = DbusDaemon::start("session", &bus, false)?;
@@ -75,16 +84,36 @@ async fn bench() -> Result<(), String> {
 
     let mut direct = Client::connect(&bus).await?;
     let mut through = Client::connect(&filtered).await?;
-    let direct_times = direct.round_trips().await?;
-    let through_times = through.round_trips().await?;
+    let load = load_average();
+    direct.warm_up().await?;
+    through.warm_up().await?;
+    // The sides in pairs, interleaved batch by batch (which runs first alternates); each pair is the medians of one
+    // batch of each.
+    let mut pairs = Pairs::new();
+    let (mut direct_times, mut through_times) = (Vec::new(), Vec::new());
+    for pair in 0..PAIRS {
+        let (d, f) = if pair % 2 == 0 {
+            let d = direct.round_trips().await?;
+            (d, through.round_trips().await?)
+        } else {
+            let f = through.round_trips().await?;
+            (direct.round_trips().await?, f)
+        };
+        pairs.push(percentile(&f, 50).as_secs_f64(), percentile(&d, 50).as_secs_f64());
+        direct_times.extend(d);
+        through_times.extend(f);
+    }
+    direct_times.sort();
+    through_times.sort();
     let (d50, d99) = (percentile(&direct_times, 50), percentile(&direct_times, 99));
     let (f50, f99) = (percentile(&through_times, 50), percentile(&through_times, 99));
-    println!("round trip of GetId, {CALLS} calls one at a time:");
+    let ratio = pairs.ratios();
+    let pass = ratio.median <= BUDGET_RATIO;
+    println!("round trip of GetId, {PAIRS} pairs of {CALLS} calls one at a time (load average {load}):");
     println!("  direct          p50 {d50:>8.1?}  p99 {d99:>8.1?}");
     println!("  through filter  p50 {f50:>8.1?}  p99 {f99:>8.1?}");
     println!(
-        "  ratio           p50 {:>7.2}×  p99 {:>7.2}×",
-        f50.as_secs_f64() / d50.as_secs_f64(),
+        "  ratio of the pairs' p50s {ratio} (budget {BUDGET_RATIO}x); p99 {:.2}x",
         f99.as_secs_f64() / d99.as_secs_f64()
     );
     let direct_rate = direct.rate().await?;
@@ -95,8 +124,8 @@ async fn bench() -> Result<(), String> {
         "  through filter  {through_rate:>10.0}/s  ({:.2} of direct)",
         through_rate / direct_rate
     );
-    println!("PASS (measured, no budget yet)");
-    Ok(())
+    println!("{}", if pass { "PASS" } else { "FAIL" });
+    Ok(pass)
 }
 
 /// Waits (at most 10 s) for a socket file.
@@ -168,10 +197,15 @@ impl Client {
         }
     }
 
-    async fn round_trips(&mut self) -> Result<Vec<Duration>, String> {
+    async fn warm_up(&mut self) -> Result<(), String> {
         for _ in 0..WARMUP {
             self.call("GetId").await?;
         }
+        Ok(())
+    }
+
+    /// [`CALLS`] calls one at a time: each one's time, sorted.
+    async fn round_trips(&mut self) -> Result<Vec<Duration>, String> {
         let mut times = Vec::with_capacity(CALLS);
         for _ in 0..CALLS {
             let start = Instant::now();

@@ -2,9 +2,10 @@
 //!
 //! The contained run is the whole path of a real call: the launcher reads a one-time plan file (the default masks
 //! under `$HOME`, a project root, the report in a file), runs bubblewrap with every namespace, mount and mask, and
-//! the inner stage drops capabilities and applies Landlock and seccomp before it execs `true`. The two are run
-//! alternately, [`RUNS`] times each after a warm-up, and the medians compared; the ratio is what carries from one
-//! machine to another.
+//! the inner stage drops capabilities and applies Landlock and seccomp before it execs `true`. The two are run in
+//! pairs, interleaved run by run, [`RUNS`] pairs after a warm-up; the verdict is the median of the per-pair ratios,
+//! printed with its spread and the load average (the ratio is what carries from one machine to another). The floor
+//! that a full sandbox can reach (`bwrap --unshare-all --dev --proc`, no launcher) is printed beside.
 //!
 //! Prints `PASS` or `FAIL` and exits with status 1 on `FAIL`. Run with
 //! `cargo bench -p efr-launcher --bench contained_true`.
@@ -17,14 +18,15 @@ use efr_protocol::internal::{LaunchPlan, ReportTo, Writable, WritableSource, def
 
 /// The budget in docs/architecture.md, "Budgets".
 const BUDGET_RATIO: f64 = 3.0;
-/// Timed runs of each; the median is reported.
+/// Timed pairs.
 const RUNS: usize = 40;
 /// Untimed runs first (page cache, bwrap's first start).
 const WARM_UP: usize = 5;
 
 mod timing;
 
-use timing::{median, time, workspace};
+use efr_test_support::bench::{Pairs, load_average};
+use timing::{time, workspace};
 
 fn main() -> ExitCode {
     match bench() {
@@ -69,25 +71,37 @@ fn bench() -> Result<bool, String> {
         )
     };
     let bare = || time(Command::new(&bwrap).args(["--ro-bind", "/", "/", "true"]));
+    // The floor a full sandbox can reach: every namespace, a /dev and a /proc, nothing else.
+    let floor = || {
+        time(Command::new(&bwrap).args([
+            "--unshare-all",
+            "--ro-bind",
+            "/",
+            "/",
+            "--dev",
+            "/dev",
+            "--proc",
+            "/proc",
+            "true",
+        ]))
+    };
     for _ in 0..WARM_UP {
         contained()?;
         bare()?;
+        floor()?;
     }
-    let mut contained_runs = Vec::with_capacity(RUNS);
-    let mut bare_runs = Vec::with_capacity(RUNS);
-    for _ in 0..RUNS {
-        contained_runs.push(contained()?);
-        bare_runs.push(bare()?);
-    }
-    let contained = median(&mut contained_runs);
-    let bare = median(&mut bare_runs);
-    let ratio = contained.as_secs_f64() / bare.as_secs_f64();
-    let pass = ratio <= BUDGET_RATIO;
+    let load = load_average();
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    let pairs = Pairs::interleaved(RUNS, || contained().map(ms), || bare().map(ms))?;
+    let floor_pairs = Pairs::interleaved(RUNS, || floor().map(ms), || bare().map(ms))?;
+    let ratio = pairs.ratios();
+    let pass = ratio.median <= BUDGET_RATIO;
     println!(
-        "contained true: median {:.2} ms; bare bwrap --ro-bind / / true: median {:.2} ms; ratio {ratio:.2} \
-         (budget {BUDGET_RATIO}x, {RUNS} runs each) {}",
-        contained.as_secs_f64() * 1e3,
-        bare.as_secs_f64() * 1e3,
+        "contained true: median {:.2} ms; bare bwrap --ro-bind / / true: median {:.2} ms; ratio {ratio} \
+         (budget {BUDGET_RATIO}x); the floor (bwrap --unshare-all --dev --proc): {} of bare; load average {load} {}",
+        pairs.a().median,
+        pairs.b().median,
+        floor_pairs.ratios(),
         if pass { "PASS" } else { "FAIL" }
     );
     Ok(pass)

@@ -3,6 +3,7 @@
 //! ([`dbus`]), a process's memory ([`proc`]), a conversation followed
 //! to an event ([`subscription`]), and the helpers of the workspace-level integration tests.
 
+pub mod bench;
 pub mod binaries;
 pub mod client;
 pub mod daemon;

@@ -1,4 +1,4 @@
-//! What the launcher's benches share: where they run, timing one whole process, and the median of runs.
+//! What the launcher's benches share: where they run, and timing one whole process.
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -36,10 +36,4 @@ pub fn time(command: &mut Command) -> Result<Duration, String> {
         return Err(format!("{command:?} failed: {status}"));
     }
     Ok(elapsed)
-}
-
-/// The median of `runs` (sorted in place).
-pub fn median(runs: &mut [Duration]) -> Duration {
-    runs.sort();
-    runs[runs.len() / 2]
 }
