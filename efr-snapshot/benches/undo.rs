@@ -2,8 +2,9 @@
 //! "Budgets"; docs/undo.md).
 //!
 //! A project of 20,000 small text files in 200 folders, a git repository, on the target's disk
-//! (`CARGO_TARGET_TMPDIR`, not a tmpfs). Three measures, each over several runs, the medians and their ratio printed
-//! next to the budget:
+//! (`CARGO_TARGET_TMPDIR`, not a tmpfs). Three measures; the first two run the snapshot and git in pairs (which runs
+//! first alternates), and the verdict is the median of the per-pair ratios, printed with its spread and the load
+//! average next to the budget:
 //!
 //! - `warm`: the covered snapshot after a one-file change (with the previous snapshot, as a turn takes it) against
 //!   `git add -A && git write-tree` on a warm index. Budget: no more than git.
@@ -24,24 +25,20 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use efr_snapshot::{Limits, Snapshot, SnapshotStore, UndoBounds};
+use efr_test_support::bench::{Pairs, load_average};
 
 /// Files in the project.
 const FILES: usize = 20_000;
 /// Files per folder.
 const PER_FOLDER: usize = 100;
-/// Runs per measure; the median is reported.
-const RUNS: usize = 5;
+/// Pairs per measure; the median of the per-pair ratios is the verdict.
+const RUNS: usize = 9;
 /// Turns of the dedup measure.
 const TURNS: usize = 100;
 /// Budget: the warm snapshot over `git add -A && git write-tree`.
 const BUDGET_WARM: f64 = 1.0;
 /// Budget: the first snapshot over `git add -A` from scratch.
 const BUDGET_FIRST: f64 = 2.0;
-
-fn median(mut times: Vec<Duration>) -> Duration {
-    times.sort();
-    times[times.len() / 2]
-}
 
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
@@ -199,61 +196,83 @@ fn warm(base: &Path, root: &Path) -> Result<bool> {
     turn_snapshot(&store_warm, &limits, root, "warm-0")?;
     git(root, &["add", "-A"])?;
     git(root, &["write-tree"])?;
-    let (mut snap_warm, mut git_warm) = (Vec::new(), Vec::new());
+    let mut pairs = Pairs::new();
     for run in 1..=RUNS {
         change_one(root, run)?;
-        let started = Instant::now();
-        turn_snapshot(&store_warm, &limits, root, &format!("warm-{run}"))?;
-        snap_warm.push(started.elapsed());
-        let started = Instant::now();
-        git(root, &["add", "-A"])?;
-        git(root, &["write-tree"])?;
-        git_warm.push(started.elapsed());
+        let snapshot = || -> Result<f64> {
+            let started = Instant::now();
+            turn_snapshot(&store_warm, &limits, root, &format!("warm-{run}"))?;
+            Ok(ms(started.elapsed()))
+        };
+        let git_tree = || -> Result<f64> {
+            let started = Instant::now();
+            git(root, &["add", "-A"])?;
+            git(root, &["write-tree"])?;
+            Ok(ms(started.elapsed()))
+        };
+        // Which side runs first alternates, so that neither always finds the other's pages in the cache.
+        let (a, b) = if run % 2 == 1 {
+            let a = snapshot()?;
+            (a, git_tree()?)
+        } else {
+            let b = git_tree()?;
+            (snapshot()?, b)
+        };
+        pairs.push(a, b);
     }
     fs::remove_dir_all(store_warm.dir())?;
-    let (sw, gw) = (median(snap_warm), median(git_warm));
+    let ratio = pairs.ratios();
     println!(
-        "warm snapshot after a one-file change: {:.1} ms, git add -A && git write-tree: {:.1} ms (medians of {RUNS})",
-        ms(sw),
-        ms(gw)
+        "warm snapshot after a one-file change: {:.1} ms, git add -A && git write-tree: {:.1} ms (medians of {RUNS} \
+         pairs); ratio {ratio}; load average {}",
+        pairs.a().median,
+        pairs.b().median,
+        load_average()
     );
-    Ok(verdict(
-        "warm snapshot",
-        sw.as_secs_f64() / gw.as_secs_f64(),
-        BUDGET_WARM,
-    ))
+    Ok(verdict("warm snapshot", ratio.median, BUDGET_WARM))
 }
 
 /// first: an empty store against `git add -A` into a new repository (outside the tree).
 fn first(base: &Path, root: &Path) -> Result<bool> {
-    let (mut snap_first, mut git_first) = (Vec::new(), Vec::new());
+    let mut pairs = Pairs::new();
     for run in 0..RUNS {
-        let (store, limits) = store(&base.join(format!("first-store-{run}")))?;
-        let started = Instant::now();
-        turn_snapshot(&store, &limits, root, "first")?;
-        snap_first.push(started.elapsed());
-        fs::remove_dir_all(store.dir())?;
-
-        let git_dir = base.join(format!("first-git-{run}"));
-        let git_dir_arg = format!("--git-dir={}", git_dir.display());
-        let work_tree_arg = format!("--work-tree={}", root.display());
-        git(base, &["init", "-q", "--bare", &git_dir.display().to_string()])?;
-        let started = Instant::now();
-        git(base, &[&git_dir_arg, &work_tree_arg, "add", "-A"])?;
-        git_first.push(started.elapsed());
-        fs::remove_dir_all(&git_dir)?;
+        let snapshot = || -> Result<f64> {
+            let (store, limits) = store(&base.join(format!("first-store-{run}")))?;
+            let started = Instant::now();
+            turn_snapshot(&store, &limits, root, "first")?;
+            let took = ms(started.elapsed());
+            fs::remove_dir_all(store.dir())?;
+            Ok(took)
+        };
+        let git_add = || -> Result<f64> {
+            let git_dir = base.join(format!("first-git-{run}"));
+            let git_dir_arg = format!("--git-dir={}", git_dir.display());
+            let work_tree_arg = format!("--work-tree={}", root.display());
+            git(base, &["init", "-q", "--bare", &git_dir.display().to_string()])?;
+            let started = Instant::now();
+            git(base, &[&git_dir_arg, &work_tree_arg, "add", "-A"])?;
+            let took = ms(started.elapsed());
+            fs::remove_dir_all(&git_dir)?;
+            Ok(took)
+        };
+        let (a, b) = if run % 2 == 0 {
+            let a = snapshot()?;
+            (a, git_add()?)
+        } else {
+            let b = git_add()?;
+            (snapshot()?, b)
+        };
+        pairs.push(a, b);
     }
-    let (sf, gf) = (median(snap_first), median(git_first));
+    let ratio = pairs.ratios();
     println!(
-        "first snapshot: {:.1} ms, git add -A from scratch: {:.1} ms (medians of {RUNS})",
-        ms(sf),
-        ms(gf)
+        "first snapshot: {:.1} ms, git add -A from scratch: {:.1} ms (medians of {RUNS} pairs); ratio {ratio}; \
+         load average {}",
+        pairs.a().median,
+        pairs.b().median,
+        load_average()
     );
-    Ok(verdict(
-        "first snapshot",
-        sf.as_secs_f64() / gf.as_secs_f64(),
-        BUDGET_FIRST,
-    ))
+    Ok(verdict("first snapshot", ratio.median, BUDGET_FIRST))
 }
 
 /// dedup: 100 turns, each one file changed, a snapshot per turn (no budget: the store's growth is printed).
