@@ -23,6 +23,7 @@ mod home;
 mod jobs;
 mod methods;
 mod presence;
+mod resume;
 mod sandbox;
 mod search;
 mod steer;
@@ -127,6 +128,7 @@ pub fn examples() -> Vec<Example> {
     all.extend(search::examples());
     all.extend(always::examples());
     all.extend(delete::examples());
+    all.extend(resume::examples());
     all
 }
 

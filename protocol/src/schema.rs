@@ -38,6 +38,7 @@ use crate::wire::{
     ConversationCompactParams, ConversationCompactResult, ConversationContextParams, ConversationContextResult,
 };
 use crate::wire::{ConversationDeleteParams, ConversationDeleteResult, DeleteBusy};
+use crate::wire::{ConversationResumeParams, ConversationResumeResult};
 use crate::wire::{
     ConversationSearchParams, ConversationSearchResult, ConversationsSearchParams, ConversationsSearchResult,
 };
@@ -96,6 +97,8 @@ pub fn protocol_schema() -> Value {
             ConversationDeleteParams,
             ConversationDeleteResult,
             DeleteBusy,
+            ConversationResumeParams,
+            ConversationResumeResult,
             WatchItem,
             ConversationDiffParams,
             ConversationDiffResult,

@@ -30,6 +30,7 @@ pub mod models;
 pub mod presence;
 pub mod prompt;
 pub mod recent;
+pub mod resume;
 pub mod route;
 pub mod sandbox;
 pub mod sandbox_methods;
@@ -85,6 +86,7 @@ pub use models::{Catalog, CatalogOrigin, ModelInfo, ModelSource, ModelsListParam
 pub use presence::{Presence, PresenceSetParams, PresenceSetResult, PresenceSource};
 pub use prompt::{Desktop, PromptContext, PromptSendParams, PromptSendResult, QueueAs, ShellContext, TerminalCommand};
 pub use recent::{ConversationsRecentParams, ConversationsRecentResult, RecentConversation};
+pub use resume::{ConversationResumeParams, ConversationResumeResult};
 pub use route::{PromptRoute, RouteScope, RouteSwitch, SwitchReason};
 pub use sandbox::{
     BlockReason, Blocked, Bus, BusProxyOff, BusRefusal, DesktopKind, Grant, Launch, ProxyProcess, ProxyState,
