@@ -46,8 +46,8 @@ pub enum ConversationResumeResult {
         title: Option<String>,
         /// When it last changed.
         updated_at: Timestamp,
-        /// The folder the terminal's shell may change to, to continue there: the conversation's working directory,
-        /// absent when it has none or when `here` (the shell is in its scope already).
+        /// The folder the terminal's shell may change to, to continue there: the conversation's working directory;
+        /// absent when it has none.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         shell_dir: Option<PathBuf>,
         /// The terminal's working directory is in the conversation's scope key (false when absent).
