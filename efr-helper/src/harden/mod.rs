@@ -2,9 +2,12 @@
 //! ([`landlock`]) and seccomp ([`seccomp`]). Each function acts on the calling thread; applied before any other
 //! thread starts, every later thread inherits it.
 //!
-//! - **Capabilities**: [`drop_capabilities`] empties the bounding set first (it needs `CAP_SETPCAP`), then the
-//!   ambient, inheritable, effective and permitted sets, and reads all five back: a set that is not empty is an
-//!   error. With an empty bounding set even a root exec of a setuid-root program gains nothing.
+//! - **Capabilities**: [`drop_capabilities`] empties the bounding set first when it may (`CAP_SETPCAP`), then the
+//!   ambient, inheritable, effective and permitted sets, and reads them back: a set that is not empty is an error.
+//!   With an empty bounding set even a root exec of a setuid-root program gains nothing. A thread without
+//!   `CAP_SETPCAP` (a helper of a user's efrd, which holds no capability at all, while its bounding set is full as
+//!   in any login session) cannot empty it; it sets no_new_privs instead, after which no exec can add a capability,
+//!   so the bounding set limits nothing it could gain.
 //! - **no_new_privs** ([`set_no_new_privs`]): set and read back; Landlock and seccomp need it, and setuid and file
 //!   capabilities do nothing after it.
 //! - **A socket helper's layers** ([`apply`]): all of the above, then a Landlock ruleset that grants only making and
@@ -25,11 +28,19 @@ const THREAD_SETS: [CapSet; 4] = [
     CapSet::Permitted,
 ];
 
-/// Empties all five capability sets of the calling thread and checks that they are empty.
+/// Empties the capability sets of the calling thread and checks that they are empty: all five when it holds
+/// `CAP_SETPCAP`; else the four it can, with no_new_privs set so that its bounding set gives nothing (see the
+/// module's doc).
 ///
 /// # Errors
-/// The set that could not be read or emptied, or that is not empty after.
+/// The set that could not be read or emptied, or that is not empty after; no_new_privs that did not hold.
 pub fn drop_capabilities() -> Result<(), String> {
+    let may_drop_bounding = caps::has_cap(None, CapSet::Effective, caps::Capability::CAP_SETPCAP)
+        .map_err(|e| format!("cannot read the effective set: {e}"))?;
+    if !may_drop_bounding {
+        clear_capabilities()?;
+        return set_no_new_privs();
+    }
     drop_bounding_set()?;
     clear_capabilities()?;
     let left = caps::read(None, CapSet::Bounding).map_err(|e| format!("cannot read the bounding set: {e}"))?;

@@ -9,6 +9,28 @@ use serde_json::json;
 use super::harness::{Proxy, World};
 
 #[test]
+fn a_proxy_run_by_an_unprivileged_user_hardens_itself_and_serves() {
+    // A user's efrd has no capability, yet its bounding set is full: the proxy cannot empty it and must not need to.
+    let world = World::new();
+    let mut proxy = Proxy::start_unprivileged(&world.netns);
+    let plan = proxy.open(&["allowed.test"], &[]);
+    assert!(plan.socket.exists());
+    let status = std::fs::read_to_string(format!("/proc/{}/status", proxy.pid())).unwrap();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .map(str::trim)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    assert_eq!(field("NoNewPrivs:"), "1", "{status}");
+    assert_eq!(field("CapEff:"), "0000000000000000", "{status}");
+    assert_eq!(field("CapPrm:"), "0000000000000000", "{status}");
+    proxy.close(plan.plan);
+}
+
+#[test]
 fn bad_control_input_gets_an_error_and_the_proxy_keeps_serving() {
     let world = World::new();
     let mut proxy = Proxy::start(&world.netns);

@@ -68,6 +68,9 @@ impl World {
     }
 }
 
+/// The unprivileged user's uid and gid (`nobody` on Debian).
+const NOBODY: u32 = 65534;
+
 /// The running proxy.
 pub struct Proxy {
     child: Child,
@@ -80,8 +83,30 @@ pub struct Proxy {
 
 impl Proxy {
     pub fn start(netns: &NetNs) -> Self {
+        Self::start_with(
+            netns.command(env!("CARGO_BIN_EXE_efr-proxy")),
+            tempfile::tempdir().unwrap(),
+        )
+    }
+
+    /// The proxy of a user's efrd: run as the unprivileged `nobody` (uid and gid 65534, no groups), with every
+    /// capability in its bounding set as a login session has, and none in its other sets.
+    pub fn start_unprivileged(netns: &NetNs) -> Self {
         let sockets = tempfile::tempdir().unwrap();
-        let command = netns.command(env!("CARGO_BIN_EXE_efr-proxy"));
+        std::os::unix::fs::chown(sockets.path(), Some(NOBODY), Some(NOBODY)).unwrap();
+        let mut command = netns.command("setpriv");
+        command
+            .args([
+                format!("--reuid={NOBODY}"),
+                format!("--regid={NOBODY}"),
+                "--clear-groups".to_owned(),
+                "--".to_owned(),
+            ])
+            .arg(env!("CARGO_BIN_EXE_efr-proxy"));
+        Self::start_with(command, sockets)
+    }
+
+    fn start_with(command: std::process::Command, sockets: tempfile::TempDir) -> Self {
         let (child, ours) = HelperCommand::wrapping(command, sockets.path())
             .spawn()
             .expect("start efr-proxy");
