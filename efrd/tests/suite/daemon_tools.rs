@@ -176,8 +176,7 @@ async fn full_mode_refuses_a_floor_and_a_guarded_delete_expires_unanswered() {
         text("done"),
     ])
     .await;
-    let config =
-        efr_test_support::daemon::config_for(&server.base_url()) + "\n[permissions]\nquestion_limit_secs = 1\n";
+    let config = efr_test_support::daemon::config_for(&server.base_url()) + "question_limit_secs = 1\n";
     let efrd = efr_test_support::daemon::TestDaemon::start(
         common::efrd_binary(),
         home.path(),
