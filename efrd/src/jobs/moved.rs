@@ -142,6 +142,7 @@ pub(super) async fn adopt(
             in_woken_turn: false,
             on_end: None,
             forwards_through: spec.forwards_through,
+            full: false,
         },
         forwarded,
         wakes,

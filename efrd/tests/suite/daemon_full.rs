@@ -1,6 +1,6 @@
 //! Full mode through the real efrd (docs/adr/0029-full-mode.md): each refusal in admin.status and at prompt.send, the
-//! exits full mode lets run judged `full`, a guarded delete whose question expires, and a loosening reload held while
-//! a full turn runs.
+//! exits full mode lets run judged `full`, a guarded delete whose question expires, a loosening reload held while a
+//! full turn runs, and the jobs of full mode stopped when a reload turns it off.
 //!
 //! efrd refuses full mode as root, and tests run as root: the refusal `root` is tested as root; every other test
 //! here runs its efrd as `nobody` (`RunAs::User` in the test harness), its home and project chowned to it.
@@ -12,13 +12,13 @@ use std::time::Duration;
 
 use efr_test_support::client::Client;
 use efr_test_support::daemon::{NOBODY, RunAs, TestDaemon, config_for};
-use efr_test_support::scripted::ScriptedModel;
+use efr_test_support::scripted::{Reply, ScriptedModel};
 use serde_json::{Value, json};
 
 use crate::common;
 use common::auto::bounded;
-use common::tools::{prompt_to, shell_call, start, text};
-use common::{command_id, events_until, model};
+use common::tools::{prompt_to, shell_call, shell_call_with, start, text};
+use common::{command_id, events_through, events_until, model};
 
 const KEY: (&str, &str) = ("OPENAI_API_KEY", "sk-proj-testkey0000000000000000a1b2");
 
@@ -286,4 +286,42 @@ async fn a_tightening_reload_while_a_full_turn_runs_applies_at_once() {
         .await
         .unwrap();
     bounded("the turn", events_until(&mut client, id, "turn_completed")).await;
+}
+
+fn job_call(id: &str, line: &str) -> Reply {
+    shell_call_with(id, &json!({"command": line, "background": true}))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reload_that_turns_full_mode_off_stops_its_jobs_with_full_off_and_starts_no_turn() {
+    let (home, project) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let server = model(vec![job_call("call_job", "sleep 600"), text("it runs")]).await;
+    let efrd = daemon_as(home.path(), project.path(), &server, "", NOBODY);
+    let mut client = efrd.client().await.unwrap();
+    let (_, conversation, id) = start(&mut client, project.path(), "full", "start it").await;
+    let events = bounded("the turn", events_until(&mut client, id, "turn_completed")).await;
+    assert!(events.iter().any(|e| e["kind"] == "job_started"), "{events:#?}");
+    let model_calls = |server: &ScriptedModel| server.requests().iter().filter(|r| r.method == "POST").count();
+    let calls = model_calls(&server);
+
+    std::fs::write(home.path().join("config").join("config.toml"), full_off(&server)).unwrap();
+    let reload = client.ok("admin.config_reload", json!({})).await.unwrap();
+    assert_eq!(reload["applied"], true, "{reload}");
+    let ended = bounded("the job's end", events_through(&mut client, id, "job_ended")).await;
+    let ended = ended.last().unwrap();
+    assert_eq!(
+        (&ended["state"], &ended["stopped_by"]),
+        (&json!("stopped"), &json!("full_off")),
+        "{ended}"
+    );
+    // Its notice waits for the next prompt: no turn starts of its own.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(model_calls(&server), calls, "no model call after the stop");
+    let listed = client
+        .ok("jobs.list", json!({"conversation_id": conversation}))
+        .await
+        .unwrap();
+    assert_eq!(listed["jobs"][0]["state"], "stopped", "{listed}");
+    let status = client.ok("admin.status", json!({})).await.unwrap();
+    assert_eq!(status["full_mode"], json!({"allowed": false}), "{status}");
 }
