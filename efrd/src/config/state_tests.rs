@@ -41,7 +41,7 @@ fn a_missing_file_is_the_defaults() {
 fn load_reports_every_warning_of_the_file() {
     let f = Fixture::new(Some(
         "[model]\nprovider = \"anthropic-api\"\nmodel = \"gpt-5\"\ncolour = \"red\"\n\
-         [permissions]\ndefault_mode = \"full\"\n",
+         [permissions]\ndefault_mode = \"full\"\nallow_full = true\n",
     ));
     let (state, warnings) = ConfigState::load(&f.path).unwrap();
     assert_eq!(state.current().model.provider, Some(ProviderId::AnthropicApi));
@@ -190,7 +190,7 @@ fn warnings_come_once_from_the_reload_that_brings_them() {
     // A new unknown key and full mode: only those.
     f.write(
         "[model]\nprovider = \"openai-api\"\nmodel = \"claude-opus-4\"\nspeed = 3\n\
-         [permissions]\ndefault_mode = \"full\"\nwhy = 1\n",
+         [permissions]\ndefault_mode = \"full\"\nallow_full = true\nwhy = 1\n",
     );
     let next = state.reload();
     assert_eq!(next.warnings.len(), 2, "{next:?}");
