@@ -143,7 +143,7 @@ async fn a_write_outside_the_project_runs_as_the_user_and_is_judged_full() {
     let efrd = daemon_as(home.path(), project.path(), &server, "", NOBODY);
     let mut client = efrd.client().await.unwrap();
     assert_eq!(full_mode(&mut client).await, json!({"allowed": true}));
-    let (sent, _, id) = start(&mut client, project.path(), "full", "write it").await;
+    let (sent, conversation, id) = start(&mut client, project.path(), "full", "write it").await;
     assert_eq!(sent["settings"]["mode"], "full", "{sent}");
     let events = bounded("the turn", events_until(&mut client, id, "turn_completed")).await;
     assert_eq!(std::fs::read_to_string(&outside).unwrap(), "one\n");
@@ -165,6 +165,16 @@ async fn a_write_outside_the_project_runs_as_the_user_and_is_judged_full() {
     }
     let owner = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata(&outside).unwrap());
     assert_eq!(owner, 65534, "the call ran as efrd's user, with no sandbox");
+    // turn.undo's list says the turn ran in full mode (and so auto too).
+    let listed = client
+        .ok(
+            "turn.undo",
+            json!({"command_id": command_id(), "conversation_id": conversation, "list": true}),
+        )
+        .await
+        .unwrap();
+    let turn = &listed["turns"][0];
+    assert_eq!((&turn["full"], &turn["auto"]), (&json!(true), &json!(true)), "{listed}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
