@@ -211,6 +211,7 @@ async fn cgroup_cost(manager: Option<std::path::PathBuf>) -> Result<Vec<f64>> {
                 in_woken_turn: false,
                 on_end: None,
                 forwards_through: None,
+                full: false,
             };
             let started = Instant::now();
             let info = jobs.start(spec, Arc::clone(&sink)).await?;

@@ -189,6 +189,9 @@ fn spawn_background(daemon: &Arc<Daemon>, notifier: &Arc<Notifier>, shutdown: &C
     // The search index of a log older than it: built in the background, so start-up never waits for it.
     tokio::spawn(crate::search::rebuild::run(daemon.store.clone()));
 
+    // A reload that turns full mode off stops the jobs that full mode's calls started (docs/adr/0029-full-mode.md).
+    tokio::spawn(stop_full_jobs_when_off(Arc::clone(daemon)));
+
     // The collection while efrd runs: a daemon that runs for months must not grow until it restarts.
     tokio::spawn(collect_while_running(Arc::clone(daemon), shutdown.clone()));
 
@@ -205,6 +208,26 @@ fn spawn_background(daemon: &Arc<Daemon>, notifier: &Arc<Notifier>, shutdown: &C
             Duration::from_secs(secs),
             shutdown.clone(),
         ));
+    }
+}
+
+/// Watches the config: each one applied in which full mode is off (`permissions.allow_full` false, or a refusal of
+/// the config's own: undo off, zsh) stops the running jobs of full mode, recorded `full_off`.
+async fn stop_full_jobs_when_off(daemon: Arc<Daemon>) {
+    let mut configs = daemon.config.subscribe();
+    let snapshots = daemon.roots.state.path.join("snapshots");
+    while configs.changed().await.is_ok() {
+        let config = configs.borrow_and_update().clone();
+        let facts = crate::config::full::FullFacts::of_process(&snapshots);
+        if crate::config::full::status(&config, facts)
+            != (efr_protocol::wire::full::FullModeStatus {
+                allowed: true,
+                refused: None,
+            })
+        {
+            info!("full mode is off now: stopping the jobs its calls started");
+            daemon.jobs.stop_full().await;
+        }
     }
 }
 

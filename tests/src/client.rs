@@ -56,6 +56,23 @@ impl Client {
         })
     }
 
+    /// Says hello on a stream that is connected already (one connected as another user, say).
+    ///
+    /// # Errors
+    /// When hello fails.
+    pub async fn hello_on(stream: UnixStream) -> Result<Self> {
+        let mut client = Self {
+            framed: Framed::new(stream, FrameCodec::default()),
+            next_id: 1,
+            queued: HashMap::new(),
+        };
+        client
+            .call("hello", json!({"protocol": efr_protocol::PROTOCOL_VERSION, "client": {"name": "efr-tests", "version": env!("CARGO_PKG_VERSION")}}))
+            .await?
+            .map_err(|e| anyhow!("hello failed: {e}"))?;
+        Ok(client)
+    }
+
     /// Connects and says hello with this build's protocol version.
     ///
     /// # Errors

@@ -15,6 +15,29 @@ use crate::client::Client;
 /// How long a test waits for efrd to accept connections.
 pub const START_TIMEOUT: Duration = Duration::from_secs(20);
 
+/// Who a test's efrd runs as.
+///
+/// Tests run as root here and in CI, and efrd refuses full mode as root unless the config says
+/// `allow_full_as_root` (docs/adr/0029-full-mode.md), which [`config_for`] does. A test of full mode's refusal
+/// `root` runs efrd as root with a config that says false; a test of full mode's own rules may run efrd as an
+/// unprivileged user ([`RunAs::User`]), as a user's efrd runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunAs {
+    /// The test's own user.
+    Caller,
+    /// `uid` and `gid` through `setpriv --reuid --regid --clear-groups` (util-linux), with the home and the given
+    /// paths chowned to them first; a test that does not run as root runs efrd as itself.
+    User {
+        /// The user id.
+        uid: u32,
+        /// The group id.
+        gid: u32,
+    },
+}
+
+/// `nobody` and `nogroup` on Debian: the unprivileged user of [`RunAs::User`].
+pub const NOBODY: RunAs = RunAs::User { uid: 65534, gid: 65534 };
+
 /// A running efrd in its own `EFR_HOME`.
 #[derive(Debug)]
 pub struct TestDaemon {
@@ -22,6 +45,7 @@ pub struct TestDaemon {
     home: PathBuf,
     binary: PathBuf,
     envs: Vec<(String, String)>,
+    run_as: RunAs,
 }
 
 impl TestDaemon {
@@ -31,16 +55,39 @@ impl TestDaemon {
     /// # Errors
     /// When efrd does not start or exits before it accepts.
     pub fn start(binary: &Path, home: &Path, config: Option<&str>, envs: &[(&str, &str)]) -> Result<Self> {
+        Self::start_as(binary, (home, config), envs, RunAs::Caller, &[])
+    }
+
+    /// [`Self::start`] as `run_as`; for [`RunAs::User`], `home` and each of `also` (a project, say) are chowned
+    /// to that user first, whole, so that efrd can write them.
+    ///
+    /// # Errors
+    /// When a chown fails, or efrd does not start or exits before it accepts.
+    pub fn start_as(
+        binary: &Path,
+        (home, config): (&Path, Option<&str>),
+        envs: &[(&str, &str)],
+        run_as: RunAs,
+        also: &[&Path],
+    ) -> Result<Self> {
         if let Some(config) = config {
             let dir = home.join("config");
             std::fs::create_dir_all(&dir)?;
             std::fs::write(dir.join("config.toml"), config)?;
+        }
+        if let RunAs::User { uid, gid } = run_as
+            && nix::unistd::geteuid().is_root()
+        {
+            for path in std::iter::once(home).chain(also.iter().copied()) {
+                chown_all(path, uid, gid)?;
+            }
         }
         let mut daemon = Self {
             child: None,
             home: home.to_owned(),
             binary: binary.to_owned(),
             envs: envs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect(),
+            run_as,
         };
         daemon.restart()?;
         Ok(daemon)
@@ -51,7 +98,18 @@ impl TestDaemon {
     /// # Errors
     /// When efrd does not start or exits before it accepts.
     pub fn restart(&mut self) -> Result<()> {
-        let mut command = Command::new(&self.binary);
+        let mut command = match self.run_as {
+            RunAs::User { uid, gid } if nix::unistd::geteuid().is_root() => {
+                let mut setpriv = Command::new("setpriv");
+                setpriv
+                    .arg(format!("--reuid={uid}"))
+                    .arg(format!("--regid={gid}"))
+                    .arg("--clear-groups")
+                    .arg(&self.binary);
+                setpriv
+            }
+            _ => Command::new(&self.binary),
+        };
         command
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
@@ -131,7 +189,14 @@ impl TestDaemon {
     /// # Errors
     /// When the socket does not accept or hello fails.
     pub async fn client(&self) -> Result<Client> {
-        Client::connect(&self.socket()).await
+        match self.run_as {
+            RunAs::User { uid, gid } if nix::unistd::geteuid().is_root() => {
+                let stream = connect_as(&self.socket(), uid, gid)?;
+                stream.set_nonblocking(true)?;
+                Client::hello_on(tokio::net::UnixStream::from_std(stream)?).await
+            }
+            _ => Client::connect(&self.socket()).await,
+        }
     }
 
     /// SIGKILL, then reap, then wait (at most [`START_TIMEOUT`]) until efrd's single-instance lock is free.
@@ -224,6 +289,67 @@ impl TestDaemon {
     }
 }
 
+/// A connection to `socket` made by `uid:gid`: efrd serves only its own user (`SO_PEERCRED`, taken at connect), so a
+/// test run as root has a helper connect as that user (`setpriv` and Debian's `/usr/bin/python3`: a python of the root user's own, such as pyenv's, is out of its reach) and hand it the connected socket over
+/// `SCM_RIGHTS`.
+fn connect_as(socket: &Path, uid: u32, gid: u32) -> Result<std::os::unix::net::UnixStream> {
+    use std::io::IoSliceMut;
+    use std::os::fd::{FromRawFd, OwnedFd};
+
+    const SEND: &str = "import socket, sys\n\
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\n\
+        s.connect(sys.argv[1])\n\
+        socket.send_fds(socket.socket(fileno=0), [b'x'], [s.fileno()])\n";
+    let (ours, theirs) = std::os::unix::net::UnixStream::pair()?;
+    let out = Command::new("setpriv")
+        .arg(format!("--reuid={uid}"))
+        .arg(format!("--regid={gid}"))
+        .arg("--clear-groups")
+        .args(["/usr/bin/python3", "-c", SEND])
+        .arg(socket)
+        .stdin(Stdio::from(OwnedFd::from(theirs)))
+        .output()
+        .context("cannot run setpriv python3 (util-linux, python3)")?;
+    if !out.status.success() {
+        bail!(
+            "connecting as {uid}:{gid} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let mut byte = [0u8; 1];
+    let mut iov = [IoSliceMut::new(&mut byte)];
+    let mut space = nix::cmsg_space!(std::os::fd::RawFd);
+    let message = nix::sys::socket::recvmsg::<()>(
+        std::os::fd::AsRawFd::as_raw_fd(&ours),
+        &mut iov,
+        Some(&mut space),
+        nix::sys::socket::MsgFlags::empty(),
+    )?;
+    for cmsg in message.cmsgs()? {
+        if let nix::sys::socket::ControlMessageOwned::ScmRights(fds) = cmsg
+            && let Some(&fd) = fds.first()
+        {
+            // SAFETY: the kernel just gave this process the descriptor, and nothing else owns it.
+            return Ok(unsafe { std::os::unix::net::UnixStream::from_raw_fd(fd) });
+        }
+    }
+    bail!("the helper sent no socket")
+}
+
+/// Gives `path` and everything below it to `uid:gid` (`chown -R`, not following links).
+fn chown_all(path: &Path, uid: u32, gid: u32) -> Result<()> {
+    let status = Command::new("chown")
+        .arg("-R")
+        .arg(format!("{uid}:{gid}"))
+        .arg(path)
+        .status()
+        .context("cannot run chown")?;
+    if !status.success() {
+        bail!("chown -R {uid}:{gid} {} failed ({status})", path.display());
+    }
+    Ok(())
+}
+
 /// The most lines of efrd's log that a failing test prints.
 const LOG_TAIL: usize = 200;
 
@@ -246,13 +372,17 @@ impl Drop for TestDaemon {
     }
 }
 
-/// A `config.toml` whose providers all point at `base_url` (the scripted model server).
+/// A `config.toml` whose providers all point at `base_url` (the scripted model server), and which allows full mode,
+/// also as root (the tests run as root; docs/adr/0029-full-mode.md). It ends with its `[permissions]` table, so a
+/// test adds keys of that table by appending them (`config_for(url) + "question_limit_secs = 1\n"`); another
+/// `[permissions]` header would be a second table, which TOML refuses.
 #[must_use]
 pub fn config_for(base_url: &str) -> String {
     format!(
         "[model]\nprovider = \"openai-api\"\nmodel = \"gpt-5\"\n\n\
          [providers.openai-api]\nbase_url = \"{base_url}\"\nretry = {{ max_attempts = 2 }}\n\n\
          [providers.anthropic-api]\nbase_url = \"{base_url}\"\n\n\
-         [providers.openai-compat]\nbase_url = \"{base_url}\"\n"
+         [providers.openai-compat]\nbase_url = \"{base_url}\"\n\n\
+         [permissions]\nallow_full = true\nallow_full_as_root = true\n"
     )
 }

@@ -239,7 +239,8 @@ async fn config_reload_applies_a_good_file_and_says_where_a_broken_one_is_wrong(
     let config = home.path().join("config/config.toml");
     let good = std::fs::read_to_string(&config).unwrap();
 
-    std::fs::write(&config, format!("{good}\n[permissions]\ndefault_mode = \"manual\"\n")).unwrap();
+    // The harness's config ends with its `[permissions]` table (full mode allowed), so keys of it are appended.
+    std::fs::write(&config, format!("{good}default_mode = \"manual\"\n")).unwrap();
     let output = efr_run(home.path(), home.path(), &["config", "reload"], None).await;
     let (stdout, stderr) = texts(&output);
     assert_eq!(output.status.code(), Some(0), "{stdout}{stderr}");

@@ -10,6 +10,7 @@
 //!   after denials).
 //! - [`instructions`]: `[instructions]`, the project instructions' size bound and the short variant.
 //! - [`context`]: `[context]`, when a conversation's context is compacted.
+//! - [`full`]: full mode's refusals and the changes of the file that loosen permissions (held while it runs).
 //! - [`validate`]: the rules a well-typed config must meet, and the warnings a valid one may deserve.
 //! - [`state`]: the config in effect, its reload (`admin.config_reload`) and its `admin.status` report.
 //!
@@ -35,6 +36,7 @@ pub mod always;
 pub mod auto;
 pub mod context;
 pub mod error;
+pub mod full;
 pub mod instructions;
 pub mod key_path;
 pub mod parse;

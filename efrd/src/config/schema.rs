@@ -25,6 +25,8 @@
 //!
 //! [permissions]
 //! default_mode = "cautious"         # manual | cautious | auto | full
+//! allow_full = true                 # full mode may run at all; default false
+//! allow_full_as_root = true         # also when efrd runs as root (a throwaway container); default false
 //! away_question_secs = 120          # an away user's approval question expires after this; default 120
 //!
 //! [shell]
@@ -479,7 +481,8 @@ pub const MAX_IDLE_TIMEOUT_SECS: u64 = 3600;
 pub const MAX_ATTEMPTS_LIMIT: u32 = 10;
 
 /// A permission mode (docs/architecture.md, "Policy and modes"), by its config name.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+/// Ordered from the tightest to the loosest (a change to a later one loosens permissions).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Mode {
     /// Ask before every call that runs a command or changes a file.
@@ -512,6 +515,12 @@ impl Mode {
 pub struct PermissionsSection {
     /// The mode of a turn whose prompt names none; default `cautious`.
     pub default_mode: Mode,
+    /// Whether a turn may run in full mode at all (admin.status `full_mode.allowed`); default false. A reload that
+    /// turns it off stops the jobs that full mode's calls started (docs/adr/0029-full-mode.md).
+    pub allow_full: bool,
+    /// Whether full mode may run when efrd runs as root, which it refuses otherwise (full_refusal `root`); default
+    /// false. For a throwaway container or VM where everything runs as root and the machine is the boundary.
+    pub allow_full_as_root: bool,
     /// Seconds a question with a limit waits before it expires and its call does not run (full mode's guarded
     /// deletes); absent: the policy's own limit, 120 s.
     pub question_limit_secs: Option<u32>,

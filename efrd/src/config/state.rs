@@ -7,7 +7,11 @@
 //! - a good file is applied at once, except the keys that need a restart ([`RESTART_SECTIONS`]): those keep the
 //!   value efrd started with, and each one whose value in the file now differs is listed in `restart_needed`;
 //! - `warnings` are those of the new config that the previous config did not have, so each comes once, from the
-//!   reload that brought it (docs/protocol.md, "The contract": "warnings"), plus one per unknown key.
+//!   reload that brought it (docs/protocol.md, "The contract": "warnings"), plus one per unknown key;
+//! - a good file that loosens permissions ([`super::full::loosens`]) while a full-mode turn runs is held: nothing of
+//!   it applies (`applied` false, a warning names the keys), admin.status shows `held` with the keys, and it applies
+//!   when the last full turn ends ([`ConfigState::full_turn_ended`]); a later reload that loosens nothing replaces
+//!   it and applies at once (docs/adr/0029-full-mode.md).
 //!
 //! At start a broken file is an error ([`ConfigState::load`]), not a silent fallback to the defaults: running with
 //! other permissions than the user wrote would be worse than not running. efrd prints the error and exits with
@@ -68,6 +72,8 @@ pub struct ConfigStatus {
     pub reload_error: Option<ConfigError>,
     /// Keys whose value in the file waits for a restart.
     pub restart_needed: Vec<String>,
+    /// The dotted keys of a held change (it loosens permissions and came while full mode ran); `None` when none.
+    pub held: Option<Vec<String>>,
 }
 
 /// A rule of a parsed config that another module owns: `(text, config)` in, the [`ConfigError`] of a broken rule out
@@ -110,6 +116,10 @@ struct Inner {
     unknown_keys: Vec<String>,
     reload_error: Option<ConfigError>,
     restart_needed: Vec<String>,
+    /// The full-mode turns that run now.
+    full_turns: usize,
+    /// A loosening config that waits for the full turns to end, with the keys that loosen.
+    held: Option<(Config, Vec<String>)>,
 }
 
 impl ConfigState {
@@ -132,6 +142,8 @@ impl ConfigState {
                 unknown_keys,
                 reload_error: None,
                 restart_needed: Vec::new(),
+                full_turns: 0,
+                held: None,
             }),
             check: Mutex::new(None),
             rule_warnings: Mutex::new(None),
@@ -255,13 +267,28 @@ impl ConfigState {
         inner.unknown_keys = unknown_keys;
         inner.reload_error = None;
         inner.restart_needed.clone_from(&restart_needed);
-        self.tx.send_if_modified(|current| {
-            let changed = **current != effective;
-            if changed {
-                *current = Arc::new(effective);
-            }
-            changed
-        });
+        let loosens = if inner.full_turns > 0 {
+            super::full::loosens(&self.current(), &effective)
+        } else {
+            Vec::new()
+        };
+        if !loosens.is_empty() {
+            tracing::info!(keys = ?loosens, "config reload held: it loosens permissions while a full turn runs");
+            new_warnings.push(format!(
+                "This change loosens permissions ({}) while a full-mode turn runs: it is held, and applies when the \
+                 turn ends.",
+                loosens.join(", ")
+            ));
+            inner.held = Some((effective, loosens));
+            return ReloadOutcome {
+                applied: false,
+                error: None,
+                restart_needed,
+                warnings: new_warnings,
+            };
+        }
+        inner.held = None;
+        self.apply(effective);
         drop(inner);
         ReloadOutcome {
             applied: true,
@@ -269,6 +296,38 @@ impl ConfigState {
             restart_needed,
             warnings: new_warnings,
         }
+    }
+
+    /// Makes `effective` the config in effect (subscribers see it when it differs).
+    fn apply(&self, effective: Config) {
+        self.tx.send_if_modified(|current| {
+            let changed = **current != effective;
+            if changed {
+                *current = Arc::new(effective);
+            }
+            changed
+        });
+    }
+
+    /// A full-mode turn starts: a reload that loosens permissions waits until it ends.
+    pub fn full_turn_started(&self) {
+        self.lock().full_turns += 1;
+    }
+
+    /// A full-mode turn ended: when it was the last one, a held change applies now. Returns the keys it loosened
+    /// (empty when nothing was held or another full turn still runs).
+    pub fn full_turn_ended(&self) -> Vec<String> {
+        let mut inner = self.lock();
+        inner.full_turns = inner.full_turns.saturating_sub(1);
+        if inner.full_turns > 0 {
+            return Vec::new();
+        }
+        let Some((config, keys)) = inner.held.take() else {
+            return Vec::new();
+        };
+        tracing::info!(keys = ?keys, "the held config change applies: the full turns ended");
+        self.apply(config);
+        keys
     }
 
     /// Saves `rule` as the last `[[auto.always]]` table of the file (`config/always.rs`), then reloads, waiting at
@@ -322,6 +381,7 @@ impl ConfigState {
             symlink_target,
             reload_error: inner.reload_error.clone(),
             restart_needed: inner.restart_needed.clone(),
+            held: inner.held.as_ref().map(|(_, keys)| keys.clone()),
         }
     }
 }

@@ -41,7 +41,7 @@ fn a_missing_file_is_the_defaults() {
 fn load_reports_every_warning_of_the_file() {
     let f = Fixture::new(Some(
         "[model]\nprovider = \"anthropic-api\"\nmodel = \"gpt-5\"\ncolour = \"red\"\n\
-         [permissions]\ndefault_mode = \"full\"\n",
+         [permissions]\ndefault_mode = \"full\"\nallow_full = true\n",
     ));
     let (state, warnings) = ConfigState::load(&f.path).unwrap();
     assert_eq!(state.current().model.provider, Some(ProviderId::AnthropicApi));
@@ -190,7 +190,7 @@ fn warnings_come_once_from_the_reload_that_brings_them() {
     // A new unknown key and full mode: only those.
     f.write(
         "[model]\nprovider = \"openai-api\"\nmodel = \"claude-opus-4\"\nspeed = 3\n\
-         [permissions]\ndefault_mode = \"full\"\nwhy = 1\n",
+         [permissions]\ndefault_mode = \"full\"\nallow_full = true\nwhy = 1\n",
     );
     let next = state.reload();
     assert_eq!(next.warnings.len(), 2, "{next:?}");
@@ -298,4 +298,35 @@ fn an_installed_check_refuses_a_reload_at_its_place_and_rechecks() {
     f.write("[auto]\nclassifier_model = \"none\"\n");
     assert!(state.reload().applied);
     assert_eq!(state.status().reload_error, None);
+}
+
+#[test]
+fn a_loosening_reload_waits_for_the_last_full_turn_and_a_tightening_one_does_not() {
+    let f = Fixture::new(Some("[permissions]\ndefault_mode = \"cautious\"\n"));
+    let (state, _) = ConfigState::load(&f.path).unwrap();
+    state.full_turn_started();
+    state.full_turn_started();
+    f.write("[permissions]\ndefault_mode = \"auto\"\n");
+    let outcome = state.reload();
+    assert!(!outcome.applied, "{outcome:?}");
+    assert!(
+        outcome
+            .warnings
+            .iter()
+            .any(|w| w.contains("permissions.default_mode") && w.contains("held")),
+        "{outcome:?}"
+    );
+    assert_eq!(state.status().held, Some(vec!["permissions.default_mode".to_owned()]));
+    assert_eq!(state.current().permissions.default_mode, Mode::Cautious);
+    assert!(state.full_turn_ended().is_empty(), "one full turn still runs");
+    assert_eq!(state.current().permissions.default_mode, Mode::Cautious);
+    assert_eq!(state.full_turn_ended(), ["permissions.default_mode"]);
+    assert_eq!(state.current().permissions.default_mode, Mode::Auto);
+    assert_eq!(state.status().held, None);
+
+    state.full_turn_started();
+    f.write("[permissions]\ndefault_mode = \"manual\"\n");
+    assert!(state.reload().applied, "a tightening applies at once");
+    assert_eq!(state.current().permissions.default_mode, Mode::Manual);
+    assert!(state.full_turn_ended().is_empty());
 }

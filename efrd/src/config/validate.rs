@@ -289,6 +289,13 @@ pub fn warnings(config: &Config) -> Vec<String> {
         out.push(
             "permissions.default_mode is full: every call runs as you, with no sandbox and no question.".to_owned(),
         );
+        if !config.permissions.allow_full {
+            out.push(
+                "permissions.default_mode is full, but permissions.allow_full is false, so prompts that name no mode \
+                 fail."
+                    .to_owned(),
+            );
+        }
     }
     if !config.bus.enabled {
         out.push(
@@ -352,9 +359,12 @@ mod tests {
         config.model.provider = Some(ProviderId::OpenaiCompat);
         config.permissions.default_mode = Mode::Full;
         let w = warnings(&config);
-        assert_eq!(w.len(), 2, "{w:?}");
+        assert_eq!(w.len(), 3, "{w:?}");
         assert!(w[0].contains("base_url is not set"));
         assert!(w[1].contains("default_mode is full"));
+        assert!(w[2].contains("allow_full is false"), "{w:?}");
+        config.permissions.allow_full = true;
+        assert_eq!(warnings(&config).len(), 2);
     }
 
     fn extra(id: &str, efforts: &[&str], default: Option<&str>) -> ExtraModel {

@@ -86,6 +86,35 @@ pub fn resolve(
     ))
 }
 
+/// Full mode's gate for a prompt whose settings resolved to full (docs/adr/0029-full-mode.md): the config must allow
+/// it (`[permissions] allow_full`) and efrd must not refuse it ([`crate::config::full::refusal`]; the snapshot store
+/// is in `snapshots`).
+///
+/// # Errors
+/// `forbidden` when the config does not allow it; `unavailable` with data `{"full_refusal": …}` when efrd refuses it.
+pub fn full_gate(config: &Config, snapshots: &std::path::Path) -> Result<(), ErrorBody> {
+    use crate::config::full::{FullFacts, refusal, refusal_words};
+    if !config.permissions.allow_full {
+        return Err(ErrorBody::new(
+            ErrorCode::Forbidden,
+            "full mode is off: [permissions] allow_full is false",
+        )
+        .with_data(serde_json::json!({"setting": "mode", "value": "full"})));
+    }
+    match refusal(config, FullFacts::of_process(snapshots)) {
+        None => Ok(()),
+        Some(refused) => Err(ErrorBody::new(
+            ErrorCode::Unavailable,
+            format!("efrd refuses full mode: {}", refusal_words(refused)),
+        )
+        .with_data(serde_json::json!({"setting": "mode", "value": "full", "full_refusal": refused}))),
+    }
+}
+
+/// The fallback's reason for a turn of a full conversation that a job notice starts (docs/protocol.md, "The
+/// contract": "full mode").
+pub const JOB_NOTICE_CAP: &str = "a turn that a job notice starts runs with at most auto";
+
 /// The fallback's reason for a phone's prompt asked in auto or full (docs/protocol.md, "Remote devices": a
 /// prompt.send from a phone runs with a mode of at most cautious).
 pub const PHONE_CAP: &str = "a turn from a phone runs with at most cautious";

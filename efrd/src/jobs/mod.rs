@@ -101,6 +101,8 @@ pub struct JobSpec {
     /// A contained job's `efr-launcher`: the ports its sandbox listens on are forwarded to the host through it
     /// (`forward`). `None` for a direct job, which listens on the host already.
     pub forwards_through: Option<PathBuf>,
+    /// A call of full mode started it: a reload that turns full mode off stops it (job_stop_by `full_off`).
+    pub full: bool,
 }
 
 impl std::fmt::Debug for JobSpec {
@@ -148,6 +150,8 @@ pub enum StartError {
 /// One job in the registry.
 #[derive(Debug)]
 struct Entry {
+    /// A call of full mode started it ([`JobSpec::full`]).
+    full: bool,
     info: Arc<Mutex<JobInfo>>,
     placement: Arc<cgroup::Placement>,
     stop: run::StopTx,
@@ -238,6 +242,7 @@ impl Jobs {
             number
         };
         let job_id = JobId::nth(number);
+        let full = spec.full;
         let folder = self.root.join(spec.conversation_id.to_string());
         crate::config::ensure_private_dir(&folder).map_err(|e| StartError::Spawn(e.to_string()))?;
         let unit = format!("efr-job-{}-{}", &spec.conversation_id.to_string()[..8], job_id);
@@ -266,6 +271,7 @@ impl Jobs {
         lock(&self.entries).insert(
             (info.conversation_id, number),
             Entry {
+                full,
                 info: started.info,
                 placement: started.placement,
                 stop: started.stop,
@@ -321,6 +327,8 @@ impl Jobs {
         lock(&self.entries).insert(
             (conversation, number),
             Entry {
+                // A moved call stays its turn's: only a job that a full call started as one is full's.
+                full: false,
                 info: started.info,
                 placement: started.placement,
                 stop: started.stop,
@@ -440,6 +448,20 @@ impl Jobs {
             .map(|((c, n), _)| (*c, JobId::nth(*n)))
             .collect();
         let stops = running.iter().map(|(c, id)| self.stop(Some(*c), id, by));
+        futures::future::join_all(stops).await;
+    }
+
+    /// Stops the running jobs that calls of full mode started (a reload turned full mode off: `full_off`), and
+    /// waits for their ends. Their notices wake no turn: a stop by someone is told at the next prompt.
+    pub async fn stop_full(&self) {
+        let running: Vec<(ConversationId, JobId)> = lock(&self.entries)
+            .iter()
+            .filter(|(_, e)| e.full && e.is_running())
+            .map(|((c, n), _)| (*c, JobId::nth(*n)))
+            .collect();
+        let stops = running
+            .iter()
+            .map(|(c, id)| self.stop(Some(*c), id, JobStopBy::FullOff));
         futures::future::join_all(stops).await;
     }
 

@@ -97,9 +97,33 @@ pub struct TurnExits {
     /// The config: its always rules (read at each call, so a rule saved in this turn covers the next exit) and
     /// their save. `None`: no rule covers an exit and no question offers one.
     pub config: Option<Arc<crate::config::ConfigState>>,
+    /// The turn's judged exits so far, oldest first, at most [`efr_protocol::events::MAX_PREVIOUS_EXITS`]:
+    /// exit_requested's `previous_exits_this_turn`.
+    pub judged: Arc<std::sync::Mutex<Vec<[String; 2]>>>,
 }
 
 impl TurnExits {
+    /// Notes the exit_judged events among `bodies` (recorded for the turn) for later exit_requested events.
+    pub fn note_judged(&self, bodies: &[efr_protocol::events::EventBody]) {
+        let mut judged = self.judged.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        for body in bodies {
+            if let efr_protocol::events::EventBody::ExitJudged(j) = body {
+                judged.push(efr_protocol::events::previous_exit(j.exit_kind, j.verdict));
+            }
+        }
+        let over = judged.len().saturating_sub(efr_protocol::events::MAX_PREVIOUS_EXITS);
+        judged.drain(..over);
+    }
+
+    /// The turn's judged exits so far, oldest first: exit_requested's `previous_exits_this_turn`.
+    #[must_use]
+    pub fn previous_judged(&self) -> Vec<[String; 2]> {
+        self.judged
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
     /// Notes a call of the turn for the judges of later calls (at most [`RECENT_CALLS`] are kept).
     pub fn note_call(&self, call: String) {
         let mut recent = self

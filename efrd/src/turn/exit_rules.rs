@@ -67,6 +67,7 @@ pub async fn approve_by_rule(
             reasked: false,
         }));
     }
+    env.exits.note_judged(&events);
     sink.record(turn_id, events).await.ok()?;
     Some(true)
 }

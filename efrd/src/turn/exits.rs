@@ -159,16 +159,7 @@ pub async fn judge(
         record.facts.denials_in_a_row = denials.in_a_row;
         record.facts.denials_this_turn = denials.this_turn;
     }
-    let requested: Vec<EventBody> = records
-        .iter()
-        .map(|exit| {
-            EventBody::ExitRequested(ExitRequested {
-                call_id: call_id.clone(),
-                exit: exit.clone(),
-            })
-        })
-        .collect();
-    sink.record(turn_id, requested).await.ok()?;
+    sink.record(turn_id, requested(env, call_id, &records)).await.ok()?;
     if super::exit_rules::approve_by_rule(env, sink, (turn_id, call_id), &records).await? {
         denials.approved();
         drop(denials);
@@ -178,6 +169,7 @@ pub async fn judge(
         });
     }
     let recent = env.exits.recent();
+    let previous = env.exits.previous_judged();
     let chain = review(
         &env.exits.judges,
         &mut denials,
@@ -186,10 +178,12 @@ pub async fn judge(
             records: &records,
             user_prompt: &env.exits.user_prompt,
             recent_calls: &recent,
+            previous_exits: &previous,
         },
     )
     .await;
     drop(denials);
+    env.exits.note_judged(&chain.events);
     sink.record(turn_id, chain.events).await.ok()?;
     let shown = Shown::of(env);
     match chain.outcome {
@@ -202,8 +196,16 @@ pub async fn judge(
         }),
         ChainOutcome::AskUser { passed_on_by, reason } => {
             let rule = super::exit_rules::offered(env, &records);
-            let (verdict, always) =
-                ask_user(sink, call, &records, (passed_on_by, rule.as_ref()), &reason, &shown).await?;
+            let (verdict, always) = ask_user(
+                env,
+                sink,
+                call,
+                &records,
+                (passed_on_by, rule.as_ref()),
+                &reason,
+                &shown,
+            )
+            .await?;
             if let (true, Some(rule)) = (always, rule) {
                 super::exit_rules::save(env, sink, (turn_id, call_id), rule).await?;
             }
@@ -216,6 +218,7 @@ pub async fn judge(
 /// exit_judged per record for the answer. Also says whether the user answered allow_always to a question with a
 /// rule. `None` when the sink is gone.
 async fn ask_user(
+    env: &ToolEnv,
     sink: &Sink,
     call: CallExits<'_>,
     records: &[ExitRecord],
@@ -277,6 +280,7 @@ async fn ask_user(
             })
         })
         .collect();
+    env.exits.note_judged(&judged);
     sink.record(turn_id, judged).await.ok()?;
     let verdict = if allowed {
         ExitVerdict::Run { needs, by_user: true }
@@ -286,6 +290,21 @@ async fn ask_user(
         }
     };
     Some((verdict, always))
+}
+
+/// One exit_requested per record, each with the turn's exits judged before it.
+pub(super) fn requested(env: &ToolEnv, call_id: &CallId, records: &[ExitRecord]) -> Vec<EventBody> {
+    let previous = env.exits.previous_judged();
+    records
+        .iter()
+        .map(|exit| {
+            EventBody::ExitRequested(ExitRequested {
+                call_id: call_id.clone(),
+                exit: exit.clone(),
+                previous_exits_this_turn: previous.clone(),
+            })
+        })
+        .collect()
 }
 
 /// The union of the records' needs: every grant once, in the order found; unsandboxed when any record needs it.

@@ -279,3 +279,54 @@ fn an_exit_whose_needs_the_launch_already_has_is_no_exit() {
     assert_eq!(records.len(), 1);
     assert_eq!(records[0].kind, ExitKind::Host);
 }
+
+#[tokio::test]
+async fn each_exit_requested_carries_the_turns_earlier_verdicts_oldest_first_and_capped() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = tool_env(dir.path(), "/usr/bin/bwrap", Mode::Auto);
+    let home = env.home.clone().unwrap();
+    let sink = MemorySink::answering([ApprovalDecision::Deny, ApprovalDecision::Allow]);
+    let dyn_sink: Sink = Arc::clone(&sink) as Sink;
+    let (first, second) = (CallId("c1".into()), CallId("c2".into()));
+    let turn_id = TurnId::new();
+    let call = |call_id| CallExits {
+        turn_id,
+        call_id,
+        summary: "x",
+        interactive: false,
+    };
+    judge(&env, &dyn_sink, call(&first), vec![upload(&home)]).await.unwrap();
+    judge(&env, &dyn_sink, call(&second), vec![upload(&home)])
+        .await
+        .unwrap();
+    let previous: Vec<Vec<[String; 2]>> = sink
+        .bodies()
+        .into_iter()
+        .filter_map(|b| match b {
+            EventBody::ExitRequested(r) => Some(r.previous_exits_this_turn),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(previous.len(), 2);
+    assert!(previous[0].is_empty(), "the turn's first exit has none");
+    assert_eq!(previous[1], [[String::from("upload"), String::from("deny")]]);
+
+    let many: Vec<EventBody> = (0..40)
+        .map(|n| {
+            EventBody::ExitJudged(efr_protocol::events::ExitJudged {
+                call_id: CallId(format!("c{n}")),
+                exit_kind: if n == 39 { ExitKind::Host } else { ExitKind::Write },
+                judge: JudgeKind::Classifier,
+                verdict: Verdict::Approve,
+                reason: String::new(),
+                chain_step: None,
+                skipped: Vec::new(),
+                reasked: false,
+            })
+        })
+        .collect();
+    env.exits.note_judged(&many);
+    let kept = env.exits.previous_judged();
+    assert_eq!(kept.len(), efr_protocol::events::MAX_PREVIOUS_EXITS);
+    assert_eq!(kept.last().unwrap(), &[String::from("host"), String::from("approve")]);
+}

@@ -100,6 +100,7 @@ async fn start_job(
         on_end,
         forwards_through: matches!(call.launch, Launch::Contained { .. })
             .then(|| env.sandbox.options().launcher.clone()),
+        full: efr_policy::effective_mode(env.mode, env.origin) == efr_protocol::wire::Mode::Full,
     };
     let info = jobs.registry.start(spec, job_sink).await.map_err(|e| e.to_string())?;
     let watch = match &info.watch {

@@ -33,6 +33,7 @@ pub mod exit_call;
 pub mod exit_git;
 pub mod exit_rules;
 pub mod exits;
+pub mod full_exits;
 pub mod git_check;
 pub mod home_files;
 pub mod job_call;

@@ -75,16 +75,16 @@ pub async fn run_call(
         Decision::Ask(question) => Some(question.launch),
         Decision::Refuse { .. } => None,
     };
-    let exits = match kind {
-        Some(LaunchKind::Contained) => found_exits(env, &work).await,
+    let full = efr_policy::effective_mode(env.mode, env.origin) == Mode::Full;
+    let (exits, full_exits): (Vec<ExitRecord>, Vec<ExitRecord>) = match kind {
+        Some(LaunchKind::Contained) => (found_exits(env, &work).await, Vec::new()),
         // Full mode runs every call as the user, but a floor file's edit still goes to the user alone, copied
-        // before the write and undoable (docs/modes.md, "Full").
-        Some(LaunchKind::Direct) if efr_policy::effective_mode(env.mode, env.origin) == Mode::Full => {
-            let mut found = found_exits(env, &work).await;
-            found.retain(|record| record.kind == ExitKind::FloorEdit);
-            found
-        }
-        _ => Vec::new(),
+        // before the write and undoable (docs/modes.md, "Full"); its other exits run, recorded as full's.
+        Some(LaunchKind::Direct) if full => found_exits(env, &work)
+            .await
+            .into_iter()
+            .partition(|record| record.kind == ExitKind::FloorEdit),
+        _ => (Vec::new(), Vec::new()),
     };
     let launch = launch_of(env, kind, &work, &exits);
     let manual_input = matches!(&work, CallWork::Shell { command, job: None, .. } if !nested_shell(command));
@@ -110,9 +110,14 @@ pub async fn run_call(
             if question.expires_in_secs.is_some() {
                 question.expires_in_secs = env.question_limit_secs.or(question.expires_in_secs);
             }
-            match sink.ask(turn_id, call_id.clone(), question).await.ok()?.decision() {
+            let guarded = full && question.expires_in_secs.is_some();
+            let answer = sink.ask(turn_id, call_id.clone(), question).await.ok()?;
+            match answer.decision() {
                 ApprovalDecision::Allow | ApprovalDecision::AllowAlways => {}
                 _ => {
+                    if guarded && matches!(answer, super::sink::Answer::Expired { .. }) {
+                        super::full_exits::expired(env, sink, (turn_id, &call_id)).await?;
+                    }
                     let output = "the user denied this call (or did not answer in time); it did not run".to_owned();
                     return denied(sink, turn_id, &call_id, output).await;
                 }
@@ -137,6 +142,9 @@ pub async fn run_call(
                 return denied(sink, turn_id, &call_id, line).await;
             }
         }
+    }
+    if !full_exits.is_empty() {
+        super::full_exits::let_run(env, sink, (turn_id, &call_id), &full_exits).await?;
     }
     env.exits.note_call(words);
     let read_only = kind == Some(LaunchKind::ContainedReadOnly);

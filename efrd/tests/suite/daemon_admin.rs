@@ -73,7 +73,8 @@ async fn a_broken_config_reload_keeps_the_previous_config_and_says_where() {
     let path = home.path().join("config/config.toml");
     let good = std::fs::read_to_string(&path).unwrap();
 
-    std::fs::write(&path, format!("{good}\n[permissions]\ndefault_mode = \"yolo\"\n")).unwrap();
+    // The harness's config ends with its `[permissions]` table (full mode allowed), so keys of it are appended.
+    std::fs::write(&path, format!("{good}default_mode = \"yolo\"\n")).unwrap();
     let reload = client.ok("admin.config_reload", json!(null)).await.unwrap();
     assert_eq!(reload["applied"], false);
     let error = &reload["error"];
@@ -88,7 +89,7 @@ async fn a_broken_config_reload_keeps_the_previous_config_and_says_where() {
 
     std::fs::write(
         &path,
-        format!("{good}\n[permissions]\ndefault_mode = \"manual\"\n[daemon]\nsubscriber_queue = 64\n"),
+        format!("{good}default_mode = \"manual\"\n[daemon]\nsubscriber_queue = 64\n"),
     )
     .unwrap();
     let reload = client.ok("admin.config_reload", json!(null)).await.unwrap();

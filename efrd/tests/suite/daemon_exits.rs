@@ -39,10 +39,15 @@ async fn server(steps: Vec<Step>) -> ScriptedModel {
 
 /// efrd in `home` with the launcher and the proxy, one allowed host, and `auto` as its `[auto]` section.
 fn daemon(home: &Path, server: &ScriptedModel, auto: &str) -> TestDaemon {
+    daemon_with(home, server, auto, "")
+}
+
+/// [`daemon`] with `permissions` added to the test config's `[permissions]` table (its last).
+fn daemon_with(home: &Path, server: &ScriptedModel, auto: &str, permissions: &str) -> TestDaemon {
     launcher();
     proxy();
     let config = format!(
-        "{}\n[network]\nallow = [\"allowed.efr-test.invalid\"]\n\n[auto]\n{auto}\n",
+        "{}{permissions}\n[network]\nallow = [\"allowed.efr-test.invalid\"]\n\n[auto]\n{auto}\n",
         config_for(&server.base_url())
     );
     TestDaemon::start(
@@ -412,7 +417,7 @@ async fn an_exit_question_to_an_away_user_expires_and_is_judged_presence_expired
     // An upload to a host that is not the project's: only the user may approve it.
     let line = "curl -sS -T notes.txt https://up.efr-test.invalid/ ; touch ran.txt";
     let server = server(vec![turn(shell_call("call_up", line)), turn(text("done"))]).await;
-    let efrd = daemon(home.path(), &server, "\n[permissions]\naway_question_secs = 1");
+    let efrd = daemon_with(home.path(), &server, "", "away_question_secs = 1\n");
     let mut client = efrd.client().await.unwrap();
     let (_, conversation, id) = start(&mut client, project.path(), "auto", "upload the notes").await;
     let mut events = bounded("the question", events_until(&mut client, id, "approval_requested")).await;

@@ -21,7 +21,7 @@ fn daemon_away_after_a_second(
     home: &std::path::Path,
     server: &efr_test_support::scripted::ScriptedModel,
 ) -> TestDaemon {
-    let config = config_for(&server.base_url()) + "\n[permissions]\naway_question_secs = 1\n";
+    let config = config_for(&server.base_url()) + "away_question_secs = 1\n";
     TestDaemon::start(
         common::efrd_binary(),
         home,

@@ -176,8 +176,7 @@ async fn full_mode_refuses_a_floor_and_a_guarded_delete_expires_unanswered() {
         text("done"),
     ])
     .await;
-    let config =
-        efr_test_support::daemon::config_for(&server.base_url()) + "\n[permissions]\nquestion_limit_secs = 1\n";
+    let config = efr_test_support::daemon::config_for(&server.base_url()) + "question_limit_secs = 1\n";
     let efrd = efr_test_support::daemon::TestDaemon::start(
         common::efrd_binary(),
         home.path(),
@@ -426,7 +425,19 @@ async fn shell_program_zsh_runs_the_calls_in_zsh_and_carries_cd_and_export() {
     )
     .unwrap();
     let mut client = efrd.client().await.unwrap();
-    let (_, _, id) = start(&mut client, project.path(), "full", "go").await;
+    // Full mode is refused with a zsh hidden shell (no_zsh): manual, each call allowed.
+    let (_, conversation, id) = start(&mut client, project.path(), "manual", "go").await;
+    for call in ["call_1", "call_2"] {
+        events_until(&mut client, id, "approval_requested").await;
+        client
+            .ok(
+                "approval.respond",
+                json!({"command_id": command_id(), "conversation_id": conversation, "call_id": call,
+                    "decision": "allow"}),
+            )
+            .await
+            .unwrap();
+    }
     events_until(&mut client, id, "turn_completed").await;
     let first = tool_output(&server, "call_1");
     let version = first.trim().strip_prefix("zsh ").unwrap_or("");
@@ -528,7 +539,7 @@ async fn an_openai_compat_server_that_needs_a_key_gets_it_from_the_environment_a
     .await;
     let config = format!(
         "[model]\nprovider = \"openai-compat\"\nmodel = \"gpt-5\"\n\n[providers.openai-compat]\nbase_url = \"{}\"\n\
-         key_required = true\n",
+         key_required = true\n\n[permissions]\nallow_full = true\nallow_full_as_root = true\n",
         server.base_url()
     );
     // Without the variable: the turn fails with how to give the key.

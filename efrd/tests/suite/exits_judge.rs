@@ -169,6 +169,7 @@ async fn decide(judges: &Judges, denials: &mut TurnDenials, records: &[ExitRecor
             records,
             user_prompt: "add serde to the app crate",
             recent_calls: &recent,
+            previous_exits: &[],
         },
     )
     .await

@@ -139,6 +139,11 @@ async fn a_watch_wakes_the_model_with_a_notice() {
         started["settings"]["mode"], "auto",
         "a woken turn runs with at most auto: {started}"
     );
+    assert_eq!(
+        started["settings"]["fallback"],
+        json!({"asked": "full", "reason": "a turn that a job notice starts runs with at most auto"}),
+        "{started}"
+    );
     let last = server.requests().last().unwrap().body.to_string();
     assert!(
         last.contains("job_notices") && last.contains("server ready on 8000"),

@@ -15,6 +15,7 @@ mod daemon_delete;
 mod daemon_drafts;
 mod daemon_exits;
 mod daemon_floor_files;
+mod daemon_full;
 mod daemon_idle;
 mod daemon_landlock_only;
 mod daemon_left_running;

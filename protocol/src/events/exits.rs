@@ -20,6 +20,21 @@ pub struct ExitRequested {
     pub call_id: CallId,
     /// The exit's record, not judged yet.
     pub exit: ExitRecord,
+    /// The turn's exits judged before this one, oldest first, at most [`MAX_PREVIOUS_EXITS`] (the newest): each a
+    /// pair `[exit kind, verdict]` in their wire names, such as `["upload", "deny"]`; absent when none. A list of
+    /// two-item lists, not a tuple (docs/protocol.md, "The contract": "docs/protocol.schema.json").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub previous_exits_this_turn: Vec<[String; 2]>,
+}
+
+/// The most pairs of exit_requested's `previous_exits_this_turn`: a turn's judge and reader need the recent pattern
+/// (a run of denials, a kind asked again), not its whole history.
+pub const MAX_PREVIOUS_EXITS: usize = 32;
+
+/// One pair of `previous_exits_this_turn`: an exit's kind and the verdict it got, by their wire names.
+#[must_use]
+pub fn previous_exit(kind: ExitKind, verdict: Verdict) -> [String; 2] {
+    [kind.as_str().to_owned(), verdict.as_str().to_owned()]
 }
 
 /// exit_review_started: the judge chain starts on a call's exits.

@@ -50,7 +50,9 @@ pub use approval::{ApprovalExpired, ApprovalRequested, ApprovalResolved};
 pub use conversation::{ConversationCreated, PromptQueued};
 pub use daemon::{LoginCompleted, LogoutCompleted};
 pub use delete::ConversationDeleted;
-pub use exits::{ClassifierPaused, ExitJudged, ExitRequested, ExitReviewStarted, PauseReason};
+pub use exits::{
+    ClassifierPaused, ExitJudged, ExitRequested, ExitReviewStarted, MAX_PREVIOUS_EXITS, PauseReason, previous_exit,
+};
 pub use home::{CacheDeleteApplied, HomeFileChanged};
 pub use jobs::{JobEnded, JobNotice, JobNoticeHeld, JobPortForwarded, JobStarted, JobWatchMatched};
 pub use message::{AssistantMessageCompleted, AssistantMessageUpdated};

@@ -81,6 +81,10 @@ impl Actor {
         };
         if settings.mode == Mode::Full {
             settings.mode = Mode::Auto;
+            settings.fallback = Some(efr_protocol::wire::ModeFallback {
+                asked: Mode::Full,
+                reason: crate::conversation::settings::JOB_NOTICE_CAP.to_owned(),
+            });
         }
         self.queue.push_back(Queued {
             turn_id: TurnId::new(),

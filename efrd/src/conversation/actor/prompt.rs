@@ -69,6 +69,9 @@ impl Actor {
         let config = self.deps.config();
         let (settings, overridden) =
             settings::resolve(&self.deps.models.catalog(), &config, params.settings.as_ref(), origin)?;
+        if settings.mode == efr_protocol::wire::Mode::Full {
+            settings::full_gate(&config, &self.deps.roots.state.path.join("snapshots"))?;
+        }
         let turn_id = TurnId::new();
         let bodies = self.prompt_bodies(params, turn_id, origin, steers);
         let result = PromptSendResult {

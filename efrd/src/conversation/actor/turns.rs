@@ -87,6 +87,7 @@ impl Actor {
                 return;
             }
             let settings = queued.settings.clone();
+            let full = settings.mode == efr_protocol::wire::Mode::Full;
             self.last_settings = Some((queued.settings.clone(), queued.overridden));
             let (prompt_context, asked) = (queued.context.clone(), queued.asked.clone());
             let Some(plan) = self.plan_turn(queued).await else {
@@ -107,6 +108,10 @@ impl Actor {
                 asked,
             });
             self.deps.running_turns.fetch_add(1, Ordering::Relaxed);
+            if full {
+                // A reload that loosens permissions waits for it (docs/adr/0029-full-mode.md).
+                self.deps.config.full_turn_started();
+            }
             let recorder: Sink = Arc::new(crate::conversation::Recorder {
                 tx: tx.clone(),
                 drafts: Arc::clone(&self.drafts),
@@ -327,9 +332,11 @@ impl Actor {
 
     pub(super) async fn turn_ended(&mut self, turn_id: TurnId, outcome: TurnOutcome) {
         self.drafts.end_turn(turn_id);
-        if self.running.as_ref().is_some_and(|r| r.turn_id == turn_id) {
-            self.running = None;
+        if let Some(running) = self.running.take_if(|r| r.turn_id == turn_id) {
             self.deps.running_turns.fetch_sub(1, Ordering::Relaxed);
+            if running.settings.mode == efr_protocol::wire::Mode::Full {
+                self.deps.config.full_turn_ended();
+            }
         }
         self.history.extend(outcome.history);
         self.finish_turn_status();

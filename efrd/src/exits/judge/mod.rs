@@ -98,6 +98,9 @@ pub struct Review<'a> {
     pub user_prompt: &'a str,
     /// The turn's recent calls (their lines or a patch's files, never their output), oldest first.
     pub recent_calls: &'a [String],
+    /// The turn's exits judged before these, oldest first, each `[kind, verdict]` (exit_requested's
+    /// `previous_exits_this_turn`).
+    pub previous_exits: &'a [[String; 2]],
 }
 
 /// The turn's count of denials, which pauses the classifier (classifier_paused).

@@ -34,6 +34,9 @@ pub fn request(review: &Review<'_>, reask: bool) -> JudgeRequest {
         "user_prompt": bounded(review.user_prompt, MAX_PROMPT_BYTES),
         "recent_calls": recent.iter().map(|line| bounded(line, MAX_LINE_BYTES)).collect::<Vec<_>>(),
     });
+    if !review.previous_exits.is_empty() {
+        input["previous_exits_this_turn"] = json!(review.previous_exits);
+    }
     if reask {
         input["note"] = json!(REASK_NOTE);
     }
@@ -160,6 +163,7 @@ mod tests {
             records: &records,
             user_prompt: "install rustup for me",
             recent_calls: &recent,
+            previous_exits: &[[String::from("upload"), String::from("deny")]],
         };
         let request = request(&review, false);
         assert_eq!(request.instructions, INSTRUCTIONS);
@@ -181,6 +185,7 @@ mod tests {
         assert_eq!(calls[0], "cargo build -p crate5");
         assert_eq!(calls[9], "cargo build -p crate14");
         assert!(input.get("note").is_none());
+        assert_eq!(input["previous_exits_this_turn"], json!([["upload", "deny"]]));
         assert!(!request.input.contains("EDIT-PAYLOAD-SECRET"));
         assert!(!request.input.contains("JUDGEMENT-LEAK"));
 
@@ -201,6 +206,7 @@ mod tests {
             records: &records,
             user_prompt: &prompt,
             recent_calls: &[],
+            previous_exits: &[],
         };
         let input: Value = serde_json::from_str(&request(&review, false).input).unwrap();
         let prompt = input["user_prompt"].as_str().unwrap();

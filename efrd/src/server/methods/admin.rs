@@ -124,8 +124,9 @@ pub async fn status(ctx: &RequestCtx) -> Result<Value, ErrorBody> {
             symlink_target: config.symlink_target,
             reload_error: config.reload_error.as_ref().map(wire_config_error),
             restart_needed: config.restart_needed,
-            // Full mode's refusals and held changes are not built: nothing is reported.
-            held: None,
+            held: config
+                .held
+                .map(|loosens| efr_protocol::wire::full::HeldConfig { loosens }),
         }),
         providers,
         catalog: Some(wire_catalog(&daemon.models.catalog())),
@@ -133,7 +134,10 @@ pub async fn status(ctx: &RequestCtx) -> Result<Value, ErrorBody> {
         sandbox_paths,
         proxy: Some(daemon.sandbox.proxy().status()),
         remote: Some(remote_status(daemon)),
-        full_mode: None,
+        full_mode: Some(crate::config::full::status(
+            &daemon.config(),
+            crate::config::full::FullFacts::of_process(&roots.state.path.join("snapshots")),
+        )),
     })
 }
 
