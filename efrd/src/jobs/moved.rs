@@ -124,7 +124,6 @@ pub(super) async fn adopt(
             wake_turn: true,
             in_woken_turn: false,
             forwards_through: spec.forwards_through,
-            full: false,
         },
         forwarded,
         wakes,
