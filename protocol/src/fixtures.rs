@@ -23,6 +23,8 @@ mod home;
 mod jobs;
 mod methods;
 mod presence;
+mod projects;
+mod routing;
 mod sandbox;
 mod search;
 mod steer;
@@ -127,6 +129,8 @@ pub fn examples() -> Vec<Example> {
     all.extend(search::examples());
     all.extend(always::examples());
     all.extend(delete::examples());
+    all.extend(projects::examples());
+    all.extend(routing::examples());
     all
 }
 
