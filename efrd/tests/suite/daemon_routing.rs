@@ -246,3 +246,33 @@ async fn prompts_without_a_terminal_or_with_an_id_are_not_routed_and_new_with_an
     assert_eq!(error.code, efr_protocol::ErrorCode::Invalid);
     assert!(error.message.contains("new"), "{}", error.message);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hand_edit_of_the_registry_counts_at_the_next_prompt_and_a_broken_one_keeps_the_last() {
+    let home = tempfile::tempdir().unwrap();
+    let src = tempfile::tempdir().unwrap();
+    let app = src.path().join("app");
+    std::fs::create_dir_all(&app).unwrap();
+    let server = model((0..3).map(|_| text_reply("ok", 8, 0)).collect()).await;
+    let efrd = common::daemon(home.path(), &server);
+    let mut client = efrd.client().await.unwrap();
+    let terminal = Terminal::open();
+
+    let before = terminal.prompt(&mut client, &app, "not a project yet", json!({})).await;
+    assert_eq!(before["route"]["scope"], json!({"kind": "outside"}));
+    let file = home.path().join("config/projects.toml");
+    let hand = format!("# by hand\n[[project]]\nid = \"app\"\nroot = \"{}\"\n", app.display());
+    std::fs::write(&file, &hand).unwrap();
+    let after = terminal.prompt(&mut client, &app, "a project now", json!({})).await;
+    assert_eq!(after["route"]["scope"], json!({"kind": "project", "value": "app"}));
+    assert_eq!(after["route"]["switch"]["reason"], json!({"kind": "scope"}));
+
+    // A broken file: routing keeps the registry read before it; projects.list says where the file is wrong.
+    std::fs::write(&file, format!("{hand}[[project]\n")).unwrap();
+    let broken = terminal.prompt(&mut client, &app, "still the project", json!({})).await;
+    assert_eq!(id_of(&broken), id_of(&after));
+    assert_eq!(broken["route"]["scope"], json!({"kind": "project", "value": "app"}));
+    let error = client.call("projects.list", json!({})).await.unwrap().unwrap_err();
+    assert_eq!(error.code, efr_protocol::ErrorCode::Invalid);
+    assert_eq!(error.data.unwrap()["line"], 5);
+}
