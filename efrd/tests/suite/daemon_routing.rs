@@ -276,3 +276,26 @@ async fn a_hand_edit_of_the_registry_counts_at_the_next_prompt_and_a_broken_one_
     assert_eq!(error.code, efr_protocol::ErrorCode::Invalid);
     assert_eq!(error.data.unwrap()["line"], 5);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_restart_a_terminal_picks_its_conversation_up_again() {
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let server = model((0..2).map(|_| text_reply("ok", 8, 0)).collect()).await;
+    let mut efrd = common::daemon(home.path(), &server);
+    let terminal = Terminal::open();
+    let mut client = efrd.client().await.unwrap();
+    let first = terminal
+        .prompt(&mut client, work.path(), "before the restart", json!({}))
+        .await;
+    drop(client);
+
+    // The slots live in memory: the restart empties them, and the store's rows bring the conversation back.
+    efrd.stop(std::time::Duration::from_secs(10)).unwrap();
+    efrd.restart().unwrap();
+    let mut client = efrd.client().await.unwrap();
+    let after = terminal.prompt(&mut client, work.path(), "after it", json!({})).await;
+    assert_eq!(id_of(&after), id_of(&first));
+    assert_eq!(after["route"]["switch"]["kind"], "picked_up", "{after}");
+    assert_eq!(after["route"]["switch"]["title"], "before the restart");
+}
