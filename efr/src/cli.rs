@@ -117,6 +117,17 @@ pub enum Command {
         #[command(flatten)]
         args: ShellArgs,
     },
+    /// The project registry: `efr projects` lists it, `efr projects add PATH [--name N] [--git-root]`,
+    /// `efr projects remove PATH`. A terminal's prompts go to the conversation of the project of its folder.
+    #[command(args_conflicts_with_subcommands = true)]
+    Projects {
+        /// What to do; absent: list.
+        #[command(subcommand)]
+        command: Option<ProjectsCommand>,
+        /// The flags of `efr projects` without a subcommand (list).
+        #[command(flatten)]
+        args: JsonArg,
+    },
     /// efrd's config: `efr config reload`.
     Config {
         /// What to do.
@@ -173,6 +184,35 @@ pub enum DeviceCommand {
     Revoke {
         /// The device's id (from `efr device list`).
         id: String,
+        /// Print the result as JSON (one line) for scripts.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// `efr projects ...` (README.md, "Projects and routing").
+#[derive(Debug, Subcommand)]
+pub enum ProjectsCommand {
+    /// List the registered projects and the registry file.
+    List(JsonArg),
+    /// Register a folder as a project (a relative PATH is taken from here).
+    Add {
+        /// The folder.
+        path: std::path::PathBuf,
+        /// A name to show for it.
+        #[arg(long, value_name = "N")]
+        name: Option<String>,
+        /// Register the root of the git repository that holds PATH instead.
+        #[arg(long)]
+        git_root: bool,
+        /// Print the result as JSON (one line) for scripts.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove the project whose root is PATH (the folder itself is not touched).
+    Remove {
+        /// The project's root.
+        path: std::path::PathBuf,
         /// Print the result as JSON (one line) for scripts.
         #[arg(long)]
         json: bool,

@@ -134,6 +134,7 @@ async fn run(command: Option<Command>, root_prompt: &cli::PromptArgs) -> ExitCod
         Some(Command::Undo(args)) => commands::undo::run(&args, false).await,
         Some(Command::Redo(args)) => commands::undo::run(&args, true).await,
         Some(Command::Trash { command }) => commands::trash::run(command).await,
+        Some(Command::Projects { command, args }) => commands::projects::run(command, args).await,
         Some(Command::Context(args)) => commands::context::run(&args).await,
         Some(Command::Compact(args)) => commands::compact::run(&args).await,
         Some(Command::Delete(args)) => commands::delete::run(&args).await,

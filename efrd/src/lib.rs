@@ -21,6 +21,8 @@
 //! | [`compact`] | compaction of a conversation's context: the model's copy, its cut, the count, the summary's call |
 //! | [`turn`] | the turn loop and the sink its events go to: model stream → events, tool calls decided and run |
 //! | [`conversation`] | the per-conversation actor: queue, turns, questions, subscribers, recorder, restart recovery, delete |
+//! | [`projects`] | the project registry (`projects.toml`): its reading, its writes with `toml_edit`, the project that holds a folder |
+//! | [`routing`] | routing by scope: a terminal's slots, which conversation its prompt goes to and why (the switch) |
 //! | [`remote`] | paired devices: pairing, device keys and proofs, the tailnet address, the listener's state |
 //! | [`daemon`] | the shared state: the config, stores, model registry, live conversations, running turns and connections |
 //! | [`server`] | connections (Unix socket, tailnet WebSocket), hello, scopes, dispatch, streams, cancel, backpressure; thin method handlers |
@@ -42,8 +44,10 @@ pub mod lifecycle;
 pub mod listen;
 pub mod models;
 pub mod network;
+pub mod projects;
 pub mod prompt;
 pub mod remote;
+pub mod routing;
 pub mod sandbox;
 pub mod search;
 pub mod server;

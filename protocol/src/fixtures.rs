@@ -24,6 +24,8 @@ mod jobs;
 mod methods;
 mod presence;
 mod resume;
+mod projects;
+mod routing;
 mod sandbox;
 mod search;
 mod steer;
@@ -129,6 +131,8 @@ pub fn examples() -> Vec<Example> {
     all.extend(always::examples());
     all.extend(delete::examples());
     all.extend(resume::examples());
+    all.extend(projects::examples());
+    all.extend(routing::examples());
     all
 }
 

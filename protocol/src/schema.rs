@@ -32,6 +32,9 @@ use crate::wire::{
     TurnInterruptParams, TurnInterruptResult,
 };
 use crate::wire::{
+    AdminProjectAddParams, AdminProjectRemoveParams, ProjectWriteResult, ProjectsListParams, ProjectsListResult,
+};
+use crate::wire::{
     CallBackgroundParams, CallBackgroundResult, JobsListParams, JobsListResult, JobsStopParams, JobsStopResult,
 };
 use crate::wire::{
@@ -99,6 +102,7 @@ pub fn protocol_schema() -> Value {
             DeleteBusy,
             ConversationResumeParams,
             ConversationResumeResult,
+            crate::wire::AttachHow,
             WatchItem,
             ConversationDiffParams,
             ConversationDiffResult,
@@ -131,6 +135,11 @@ pub fn protocol_schema() -> Value {
             AdminStatusResult,
             AdminConfigReloadParams,
             AdminConfigReloadResult,
+            ProjectsListParams,
+            ProjectsListResult,
+            AdminProjectAddParams,
+            AdminProjectRemoveParams,
+            ProjectWriteResult,
             AdminLoginApiKeyParams,
             AdminLoginApiKeyResult,
             AdminLogoutParams,

@@ -12,6 +12,7 @@
 //! - [`context`]: `efr context` (conversation.context).
 //! - [`compact`]: `efr compact [--focus TEXT]` (conversation.compact).
 //! - [`delete`]: `efr delete ID [--force] [--stop]` (conversation.delete).
+//! - [`projects`]: `efr projects [add PATH|remove PATH]` (projects.list, admin.project_add, admin.project_remove).
 //! - [`presence`]: `efr presence away|present [--conversation ID]` (presence.set).
 //! - [`shell`]: `efr shell [status]` and `efr shell stop [--close]` (shell.status, shell.interrupt).
 //!
@@ -35,6 +36,7 @@ pub mod jobs;
 pub mod login;
 pub mod models;
 pub mod presence;
+pub mod projects;
 pub mod sandbox;
 pub mod sandbox_host;
 pub mod search;

@@ -3,8 +3,9 @@
 //!
 //! # Steps
 //!
-//! 1. The conversation: `--conversation ID`; else `--new` (a new one); else the newest conversation of this tty
-//!    (conversations.list with `tty`); else a new one.
+//! 1. The conversation: `--conversation ID`; else efrd routes the prompt of this terminal to the conversation of
+//!    its scope key (the project of the working directory, or outside), `--new` asking for a new one there; without
+//!    a terminal, a new one. A change of conversation is said in one notice ([`conversation::switch_notice`]).
 //! 2. prompt.send with the context ([`crate::context`]) and the settings of `--mode`, `--model`, `--effort`.
 //! 3. conversation.subscribe with `after_seq` = the prompt's seq − 1 (so its prompt_queued and everything after
 //!    it come, replayed from the log if they were already committed: no event is missed), `ack` and
@@ -147,14 +148,9 @@ pub async fn run(args: &PromptArgs) -> ExitCode {
         Ok(client) => client,
         Err(code) => return code,
     };
-    let conversation_id = match (named, args.new, &tty) {
-        (Some(id), _, _) => Some(id),
-        (None, true, _) | (None, false, None) => None,
-        (None, false, Some(tty)) => match conversation::newest_of_tty(&client, tty).await {
-            Ok(id) => id,
-            Err(error) => return report::failure(&error),
-        },
-    };
+    // Without `--conversation`, efrd routes a terminal's prompt to the conversation of its scope key (README.md,
+    // "Projects and routing"); `--new` (`,new`) asks it for a new one there.
+    let conversation_id = named;
     let shell = args.shell.map(|s| match s {
         ShellArg::Bash => "bash",
         ShellArg::Zsh => "zsh",
@@ -168,6 +164,7 @@ pub async fn run(args: &PromptArgs) -> ExitCode {
         command_id: CommandId::new(),
         text,
         conversation_id,
+        new: args.new && conversation_id.is_none(),
         context: Some(context::prompt_context(tty, shell)),
         last_command: context::last_command(args.last_command.as_deref(), args.last_status),
         recent_commands: recent,
@@ -184,7 +181,11 @@ pub async fn run(args: &PromptArgs) -> ExitCode {
     } else {
         View::plain()
     };
-    if conversation_id.is_some() && conversation::queued_behind(&client, sent.conversation_id, sent.turn_id).await {
+    if let Some(switch) = sent.route.as_ref().and_then(conversation::switch_notice) {
+        view.notice(&switch);
+    }
+    // A new conversation's prompt_queued is its second event; only an existing one can have a turn running.
+    if sent.seq > 2 && conversation::queued_behind(&client, sent.conversation_id, sent.turn_id).await {
         view.queued();
     }
     let away_after = args.away_after.unwrap_or(presence::DEFAULT_AWAY_AFTER_SECS);

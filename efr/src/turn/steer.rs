@@ -90,6 +90,7 @@ impl SteerRow {
     pub(super) async fn queue(&mut self, client: &Client, conversation_id: ConversationId) -> String {
         let params = PromptSendParams {
             command_id: CommandId::new(),
+            new: false,
             text: std::mem::take(&mut self.line),
             conversation_id: Some(conversation_id),
             context: self.context.clone(),

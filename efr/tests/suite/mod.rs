@@ -5,6 +5,7 @@ mod cli_backup;
 mod cli_commands;
 mod cli_jobs;
 mod cli_pipe;
+mod cli_projects;
 mod cli_pty;
 mod cli_sandbox_host;
 mod cli_search;

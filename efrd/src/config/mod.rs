@@ -53,8 +53,8 @@ pub use key_path::KeyPath;
 pub use roots::{DirError, Root, RootSource, Roots, RootsError, ensure_private_dir};
 pub use schema::{
     BusName, BusRule, BusSection, CompatSection, Config, DaemonSection, ExtraModel, Mode, ModelSection, NetworkSection,
-    PermissionsSection, ProviderId, ProviderSection, ProvidersSection, RemoteSection, RetrySection, SandboxSection,
-    ShellProgram, ShellSection,
+    PermissionsSection, ProviderId, ProviderSection, ProvidersSection, RemoteSection, RetrySection, RoutingSection,
+    SandboxSection, ShellProgram, ShellSection,
 };
 pub use state::{
     ConfigCheck, ConfigState, ConfigStatus, EXIT_CONFIG_INVALID, RESTART_SECTIONS, ReloadOutcome, RuleWarnings,

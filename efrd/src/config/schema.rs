@@ -121,6 +121,34 @@ pub struct Config {
     pub context: super::context::ContextSection,
     /// `[jobs]`: background jobs' notices and moves (docs/jobs.md).
     pub jobs: JobsSection,
+    /// `[routing]`: which conversation a terminal's prompt goes to (README.md, "Projects and routing").
+    pub routing: RoutingSection,
+}
+
+/// `[routing]`: routing by scope (docs/adr/0030-projects-and-routing.md). A change applies to the next prompt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RoutingSection {
+    /// After how long without an event a terminal's conversation is left for a new one (the switch `new` with the
+    /// reason `idle`), and no longer picked up, in seconds; default 28,800 (8 hours: a conversation of the same
+    /// working day goes on, yesterday's does not). 0 never leaves one for idleness.
+    pub idle_after_secs: u64,
+}
+
+impl Default for RoutingSection {
+    fn default() -> Self {
+        Self {
+            idle_after_secs: 8 * 3600,
+        }
+    }
+}
+
+impl RoutingSection {
+    /// The idle gap; `None` when idleness never starts a new conversation.
+    #[must_use]
+    pub fn idle_after(self) -> Option<std::time::Duration> {
+        (self.idle_after_secs > 0).then(|| std::time::Duration::from_secs(self.idle_after_secs))
+    }
 }
 
 /// `[jobs]`: background jobs (docs/jobs.md). A change applies at once, to notices and previews that come after it.

@@ -371,8 +371,15 @@ impl Actor {
     /// One command from the mailbox: each has its method.
     async fn handle(&mut self, command: Command, me: &mpsc::WeakSender<Command>) {
         match command {
-            Command::Prompt { params, origin, reply } => {
-                let answer = self.prompt_unless_corrupt(*params, origin, me).await;
+            Command::Prompt {
+                params,
+                origin,
+                routed,
+                reply,
+            } => {
+                let answer = self
+                    .prompt_unless_corrupt(*params, origin, routed.map(|r| *r), me)
+                    .await;
                 let _ = reply.send(answer);
                 self.start_next(me).await;
             }
@@ -615,7 +622,10 @@ pub fn summary_to_wire(s: &ConversationSummary) -> WireSummary {
         created_at: s.created_at,
         updated_at: s.updated_at,
         cwd: s.cwd.as_ref().map(Into::into),
-        route: None,
+        route: s
+            .extra
+            .get("route")
+            .and_then(|r| serde_json::from_value(r.clone()).ok()),
         tty: s.extra.get("tty").and_then(|t| t.as_str()).map(str::to_owned),
         turns: s.turn_count,
         last_seq: s.extra.get("last_seq").and_then(serde_json::Value::as_u64).unwrap_or(0),

@@ -84,12 +84,25 @@ pub struct Committed {
     pub bytes: u64,
 }
 
+/// What routing by scope decided for a terminal's prompt (`crate::routing` decides; the actor records it).
+#[derive(Debug, Clone)]
+pub struct Routed {
+    /// The scope key that conversation_created records for a new conversation; `None` for a prompt without a
+    /// working directory.
+    pub scope: Option<efr_protocol::wire::RouteScope>,
+    /// terminal_attached, recorded before the prompt when the conversation was picked up.
+    pub attach: Option<efr_protocol::events::TerminalAttached>,
+    /// prompt.send's `route`.
+    pub route: efr_protocol::wire::PromptRoute,
+}
+
 /// What an actor can be asked.
 #[derive(Debug)]
 enum Command {
     Prompt {
         params: Box<PromptSendParams>,
         origin: Origin,
+        routed: Option<Box<Routed>>,
         reply: oneshot::Sender<Result<PromptSendResult, ErrorBody>>,
     },
     Subscribe {
@@ -281,9 +294,23 @@ impl ConversationHandle {
     /// # Errors
     /// `invalid` for settings outside the catalog, `unavailable` for a store failure or a stopped actor.
     pub async fn prompt(&self, params: PromptSendParams, origin: Origin) -> Result<PromptSendResult, ErrorBody> {
+        self.prompt_routed(params, origin, None).await
+    }
+
+    /// Queues a terminal's prompt that routing by scope sent here ([`Routed`]).
+    ///
+    /// # Errors
+    /// As [`ConversationHandle::prompt`].
+    pub async fn prompt_routed(
+        &self,
+        params: PromptSendParams,
+        origin: Origin,
+        routed: Option<Routed>,
+    ) -> Result<PromptSendResult, ErrorBody> {
         self.ask(|reply| Command::Prompt {
             params: Box::new(params),
             origin,
+            routed: routed.map(Box::new),
             reply,
         })
         .await?

@@ -2,46 +2,99 @@
 //!
 //! Source: docs/protocol.md, "The contract": "resuming a conversation": the conversations of the scope key of `pwd`
 //! come first, each part newest first; a row has its summary, route, project, turns, open_in and here; the result names
-//! the terminal's current conversation.
+//! the scope of `pwd` and the terminal's current conversation.
 //!
-//! # What this efrd can say (until routing and the project registry land)
+//! # What the rows say
 //!
-//! - The scope key of a conversation is its working directory (ADR 0003: "the project of a conversation is its
-//!   working directory"): a row is `here` when its `cwd` holds `pwd` (the same folder or one above it). The result's
-//!   `scope`, a row's `route` and its `project` are absent, since efrd names no project yet.
-//! - `open_in` is the terminal that holds the conversation (the tty of its summary row) when it is not the asking
-//!   terminal. efrd does not track whether that terminal is still open.
-//! - `current` is the newest conversation whose summary row names the asking tty.
+//! The facts of routing by scope come through [`Places`] (the project registry and the terminals' slots, which
+//! `crate::routing` owns; docs/adr/0030-projects-and-routing.md):
+//!
+//! - The scope key of a row is its `route` (the scope key of its first prompt); a conversation from before routing
+//!   has none, and its key is then that of its working directory. A row is `here` when its key is the key of `pwd`;
+//!   the result's `scope` is the key of `pwd`.
+//! - `project` is the name of the row's project (its id when it has no name); absent outside projects and for a
+//!   project that is no longer registered.
+//! - `open_in` is the open terminal other than the asking one whose slot holds the conversation.
+//! - `current` is the asking terminal's current conversation; after a restart of efrd, before the terminal's first
+//!   prompt, the newest conversation whose row names the asking tty.
+//!
+//! Without [`Places`] (conversations.watch, tests), a row is `here` when its `cwd` holds `pwd`, `project` is absent
+//! and `open_in` is the terminal its row names.
 
 use std::path::Path;
 
 use efr_protocol::ids::ConversationId;
-use efr_protocol::wire::{ConversationsRecentResult, RecentConversation};
+use efr_protocol::wire::{ConversationsRecentResult, RecentConversation, RouteScope};
 
 use super::summary_to_wire;
 use efr_store::ConversationSummary;
 
-/// Who asks: the terminal and its working directory, each optional (both absent for conversations.watch).
-#[derive(Debug, Clone, Copy, Default)]
+/// What routing by scope knows of folders and terminals.
+pub trait Places: Sync {
+    /// The scope key of a folder: the registered project that holds it, else outside.
+    fn scope_of(&self, dir: &Path) -> RouteScope;
+    /// The name of the registered project `id` (its id when it has no name); `None` when no project has that id.
+    fn project_name(&self, id: &str) -> Option<String>;
+    /// The open terminal other than `asking` whose slot holds `id`.
+    fn open_in(&self, id: ConversationId, asking: Option<&str>) -> Option<String>;
+    /// The current conversation of the terminal `tty`, when efrd routed a prompt of it since it started.
+    fn current(&self, tty: &str) -> Option<ConversationId>;
+}
+
+/// Who asks: the terminal and its working directory, each optional (both absent for conversations.watch), and the
+/// facts of routing.
+#[derive(Clone, Copy, Default)]
 pub struct Asker<'a> {
     /// The asking terminal, such as `/dev/pts/3`.
     pub tty: Option<&'a str>,
     /// Its working directory.
     pub pwd: Option<&'a Path>,
+    /// The project registry and the terminals; `None`: rows without them (see the module docs).
+    pub places: Option<&'a dyn Places>,
+}
+
+impl std::fmt::Debug for Asker<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Asker")
+            .field("tty", &self.tty)
+            .field("pwd", &self.pwd)
+            .field("places", &self.places.is_some())
+            .finish()
+    }
 }
 
 /// The row of one conversation as `asker` sees it.
 #[must_use]
 pub fn recent_row(summary: &ConversationSummary, asker: Asker<'_>) -> RecentConversation {
     let wire = summary_to_wire(summary);
-    let here = match (asker.pwd, wire.cwd.as_deref()) {
-        (Some(pwd), Some(cwd)) => pwd.starts_with(cwd),
-        _ => false,
+    let (here, project, open_in) = match asker.places {
+        Some(places) => {
+            let key = wire
+                .route
+                .clone()
+                .or_else(|| wire.cwd.as_deref().map(|cwd| places.scope_of(cwd)));
+            let here = asker.pwd.is_some_and(|pwd| key.as_ref() == Some(&places.scope_of(pwd)));
+            let project = match &key {
+                Some(RouteScope::Project { value }) => places.project_name(value),
+                _ => None,
+            };
+            (here, project, places.open_in(summary.id, asker.tty))
+        }
+        None => {
+            let here = match (asker.pwd, wire.cwd.as_deref()) {
+                (Some(pwd), Some(cwd)) => pwd.starts_with(cwd),
+                _ => false,
+            };
+            (
+                here,
+                None,
+                wire.tty.clone().filter(|tty| Some(tty.as_str()) != asker.tty),
+            )
+        }
     };
-    let open_in = wire.tty.clone().filter(|tty| Some(tty.as_str()) != asker.tty);
     RecentConversation {
         route: wire.route.clone(),
-        project: None,
+        project,
         turns: wire.turns,
         open_in,
         here,
@@ -54,10 +107,12 @@ pub fn recent_row(summary: &ConversationSummary, asker: Asker<'_>) -> RecentConv
 #[must_use]
 pub fn recent(newest_first: &[ConversationSummary], asker: Asker<'_>, limit: usize) -> ConversationsRecentResult {
     let current: Option<ConversationId> = asker.tty.and_then(|tty| {
-        newest_first
-            .iter()
-            .find(|s| s.extra.get("tty").and_then(|t| t.as_str()) == Some(tty))
-            .map(|s| s.id)
+        asker.places.and_then(|places| places.current(tty)).or_else(|| {
+            newest_first
+                .iter()
+                .find(|s| s.extra.get("tty").and_then(|t| t.as_str()) == Some(tty))
+                .map(|s| s.id)
+        })
     });
     let rows: Vec<RecentConversation> = newest_first.iter().map(|s| recent_row(s, asker)).collect();
     // A stable partition keeps each part newest first.
@@ -65,7 +120,7 @@ pub fn recent(newest_first: &[ConversationSummary], asker: Asker<'_>, limit: usi
     conversations.extend(rest);
     conversations.truncate(limit);
     ConversationsRecentResult {
-        scope: None,
+        scope: asker.places.zip(asker.pwd).map(|(places, pwd)| places.scope_of(pwd)),
         current,
         conversations,
     }
@@ -107,6 +162,7 @@ mod tests {
         let asker = Asker {
             tty: Some("/dev/pts/7"),
             pwd: Some(Path::new("/home/ada/efr/protocol")),
+            places: None,
         };
         let result = recent(&rows, asker, 20);
         let turns: Vec<u64> = result.conversations.iter().map(|r| r.turns).collect();
@@ -128,6 +184,7 @@ mod tests {
             Asker {
                 tty: None,
                 pwd: Some(Path::new("/x/y")),
+                places: None,
             },
             1,
         );
@@ -147,6 +204,7 @@ mod tests {
             Asker {
                 tty: None,
                 pwd: Some(Path::new("/home/ada/efr-old")),
+                places: None,
             },
         );
         assert!(!r.here);

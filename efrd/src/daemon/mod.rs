@@ -55,6 +55,10 @@ pub struct Daemon {
     call_texts: Arc<crate::turn::call_snapshots::CallTextPool>,
     /// The background jobs (`$state/jobs` holds their output files).
     pub jobs: Arc<crate::jobs::Jobs>,
+    /// The project registry (`projects.toml` in the config root).
+    pub projects: Arc<crate::projects::Projects>,
+    /// The terminals and their slots (routing by scope).
+    pub terminals: Arc<crate::routing::Terminals>,
 }
 
 impl Daemon {
@@ -79,6 +83,7 @@ impl Daemon {
         );
         // A watcher may fall as far behind as a subscriber (`[daemon] subscriber_queue`).
         let row_queue = config.current().daemon.subscriber_queue;
+        let projects = Arc::new(crate::projects::Projects::new(&roots.config.path));
         Self {
             daemon_id,
             started_at: Timestamp::now(),
@@ -99,6 +104,8 @@ impl Daemon {
             project_turns: Arc::default(),
             call_texts: Arc::default(),
             jobs,
+            projects,
+            terminals: Arc::default(),
         }
     }
 

@@ -104,12 +104,14 @@ pub fn project() -> tempfile::TempDir {
     tempfile::Builder::new().prefix("efr-tests-project").tempdir().unwrap()
 }
 
-/// Sends a prompt from `project` (see [`project`]) and returns its result.
+/// Sends a prompt from `project` (see [`project`]) and returns its result: to `conversation`, or, when it is
+/// `None`, to a new conversation (`new`, as `,new` asks: the terminal's prompt is not routed to an earlier one).
 pub async fn prompt(client: &mut Client, project: &Path, conversation: Option<&str>, text: &str) -> Value {
     let mut params =
         json!({"command_id": command_id(), "text": text, "context": {"cwd": project, "tty": "/dev/pts/9"}});
-    if let Some(id) = conversation {
-        params["conversation_id"] = json!(id);
+    match conversation {
+        Some(id) => params["conversation_id"] = json!(id),
+        None => params["new"] = json!(true),
     }
     client.ok("prompt.send", params).await.expect("prompt.send")
 }

@@ -40,7 +40,7 @@ async fn delete(client: &mut Client, params: Value) -> Result<Value, efr_protoco
 
 /// prompt.send of a new conversation from terminal `tty` in `cwd`; returns the conversation.
 async fn prompt_from(client: &mut Client, cwd: &Path, tty: &str, text: &str) -> String {
-    let params = json!({"command_id": command_id(), "text": text, "context": {"cwd": cwd, "tty": tty}});
+    let params = json!({"command_id": command_id(), "text": text, "context": {"cwd": cwd, "tty": tty}, "new": true});
     let sent = client.ok("prompt.send", params).await.unwrap();
     sent["conversation_id"].as_str().unwrap().to_owned()
 }

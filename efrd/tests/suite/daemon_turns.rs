@@ -430,7 +430,7 @@ async fn conversations_list_with_a_tty_finds_that_terminals_conversations_past_t
     let efrd = daemon(home.path(), &server);
     let mut client = efrd.client().await.unwrap();
     let mut send = async |tty: &str| {
-        let params = json!({"command_id": command_id(), "text": "hi", "context": {"tty": tty}});
+        let params = json!({"command_id": command_id(), "text": "hi", "context": {"tty": tty}, "new": true});
         let sent = client.ok("prompt.send", params).await.unwrap();
         let conversation = sent["conversation_id"].as_str().unwrap().to_owned();
         let (id, _) = subscribe(&mut client, &conversation, Some(0)).await;

@@ -45,10 +45,19 @@ async fn next_item(client: &mut Client, id: RequestId) -> Value {
 /// Sends a prompt from `tty` in `cwd` to a new conversation (or `conversation`) and returns its result.
 async fn prompt_in(client: &mut Client, conversation: Option<&str>, cwd: &Path, tty: &str, text: &str) -> Value {
     let mut params = json!({"command_id": command_id(), "text": text, "context": {"cwd": cwd, "tty": tty}});
-    if let Some(id) = conversation {
-        params["conversation_id"] = json!(id);
+    match conversation {
+        Some(id) => params["conversation_id"] = json!(id),
+        None => params["new"] = json!(true),
     }
     client.ok("prompt.send", params).await.unwrap()
+}
+
+/// The path of a pseudo-terminal this test holds open (`/dev/pts/N`), with its two ends.
+fn open_terminal() -> (String, nix::pty::OpenptyResult) {
+    use std::os::fd::AsRawFd as _;
+    let pty = nix::pty::openpty(None, None).unwrap();
+    let path = std::fs::read_link(format!("/proc/self/fd/{}", pty.slave.as_raw_fd())).unwrap();
+    (path.to_str().unwrap().to_owned(), pty)
 }
 
 /// Reads `changed` items of `conversation` until its row is idle with `turns` turns; returns every row it read.
@@ -286,12 +295,19 @@ async fn recent_puts_the_conversations_of_the_pwd_first_and_names_the_current_on
     let mut client = efrd.client().await.unwrap();
     let mut watcher = efrd.client().await.unwrap();
     let (wid, _) = watch(&mut watcher, json!({})).await;
+    // The project is registered, so its folders share a scope key and `other` is outside.
+    client
+        .ok("admin.project_add", json!({"path": project, "name": "efr"}))
+        .await
+        .unwrap();
+    // Three open terminals (real ptys): `open_in` names only a terminal that is open.
+    let terminals: Vec<(String, nix::pty::OpenptyResult)> = (0..3).map(|_| open_terminal()).collect();
 
     let mut ids = Vec::new();
-    for (cwd, tty, text) in [
-        (&project, "/dev/pts/51", "in the project"),
-        (&other, "/dev/pts/52", "elsewhere"),
-        (&project, "/dev/pts/53", "project again"),
+    for (cwd, (tty, _), text) in [
+        (&project, &terminals[0], "in the project"),
+        (&other, &terminals[1], "elsewhere"),
+        (&project, &terminals[2], "project again"),
     ] {
         let result = prompt_in(&mut client, None, cwd, tty, text).await;
         let id = result["conversation_id"].as_str().unwrap().to_owned();
@@ -303,7 +319,7 @@ async fn recent_puts_the_conversations_of_the_pwd_first_and_names_the_current_on
     let result = client
         .ok(
             "conversations.recent",
-            json!({"tty": "/dev/pts/53", "pwd": project.join("protocol")}),
+            json!({"tty": terminals[2].0, "pwd": project.join("protocol")}),
         )
         .await
         .unwrap();
@@ -322,9 +338,28 @@ async fn recent_puts_the_conversations_of_the_pwd_first_and_names_the_current_on
         rows[0].get("open_in").is_none(),
         "the asking terminal is not another one"
     );
-    assert_eq!(rows[1]["open_in"], "/dev/pts/51");
+    assert_eq!(rows[1]["open_in"], terminals[0].0.as_str());
     assert_eq!(rows[0]["turns"], 1);
     assert_eq!(result["current"], ids[2].as_str());
+    assert_eq!(result["scope"], json!({"kind": "project", "value": "efr"}));
+    assert_eq!(rows[0]["route"], json!({"kind": "project", "value": "efr"}));
+    assert_eq!(rows[0]["project"], "efr");
+    assert_eq!(rows[2]["route"], json!({"kind": "outside"}));
+    assert!(rows[2].get("project").is_none(), "{}", rows[2]);
+    // A terminal that closed holds nothing.
+    drop(terminals.into_iter().next());
+    let result = client
+        .ok("conversations.recent", json!({"pwd": project}))
+        .await
+        .unwrap();
+    let first = result["conversations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["summary"]["conversation_id"] == ids[0].as_str())
+        .unwrap()
+        .clone();
+    assert!(first.get("open_in").is_none(), "{first}");
 
     // Without params: newest first, no current; limit cuts.
     let result = client.ok("conversations.recent", json!({"limit": 2})).await.unwrap();

@@ -9,7 +9,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::ids::CommandId;
-use crate::wire::{Origin, PromptContext, PromptSettings, RouteScope};
+use crate::wire::{AttachHow, Origin, PromptContext, PromptSettings, RouteScope};
 
 /// conversation_created: the conversation's first event.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -24,6 +24,21 @@ pub struct ConversationCreated {
     /// working directory.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub route: Option<RouteScope>,
+}
+
+/// terminal_attached: the conversation became the conversation of a terminal's slot for a scope key (routing by
+/// scope). It belongs to no turn.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct TerminalAttached {
+    /// The terminal, such as `/dev/pts/3`.
+    pub tty: String,
+    /// The scope key of the slot.
+    pub route: RouteScope,
+    /// The process id of the terminal's shell; absent when unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shell_pid: Option<u32>,
+    /// How it became the terminal's.
+    pub how: AttachHow,
 }
 
 /// prompt_queued: a prompt waits for its turn (the envelope's `turn_id` is the turn it will run as).

@@ -47,7 +47,7 @@ use crate::ids::{CallId, ConversationId, Timestamp, TurnId};
 
 pub use always::AlwaysRuleSaved;
 pub use approval::{ApprovalExpired, ApprovalRequested, ApprovalResolved};
-pub use conversation::{ConversationCreated, PromptQueued};
+pub use conversation::{ConversationCreated, PromptQueued, TerminalAttached};
 pub use daemon::{LoginCompleted, LogoutCompleted};
 pub use delete::ConversationDeleted;
 pub use exits::{
@@ -268,6 +268,8 @@ event_body! {
         JobPortForwarded(JobPortForwarded) = "job_port_forwarded",
         /// The conversation was deleted: its last event, and the only one its log keeps.
         ConversationDeleted(ConversationDeleted) = "conversation_deleted",
+        /// The conversation became the conversation of a terminal's slot (it belongs to no turn).
+        TerminalAttached(TerminalAttached) = "terminal_attached",
     }
 }
 

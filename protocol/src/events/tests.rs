@@ -116,7 +116,7 @@ fn kinds_are_unique_and_call_ids_are_found() {
     kinds.sort_unstable();
     kinds.dedup();
     assert_eq!(kinds.len(), EventBody::KINDS.len());
-    assert_eq!(EventBody::KINDS.len(), 46);
+    assert_eq!(EventBody::KINDS.len(), 47);
     let body = EventBody::ApprovalExpired(ApprovalExpired {
         call_id: "c7".into(),
         away: true,

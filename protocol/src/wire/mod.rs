@@ -28,6 +28,7 @@ pub mod jobs;
 pub mod login;
 pub mod models;
 pub mod presence;
+pub mod projects;
 pub mod prompt;
 pub mod recent;
 pub mod resume;
@@ -84,10 +85,14 @@ pub use jobs::{
 pub use login::{AdminLoginApiKeyParams, AdminLoginApiKeyResult, AdminLogoutParams, AdminLogoutResult};
 pub use models::{Catalog, CatalogOrigin, ModelInfo, ModelSource, ModelsListParams, ModelsListResult};
 pub use presence::{Presence, PresenceSetParams, PresenceSetResult, PresenceSource};
+pub use projects::{
+    AdminProjectAddParams, AdminProjectAddResult, AdminProjectRemoveParams, AdminProjectRemoveResult, ProjectInfo,
+    ProjectWriteResult, ProjectsListParams, ProjectsListResult,
+};
 pub use prompt::{Desktop, PromptContext, PromptSendParams, PromptSendResult, QueueAs, ShellContext, TerminalCommand};
 pub use recent::{ConversationsRecentParams, ConversationsRecentResult, RecentConversation};
 pub use resume::{ConversationResumeParams, ConversationResumeResult};
-pub use route::{PromptRoute, RouteScope, RouteSwitch, SwitchReason};
+pub use route::{AttachHow, PromptRoute, RouteScope, RouteSwitch, SwitchReason};
 pub use sandbox::{
     BlockReason, Blocked, Bus, BusProxyOff, BusRefusal, DesktopKind, Grant, Launch, ProxyProcess, ProxyState,
     SandboxPaths, SandboxStatus, SandboxSummary,

@@ -98,6 +98,10 @@ pub struct PromptSendParams {
     /// The conversation; absent: the terminal's conversation for the prompt's scope (see `route` of the result).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conversation_id: Option<ConversationId>,
+    /// `,new`: start a new conversation, which becomes the conversation of the terminal's slot for the prompt's
+    /// scope; false when absent. With `conversation_id` it is `invalid`.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub new: bool,
     /// Where the prompt was typed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context: Option<PromptContext>,

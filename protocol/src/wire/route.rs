@@ -78,6 +78,24 @@ pub enum RouteSwitch {
     },
 }
 
+/// How a conversation became the conversation of a terminal's slot (terminal_attached `how`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AttachHow {
+    /// A prompt of the terminal picked up a conversation of its scope key that no open terminal held.
+    PickedUp,
+    /// conversation.resume made it the terminal's.
+    Resumed,
+    /// A value that this reader does not know. Never sent.
+    #[serde(other)]
+    Unknown,
+}
+
+impl AttachHow {
+    /// Every value a writer sends, in the order of the spec.
+    pub const ALL: &'static [Self] = &[Self::PickedUp, Self::Resumed];
+}
+
 /// Where a terminal's prompt went (prompt.send `route`): absent for a prompt with no terminal or with a
 /// conversation id.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -108,5 +126,14 @@ mod tests {
             assert_eq!(serde_json::from_str::<RouteScope>(wire).unwrap(), RouteScope::Unknown);
         }
         assert!(serde_json::from_str::<RouteScope>(r#"{"kind":"project"}"#).is_err());
+    }
+
+    #[test]
+    fn unknown_attach_hows_read_as_unknown() {
+        assert_eq!(
+            serde_json::from_str::<AttachHow>(r#""stolen""#).unwrap(),
+            AttachHow::Unknown
+        );
+        assert_eq!(serde_json::to_string(&AttachHow::PickedUp).unwrap(), r#""picked_up""#);
     }
 }

@@ -14,6 +14,45 @@ pub(super) struct PreparedPrompt {
     pub(super) result: PromptSendResult,
 }
 
+impl PreparedPrompt {
+    /// Records what routing decided: the scope in conversation_created, terminal_attached before the prompt (it
+    /// belongs to no turn), and prompt.send's `route`.
+    fn route(&mut self, routed: crate::conversation::Routed) {
+        for (_, body) in &mut self.bodies {
+            if let EventBody::ConversationCreated(created) = body {
+                created.route.clone_from(&routed.scope);
+            }
+        }
+        let created = usize::from(matches!(
+            self.bodies.first(),
+            Some((_, EventBody::ConversationCreated(_)))
+        ));
+        if let Some(attach) = routed.attach {
+            self.bodies.insert(created, (None, EventBody::TerminalAttached(attach)));
+            self.result.seq += 1;
+        }
+        self.result.route = Some(routed.route);
+    }
+}
+
+/// The summary row follows the events that change it: the scope key of conversation_created, and the terminal of
+/// terminal_attached (the row's `tty` is the terminal that holds the conversation).
+fn row_follows(summary: &mut ConversationSummary, bodies: &[(Option<TurnId>, EventBody)]) {
+    for (_, body) in bodies {
+        match body {
+            EventBody::ConversationCreated(created) => {
+                if let Some(route) = created.route.as_ref().and_then(|r| serde_json::to_value(r).ok()) {
+                    summary.extra.insert("route".to_owned(), route);
+                }
+            }
+            EventBody::TerminalAttached(attached) => {
+                summary.extra.insert("tty".to_owned(), attached.tty.clone().into());
+            }
+            _ => {}
+        }
+    }
+}
+
 impl Actor {
     /// prompt.send, unless the conversation's log is corrupt (the model would get a history with a hole: the user
     /// starts a new conversation instead) or an unclosed turn cannot be closed.
@@ -21,13 +60,14 @@ impl Actor {
         &mut self,
         params: PromptSendParams,
         origin: Origin,
+        routed: Option<crate::conversation::Routed>,
         me: &mpsc::WeakSender<Command>,
     ) -> Result<PromptSendResult, ErrorBody> {
         let answer = match &self.corrupt {
             _ if self.deleting => Err(ErrorBody::new(ErrorCode::Conflict, "the conversation is being deleted")),
             Some(corrupt) => Err(ErrorBody::internal(corrupt.clone())),
             None => match self.close_unclosed().await {
-                Ok(()) => self.prompt(params, origin).await,
+                Ok(()) => self.prompt(params, origin, routed).await,
                 Err(error) => Err(error),
             },
         };
@@ -43,11 +83,15 @@ impl Actor {
         &mut self,
         params: PromptSendParams,
         origin: Origin,
+        routed: Option<crate::conversation::Routed>,
     ) -> Result<PromptSendResult, ErrorBody> {
         if let Some(stored) = self.stored_outcome(params.command_id).await? {
             return Ok(stored);
         }
-        let prepared = self.prepare_prompt(&params, origin, Vec::new())?;
+        let mut prepared = self.prepare_prompt(&params, origin, Vec::new())?;
+        if let Some(routed) = routed {
+            prepared.route(routed);
+        }
         let result = prepared.result.clone();
         if let Some(stored) = self.commit_prompt(prepared, &params, "prompt.send", &result).await? {
             return Ok(stored);
@@ -121,6 +165,9 @@ impl Actor {
         let new_conversation = self.summary.is_none();
         if new_conversation {
             self.summary = Some(self.new_summary(params));
+        }
+        if let Some(summary) = self.summary.as_mut() {
+            row_follows(summary, &prepared.bodies);
         }
         let command = self.command_record(params.command_id, method, outcome)?;
         match self.commit(prepared.bodies, Some(command)).await {

@@ -68,6 +68,7 @@ impl Actor {
         };
         let send = PromptSendParams {
             command_id: params.command_id,
+            new: false,
             text: params.text,
             conversation_id: Some(self.id),
             context,
@@ -323,6 +324,7 @@ impl Actor {
         };
         PromptSendParams {
             command_id: params.command_id,
+            new: false,
             text,
             conversation_id: Some(self.id),
             context,

@@ -37,11 +37,12 @@ fn origin(ctx: &RequestCtx) -> Origin {
     }
 }
 
-/// prompt.send: to the named conversation, or to a new one.
+/// prompt.send: to the named conversation; a terminal's prompt without one to the conversation of its scope key
+/// (`crate::routing`; `new` starts a new one there); any other to a new one.
 ///
 /// # Errors
-/// `not_found` for an unknown conversation, `invalid` for settings outside the catalog, `unavailable` when the store
-/// fails.
+/// `not_found` for an unknown conversation, `invalid` for settings outside the catalog or `new` with a conversation
+/// id, `unavailable` when the store fails.
 pub async fn prompt_send(ctx: &RequestCtx, raw: Option<Value>) -> Result<Value, ErrorBody> {
     let params: PromptSendParams = params(raw)?;
     if params.text.trim().is_empty() {
@@ -53,22 +54,76 @@ pub async fn prompt_send(ctx: &RequestCtx, raw: Option<Value>) -> Result<Value, 
             "bad params: `context.tty`: a phone's prompt names no tty",
         ));
     }
+    if params.new && params.conversation_id.is_some() {
+        return Err(ErrorBody::invalid(
+            "bad params: `new` asks for a new conversation, and `conversation_id` names one",
+        ));
+    }
     let deps = ctx.daemon.deps();
-    let handle = match params.conversation_id {
-        Some(id) => ctx.daemon.conversations.get(&deps, id).await?,
-        None => {
-            // A repeat of a write that created a conversation goes to that conversation.
-            let first = ctx.daemon.store.command_outcome(params.command_id).await.ok().flatten();
-            match first.and_then(|record| record.conversation_id) {
-                Some(id) => ctx.daemon.conversations.get(&deps, id).await?,
-                None => ctx.daemon.conversations.create(&deps),
-            }
-        }
+    // A repeat of a write goes to the conversation of its first answer, which the actor returns as stored.
+    let repeat = match params.conversation_id {
+        Some(_) => None,
+        None => ctx.daemon.store.command_outcome(params.command_id).await.ok().flatten(),
     };
-    let sent = handle.prompt(params, origin(ctx)).await?;
+    if let Some(id) = repeat.and_then(|record| record.conversation_id) {
+        let handle = ctx.daemon.conversations.get(&deps, id).await?;
+        return result(&handle.prompt(params, origin(ctx)).await?);
+    }
+    let terminal = params
+        .context
+        .as_ref()
+        .and_then(|c| c.tty.clone().map(|tty| (tty, c.clone())));
+    let sent = match (params.conversation_id, terminal) {
+        (Some(id), _) => {
+            ctx.daemon
+                .conversations
+                .get(&deps, id)
+                .await?
+                .prompt(params, origin(ctx))
+                .await?
+        }
+        (None, None) => {
+            ctx.daemon
+                .conversations
+                .create(&deps)
+                .prompt(params, origin(ctx))
+                .await?
+        }
+        (None, Some((tty, context))) => routed(ctx, &deps, params, &tty, &context).await?,
+    };
     // A prompt is input: a presence.set without a conversation reaches this one from now on.
-    ctx.daemon.conversations.note_input(handle.id());
+    ctx.daemon.conversations.note_input(sent.conversation_id);
     result(&sent)
+}
+
+/// A terminal's prompt without a conversation id: routed by scope (the rules are `crate::routing`'s), one decision
+/// at a time; the conversation becomes the terminal's once the prompt is taken.
+async fn routed(
+    ctx: &RequestCtx,
+    deps: &crate::conversation::Deps,
+    params: PromptSendParams,
+    tty: &str,
+    context: &efr_protocol::wire::PromptContext,
+) -> Result<efr_protocol::wire::PromptSendResult, ErrorBody> {
+    let terminals = &ctx.daemon.terminals;
+    let _one = terminals.deciding.lock().await;
+    let registry = ctx.daemon.projects.current();
+    let router = crate::routing::Router {
+        store: &ctx.daemon.store,
+        conversations: &ctx.daemon.conversations,
+        deps,
+        terminals,
+        registry: &registry,
+        idle_after: ctx.daemon.config().routing.idle_after(),
+    };
+    let new = params.new;
+    let routing = crate::routing::route_prompt(router, tty, context, new).await?;
+    let sent = routing
+        .handle
+        .prompt_routed(params, origin(ctx), Some(routing.routed.clone()))
+        .await?;
+    routing.attach(terminals);
+    Ok(sent)
 }
 
 /// conversation.delete: the owner is `conversation::delete`; the asking terminal is the hello's.
@@ -144,9 +199,18 @@ pub async fn conversations_list(ctx: &RequestCtx, raw: Option<Value>) -> Result<
         });
     };
     // With a tty (spec): only that terminal's conversations, its current (newest) one first, in one page.
-    let conversations = of_tty(&ctx.daemon.store, &tty, limit as usize, after)
+    // Read past `limit`, so that a current conversation older than the page still comes first.
+    let mut conversations = of_tty(&ctx.daemon.store, &tty, LIST_MAX as usize, after)
         .await
         .map_err(ErrorBody::from)?;
+    // The terminal's current conversation (routing by scope) comes first; the rest stay newest first.
+    if let Some(current) = ctx.daemon.terminals.current(&tty)
+        && let Some(at) = conversations.iter().position(|c| c.conversation_id == current)
+    {
+        let row = conversations.remove(at);
+        conversations.insert(0, row);
+    }
+    conversations.truncate(limit as usize);
     result(&ConversationsListResult {
         conversations,
         next_cursor: None,

@@ -7,6 +7,7 @@ pub mod device;
 pub mod hello;
 pub mod jobs;
 pub mod presence;
+pub mod projects;
 pub mod sandbox;
 pub mod search;
 pub mod shell;
@@ -100,6 +101,9 @@ pub async fn unary(ctx: &RequestCtx, method: Method, raw: Option<Value>) -> Resu
             no_params(raw)?;
             admin::config_reload(ctx).await
         }
+        Method::ProjectsList => no_params(raw).and_then(|()| projects::list(ctx)),
+        Method::AdminProjectAdd => projects::add(ctx, raw).await,
+        Method::AdminProjectRemove => projects::remove(ctx, raw).await,
         Method::AdminLoginApiKey => admin::login_api_key(ctx, raw).await,
         Method::AdminLogout => admin::logout(ctx, raw),
         Method::AdminBackup => admin::backup(ctx, raw).await,

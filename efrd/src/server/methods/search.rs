@@ -55,9 +55,15 @@ pub async fn conversations_search(ctx: &RequestCtx, raw: Option<Value>) -> Resul
         return Err(ErrorBody::invalid("bad params: `pwd` must be an absolute path"));
     }
     let terms = run::terms_of(&params.query)?;
+    let registry = ctx.daemon.projects.current();
+    let places = crate::routing::RoutingPlaces {
+        registry: &registry,
+        terminals: &ctx.daemon.terminals,
+    };
     let asker = Asker {
         tty: params.tty.as_deref(),
         pwd: params.pwd.as_deref(),
+        places: Some(&places),
     };
     let store = &ctx.daemon.store;
     // The newest rows: the whole answer of an empty query, and the terminal's current conversation.

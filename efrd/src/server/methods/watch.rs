@@ -70,9 +70,15 @@ pub async fn conversations_recent(ctx: &RequestCtx, raw: Option<Value>) -> Resul
         })
         .await
         .map_err(ErrorBody::from)?;
+    let registry = ctx.daemon.projects.current();
+    let places = crate::routing::RoutingPlaces {
+        registry: &registry,
+        terminals: &ctx.daemon.terminals,
+    };
     let asker = Asker {
         tty: params.tty.as_deref(),
         pwd: params.pwd.as_deref(),
+        places: Some(&places),
     };
     result(&rows::recent(&page.conversations, asker, limit as usize))
 }
