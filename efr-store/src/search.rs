@@ -107,13 +107,13 @@ pub(crate) fn insert_entries(conn: &Connection, entries: &[IndexEntry]) -> Resul
     if entries.is_empty() {
         return Ok(());
     }
-    let mut next: i64 = conn
+    let first: i64 = conn
         .prepare_cached(
             "SELECT max(coalesce((SELECT max(id) FROM search_entries), 0), \
                         (SELECT indexed FROM search_follow WHERE one = 1)) + 1",
         )?
         .query_row([], |row| row.get(0))?;
-    for entry in entries {
+    for (id, entry) in (first..).zip(entries) {
         let conversation = entry.conversation_id.to_string();
         if entry.kind == TITLE_KIND {
             conn.prepare_cached("DELETE FROM search_entries WHERE conversation_id = ?1 AND seq = 0")?
@@ -124,7 +124,7 @@ pub(crate) fn insert_entries(conn: &Connection, entries: &[IndexEntry]) -> Resul
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         )?
         .execute(params![
-            next,
+            id,
             conversation,
             seq_to_sql(entry.seq)?,
             entry.kind,
@@ -132,7 +132,6 @@ pub(crate) fn insert_entries(conn: &Connection, entries: &[IndexEntry]) -> Resul
             entry.at.as_millis(),
             entry.text,
         ])?;
-        next += 1;
     }
     Ok(())
 }

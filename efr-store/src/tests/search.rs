@@ -396,3 +396,35 @@ async fn a_close_leaves_every_entry_indexed() {
         .unwrap();
     assert_eq!(indexed, last);
 }
+
+#[tokio::test]
+async fn a_file_indexed_inline_before_the_follower_keeps_its_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("efr.db");
+    let id = ConversationId::new();
+    {
+        // A file of schema 4, whose trigger indexed each entry as it was written.
+        let mut conn = rusqlite::Connection::open(&path).unwrap();
+        let before = &crate::schema::MIGRATIONS[..4];
+        assert_eq!(crate::schema::migrate(&mut conn, &path, before).unwrap(), 4);
+        conn.execute(
+            "INSERT INTO conversations (id, status, created_at, updated_at, turn_count, extra) \
+             VALUES (?1, 'idle', 1000, 1000, 0, '{}')",
+            [id.to_string()],
+        )
+        .unwrap();
+        for n in 0..3 {
+            conn.execute(
+                "INSERT INTO search_entries (conversation_id, seq, kind, at, text) VALUES (?1, 1, 'prompt', 1000, ?2)",
+                rusqlite::params![id.to_string(), format!("older words {n}")],
+            )
+            .unwrap();
+        }
+    }
+    let store = crate::Store::open(&path).await.unwrap();
+    assert_eq!(follow_state(&store).await, (3, 3), "what the trigger indexed counts as indexed");
+    assert_eq!(indexed_ids(&store, "older").await.len(), 3);
+    assert_eq!(texts(&store, &["older"]).await.len(), 3, "found once each");
+    index_is_sound(&store).await.unwrap();
+    store.close().await.unwrap();
+}
