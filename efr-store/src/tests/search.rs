@@ -422,7 +422,11 @@ async fn a_file_indexed_inline_before_the_follower_keeps_its_index() {
         }
     }
     let store = crate::Store::open(&path).await.unwrap();
-    assert_eq!(follow_state(&store).await, (3, 3), "what the trigger indexed counts as indexed");
+    assert_eq!(
+        follow_state(&store).await,
+        (3, 3),
+        "what the trigger indexed counts as indexed"
+    );
     assert_eq!(indexed_ids(&store, "older").await.len(), 3);
     assert_eq!(texts(&store, &["older"]).await.len(), 3, "found once each");
     index_is_sound(&store).await.unwrap();

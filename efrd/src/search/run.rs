@@ -326,9 +326,17 @@ mod tests {
         let folded = folded_terms(&["parser".to_owned()]);
         let ranked = best_conversations(&entries, &folded, now, 10);
         let order: Vec<ConversationId> = ranked.iter().map(|(id, _)| *id).collect();
-        assert_eq!(order, [a, d, b, c], "title 4 beats answer 1 of the same age; recent beats old");
+        assert_eq!(
+            order,
+            [a, d, b, c],
+            "title 4 beats answer 1 of the same age; recent beats old"
+        );
         let best = |id| &ranked.iter().find(|(i, _)| *i == id).expect("ranked").1;
-        assert_eq!(best(a).hit.as_ref().map(|h| h.index), Some(1), "the prompt, not the title");
+        assert_eq!(
+            best(a).hit.as_ref().map(|h| h.index),
+            Some(1),
+            "the prompt, not the title"
+        );
         assert_eq!(best(b).hit.as_ref().map(|h| h.index), Some(3));
         assert!((best(b).score - score(SearchKind::Answer, old, now, -1.0)).abs() < 1e-12);
         assert!(best(d).hit.is_none(), "a title gives a score, not a hit");
