@@ -17,6 +17,9 @@
 //!   answers and commands among a turn's events), run interleaved A, B, B, A, ... so that the machine's load falls
 //!   on both alike; B's median must be at least 90% of A's.
 //!
+//! - `secure_delete` A/B (informative): the batched shape, plain and indexed, with `PRAGMA secure_delete` OFF (A)
+//!   and FAST (B, as the store runs), interleaved the same way.
+//!
 //! Wall-clock rates move with the machine's load; the CPU per event (all threads) barely does, so compare that
 //! between runs. Exits with status 1 when the budgeted shape is below the budget. Run with
 //! `cargo bench -p efr-store --bench store` (or `cargo xtask bench`).
@@ -219,35 +222,98 @@ async fn shape(name: &str, actors: usize, events_each: u64, per_commit: u64, jud
     Ok(!matches!(judge, Judge::Budget) || rate >= budget)
 }
 
-/// The search index's cost: the batched shape without (A) and with (B) index entries, interleaved; true when B's
-/// median rate is at least 90% of A's.
-async fn indexed_ab() -> Result<bool> {
+/// One side of an interleaved A/B: whether every 5th event carries an index entry, and `secure_delete`.
+#[derive(Clone, Copy)]
+struct Side {
+    indexed: bool,
+    /// `PRAGMA secure_delete=FAST` (as the store opens) or OFF.
+    secure_delete: bool,
+}
+
+/// The batched shape on sides `a` and `b`, run interleaved A, B, B, A, ... (each side first as often as the other,
+/// so the machine's load falls on both alike); returns the medians of the rates and of the CPU per event.
+async fn interleaved(a: Side, b: Side) -> Result<[(f64, Duration); 2]> {
     const AB_RUNS: usize = 5;
-    let (mut plain, mut indexed) = (Vec::new(), Vec::new());
+    let mut sides: [(Vec<f64>, Vec<Duration>); 2] = Default::default();
     for i in 0..AB_RUNS * 2 {
-        // A B B A A B B A ...: each side runs first as often as the other.
-        let with_index = matches!(i % 4, 1 | 2);
+        let which = usize::from(matches!(i % 4, 1 | 2));
+        let side = [a, b][which];
         let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR"))?;
         let store = Store::open(dir.path().join("efr.db")).await?;
-        let measured = run(&store, 8, 10_000, 100, with_index).await?;
+        if !side.secure_delete {
+            store.set_secure_delete(false).await?;
+        }
+        let measured = run(&store, 8, 10_000, 100, side.indexed).await?;
         store.close().await?;
-        if with_index { &mut indexed } else { &mut plain }.push(measured.rate);
+        sides[which].0.push(measured.rate);
+        sides[which].1.push(measured.cpu_per_event);
     }
-    plain.sort_by(f64::total_cmp);
-    indexed.sort_by(f64::total_cmp);
-    let (a, b) = (plain[plain.len() / 2], indexed[indexed.len() / 2]);
+    Ok(sides.map(|(mut rates, mut cpus)| {
+        rates.sort_by(f64::total_cmp);
+        cpus.sort();
+        (rates[rates.len() / 2], cpus[cpus.len() / 2])
+    }))
+}
+
+/// The search index's cost: the batched shape without (A) and with (B) index entries; true when B's median rate is
+/// at least 90% of A's.
+async fn indexed_ab() -> Result<bool> {
+    let [(a, a_cpu), (b, b_cpu)] = interleaved(
+        Side {
+            indexed: false,
+            secure_delete: true,
+        },
+        Side {
+            indexed: true,
+            secure_delete: true,
+        },
+    )
+    .await?;
     let ratio = b / a;
     let ok = ratio >= 0.9;
     println!(
         "store indexed A/B: {a:>9.0} durable events/s without the index, {b:>9.0} with it (every 5th event indexed): \
-         {:.1}% cost  [budget < 10%: {}]",
+         {:.1}% cost; CPU {:.1} → {:.1} µs/event  [budget < 10%: {}]",
         (1.0 - ratio) * 100.0,
+        a_cpu.as_secs_f64() * 1e6,
+        b_cpu.as_secs_f64() * 1e6,
         if ok { "ok" } else { "OVER BUDGET" }
     );
     Ok(ok)
 }
 
+/// What `secure_delete=FAST` (ADR 0027) costs the writes: the batched shape, plain and indexed (whose FTS5 merges
+/// free cells), each with it OFF (A) and FAST (B, as the store runs), interleaved. Informative.
+async fn secure_delete_ab() -> Result<()> {
+    for indexed in [false, true] {
+        let [(a, a_cpu), (b, b_cpu)] = interleaved(
+            Side {
+                indexed,
+                secure_delete: false,
+            },
+            Side {
+                indexed,
+                secure_delete: true,
+            },
+        )
+        .await?;
+        println!(
+            "store secure_delete A/B ({}): {a:>9.0} durable events/s with it OFF, {b:>9.0} with FAST: {:.1}% cost; \
+             CPU {:.1} → {:.1} µs/event  [informative]",
+            if indexed { "indexed" } else { "plain" },
+            (1.0 - b / a) * 100.0,
+            a_cpu.as_secs_f64() * 1e6,
+            b_cpu.as_secs_f64() * 1e6,
+        );
+    }
+    Ok(())
+}
+
 fn main() -> Result<ExitCode> {
+    println!(
+        "load average: {}",
+        std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim()
+    );
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -257,6 +323,7 @@ fn main() -> Result<ExitCode> {
         shape("group commit", 64, 1_000, 1, Judge::Compare).await?;
         shape("lone commit", 1, 300, 1, Judge::None).await?;
         let indexed = indexed_ab().await?;
+        secure_delete_ab().await?;
         anyhow::Ok(batched && indexed)
     })?;
     Ok(if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE })

@@ -17,8 +17,9 @@
 //!   lingers up to 2 ms for the writers it just released) in ONE transaction and replies to each after `COMMIT`
 //!   returned (group commit). Each commit has its own savepoint, so a commit that breaks an invariant fails alone.
 //!   See `writer.rs`.
-//! - The search index: `search_entries` and the FTS5 table `search_index`, written in the same savepoint as the
-//!   events they come from. See `search.rs`.
+//! - The search index: `search_entries`, written in the same savepoint as the events they come from, and the FTS5
+//!   table `search_index` over them, which the writer thread fills after the commits within a bounded lag (a search
+//!   reads the entries not indexed yet directly). See `search.rs` and `follow.rs`.
 //! - Reads run on a small pool of their own connections, on tokio's blocking pool. See `read.rs`.
 //!
 //! The store knows no protocol type: an event is an [`EventRow`] whose body is JSON text the caller serialized, and
@@ -65,6 +66,7 @@ mod command;
 mod delete;
 mod devices;
 mod error;
+mod follow;
 mod read;
 mod rows;
 mod schema;
@@ -341,6 +343,20 @@ impl Store {
     pub(crate) async fn exec_on_writer(&self, sql: &str) -> Result<()> {
         let sql = sql.to_owned();
         self.request(|reply| Request::Exec { sql, reply }).await
+    }
+
+    /// Sets `PRAGMA secure_delete` of the write connection to FAST (`true`, as the store opens it) or OFF. For the
+    /// store bench, which measures what FAST costs the writes; a delete's purge turns it fully on for itself
+    /// either way (`delete.rs`), so a delete's bytes still leave the file.
+    ///
+    /// # Errors
+    /// [`StoreError::Closed`], SQLite errors.
+    pub async fn set_secure_delete(&self, fast: bool) -> Result<()> {
+        self.write(move |tx| {
+            tx.pragma_update(None, "secure_delete", if fast { "FAST" } else { "OFF" })?;
+            Ok(())
+        })
+        .await
     }
 
     /// Test hook: a pragma's value on the write connection, as text.

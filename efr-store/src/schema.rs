@@ -53,10 +53,15 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "0004_delete",
         sql: include_str!("migrations/0004_delete.sql"),
     },
+    Migration {
+        version: 5,
+        name: "0005_search_follow",
+        sql: include_str!("migrations/0005_search_follow.sql"),
+    },
 ];
 
 /// The schema version this build writes: the version of the newest migration.
-pub const SCHEMA_VERSION: i64 = 4;
+pub const SCHEMA_VERSION: i64 = 5;
 
 /// How long a connection waits for a lock before it fails with `SQLITE_BUSY`.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);

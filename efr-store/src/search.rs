@@ -1,16 +1,19 @@
-//! The search index: the searchable texts of the log in an FTS5 table of the same database (migration
-//! `0003_search.sql`; docs/adr/0025-search-index.md).
+//! The search index: the searchable texts of the log in an FTS5 table of the same database (migrations
+//! `0003_search.sql` and `0005_search_follow.sql`; docs/adr/0025-search-index.md).
 //!
 //! The store knows no event type: the caller (efrd's search module) says which texts an event holds, with their
-//! secrets already replaced, as [`IndexEntry`]s in the same [`Commit`](crate::Commit) as the events. They are written
-//! in the commit's savepoint, so the index never lags the log and a failed commit indexes nothing. A title is one
-//! entry of kind `title` with seq 0 per conversation; a new one replaces the old.
+//! secrets already replaced, as [`IndexEntry`]s in the same [`Commit`](crate::Commit) as the events. Their texts are
+//! written to `search_entries` in the commit's savepoint, so a failed commit writes none; the writer thread adds
+//! them to the FTS5 index `search_index` after the commit, within a bounded lag (`follow.rs`). A title is one entry
+//! of kind `title` with seq 0 per conversation; a new one replaces the old.
 //!
-//! Reads: [`Store::search_index`](crate::Store::search_index) asks the index for the entries that hold every term, newest first, and stops at a row cap or a
-//! time cap (the result says which); [`Store::search_entries`](crate::Store::search_entries) reads one conversation's entries newest first, for
-//! conversation.search, which matches them itself. Terms of fewer than 3 characters cannot use the trigram index:
-//! such a term is matched with `LIKE` on the entries the other terms select (or on every entry, newest first, within
-//! the same caps, matched here with the same case folding as efrd's ranges).
+//! Reads: [`Store::search_index`](crate::Store::search_index) reads the entries not indexed yet (the tail, matched
+//! here) and asks the index for the others that hold every term, newest first, in one snapshot, and stops at a row
+//! cap or a time cap (the result says which); [`Store::search_entries`](crate::Store::search_entries) reads one
+//! conversation's entries newest first, for conversation.search, which matches them itself. Terms of fewer than 3
+//! characters cannot use the trigram index: such a term is matched with `LIKE` on the entries the other terms
+//! select (or on every entry, newest first, within the same caps, matched here with the same case folding as efrd's
+//! ranges).
 //!
 //! Rebuild: entries of events written before the index existed are added by the caller in the background with
 //! [`Store::index_backfill`](crate::Store::index_backfill); [`Store::search_rebuild_state`](crate::Store::search_rebuild_state) says how far it got.
@@ -96,18 +99,32 @@ impl RebuildState {
 }
 
 /// Writes `entries` inside the open transaction; a title entry replaces its conversation's previous title.
+///
+/// Each entry gets an id above every id written before and above `search_follow.indexed`: the follower takes every
+/// id above `indexed` as not indexed and every id at or below it as indexed, so an id must never come back after a
+/// delete (SQLite would reuse the ids of deleted last rows).
 pub(crate) fn insert_entries(conn: &Connection, entries: &[IndexEntry]) -> Result<()> {
-    for entry in entries {
+    if entries.is_empty() {
+        return Ok(());
+    }
+    let first: i64 = conn
+        .prepare_cached(
+            "SELECT max(coalesce((SELECT max(id) FROM search_entries), 0), \
+                        (SELECT indexed FROM search_follow WHERE one = 1)) + 1",
+        )?
+        .query_row([], |row| row.get(0))?;
+    for (id, entry) in (first..).zip(entries) {
         let conversation = entry.conversation_id.to_string();
         if entry.kind == TITLE_KIND {
             conn.prepare_cached("DELETE FROM search_entries WHERE conversation_id = ?1 AND seq = 0")?
                 .execute([&conversation])?;
         }
         conn.prepare_cached(
-            "INSERT INTO search_entries (conversation_id, seq, kind, turn_id, at, text) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            "INSERT INTO search_entries (id, conversation_id, seq, kind, turn_id, at, text) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         )?
         .execute(params![
+            id,
             conversation,
             seq_to_sql(entry.seq)?,
             entry.kind,
@@ -139,7 +156,9 @@ fn like_pattern(term: &str) -> String {
     pattern
 }
 
-/// The entries that hold every term of `query`, newest first, within its caps.
+/// The entries that hold every term of `query`, newest first, within its caps: the tail that the follower has not
+/// indexed yet (read and matched here), then the index's matches, in one read transaction so that both see the same
+/// `search_follow.indexed`.
 ///
 /// # Errors
 /// [`StoreError::Invalid`] for no term or an empty term; SQLite errors; [`StoreError::Corrupt`].
@@ -147,9 +166,42 @@ pub(crate) fn find(conn: &Connection, query: &IndexQuery) -> Result<FoundEntries
     if query.terms.is_empty() || query.terms.iter().any(String::is_empty) {
         return Err(StoreError::invalid("a search needs terms that are not empty"));
     }
+    let started = Instant::now();
+    let snapshot = conn.unchecked_transaction()?;
     let (long, short): (Vec<&String>, Vec<&String>) = query.terms.iter().partition(|t| t.chars().count() >= 3);
+    let mut found = FoundEntries::default();
     if long.is_empty() {
-        return scan_short(conn, &short, query.row_cap, query.time_cap);
+        // Every entry, indexed or not.
+        let mut statement = conn.prepare_cached(
+            "SELECT id, conversation_id, seq, kind, turn_id, at, text, 0.0 FROM search_entries ORDER BY id DESC",
+        )?;
+        let mut rows = statement.query([])?;
+        scan(
+            &mut rows,
+            &query.terms,
+            &mut found,
+            query.row_cap,
+            started,
+            query.time_cap,
+        )?;
+        return Ok(found);
+    }
+    let mut tail = conn.prepare_cached(
+        "SELECT id, conversation_id, seq, kind, turn_id, at, text, 0.0 FROM search_entries \
+         WHERE id > (SELECT indexed FROM search_follow WHERE one = 1) ORDER BY id DESC",
+    )?;
+    let mut rows = tail.query([])?;
+    scan(
+        &mut rows,
+        &query.terms,
+        &mut found,
+        query.row_cap,
+        started,
+        query.time_cap,
+    )?;
+    drop(rows);
+    if found.stopped.is_some() {
+        return Ok(found);
     }
     let first_like = 2;
     let likes: Vec<String> = (0..short.len())
@@ -166,7 +218,11 @@ pub(crate) fn find(conn: &Connection, query: &IndexQuery) -> Result<FoundEntries
     values.extend(short.iter().map(|t| like_pattern(t)));
     let mut statement = conn.prepare_cached(&sql)?;
     let mut rows = statement.query(rusqlite::params_from_iter(values.iter()))?;
-    collect(&mut rows, query.row_cap, query.time_cap)
+    collect(&mut rows, &mut found, query.row_cap, started, query.time_cap)?;
+    drop(rows);
+    drop(statement);
+    drop(snapshot);
+    Ok(found)
 }
 
 /// A code point folded for matching (the first of its lower case), as efrd's ranges fold.
@@ -179,17 +235,19 @@ fn holds(folded_hay: &[char], needle: &[char]) -> bool {
     needle.len() <= folded_hay.len() && folded_hay.windows(needle.len()).any(|w| w == needle)
 }
 
-/// The entries that hold every term of `terms` (each of fewer than 3 characters, which the trigram index cannot look
-/// up): every entry read newest first and matched here, so the time cap counts the entries read, not only the
-/// matches.
-fn scan_short(conn: &Connection, terms: &[&String], row_cap: usize, time_cap: Duration) -> Result<FoundEntries> {
-    let started = Instant::now();
+/// Adds to `found` the rows of `(id, conversation_id, seq, kind, turn_id, at, text, rank)` that hold every term,
+/// matched here with the same case folding as efrd's ranges, for entries that the index cannot look up: terms of
+/// fewer than 3 characters (which a trigram index cannot look up) and entries not indexed yet. The time cap counts
+/// the entries read, not only the matches.
+fn scan(
+    rows: &mut rusqlite::Rows<'_>,
+    terms: &[String],
+    found: &mut FoundEntries,
+    row_cap: usize,
+    started: Instant,
+    time_cap: Duration,
+) -> Result<()> {
     let needles: Vec<Vec<char>> = terms.iter().map(|t| t.chars().map(fold).collect()).collect();
-    let mut statement = conn.prepare_cached(
-        "SELECT id, conversation_id, seq, kind, turn_id, at, text, 0.0 FROM search_entries ORDER BY id DESC",
-    )?;
-    let mut rows = statement.query([])?;
-    let mut found = FoundEntries::default();
     let mut read: u64 = 0;
     while let Some(row) = rows.next()? {
         read += 1;
@@ -207,13 +265,18 @@ fn scan_short(conn: &Connection, terms: &[&String], row_cap: usize, time_cap: Du
         }
         found.entries.push(found_from_row(row)?);
     }
-    Ok(found)
+    Ok(())
 }
 
-/// Reads rows of `(id, conversation_id, seq, kind, turn_id, at, text, rank)` until the end or a cap.
-fn collect(rows: &mut rusqlite::Rows<'_>, row_cap: usize, time_cap: Duration) -> Result<FoundEntries> {
-    let started = Instant::now();
-    let mut found = FoundEntries::default();
+/// Adds to `found` the rows of `(id, conversation_id, seq, kind, turn_id, at, text, rank)` until the end or a cap
+/// (`row_cap` entries in `found`, `time_cap` since `started`).
+fn collect(
+    rows: &mut rusqlite::Rows<'_>,
+    found: &mut FoundEntries,
+    row_cap: usize,
+    started: Instant,
+    time_cap: Duration,
+) -> Result<()> {
     loop {
         if found.entries.len() >= row_cap {
             // Only partial when another match follows.
@@ -230,7 +293,7 @@ fn collect(rows: &mut rusqlite::Rows<'_>, row_cap: usize, time_cap: Duration) ->
         let Some(row) = rows.next()? else { break };
         found.entries.push(found_from_row(row)?);
     }
-    Ok(found)
+    Ok(())
 }
 
 fn found_from_row(row: &rusqlite::Row<'_>) -> Result<FoundEntry> {
@@ -275,7 +338,9 @@ pub(crate) fn scan_conversation(
          WHERE conversation_id = ?1 ORDER BY seq = 0 DESC, seq DESC, id DESC",
     )?;
     let mut rows = statement.query([conversation_id.to_string()])?;
-    collect(&mut rows, row_cap, time_cap)
+    let mut found = FoundEntries::default();
+    collect(&mut rows, &mut found, row_cap, Instant::now(), time_cap)?;
+    Ok(found)
 }
 
 /// The rebuild's progress.

@@ -28,6 +28,7 @@ use tokio::sync::{OwnedSemaphorePermit, oneshot};
 
 use super::delete;
 use super::error::{Result, StoreError};
+use super::follow::Follower;
 use super::read;
 use super::rows::{Commit, ConversationSummary, EventRow};
 use super::search;
@@ -128,9 +129,15 @@ fn run(conn: Connection, rx: &Receiver<Request>) {
     let mut pacing = Pacing::default();
     // `Store::open` pruned just before.
     let mut pruned = Instant::now();
+    let mut follower = Follower::start(&conn);
     loop {
-        let Ok(first) = held.take().map_or_else(|| rx.recv(), Ok) else {
+        let first = match held.take() {
+            Some(request) => Ok(request),
+            None => next_request(rx, &conn, &mut follower),
+        };
+        let Ok(first) = first else {
             // Every Store handle was dropped: what was queued is written; stop cleanly.
+            follower.pass(&conn);
             if let Err(e) = close(conn) {
                 tracing::warn!(error = %e, "event store: closing after the last handle dropped");
             }
@@ -151,10 +158,19 @@ fn run(conn: Connection, rx: &Receiver<Request>) {
                     last_batch: batch.len(),
                     last_commit: started.elapsed(),
                 };
-                for ((_, reply, permit), outcome) in batch.into_iter().zip(outcomes) {
+                let mut entries = 0;
+                for ((commit, reply, permit), outcome) in batch.into_iter().zip(outcomes) {
+                    if outcome.is_ok() {
+                        entries += commit.index.len();
+                    }
                     // The caller may have stopped waiting; the commit stands either way.
                     let _ = reply.send(outcome);
                     drop(permit);
+                }
+                // After the replies, so no caller waits for the index.
+                follower.wrote(entries);
+                if follower.due() {
+                    follower.pass(&conn);
                 }
                 // After the replies: a delete is answered once it is durable, its space freed right after.
                 if deleted {
@@ -166,8 +182,14 @@ fn run(conn: Connection, rx: &Receiver<Request>) {
                     pruned = Instant::now();
                 }
             }
-            Request::Write(WriteJob(job)) => job(&conn),
+            Request::Write(WriteJob(job)) => {
+                job(&conn);
+                // A rebuild's page writes entries too.
+                follower.recount(&conn);
+            }
             Request::Close { reply } => {
+                // The file stands whole: every entry indexed.
+                follower.pass(&conn);
                 // What was queued after the close is dropped with `rx`: those callers see Closed.
                 let _ = reply.send(close(conn));
                 return;
@@ -180,6 +202,23 @@ fn run(conn: Connection, rx: &Receiver<Request>) {
             Request::Pragma { name, reply } => {
                 let _ = reply.send(pragma_text(&conn, &name));
             }
+        }
+    }
+}
+
+/// The next request; while entries wait for the index, a pass runs when they are due and no request came.
+fn next_request(
+    rx: &Receiver<Request>,
+    conn: &Connection,
+    follower: &mut Follower,
+) -> std::result::Result<Request, RecvTimeoutError> {
+    loop {
+        let Some(wait) = follower.wait() else {
+            return rx.recv().map_err(|_| RecvTimeoutError::Disconnected);
+        };
+        match rx.recv_timeout(wait) {
+            Err(RecvTimeoutError::Timeout) => follower.pass(conn),
+            other => return other,
         }
     }
 }

@@ -4,7 +4,8 @@
 //! The index lives in the store (efr-store's `search`); this module decides what goes in ([`extract`]: titles,
 //! prompts, answers and command lines, their secrets replaced by the shared detector `efr_protocol::mask`) and
 //! what a query finds ([`run`], [`ranges`], [`rank`]). The conversation actor adds [`extract::entries_of`] to each
-//! commit, so an event and its entry are written in one savepoint.
+//! commit, so an event and its entry's text are written in one savepoint; the store indexes the text within a
+//! bounded lag and a search reads what is not indexed yet directly, so it sees every committed entry.
 
 pub mod extract;
 pub mod ranges;

@@ -117,18 +117,70 @@ pub struct Outcome {
     pub stats: SearchStats,
 }
 
-/// A conversation's best entry outside the title so far: its score, its position in the found entries, its matches.
+/// A conversation's best entry outside the title: its position in the found entries and its matches.
 struct BestHit {
-    score: f64,
     index: usize,
     matches: Vec<(usize, usize)>,
 }
 
-/// The best of one conversation while the entries are read.
-#[derive(Default)]
+/// One conversation's best, as the entries are checked best first.
 struct Best {
+    /// Its best checked entry's score (title or not).
     score: f64,
+    /// Its best checked entry outside the title; `None` while none was.
     hit: Option<BestHit>,
+}
+
+/// The best `limit` conversations of `found`, best first, each with its score and best hit.
+///
+/// Every entry is scored first (cheap: kind, age, bm25); then entries are checked and placed ([`ranges`], the
+/// costly part) best first, and only while they can still change the result: an entry of a conversation outside
+/// the best `limit` already found, or of one whose best hit is known, is not checked. The first checked entry of a
+/// conversation carries its best score and the first one outside the title its best hit, as when every entry was
+/// checked; a search that reads thousands of entries checks about `limit` of them.
+fn best_conversations(
+    found: &[FoundEntry],
+    folded: &[Vec<char>],
+    now: Timestamp,
+    limit: usize,
+) -> Vec<(ConversationId, Best)> {
+    let mut order: Vec<(f64, usize)> = found
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (score(kind_of(&f.entry.kind), f.entry.at, now, f.bm25), i))
+        .collect();
+    // Best first; of equal scores the newest (found first).
+    order.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    let mut ranked: Vec<(ConversationId, Best)> = Vec::new();
+    let mut slots: HashMap<ConversationId, usize> = HashMap::new();
+    let mut without_hit = 0_usize;
+    for (score, i) in order {
+        if ranked.len() >= limit && without_hit == 0 {
+            break;
+        }
+        let entry = &found[i].entry;
+        let kind = kind_of(&entry.kind);
+        let slot = slots.get(&entry.conversation_id).copied();
+        match slot {
+            None if ranked.len() >= limit => continue,
+            Some(slot) if ranked[slot].1.hit.is_some() || kind == SearchKind::Title => continue,
+            _ => {}
+        }
+        let Some(matches) = ranges(&entry.text, folded) else {
+            continue;
+        };
+        let slot = slot.unwrap_or_else(|| {
+            ranked.push((entry.conversation_id, Best { score, hit: None }));
+            slots.insert(entry.conversation_id, ranked.len() - 1);
+            without_hit += 1;
+            ranked.len() - 1
+        });
+        if kind != SearchKind::Title {
+            ranked[slot].1.hit = Some(BestHit { index: i, matches });
+            without_hit -= 1;
+        }
+    }
+    ranked
 }
 
 /// conversations.search for `terms` (not empty): the best `limit` conversations.
@@ -146,31 +198,18 @@ pub async fn conversations(store: &Store, terms: &[String], limit: usize) -> Res
         .await
         .map_err(ErrorBody::from)?;
     let folded = folded_terms(terms);
-    let now = Timestamp::now();
-    let mut best: HashMap<ConversationId, Best> = HashMap::new();
-    let mut titles_scored = 0;
-    for (i, entry) in found.entries.iter().enumerate() {
-        let Some(matches) = ranges(&entry.entry.text, &folded) else {
-            continue;
-        };
-        let kind = kind_of(&entry.entry.kind);
-        let score = score(kind, entry.entry.at, now, entry.bm25);
-        let slot = best.entry(entry.entry.conversation_id).or_default();
-        slot.score = slot.score.max(score);
-        if kind == SearchKind::Title {
-            titles_scored += 1;
-        } else if slot.hit.as_ref().is_none_or(|best| score > best.score) {
-            slot.hit = Some(BestHit {
-                score,
-                index: i,
-                matches,
-            });
-        }
-    }
-    let conversations_scored = best.len() as u64;
-    let mut ranked: Vec<(ConversationId, Best)> = best.into_iter().collect();
-    ranked.sort_by(|a, b| b.1.score.total_cmp(&a.1.score));
-    ranked.truncate(limit);
+    let conversations_scored = found
+        .entries
+        .iter()
+        .map(|f| f.entry.conversation_id)
+        .collect::<std::collections::HashSet<_>>()
+        .len() as u64;
+    let titles_scored = found
+        .entries
+        .iter()
+        .filter(|f| kind_of(&f.entry.kind) == SearchKind::Title)
+        .count() as u64;
+    let ranked = best_conversations(&found.entries, &folded, Timestamp::now(), limit);
     let summaries = store
         .conversations(ranked.iter().map(|(id, _)| *id).collect())
         .await
@@ -239,4 +278,72 @@ pub async fn conversation(
         }
     }
     Ok((hits, shown_title(&summary), partial(found.stopped)))
+}
+
+#[cfg(test)]
+mod tests {
+    use efr_store::IndexEntry;
+
+    use super::*;
+
+    fn found(conversation_id: ConversationId, kind: &str, text: &str, at: Timestamp) -> FoundEntry {
+        FoundEntry {
+            entry: IndexEntry {
+                conversation_id,
+                seq: u64::from(kind != "title"),
+                kind: kind.into(),
+                turn_id: None,
+                at,
+                text: text.into(),
+            },
+            bm25: -1.0,
+        }
+    }
+
+    #[test]
+    fn the_best_conversations_are_ranked_by_their_best_checked_entry() {
+        let now = Timestamp::now();
+        let old = Timestamp::from_millis(now.as_millis() - 30 * 86_400_000).unwrap_or(now);
+        let (a, b, c, d) = (
+            ConversationId::new(),
+            ConversationId::new(),
+            ConversationId::new(),
+            ConversationId::new(),
+        );
+        // Newest first, as the store reads them.
+        let entries = vec![
+            // a: a recent title and a recent prompt.
+            found(a, "title", "fix the parser", now),
+            found(a, "prompt", "please fix the parser", now),
+            // b: its best-scored entry does not hold the term (the index and the check disagree): the next one counts.
+            found(b, "title", "something else", now),
+            found(b, "answer", "the parser is fixed", old),
+            // c: an old answer only.
+            found(c, "answer", "a parser", old),
+            // d: a title only, old: a score but no hit.
+            found(d, "title", "parser notes", old),
+        ];
+        let folded = folded_terms(&["parser".to_owned()]);
+        let ranked = best_conversations(&entries, &folded, now, 10);
+        let order: Vec<ConversationId> = ranked.iter().map(|(id, _)| *id).collect();
+        assert_eq!(
+            order,
+            [a, d, b, c],
+            "title 4 beats answer 1 of the same age; recent beats old"
+        );
+        let best = |id| &ranked.iter().find(|(i, _)| *i == id).expect("ranked").1;
+        assert_eq!(
+            best(a).hit.as_ref().map(|h| h.index),
+            Some(1),
+            "the prompt, not the title"
+        );
+        assert_eq!(best(b).hit.as_ref().map(|h| h.index), Some(3));
+        assert!((best(b).score - score(SearchKind::Answer, old, now, -1.0)).abs() < 1e-12);
+        assert!(best(d).hit.is_none(), "a title gives a score, not a hit");
+        assert_eq!(best(c).hit.as_ref().map(|h| h.matches.clone()), Some(vec![(2, 8)]));
+        // Capped: the best two only, each still with its best hit.
+        let two = best_conversations(&entries, &folded, now, 2);
+        assert_eq!(two.iter().map(|(id, _)| *id).collect::<Vec<_>>(), [a, d]);
+        assert_eq!(two[0].1.hit.as_ref().map(|h| h.index), Some(1));
+    }
 }
