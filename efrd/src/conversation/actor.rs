@@ -79,6 +79,7 @@ mod instructions;
 mod jobs;
 mod prompt;
 mod questions;
+mod resume;
 mod retire;
 mod steer;
 mod surface;
@@ -418,6 +419,14 @@ impl Actor {
             }
             Command::Expire { call_id } => self.expire(call_id, false).await,
             Command::ExpireAway { call_id, epoch } => self.expire_away(call_id, epoch).await,
+            Command::Resume {
+                command_id,
+                attached,
+                result,
+                reply,
+            } => {
+                let _ = reply.send(self.record_resume(command_id, *attached, *result).await);
+            }
             Command::Presence { set, reply } => {
                 let _ = reply.send(self.set_presence(*set, me).await);
             }

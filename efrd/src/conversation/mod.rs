@@ -150,6 +150,12 @@ enum Command {
         call_id: CallId,
         epoch: u64,
     },
+    Resume {
+        command_id: efr_protocol::ids::CommandId,
+        attached: Box<efr_protocol::events::TerminalAttached>,
+        result: Box<efr_protocol::wire::ConversationResumeResult>,
+        reply: oneshot::Sender<Result<efr_protocol::wire::ConversationResumeResult, ErrorBody>>,
+    },
     Presence {
         set: Box<actor::PresenceSet>,
         reply: oneshot::Sender<Result<PresenceSetResult, ErrorBody>>,
@@ -287,6 +293,26 @@ impl ConversationHandle {
 
     async fn ask<T>(&self, make: impl FnOnce(oneshot::Sender<T>) -> Command) -> Result<T, ErrorBody> {
         request(&self.tx, make).await
+    }
+
+    /// conversation.resume's record: terminal_attached with `result` kept under the write's `command_id` (a repeat
+    /// of the write answers the first result).
+    ///
+    /// # Errors
+    /// `not_found` for a conversation not committed or being deleted; `unavailable` for a store failure.
+    pub async fn record_resume(
+        &self,
+        command_id: efr_protocol::ids::CommandId,
+        attached: efr_protocol::events::TerminalAttached,
+        result: efr_protocol::wire::ConversationResumeResult,
+    ) -> Result<efr_protocol::wire::ConversationResumeResult, ErrorBody> {
+        self.ask(|reply| Command::Resume {
+            command_id,
+            attached: Box::new(attached),
+            result: Box::new(result),
+            reply,
+        })
+        .await?
     }
 
     /// Queues a prompt (prompt.send). See the actor for the rules.

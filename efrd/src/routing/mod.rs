@@ -6,7 +6,8 @@
 //! project. Each terminal has one *slot* per scope key. [`route_prompt`] decides ([`route`]), in this order:
 //!
 //! 1. `,new` (`new` asked): a new conversation; no switch is reported.
-//! 2. The terminal's slot for the key holds a conversation:
+//! 2. The terminal's slot for the key holds a conversation (or held one that another terminal took with
+//!    conversation.resume's `take`):
 //!    - another open terminal holds it now (it was moved there): a new one, reason `moved` (that tty, its title);
 //!    - it had no event for longer than `[routing] idle_after_secs`: a new one, reason `idle` (whole hours);
 //!    - else that conversation; the switch is `back` when the terminal's last prompt went to another one.
@@ -22,6 +23,7 @@
 pub mod decide;
 pub mod places;
 pub mod prompt;
+pub mod resume;
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -32,6 +34,7 @@ use efr_protocol::wire::RouteScope;
 pub use decide::{Candidate, Choice, Decision, Slotted, route};
 pub use places::RoutingPlaces;
 pub use prompt::{Router, Routing, route_prompt};
+pub use resume::resume;
 
 /// A scope key: a project's id, or outside every project.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -70,6 +73,9 @@ struct Terminal {
     shell_pid: Option<u32>,
     /// The conversation of each slot.
     slots: HashMap<ScopeKey, ConversationId>,
+    /// The conversations that another terminal took from a slot (conversation.resume with take), by key, until this
+    /// terminal's slot of that key holds a conversation again: its next prompt there says `moved`.
+    taken: HashMap<ScopeKey, ConversationId>,
     /// The conversation its last prompt went to.
     current: Option<ConversationId>,
 }
@@ -110,7 +116,9 @@ impl Terminals {
     pub fn slotted(&self, tty: &str, key: &ScopeKey) -> Slotted {
         let map = self.lock();
         let terminal = map.get(tty);
-        let slot = terminal.and_then(|t| t.slots.get(key)).copied();
+        let slot = terminal
+            .and_then(|t| t.slots.get(key).or_else(|| t.taken.get(key)))
+            .copied();
         let held_by = slot.and_then(|id| {
             map.iter()
                 .find(|(other, t)| other.as_str() != tty && t.slots.values().any(|held| *held == id))
@@ -137,13 +145,20 @@ impl Terminals {
         let mut map = self.lock();
         for (other, terminal) in map.iter_mut() {
             if other != tty {
-                terminal.slots.retain(|_, held| *held != id);
+                let Terminal { slots, taken, .. } = terminal;
+                slots.retain(|slot, held| {
+                    if *held == id {
+                        taken.insert(slot.clone(), id);
+                    }
+                    *held != id
+                });
             }
         }
         let terminal = map.entry(tty.to_owned()).or_default();
         if shell_pid.is_some() {
             terminal.shell_pid = shell_pid;
         }
+        terminal.taken.remove(&key);
         terminal.slots.insert(key, id);
         terminal.current = Some(id);
     }

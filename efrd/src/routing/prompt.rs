@@ -58,7 +58,10 @@ impl Routing {
 }
 
 /// The scope key of `cwd`, with the project's name and the route's `dir`.
-fn scope_of(registry: &Registry, cwd: Option<&Path>) -> (ScopeKey, Option<String>, Option<std::path::PathBuf>) {
+pub(super) fn scope_of(
+    registry: &Registry,
+    cwd: Option<&Path>,
+) -> (ScopeKey, Option<String>, Option<std::path::PathBuf>) {
     match cwd.and_then(|dir| registry.holding(dir)) {
         Some(project) => (
             ScopeKey::Project(project.id.clone()),

@@ -24,16 +24,15 @@ fn a_conversation_moved_to_another_open_terminal_starts_a_new_one_here() {
     let terminals = Terminals::default();
     let a = ConversationId::new();
     terminals.attach("/dev/pts/3", Some(10), efr(), a);
-    // Another terminal takes it (what conversation.resume with take does): it leaves the first terminal's slots...
+    // Another terminal takes it (what conversation.resume with take does): it leaves the first terminal's slots,
+    // which remembers it as taken: the first terminal's next prompt there is `moved`.
     terminals.attach("/dev/pts/7", Some(11), efr(), a);
-    assert_eq!(terminals.slotted("/dev/pts/3", &efr()).slot, None);
     assert_eq!(terminals.holder(a, Some("/dev/pts/3")).as_deref(), Some("/dev/pts/7"));
-    // ...so a slot that still names it can only be one that another terminal holds too: that is `moved`.
-    let slotted = Slotted {
-        slot: Some(a),
-        held_by: Some("/dev/pts/7".into()),
-        current: Some(a),
-    };
+    let slotted = terminals.slotted("/dev/pts/3", &efr());
+    assert_eq!(
+        (slotted.slot, slotted.held_by.as_deref(), slotted.current),
+        (Some(a), Some("/dev/pts/7"), Some(a))
+    );
     let decision = route(false, &slotted, Some(&row(a, 0)), || None, Timestamp::now(), GAP);
     assert_eq!(decision.choice, Choice::New);
     assert_eq!(
@@ -46,6 +45,10 @@ fn a_conversation_moved_to_another_open_terminal_starts_a_new_one_here() {
             }
         })
     );
+    // Once its slot holds a new conversation, the taken one is forgotten.
+    let b = ConversationId::new();
+    terminals.attach("/dev/pts/3", Some(10), efr(), b);
+    assert_eq!(terminals.slotted("/dev/pts/3", &efr()).slot, Some(b));
 }
 
 #[test]

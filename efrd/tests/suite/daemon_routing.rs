@@ -1,7 +1,6 @@
 //! Routing by scope through the real socket: terminals are real pseudo-terminals with a real process as their
 //! shell, projects are registered with admin.project_add, and each prompt.send names no conversation. Every switch
-//! that a prompt can cause is here (`moved` needs conversation.resume, which efrd does not serve yet: the routing
-//! module's unit tests hold it).
+//! that a prompt can cause is here, `moved` after a conversation.resume with take.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a failed unwrap is a failed test.
 
@@ -298,4 +297,98 @@ async fn after_a_restart_a_terminal_picks_its_conversation_up_again() {
     assert_eq!(id_of(&after), id_of(&first));
     assert_eq!(after["route"]["switch"]["kind"], "picked_up", "{after}");
     assert_eq!(after["route"]["switch"]["title"], "before the restart");
+}
+
+/// conversation.resume from `terminal` in `cwd`.
+async fn resume(
+    client: &mut Client,
+    terminal: &Terminal,
+    cwd: &Path,
+    conversation: &str,
+    take: bool,
+) -> Result<Value, efr_protocol::ErrorBody> {
+    let params = json!({
+        "command_id": command_id(),
+        "conversation_id": conversation,
+        "context": {"cwd": cwd, "tty": terminal.tty, "shell_context": {"shell": "bash", "pid": terminal.shell.id()}},
+        "take": take,
+    });
+    client.call("conversation.resume", params).await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resume_is_held_by_an_open_terminal_takes_with_take_and_the_loser_moves_on() {
+    let home = tempfile::tempdir().unwrap();
+    let src = tempfile::tempdir().unwrap();
+    let (a, outside) = (src.path().join("a"), src.path().join("elsewhere"));
+    for dir in [&a, &outside] {
+        std::fs::create_dir_all(dir).unwrap();
+    }
+    let server = model((0..6).map(|_| text_reply("ok", 8, 0)).collect()).await;
+    let efrd = common::daemon(home.path(), &server);
+    let mut client = efrd.client().await.unwrap();
+    client
+        .ok("admin.project_add", json!({"path": a, "name": "Alpha"}))
+        .await
+        .unwrap();
+    let (one, two) = (Terminal::open(), Terminal::open());
+    let alpha = json!({"kind": "project", "value": "alpha"});
+    let first = one.prompt(&mut client, &a, "fix the parser", json!({})).await;
+    let c1 = id_of(&first).to_owned();
+
+    // The first terminal holds it: held, and nothing moved.
+    let held = resume(&mut client, &two, &outside, &c1, false).await.unwrap();
+    assert_eq!(held, json!({"kind": "held", "tty": one.tty, "title": "fix the parser"}));
+    let again = one.prompt(&mut client, &a, "still mine", json!({})).await;
+    assert_eq!(id_of(&again), c1, "a held conversation stays with its terminal");
+
+    // With take, from a folder outside its project: resumed, not here, with the folder to go to.
+    let taken = resume(&mut client, &two, &outside, &c1, true).await.unwrap();
+    assert_eq!(taken["kind"], "resumed", "{taken}");
+    assert_eq!(taken["conversation_id"], c1.as_str());
+    assert_eq!(taken["scope"], alpha);
+    assert_eq!(taken["title"], "fix the parser");
+    assert_eq!(taken["shell_dir"], json!(a));
+    assert!(
+        taken.get("here").is_none() && taken.get("continues_here").is_none(),
+        "{taken}"
+    );
+    let log = common::whole_log(&mut client, &c1).await;
+    let attached = log.last().unwrap();
+    assert_eq!(attached["kind"], "terminal_attached", "{log:?}");
+    assert_eq!(
+        (&attached["tty"], &attached["how"], &attached["route"]),
+        (&json!(two.tty), &json!("resumed"), &alpha)
+    );
+
+    // The second terminal's next prompt in the project continues it; the first one's starts a new one: moved.
+    let there = two.prompt(&mut client, &a, "go on here", json!({})).await;
+    assert_eq!(id_of(&there), c1);
+    let moved = one.prompt(&mut client, &a, "and me?", json!({})).await;
+    assert_ne!(id_of(&moved), c1);
+    assert_eq!(
+        moved["route"]["switch"],
+        json!({"kind": "new", "from": c1, "reason": {"kind": "moved", "tty": two.tty, "title": "fix the parser"}})
+    );
+    let here = resume(&mut client, &one, &a, id_of(&moved), false).await.unwrap();
+    assert_eq!(
+        (here["here"].clone(), here["continues_here"].clone()),
+        (json!(true), json!(true)),
+        "{here}"
+    );
+
+    // Bad input: no tty, a conversation that does not exist.
+    let no_tty = client
+        .call(
+            "conversation.resume",
+            json!({"command_id": command_id(), "conversation_id": c1, "context": {"cwd": a}}),
+        )
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(no_tty.code, efr_protocol::ErrorCode::Invalid, "{no_tty:?}");
+    let missing = resume(&mut client, &one, &a, "0f8fad5b-d9cb-469f-a165-70867728950e", false)
+        .await
+        .unwrap_err();
+    assert_eq!(missing.code, efr_protocol::ErrorCode::NotFound, "{missing:?}");
 }

@@ -118,7 +118,10 @@ impl Actor {
         self.queue.is_empty()
             && !self.compacting
             && !self.undoing
-            && self.running.as_ref().is_some_and(|r| self.terminal_recorded == Some(r.turn_id))
+            && self
+                .running
+                .as_ref()
+                .is_some_and(|r| self.terminal_recorded == Some(r.turn_id))
     }
 
     /// `stop`: the queued prompts go (the delete removes their events), the running turn is cancelled.

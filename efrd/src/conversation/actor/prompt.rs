@@ -37,7 +37,7 @@ impl PreparedPrompt {
 
 /// The summary row follows the events that change it: the scope key of conversation_created, and the terminal of
 /// terminal_attached (the row's `tty` is the terminal that holds the conversation).
-fn row_follows(summary: &mut ConversationSummary, bodies: &[(Option<TurnId>, EventBody)]) {
+pub(super) fn row_follows(summary: &mut ConversationSummary, bodies: &[(Option<TurnId>, EventBody)]) {
     for (_, body) in bodies {
         match body {
             EventBody::ConversationCreated(created) => {

@@ -126,6 +126,33 @@ async fn routed(
     Ok(sent)
 }
 
+/// conversation.resume: the owner is `routing::resume`, one decision at a time with routed prompts.
+///
+/// # Errors
+/// `invalid` (no tty, a phone), `not_found`, `unavailable`.
+pub async fn resume(ctx: &RequestCtx, raw: Option<Value>) -> Result<Value, ErrorBody> {
+    let params: efr_protocol::wire::ConversationResumeParams = params(raw)?;
+    if origin(ctx) == Origin::Phone {
+        return Err(ErrorBody::new(
+            ErrorCode::Invalid,
+            "bad params: a phone sits at no terminal of this computer: conversation.resume is a terminal's",
+        ));
+    }
+    let deps = ctx.daemon.deps();
+    let terminals = &ctx.daemon.terminals;
+    let _one = terminals.deciding.lock().await;
+    let registry = ctx.daemon.projects.current();
+    let router = crate::routing::Router {
+        store: &ctx.daemon.store,
+        conversations: &ctx.daemon.conversations,
+        deps: &deps,
+        terminals,
+        registry: &registry,
+        idle_after: ctx.daemon.config().routing.idle_after(),
+    };
+    result(&crate::routing::resume(router, params).await?)
+}
+
 /// conversation.delete: the owner is `conversation::delete`; the asking terminal is the hello's.
 ///
 /// # Errors

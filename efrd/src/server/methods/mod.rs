@@ -85,6 +85,7 @@ pub async fn unary(ctx: &RequestCtx, method: Method, raw: Option<Value>) -> Resu
         Method::ConversationContext => conversation::context(ctx, raw).await,
         Method::ConversationCompact => conversation::compact(ctx, raw).await,
         Method::ConversationDelete => conversation::delete(ctx, raw).await,
+        Method::ConversationResume => conversation::resume(ctx, raw).await,
         Method::ModelsList => no_params(raw).and_then(|()| admin::models_list(ctx)),
         Method::AdminStatus => {
             no_params(raw)?;
