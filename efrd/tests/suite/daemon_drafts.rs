@@ -217,8 +217,16 @@ async fn the_snapshot_has_live_and_a_resume_with_drafts_starts_from_offset_0() {
 async fn tool_input_is_drafted_and_a_subscriber_without_the_flag_gets_no_drafts() {
     let home = tempfile::tempdir().unwrap();
     let project = common::project();
+    // The model waits before its call, so that the drafts subscription (made once prompt.send named the
+    // conversation) is there when the call's input streams: a subscriber that comes later gets no input of a call
+    // that started already.
+    let input = json!({ "command": "echo drafted" }).to_string();
+    let (a, b) = input.split_at(input.len() / 2);
     let server = model(vec![
-        common::tools::shell_call("c1", "echo drafted"),
+        Reply::of(vec![
+            ReplyEvent::DelayMs(500),
+            ReplyEvent::tool_call("c1", "shell", false, vec![a.into(), b.into()]),
+        ]),
         Reply::text("done"),
     ])
     .await;

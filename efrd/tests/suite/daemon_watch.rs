@@ -52,6 +52,18 @@ async fn prompt_in(client: &mut Client, conversation: Option<&str>, cwd: &Path, 
     client.ok("prompt.send", params).await.unwrap()
 }
 
+/// The processes that stand for terminals' shells, ended when dropped.
+struct Shells(Vec<std::process::Child>);
+
+impl Drop for Shells {
+    fn drop(&mut self) {
+        for shell in &mut self.0 {
+            let _ = shell.kill();
+            let _ = shell.wait();
+        }
+    }
+}
+
 /// The path of a pseudo-terminal this test holds open (`/dev/pts/N`), with its two ends.
 fn open_terminal() -> (String, nix::pty::OpenptyResult) {
     use std::os::fd::AsRawFd as _;
@@ -300,16 +312,34 @@ async fn recent_puts_the_conversations_of_the_pwd_first_and_names_the_current_on
         .ok("admin.project_add", json!({"path": project, "name": "efr"}))
         .await
         .unwrap();
-    // Three open terminals (real ptys): `open_in` names only a terminal that is open.
+    // Three open terminals (real ptys, each with a process for its shell): `open_in` names only a terminal that is
+    // open. A closed one is told by its shell's end too: in a parallel suite its pts number may go to another
+    // test's terminal at once.
     let terminals: Vec<(String, nix::pty::OpenptyResult)> = (0..3).map(|_| open_terminal()).collect();
+    let mut shells = Shells(
+        (0..3)
+            .map(|_| {
+                std::process::Command::new("sleep")
+                    .arg("600")
+                    .spawn()
+                    .expect("sleep runs")
+            })
+            .collect(),
+    );
 
     let mut ids = Vec::new();
-    for (cwd, (tty, _), text) in [
-        (&project, &terminals[0], "in the project"),
-        (&other, &terminals[1], "elsewhere"),
-        (&project, &terminals[2], "project again"),
+    for (cwd, (tty, _), shell, text) in [
+        (&project, &terminals[0], &shells.0[0], "in the project"),
+        (&other, &terminals[1], &shells.0[1], "elsewhere"),
+        (&project, &terminals[2], &shells.0[2], "project again"),
     ] {
-        let result = prompt_in(&mut client, None, cwd, tty, text).await;
+        let params = json!({
+            "command_id": command_id(),
+            "text": text,
+            "new": true,
+            "context": {"cwd": cwd, "tty": tty, "shell_context": {"shell": "bash", "pid": shell.id()}},
+        });
+        let result = client.ok("prompt.send", params).await.unwrap();
         let id = result["conversation_id"].as_str().unwrap().to_owned();
         // Wait for its turn to end, so the order of updated_at is the order of the prompts.
         rows_until_idle(&mut watcher, wid, &id, 1).await;
@@ -348,6 +378,8 @@ async fn recent_puts_the_conversations_of_the_pwd_first_and_names_the_current_on
     assert!(rows[2].get("project").is_none(), "{}", rows[2]);
     // A terminal that closed holds nothing.
     drop(terminals.into_iter().next());
+    let _ = shells.0[0].kill();
+    let _ = shells.0[0].wait();
     let result = client
         .ok("conversations.recent", json!({"pwd": project}))
         .await
