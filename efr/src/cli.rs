@@ -76,6 +76,8 @@ pub enum Command {
     Search(SearchArgs),
     /// Delete a conversation: its log keeps only that it was deleted; its snapshots, journals and scratch go.
     Delete(DeleteArgs),
+    /// Take a conversation up in this terminal: a picker of the recent ones (a list in a pipe), or one by its id.
+    Resume(ResumeArgs),
     /// Show what a turn changed in files.
     Diff(DiffArgs),
     /// Undo a turn: every file it changed back as it was, and the git refs it moved (docs/undo.md).
@@ -541,6 +543,22 @@ pub struct ContextArgs {
     #[arg(long)]
     pub model: Option<String>,
     /// Print the result as JSON (conversation.context's result, one line).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `efr resume`.
+#[derive(Debug, Args)]
+pub struct ResumeArgs {
+    /// The conversation's id, or its first 4 or more hex digits; absent: pick one of the recent ones.
+    pub id: Option<String>,
+    /// Take it although another open terminal holds it.
+    #[arg(long)]
+    pub take: bool,
+    /// Print only the folder to change to (when this one is not in the conversation's project), for `,resume`.
+    #[arg(long)]
+    pub print_dir: bool,
+    /// Print the result as JSON (conversation.resume's result, one line).
     #[arg(long)]
     pub json: bool,
 }

@@ -138,6 +138,7 @@ async fn run(command: Option<Command>, root_prompt: &cli::PromptArgs) -> ExitCod
         Some(Command::Context(args)) => commands::context::run(&args).await,
         Some(Command::Compact(args)) => commands::compact::run(&args).await,
         Some(Command::Delete(args)) => commands::delete::run(&args).await,
+        Some(Command::Resume(args)) => commands::resume::run(&args).await,
         Some(Command::Jobs { command, args }) => commands::jobs::run(command, args).await,
         Some(Command::Presence(args)) => commands::presence::run(&args).await,
         Some(Command::Shell { command, args }) => match command {

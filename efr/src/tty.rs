@@ -34,6 +34,12 @@ pub fn stdin_is_tty() -> bool {
     nix::unistd::isatty(std::io::stdin().as_fd()).unwrap_or(false)
 }
 
+/// Whether stderr is a terminal.
+#[must_use]
+pub fn stderr_is_tty() -> bool {
+    nix::unistd::isatty(std::io::stderr().as_fd()).unwrap_or(false)
+}
+
 /// Whether stdout is a terminal.
 #[must_use]
 pub fn stdout_is_tty() -> bool {

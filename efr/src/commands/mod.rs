@@ -12,6 +12,8 @@
 //! - [`context`]: `efr context` (conversation.context).
 //! - [`compact`]: `efr compact [--focus TEXT]` (conversation.compact).
 //! - [`delete`]: `efr delete ID [--force] [--stop]` (conversation.delete).
+//! - [`resume`]: `efr resume [ID] [--take] [--print-dir]` (conversations.recent, conversation.resume), with its
+//!   [`picker`] on a terminal.
 //! - [`projects`]: `efr projects [add PATH|remove PATH]` (projects.list, admin.project_add, admin.project_remove).
 //! - [`presence`]: `efr presence away|present [--conversation ID]` (presence.set).
 //! - [`shell`]: `efr shell [status]` and `efr shell stop [--close]` (shell.status, shell.interrupt).
@@ -35,8 +37,10 @@ pub mod diff;
 pub mod jobs;
 pub mod login;
 pub mod models;
+pub mod picker;
 pub mod presence;
 pub mod projects;
+pub mod resume;
 pub mod sandbox;
 pub mod sandbox_host;
 pub mod search;
@@ -137,6 +141,18 @@ pub async fn judged_on<T: serde::de::DeserializeOwned>(
 /// A message that names the method when the result does not read as `T` (an efrd of another version).
 pub fn read<T: serde::de::DeserializeOwned>(method: &str, value: &Value) -> Result<T, String> {
     serde_json::from_value(value.clone()).map_err(|e| format!("cannot read the result of {method}: {e}"))
+}
+
+/// How long ago `at` was, from `now`, in the largest whole unit: `now`, `5m ago`, `2h ago`, `3d ago`.
+#[must_use]
+pub fn ago(at: efr_protocol::ids::Timestamp, now: efr_protocol::ids::Timestamp) -> String {
+    let secs = (now.as_millis() - at.as_millis()).max(0) / 1000;
+    match secs {
+        s if s < 60 => "now".to_owned(),
+        s if s < 3600 => format!("{}m ago", s / 60),
+        s if s < 86_400 => format!("{}h ago", s / 3600),
+        s => format!("{}d ago", s / 86_400),
+    }
 }
 
 /// A duration in seconds as `3h 4m`, `4m 5s` or `5s`.

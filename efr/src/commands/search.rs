@@ -96,17 +96,6 @@ pub fn highlighted(text: &str, ranges: &[TextRange], colour: bool) -> String {
     out
 }
 
-/// How long ago `at` was, in the largest whole unit: `5m ago`, `2h ago`, `3d ago`.
-fn ago(at: Timestamp, now: Timestamp) -> String {
-    let secs = (now.as_millis() - at.as_millis()).max(0) / 1000;
-    match secs {
-        s if s < 60 => "now".to_owned(),
-        s if s < 3600 => format!("{}m ago", s / 60),
-        s if s < 86_400 => format!("{}h ago", s / 3600),
-        s => format!("{}d ago", s / 86_400),
-    }
-}
-
 fn hit_lines(out: &mut String, hit: &SearchHit, colour: bool) {
     for (i, line) in hit.lines.iter().enumerate() {
         let RangedText { text, ranges } = line;
@@ -142,7 +131,7 @@ pub fn render(result: &ConversationsSearchResult, colour: bool, now: Timestamp) 
             "{}  {}  {}",
             row.short_id,
             highlighted(title, ranges, colour),
-            ago(summary.updated_at, now)
+            super::ago(summary.updated_at, now)
         );
         if let Some(hit) = &row.hit {
             hit_lines(&mut out, hit, colour);

@@ -2,6 +2,7 @@
 #   , why did that fail?   asks efr, with the last command, its exit status and the recent commands
 #   ,new [text]            the next , (or this text, at once) starts a new conversation
 #   ,undo [--dry-run ...]  undoes the last turn of this terminal's conversation (`efr undo`)
+#   ,resume [ID] [--take]  takes a recent conversation up here (`efr resume`) and changes to its folder
 # Loading it twice is harmless. The hook goes first in PROMPT_COMMAND because it must read $? before any other
 # command changes it; it returns that status again, so the hooks after it see the same $?.
 __efr_bin=__EFR_BIN__
@@ -10,7 +11,7 @@ __efr_bin=__EFR_BIN__
 [[ ${__efr_recent+set} == set ]] || __efr_recent=()
 
 __efr_is_comma() {
-    [[ $1 == "," || $1 == ", "* || $1 == ",new" || $1 == ",new "* || $1 == ",undo" || $1 == ",undo "* ]]
+    [[ $1 == "," || $1 == ", "* || $1 == ",new" || $1 == ",new "* || $1 == ",undo" || $1 == ",undo "* || $1 == ",resume" || $1 == ",resume "* ]]
 }
 
 __efr_precmd() {
@@ -68,9 +69,17 @@ __efr_undo() {
     "$__efr_bin" undo "$@"
 }
 
+# efr resume prints only the folder to change to (nothing when this one is in the conversation's project).
+__efr_resume() {
+    local dir
+    dir=$("$__efr_bin" resume --print-dir "$@") || return
+    [[ -z $dir ]] || cd -- "$dir"
+}
+
 alias ,='__efr_flags=$-; set -f; __efr_comma'
 alias ,new='__efr_flags=$-; set -f; __efr_comma_new'
 alias ,undo='__efr_undo'
+alias ,resume='__efr_resume'
 
 if [[ ";${PROMPT_COMMAND[*]};" != *";__efr_precmd;"* ]]; then
     PROMPT_COMMAND="__efr_precmd;${PROMPT_COMMAND:-}"

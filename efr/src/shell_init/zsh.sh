@@ -2,6 +2,7 @@
 #   , why did that fail?   asks efr, with the last command, its exit status and the recent commands
 #   ,new [text]            the next , (or this text, at once) starts a new conversation
 #   ,undo [--dry-run ...]  undoes the last turn of this terminal's conversation (`efr undo`)
+#   ,resume [ID] [--take]  takes a recent conversation up here (`efr resume`) and changes to its folder
 # Loading it twice is harmless: add-zsh-hook adds each hook once, after the hooks already there.
 # Each function starts with `emulate -L zsh`: the user's options (ksharrays, shwordsplit, ...) stay the user's, and
 # the code here reads as plain zsh.
@@ -13,7 +14,7 @@ typeset -g __efr_new=${__efr_new-} __efr_pending=${__efr_pending-}
 
 __efr_is_comma() {
     emulate -L zsh
-    [[ $1 == "," || $1 == ", "* || $1 == ",new" || $1 == ",new "* || $1 == ",undo" || $1 == ",undo "* ]]
+    [[ $1 == "," || $1 == ", "* || $1 == ",new" || $1 == ",new "* || $1 == ",undo" || $1 == ",undo "* || $1 == ",resume" || $1 == ",resume "* ]]
 }
 
 # preexec: the line as typed, before it runs (precmd then pairs it with its status).
@@ -74,9 +75,17 @@ __efr_undo() {
     "$__efr_bin" undo "$@"
 }
 
+# efr resume prints only the folder to change to (nothing when this one is in the conversation's project).
+__efr_resume() {
+    local dir
+    dir=$("$__efr_bin" resume --print-dir "$@") || return
+    [[ -z $dir ]] || cd -- "$dir"
+}
+
 alias ,='noglob __efr_comma'
 alias ,new='noglob __efr_comma_new'
 alias ,undo='__efr_undo'
+alias ,resume='__efr_resume'
 
 autoload -Uz add-zsh-hook
 add-zsh-hook preexec __efr_preexec

@@ -7,6 +7,7 @@ mod cli_jobs;
 mod cli_pipe;
 mod cli_projects;
 mod cli_pty;
+mod cli_resume;
 mod cli_sandbox_host;
 mod cli_search;
 mod cli_steer;
