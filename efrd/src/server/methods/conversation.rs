@@ -108,14 +108,7 @@ async fn routed(
     let terminals = &ctx.daemon.terminals;
     let _one = terminals.deciding.lock().await;
     let registry = ctx.daemon.projects.current();
-    let router = crate::routing::Router {
-        store: &ctx.daemon.store,
-        conversations: &ctx.daemon.conversations,
-        deps,
-        terminals,
-        registry: &registry,
-        idle_after: ctx.daemon.config().routing.idle_after(),
-    };
+    let router = router(ctx, deps, &registry);
     let new = params.new;
     let routing = crate::routing::route_prompt(router, tty, context, new).await?;
     let sent = routing
@@ -142,15 +135,23 @@ pub async fn resume(ctx: &RequestCtx, raw: Option<Value>) -> Result<Value, Error
     let terminals = &ctx.daemon.terminals;
     let _one = terminals.deciding.lock().await;
     let registry = ctx.daemon.projects.current();
-    let router = crate::routing::Router {
+    result(&crate::routing::resume(router(ctx, &deps, &registry), params).await?)
+}
+
+/// What routing needs of the daemon, with `registry` (the project registry in force for this decision).
+fn router<'a>(
+    ctx: &'a RequestCtx,
+    deps: &'a crate::conversation::Deps,
+    registry: &'a crate::projects::Registry,
+) -> crate::routing::Router<'a> {
+    crate::routing::Router {
         store: &ctx.daemon.store,
         conversations: &ctx.daemon.conversations,
-        deps: &deps,
-        terminals,
-        registry: &registry,
+        deps,
+        terminals: &ctx.daemon.terminals,
+        registry,
         idle_after: ctx.daemon.config().routing.idle_after(),
-    };
-    result(&crate::routing::resume(router, params).await?)
+    }
 }
 
 /// conversation.delete: the owner is `conversation::delete`; the asking terminal is the hello's.
