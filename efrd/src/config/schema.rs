@@ -28,6 +28,7 @@
 //! allow_full = true                 # full mode may run at all; default false
 //! allow_full_as_root = true         # also when efrd runs as root (a throwaway container); default false
 //! away_question_secs = 120          # an away user's approval question expires after this; default 120
+//! unanswered_away_secs = 1800       # a question unanswered this long, with no input, means away; 0: never
 //!
 //! [shell]
 //! program = "zsh"                   # bash | zsh: the hidden shell of the model's shell calls; default bash
@@ -557,7 +558,17 @@ pub struct PermissionsSection {
     /// [`DEFAULT_AWAY_QUESTION_SECS`]. A user who becomes present before then keeps the question waiting.
     /// Source: docs/protocol.md, "The contract": "phase A"; docs/auto.md, "Presence".
     pub away_question_secs: Option<u32>,
+    /// Seconds an approval question may wait unanswered, with no prompt or answer in its conversation, before efrd
+    /// takes its user as away (presence_changed with source `timeout`; the question then waits
+    /// `away_question_secs` more); absent: [`DEFAULT_UNANSWERED_AWAY_SECS`]; 0: never. efr's own idle watch (600 s
+    /// with no key while it shows a turn) says away sooner; this one holds where no efr shows the turn.
+    pub unanswered_away_secs: Option<u32>,
 }
+
+/// Seconds an unanswered question waits before its user is taken as away when `[permissions]
+/// unanswered_away_secs` is absent: half an hour, three times efr's idle watch, so a terminal that shows the turn
+/// says away first.
+pub const DEFAULT_UNANSWERED_AWAY_SECS: u32 = 1800;
 
 /// Seconds an away user's question waits when `[permissions] away_question_secs` is absent: two minutes, as long
 /// as a question with a limit waits, so a user who stepped away briefly still finds it.
@@ -568,6 +579,12 @@ impl PermissionsSection {
     #[must_use]
     pub fn away_question_secs(&self) -> u32 {
         self.away_question_secs.unwrap_or(DEFAULT_AWAY_QUESTION_SECS).max(1)
+    }
+
+    /// `unanswered_away_secs`, or its default; `None` for 0 (never).
+    #[must_use]
+    pub fn unanswered_away_secs(&self) -> Option<u32> {
+        Some(self.unanswered_away_secs.unwrap_or(DEFAULT_UNANSWERED_AWAY_SECS)).filter(|&secs| secs > 0)
     }
 }
 

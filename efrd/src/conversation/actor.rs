@@ -227,6 +227,9 @@ pub(super) struct Actor {
     presence: efr_protocol::wire::Presence,
     /// Counts the changes of `presence`: an away timer acts only in the epoch it started in.
     presence_epoch: u64,
+    /// The user's inputs so far (prompts and answers): an unanswered question's timer holds the count it started
+    /// with, and takes the user as away only if none came since (`presence.rs`).
+    inputs: u64,
     /// Notices of background jobs the model has not heard yet: they go with the next turn (`jobs.rs`).
     job_notices: Vec<crate::jobs::Notice>,
     /// The settings of the last turn that started: a turn that a notice wakes runs with them, at most auto.
@@ -278,6 +281,7 @@ impl Actor {
             surface: crate::turn::surface::Book::default(),
             presence: efr_protocol::wire::Presence::Present,
             presence_epoch: 0,
+            inputs: 0,
             job_notices: Vec::new(),
             last_settings: None,
             started: HashSet::new(),
@@ -419,6 +423,7 @@ impl Actor {
             }
             Command::Expire { call_id } => self.expire(call_id, false).await,
             Command::ExpireAway { call_id, epoch } => self.expire_away(call_id, epoch).await,
+            Command::Unanswered { call_id, epoch, inputs } => self.unanswered(call_id, epoch, inputs, me).await,
             Command::Resume {
                 command_id,
                 attached,

@@ -150,6 +150,11 @@ enum Command {
         call_id: CallId,
         epoch: u64,
     },
+    Unanswered {
+        call_id: CallId,
+        epoch: u64,
+        inputs: u64,
+    },
     Resume {
         command_id: efr_protocol::ids::CommandId,
         attached: Box<efr_protocol::events::TerminalAttached>,

@@ -128,6 +128,44 @@ async fn an_away_users_question_expires_with_away() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_question_left_unanswered_means_away_with_source_timeout_then_it_expires() {
+    let home = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let server = model(vec![shell_call("call_rm", "rm -rf build"), text("done")]).await;
+    let config = config_for(&server.base_url()) + "away_question_secs = 1\nunanswered_away_secs = 1\n";
+    let efrd = TestDaemon::start(
+        common::efrd_binary(),
+        home.path(),
+        Some(&config),
+        &[("OPENAI_API_KEY", "sk-proj-testkey0000000000000000a1b2")],
+    )
+    .expect("efrd starts");
+    let mut client = efrd.client().await.unwrap();
+    let started = std::time::Instant::now();
+    let (_, _, id) = start(&mut client, project.path(), "manual", "clean").await;
+    let events = bounded("the timeout's away", events_until(&mut client, id, "turn_completed")).await;
+    let kinds: Vec<&str> = events.iter().filter_map(|e| e["kind"].as_str()).collect();
+    let at = |kind: &str| {
+        kinds
+            .iter()
+            .position(|k| *k == kind)
+            .unwrap_or_else(|| panic!("no {kind}: {kinds:?}"))
+    };
+    assert!(at("approval_requested") < at("presence_changed"), "{kinds:?}");
+    assert!(at("presence_changed") < at("approval_expired"), "{kinds:?}");
+    let changed = events.iter().find(|e| e["kind"] == "presence_changed").unwrap();
+    assert_eq!(
+        (&changed["presence"], &changed["source"]),
+        (&json!("away"), &json!("timeout"))
+    );
+    assert_eq!(event_of(&events, "approval_expired", "call_rm")["away"], true);
+    assert!(
+        started.elapsed() >= std::time::Duration::from_secs(2),
+        "a second unanswered, then a second away"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_user_present_again_keeps_the_question_waiting() {
     let home = tempfile::tempdir().unwrap();
     let project = tempfile::tempdir().unwrap();

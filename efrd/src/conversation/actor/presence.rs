@@ -5,6 +5,10 @@
 //!
 //! An away timer holds the presence epoch it started in: every change of presence starts a new epoch, so a timer of
 //! an earlier away spell does nothing (present → away again restarts the wait from the new change).
+//!
+//! A question that waits `[permissions] unanswered_away_secs` with no input in the conversation (a prompt, an
+//! answer) and no change of presence means the user is away: efrd records presence_changed with source `timeout`,
+//! and the away wait of the open questions starts.
 
 // A part of the actor: its imports and private types.
 use super::*;
@@ -89,6 +93,7 @@ impl Actor {
 
     /// A prompt is the user's input: present, source `input`. A failure to record it is logged, not the prompt's.
     pub(super) async fn note_input(&mut self, me: &mpsc::WeakSender<Command>) {
+        self.inputs += 1;
         if self.presence == Presence::Present {
             return;
         }
@@ -118,6 +123,48 @@ impl Actor {
                 let _ = tx.send(Command::ExpireAway { call_id, epoch }).await;
             }
         });
+    }
+
+    /// Starts the unanswered timer of the question of `call_id` (see the module docs); none when
+    /// `unanswered_away_secs` is 0.
+    pub(super) fn start_unanswered_timer(&self, call_id: CallId, me: &mpsc::WeakSender<Command>) {
+        let Some(secs) = self.deps.config().permissions.unanswered_away_secs() else {
+            return;
+        };
+        let (epoch, inputs) = (self.presence_epoch, self.inputs);
+        let me = me.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_secs(u64::from(secs))).await;
+            if let Some(tx) = me.upgrade() {
+                let _ = tx.send(Command::Unanswered { call_id, epoch, inputs }).await;
+            }
+        });
+    }
+
+    /// An unanswered timer ran out: away with source `timeout`, if the question still waits, the user is present in
+    /// the same epoch and no input came since.
+    pub(super) async fn unanswered(
+        &mut self,
+        call_id: CallId,
+        epoch: u64,
+        inputs: u64,
+        me: &mpsc::WeakSender<Command>,
+    ) {
+        let still = self.approvals.contains_key(&call_id)
+            && self.presence == Presence::Present
+            && self.presence_epoch == epoch
+            && self.inputs == inputs;
+        if !still {
+            return;
+        }
+        let set = PresenceSet {
+            presence: Presence::Away,
+            source: PresenceSource::Timeout,
+            command: None,
+        };
+        if let Err(error) = self.set_presence(set, me).await {
+            warn!(conversation = %self.id, error = %error.message, "an unanswered question's away was not recorded");
+        }
     }
 
     /// An away timer ran out: the question expires with `away` if the user is still away since the timer started.

@@ -49,8 +49,10 @@ impl Actor {
                 reply,
             },
         );
-        // A question to an away user expires after `[permissions] away_question_secs` (`presence.rs`).
-        self.start_away_timer(call_id, me);
+        // A question to an away user expires after `[permissions] away_question_secs`; one left unanswered too long
+        // means the user is away (`presence.rs`).
+        self.start_away_timer(call_id.clone(), me);
+        self.start_unanswered_timer(call_id, me);
     }
 
     /// input.respond: the answer goes to the shell's terminal, with a newline.
@@ -196,6 +198,8 @@ impl Actor {
                 "the answer could not be recorded",
             ));
         }
+        // An answer is the user's input: the unanswered timers of questions still open lapse (the user is here).
+        self.inputs += 1;
         Ok(result)
     }
 
