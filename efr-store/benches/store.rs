@@ -17,6 +17,9 @@
 //!   answers and commands among a turn's events), run interleaved A, B, B, A, ... so that the machine's load falls
 //!   on both alike; B's median must be at least 90% of A's.
 //!
+//! - `indexed` A/B in the group-commit shape (informative; `-- group-index` runs only it): the index's cost where
+//!   every event is its own commit, as efrd writes.
+//!
 //! - `secure_delete` A/B (informative): the batched shape, plain and indexed, with `PRAGMA secure_delete` OFF (A)
 //!   and FAST (B, as the store runs), interleaved the same way.
 //!
@@ -233,6 +236,15 @@ struct Side {
 /// The batched shape on sides `a` and `b`, run interleaved A, B, B, A, ... (each side first as often as the other,
 /// so the machine's load falls on both alike); returns the medians of the rates and of the CPU per event.
 async fn interleaved(a: Side, b: Side) -> Result<[(f64, Duration); 2]> {
+    interleaved_in(a, b, (8, 10_000, 100)).await
+}
+
+/// [`interleaved`] in the shape (actors, events each, events per commit).
+async fn interleaved_in(
+    a: Side,
+    b: Side,
+    (actors, each, per_commit): (usize, u64, u64),
+) -> Result<[(f64, Duration); 2]> {
     const AB_RUNS: usize = 5;
     let mut sides: [(Vec<f64>, Vec<Duration>); 2] = Default::default();
     for i in 0..AB_RUNS * 2 {
@@ -243,7 +255,7 @@ async fn interleaved(a: Side, b: Side) -> Result<[(f64, Duration); 2]> {
         if !side.secure_delete {
             store.set_secure_delete(false).await?;
         }
-        let measured = run(&store, 8, 10_000, 100, side.indexed).await?;
+        let measured = run(&store, actors, each, per_commit, side.indexed).await?;
         store.close().await?;
         sides[which].0.push(measured.rate);
         sides[which].1.push(measured.cpu_per_event);
@@ -282,6 +294,32 @@ async fn indexed_ab() -> Result<bool> {
     Ok(ok)
 }
 
+/// The search index's cost in the shape efrd writes: every event its own commit (a turn commits each event as it
+/// comes, the deltas coalesced), 64 actors so that the writer groups their commits. Informative, beside the budget's
+/// batched shape (docs/adr/0025-search-index.md, "Measurements").
+async fn indexed_group_ab() -> Result<()> {
+    let [(a, a_cpu), (b, b_cpu)] = interleaved_in(
+        Side {
+            indexed: false,
+            secure_delete: true,
+        },
+        Side {
+            indexed: true,
+            secure_delete: true,
+        },
+        (64, 1_000, 1),
+    )
+    .await?;
+    println!(
+        "store indexed A/B, group commit (64 actors × 1 event a commit): {a:>9.0} durable events/s without the \
+         index, {b:>9.0} with it: {:.1}% cost; CPU {:.1} → {:.1} µs/event  [informative]",
+        (1.0 - b / a) * 100.0,
+        a_cpu.as_secs_f64() * 1e6,
+        b_cpu.as_secs_f64() * 1e6,
+    );
+    Ok(())
+}
+
 /// What `secure_delete=FAST` (ADR 0027) costs the writes: the batched shape, plain and indexed (whose FTS5 merges
 /// free cells), each with it OFF (A) and FAST (B, as the store runs), interleaved. Informative.
 async fn secure_delete_ab() -> Result<()> {
@@ -318,11 +356,16 @@ fn main() -> Result<ExitCode> {
         .worker_threads(2)
         .enable_all()
         .build()?;
+    if std::env::args().any(|a| a == "group-index") {
+        runtime.block_on(indexed_group_ab())?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let ok = runtime.block_on(async {
         let batched = shape("batched", 8, 20_000, 100, Judge::Budget).await?;
         shape("group commit", 64, 1_000, 1, Judge::Compare).await?;
         shape("lone commit", 1, 300, 1, Judge::None).await?;
         let indexed = indexed_ab().await?;
+        indexed_group_ab().await?;
         secure_delete_ab().await?;
         anyhow::Ok(batched && indexed)
     })?;
