@@ -18,7 +18,7 @@
 
 use std::process::ExitCode;
 
-use efr_protocol::ids::CommandId;
+use efr_protocol::ids::{CommandId, ConversationId};
 use efr_protocol::wire::{
     ConversationResumeParams, ConversationResumeResult, ConversationsRecentParams, ConversationsRecentResult,
     RecentConversation,
@@ -61,39 +61,9 @@ pub async fn run(args: &ResumeArgs) -> ExitCode {
         report::error("efr resume takes a conversation up in a terminal: stdin is not one");
         return ExitCode::from(report::FAILED);
     }
-    let chosen = match &args.id {
-        Some(id) => match find(&recent.conversations, id) {
-            Ok(row) => row.summary.conversation_id,
-            Err(message) => {
-                report::error(&message);
-                return ExitCode::from(report::FAILED);
-            }
-        },
-        None if recent.conversations.is_empty() => {
-            report::error("no conversation to resume");
-            return ExitCode::from(report::FAILED);
-        }
-        None => {
-            let choices = recent
-                .conversations
-                .iter()
-                .map(|row| {
-                    let line = line(row, recent.current == Some(row.summary.conversation_id));
-                    Choice {
-                        haystack: line.to_lowercase(),
-                        line,
-                    }
-                })
-                .collect();
-            match pick(Picker::new(choices)) {
-                Ok(Some(i)) => recent.conversations[i].summary.conversation_id,
-                Ok(None) => return ExitCode::from(report::FAILED),
-                Err(error) => {
-                    report::error(&format!("the picker: {error}"));
-                    return ExitCode::from(report::FAILED);
-                }
-            }
-        }
+    let chosen = match choose(args.id.as_deref(), &recent) {
+        Ok(id) => id,
+        Err(code) => return code,
     };
     let params = ConversationResumeParams {
         command_id: CommandId::new(),
@@ -117,6 +87,45 @@ pub async fn run(args: &ResumeArgs) -> ExitCode {
         Err(message) => {
             report::error(&message);
             ExitCode::from(report::FAILED)
+        }
+    }
+}
+
+/// The conversation to resume: the row of `id` (or the start of one), else the one picked on the terminal; the exit
+/// code when none is (an unknown id, an empty list, the picker left).
+fn choose(id: Option<&str>, recent: &ConversationsRecentResult) -> Result<ConversationId, ExitCode> {
+    match id {
+        Some(id) => match find(&recent.conversations, id) {
+            Ok(row) => Ok(row.summary.conversation_id),
+            Err(message) => {
+                report::error(&message);
+                Err(ExitCode::from(report::FAILED))
+            }
+        },
+        None if recent.conversations.is_empty() => {
+            report::error("no conversation to resume");
+            Err(ExitCode::from(report::FAILED))
+        }
+        None => {
+            let choices = recent
+                .conversations
+                .iter()
+                .map(|row| {
+                    let line = line(row, recent.current == Some(row.summary.conversation_id));
+                    Choice {
+                        haystack: line.to_lowercase(),
+                        line,
+                    }
+                })
+                .collect();
+            match pick(Picker::new(choices)) {
+                Ok(Some(i)) => Ok(recent.conversations[i].summary.conversation_id),
+                Ok(None) => Err(ExitCode::from(report::FAILED)),
+                Err(error) => {
+                    report::error(&format!("the picker: {error}"));
+                    Err(ExitCode::from(report::FAILED))
+                }
+            }
         }
     }
 }
