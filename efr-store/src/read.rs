@@ -77,6 +77,17 @@ impl ReadPool {
         }
     }
 
+    /// Frees the unused pages of the idle connections' caches (`PRAGMA shrink_memory`). Blocks: run it on the
+    /// blocking pool.
+    pub(crate) fn shrink(&self) {
+        let idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
+        for conn in idle.iter() {
+            if let Err(e) = conn.execute_batch("PRAGMA shrink_memory") {
+                tracing::debug!(error = %e, "event store: a read connection kept its cache");
+            }
+        }
+    }
+
     /// Refuses further reads and closes the idle connections (a read still running closes its own when done).
     pub(crate) fn close(&self) {
         self.permits.close();

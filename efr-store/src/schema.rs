@@ -76,6 +76,12 @@ const WAL_AUTOCHECKPOINT: i64 = 4096;
 /// The writer's page cache, in KiB (SQLite's negative form): room for the hot pages of many active conversations.
 const WRITER_CACHE_KIB: i64 = 16 * 1024;
 
+/// Each read connection's page cache, in KiB (SQLite's negative form; its default is 2,000 KiB). Reads find their
+/// pages in the kernel's page cache at the cost of a copy, so a cache of their own buys little, while four of them
+/// filling to the default as the file grows were most of a long-running efrd's growth (docs/operations.md, "A long
+/// run").
+const READER_CACHE_KIB: i64 = 512;
+
 /// Opens (creating it, mode 0600, when missing) the database at `path` for the writer thread, applies its settings
 /// and migrates it to [`SCHEMA_VERSION`].
 ///
@@ -124,6 +130,7 @@ pub(crate) fn open_reader(path: &Path) -> Result<Connection> {
     .map_err(|e| StoreError::at_open(path, e))?;
     conn.busy_timeout(BUSY_TIMEOUT)
         .and_then(|()| conn.pragma_update(None, "query_only", true))
+        .and_then(|()| conn.pragma_update(None, "cache_size", -READER_CACHE_KIB))
         .map_err(|e| StoreError::at_open(path, e))?;
     Ok(conn)
 }

@@ -97,10 +97,15 @@ type Queued = (Box<Commit>, oneshot::Sender<Result<()>>, OwnedSemaphorePermit);
 ///
 /// # Errors
 /// [`StoreError::Open`] when the OS cannot start a thread.
-pub(crate) fn spawn(conn: Connection, rx: Receiver<Request>, path: &Path) -> Result<JoinHandle<()>> {
+pub(crate) fn spawn(
+    conn: Connection,
+    rx: Receiver<Request>,
+    path: &Path,
+    options: crate::StoreOptions,
+) -> Result<JoinHandle<()>> {
     std::thread::Builder::new()
         .name("efrd-store-writer".into())
-        .spawn(move || run(conn, &rx))
+        .spawn(move || run(conn, &rx, options))
         .map_err(|e| StoreError::Open {
             path: path.to_owned(),
             reason: format!("cannot start the writer thread: {e}"),
@@ -124,12 +129,16 @@ impl Pacing {
 }
 
 /// The thread's loop: batch, commit, reply, until `Close` or until every sender is gone.
-fn run(conn: Connection, rx: &Receiver<Request>) {
+fn run(conn: Connection, rx: &Receiver<Request>, options: crate::StoreOptions) {
     let mut held: Option<Request> = None;
     let mut pacing = Pacing::default();
     // `Store::open` pruned just before.
     let mut pruned = Instant::now();
-    let mut follower = Follower::start(&conn);
+    let mut follower = if options.index {
+        Follower::start(&conn)
+    } else {
+        Follower::off()
+    };
     loop {
         let first = match held.take() {
             Some(request) => Ok(request),

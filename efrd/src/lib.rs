@@ -27,6 +27,7 @@
 //! | [`daemon`] | the shared state: the config, stores, model registry, live conversations, running turns and connections |
 //! | [`server`] | connections (Unix socket, tailnet WebSocket), hello, scopes, dispatch, streams, cancel, backpressure; thin method handlers |
 //! | [`lifecycle`] | the daemon's life from start to graceful stop: build, recover, ready, serve, stop |
+//! | [`lean`] | memory given back when quiet: the pages of efrd's own code, the heap's free memory |
 //!
 //! The lower layers are crates of their own: efr-store (the event log), efr-policy (the permission decision),
 //! efr-model (providers), efr-patch (`apply_patch`, changes and diffs), efr-snapshot (snapshots and their store) and
@@ -40,6 +41,7 @@ pub mod daemon;
 pub mod exits;
 pub mod helper_process;
 pub mod jobs;
+pub mod lean;
 pub mod lifecycle;
 pub mod listen;
 pub mod models;

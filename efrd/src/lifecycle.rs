@@ -117,7 +117,10 @@ async fn start_and_serve(roots: Roots, config: ConfigState) -> Result<(), StartE
 /// Builds the daemon's shared state: the event store, the snapshot store, the keys and models, the sandbox with its
 /// helper supervisors.
 async fn build(roots: Roots, config: ConfigState) -> Result<Arc<Daemon>, StartError> {
-    let store = Store::open(roots.data.path.join("efr.db"))
+    let options = efr_store::StoreOptions {
+        index: config.current().daemon.search_index,
+    };
+    let store = Store::open_with(roots.data.path.join("efr.db"), options)
         .await
         .map_err(|e| fail(EXIT_FAILURE)(e.to_string()))?;
     let snapshots = SnapshotStore::open(&roots.state.path.join("snapshots"))
@@ -173,7 +176,8 @@ async fn recover(daemon: &Arc<Daemon>) -> Result<(), StartError> {
     Ok(())
 }
 
-/// The tasks beside the server: the catalog's fetch, the search index's rebuild, systemd's "stopping", the idle exit.
+/// The tasks beside the server: the catalog's fetch, the search index's rebuild, the collection, memory given back
+/// when quiet, systemd's "stopping", the idle exit.
 fn spawn_background(daemon: &Arc<Daemon>, notifier: &Arc<Notifier>, shutdown: &CancellationToken) {
     // The catalog is fetched in the background: a slow provider must not delay readiness.
     let refresh = Arc::clone(daemon);
@@ -194,6 +198,14 @@ fn spawn_background(daemon: &Arc<Daemon>, notifier: &Arc<Notifier>, shutdown: &C
 
     // The collection while efrd runs: a daemon that runs for months must not grow until it restarts.
     tokio::spawn(collect_while_running(Arc::clone(daemon), shutdown.clone()));
+
+    // The pages of start-up's code, and of each busy stretch's, go back once efrd is quiet.
+    let quiet = Arc::clone(daemon);
+    tokio::spawn(crate::lean::release_when_quiet(
+        daemon.store.clone(),
+        move || quiet.running_turns() > 0,
+        shutdown.clone(),
+    ));
 
     let stopping = Arc::clone(notifier);
     let signalled = shutdown.clone();

@@ -49,6 +49,28 @@ pub struct SoakPlan {
     pub time_limit: Duration,
     /// Turns in each latency window (the first after the warm-up, and the last).
     pub window: usize,
+    /// `[daemon] search_index` of the soak's efrd.
+    pub search_index: bool,
+    /// Prompts and answers of the length of real ones ([`PROMPT_WORDS`] and [`ANSWER_WORDS`] words of a seeded
+    /// vocabulary, each turn's own) instead of a few words: what the search index costs depends on the texts'
+    /// length.
+    pub prose: bool,
+}
+
+impl SoakPlan {
+    /// A plan of `turns` turns by `clients` clients within `time_limit`, latency windows of `window` turns; the
+    /// search index on and short texts.
+    #[must_use]
+    pub fn new(clients: usize, turns: usize, time_limit: Duration, window: usize) -> Self {
+        Self {
+            clients,
+            turns,
+            time_limit,
+            window,
+            search_index: true,
+            prose: false,
+        }
+    }
 }
 
 /// What a soak run measured.
@@ -73,6 +95,8 @@ pub struct SoakReport {
     pub events: u64,
     /// `efr.db` and `efr.db-wal` in bytes.
     pub db_bytes: u64,
+    /// The CPU time efrd used from the first prompt to the end (its idle conversations retired), user and system.
+    pub cpu: Duration,
 }
 
 impl SoakReport {
@@ -86,6 +110,12 @@ impl SoakReport {
     #[must_use]
     pub fn bytes_per_event(&self) -> u64 {
         self.db_bytes / self.events.max(1)
+    }
+
+    /// efrd's CPU time per turn that ended.
+    #[must_use]
+    pub fn cpu_per_turn(&self) -> Duration {
+        self.cpu / u32::try_from(self.turns.max(1)).unwrap_or(u32::MAX)
     }
 
     /// The end window's p50 and p99 over the start window's.
@@ -127,6 +157,11 @@ impl SoakReport {
                 ms(self.end_latency.0),
                 ms(self.start_latency.1),
                 ms(self.end_latency.1)
+            ),
+            format!(
+                "efrd's CPU time: {:.2} s, {:.2} ms a turn",
+                self.cpu.as_secs_f64(),
+                self.cpu_per_turn().as_secs_f64() * 1000.0
             ),
             format!(
                 "database: {} bytes for {} events, {} bytes per event",
@@ -181,7 +216,13 @@ pub async fn run(efrd_binary: &Path, home: &Path, plan: SoakPlan) -> Result<Soak
         efrd_binary,
         home,
         // Idle conversations retire after IDLE_SECS, so the run also checks that they let their shells go.
-        Some(&(config_for(&model.base_url()) + &format!("\n[daemon]\nconversation_idle_secs = {IDLE_SECS}\n"))),
+        Some(
+            &(config_for(&model.base_url())
+                + &format!(
+                    "\n[daemon]\nconversation_idle_secs = {IDLE_SECS}\nsearch_index = {}\n",
+                    plan.search_index
+                )),
+        ),
         &[("OPENAI_API_KEY", SOAK_KEY)],
     )?;
     let pid = daemon.pid().context("efrd's pid")?;
@@ -194,6 +235,7 @@ pub async fn run(efrd_binary: &Path, home: &Path, plan: SoakPlan) -> Result<Soak
         samples: Mutex::new(Vec::new()),
     });
     let warmup = plan.turns / 5;
+    let cpu_before = crate::proc::cpu_time(pid)?;
     let started = Instant::now();
     let deadline = started + plan.time_limit;
     let mut tasks = Vec::new();
@@ -227,6 +269,7 @@ pub async fn run(efrd_binary: &Path, home: &Path, plan: SoakPlan) -> Result<Soak
     // The end is measured once the conversations the clients left have had the time to retire.
     tokio::time::sleep(Duration::from_secs(IDLE_SECS * 2 + 1)).await;
     let end = sample(pid)?;
+    let cpu = crate::proc::cpu_time(pid)?.saturating_sub(cpu_before);
     let latencies = shared.latencies.lock().await.clone();
     if turns < warmup + 2 * plan.window {
         bail!(
@@ -262,6 +305,7 @@ pub async fn run(efrd_binary: &Path, home: &Path, plan: SoakPlan) -> Result<Soak
         end_latency: percentiles(end_window),
         events,
         db_bytes,
+        cpu,
     })
 }
 
@@ -308,11 +352,16 @@ async fn client_loop(
         turns_here += 1;
         // Nobody reads the model server's record of requests in a soak.
         shared.model.clear_requests();
-        for step in steps(turn) {
+        for step in steps(turn, plan.prose) {
             shared.model.push(step);
         }
         let mode = if turn % 3 == 2 { "manual" } else { "full" };
-        let mut params = json!({"command_id": uuid(turn), "text": format!("turn {turn}"),
+        let text = if plan.prose {
+            prose(turn, 0, PROMPT_WORDS)
+        } else {
+            format!("turn {turn}")
+        };
+        let mut params = json!({"command_id": uuid(turn), "text": text,
             "context": {"cwd": project}, "settings": {"mode": mode}});
         if let Some(id) = &conversation {
             params["conversation_id"] = json!(id);
@@ -392,8 +441,14 @@ async fn read_turn(
     }
 }
 
-/// A turn's three steps: a shell call that removes what the patches added, a patch that adds a file, a text.
-fn steps(turn: usize) -> Vec<Step> {
+/// A turn's three steps: a shell call that removes what the patches added, a patch that adds a file, a text
+/// (`prose`: of [`ANSWER_WORDS`] words).
+fn steps(turn: usize, prose: bool) -> Vec<Step> {
+    let answer = if prose {
+        self::prose(turn, 1, ANSWER_WORDS)
+    } else {
+        format!("turn {turn} is done")
+    };
     vec![
         Reply::shell(&format!("call_shell_{turn}"), "rm -f added-*.txt; echo soak").into(),
         Reply::patch(
@@ -401,8 +456,189 @@ fn steps(turn: usize) -> Vec<Step> {
             &format!("*** Begin Patch\n*** Add File: added-{turn}.txt\n+turn {turn}\n*** End Patch\n"),
         )
         .into(),
-        Reply::text(format!("turn {turn} is done")).into(),
+        Reply::text(answer).into(),
     ]
+}
+
+/// Words of a prose prompt: a request of a few sentences (about 250 characters).
+pub const PROMPT_WORDS: usize = 40;
+
+/// Words of a prose answer: a few paragraphs (about 1,600 characters).
+pub const ANSWER_WORDS: usize = 250;
+
+/// The words prose is made of: a coding agent's usual vocabulary.
+const VOCABULARY: &[&str] = &[
+    "the",
+    "a",
+    "to",
+    "of",
+    "and",
+    "in",
+    "is",
+    "it",
+    "that",
+    "for",
+    "this",
+    "with",
+    "on",
+    "we",
+    "be",
+    "not",
+    "can",
+    "file",
+    "function",
+    "test",
+    "tests",
+    "error",
+    "build",
+    "cargo",
+    "module",
+    "crate",
+    "struct",
+    "trait",
+    "impl",
+    "config",
+    "value",
+    "return",
+    "result",
+    "option",
+    "string",
+    "path",
+    "folder",
+    "command",
+    "shell",
+    "output",
+    "input",
+    "change",
+    "fix",
+    "bug",
+    "failing",
+    "passes",
+    "line",
+    "lines",
+    "call",
+    "calls",
+    "type",
+    "field",
+    "method",
+    "server",
+    "client",
+    "request",
+    "response",
+    "socket",
+    "async",
+    "await",
+    "thread",
+    "lock",
+    "read",
+    "write",
+    "parse",
+    "json",
+    "schema",
+    "protocol",
+    "event",
+    "events",
+    "turn",
+    "model",
+    "token",
+    "index",
+    "search",
+    "query",
+    "database",
+    "table",
+    "column",
+    "row",
+    "migration",
+    "commit",
+    "branch",
+    "diff",
+    "patch",
+    "review",
+    "docs",
+    "readme",
+    "example",
+    "release",
+    "version",
+    "dependency",
+    "feature",
+    "flag",
+    "timeout",
+    "retry",
+    "cache",
+    "memory",
+    "budget",
+    "bench",
+    "latency",
+    "because",
+    "instead",
+    "when",
+    "then",
+    "after",
+    "before",
+    "first",
+    "next",
+    "also",
+    "only",
+    "still",
+    "now",
+    "here",
+    "there",
+    "which",
+    "what",
+    "why",
+    "how",
+    "where",
+    "should",
+    "would",
+    "could",
+    "must",
+    "add",
+    "remove",
+    "rename",
+    "move",
+    "split",
+    "keep",
+    "check",
+    "run",
+    "runs",
+    "ran",
+    "see",
+    "look",
+    "found",
+    "use",
+    "uses",
+    "used",
+    "new",
+    "old",
+    "same",
+    "other",
+    "each",
+    "every",
+];
+
+/// `words` words of seeded prose for `turn` (`salt` tells a turn's prompt from its answer), with a sentence's
+/// punctuation every dozen words.
+fn prose(turn: usize, salt: u64, words: usize) -> String {
+    // SplitMix64: a fixed, well-mixed sequence per seed, no dependency.
+    let mut state = (turn as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ salt;
+    let mut next = move || {
+        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    };
+    let mut text = String::with_capacity(words * 7);
+    for n in 0..words {
+        let pick = usize::try_from(next() % VOCABULARY.len() as u64).unwrap_or_default();
+        let word = VOCABULARY[pick];
+        if n > 0 {
+            text.push_str(if n % 12 == 0 { ". " } else { " " });
+        }
+        text.push_str(word);
+    }
+    text.push('.');
+    text
 }
 
 /// A command id unique to `n` in this run.

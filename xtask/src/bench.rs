@@ -21,6 +21,7 @@ const BENCHES: &[(&str, &str)] = &[
     ("efrd", "jobs"),
     ("efrd", "drafts"),
     ("efrd", "search"),
+    ("efrd", "index"),
     ("efr-launcher", "contained_true"),
     ("efr-launcher", "contained_read"),
     ("efr-proxy", "tunnel"),

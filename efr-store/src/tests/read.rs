@@ -277,3 +277,18 @@ fn recovery_and_paging_use_indexes_not_scans() {
         );
     }
 }
+
+#[tokio::test]
+async fn releasing_the_caches_loses_nothing_and_the_store_goes_on() {
+    let (_dir, store) = temp_store().await;
+    let id = ConversationId::new();
+    create(&store, id, 50).await;
+    // Caches warm on both sides: the writer wrote, a reader read.
+    assert_eq!(store.last_seq(id).await.unwrap(), 50);
+    store.release_memory().await.unwrap();
+    assert_eq!(store.last_seq(id).await.unwrap(), 50);
+    store.commit(Commit::events(events(id, 51, 60))).await.unwrap();
+    assert_eq!(store.last_seq(id).await.unwrap(), 60);
+    store.close().await.unwrap();
+    assert!(matches!(store.release_memory().await, Err(StoreError::Closed)));
+}

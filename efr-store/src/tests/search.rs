@@ -432,3 +432,37 @@ async fn a_file_indexed_inline_before_the_follower_keeps_its_index() {
     index_is_sound(&store).await.unwrap();
     store.close().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_store_without_the_index_finds_by_reading_and_indexes_when_opened_with_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("efr.db");
+    let off = crate::Store::open_with(&path, crate::StoreOptions { index: false })
+        .await
+        .unwrap();
+    let id = ConversationId::new();
+    create(&off, id, 1).await;
+    let count = usize::try_from(crate::follow::FOLLOW_ENTRIES).unwrap() + 10;
+    let index: Vec<IndexEntry> = (0..count)
+        .map(|n| entry(id, 2 + n as u64, "answer", &format!("answer number {n} größe")))
+        .collect();
+    off.commit(Commit::events(events(id, 2, 1 + count as u64)).with_index(index))
+        .await
+        .unwrap();
+    // Past the follower's batch size and its lag: a store with the index on would have indexed them all.
+    tokio::time::sleep(crate::follow::FOLLOW_LAG * 4).await;
+    let (indexed, last) = follow_state(&off).await;
+    assert_eq!(indexed, 0, "nothing indexed without the index ({last} entries)");
+    assert!(indexed_ids(&off, "größe").await.is_empty());
+    // Found all the same, by long and short terms.
+    assert_eq!(texts(&off, &["größe"]).await.len(), count);
+    assert_eq!(texts(&off, &["number 7 g"]).await, ["answer number 7 größe"]);
+    off.close().await.unwrap();
+    // Opened with the index (the default), the writer indexes what is pending.
+    let on = crate::Store::open(&path).await.unwrap();
+    let (indexed, last) = until_followed(&on).await;
+    assert_eq!(indexed, last, "indexed once the index is on");
+    assert_eq!(indexed_ids(&on, "größe").await.len(), count);
+    assert_eq!(texts(&on, &["größe"]).await.len(), count);
+    index_is_sound(&on).await.unwrap();
+}

@@ -17,8 +17,9 @@
 //!   printed, with no budget (a single slow prompt moves it).
 //! - `RSS`: efrd's `VmRSS` with the listener up and no phone connected, then with [`DEVICES`] proven phones
 //!   connected, each following conversations.watch as a phone's home screen does. Budget: the growth under
-//!   [`DEVICES_RSS_BUDGET_KIB`], 200 KiB a phone: far more phones than one user has must stay small next to efrd's
-//!   idle budget of 20 MiB, and a connection's WebSocket buffers alone may take a few tens of KiB.
+//!   [`DEVICES_RSS_BUDGET_KIB`], [`PHONE_RSS_BUDGET_KIB`] a phone: far more phones than one user has must stay small
+//!   next to efrd's idle budget of 10 MiB (the WebSocket's buffers are sized for a phone's small frames:
+//!   `efrd/src/server/websocket.rs`).
 //!
 //! Every loop is bounded in count and in time ([`PHASE_LIMIT`]). Exits with status 1 when a budget fails, 2 when the
 //! bench itself cannot run.
@@ -62,9 +63,10 @@ const PROMPTS: usize = 100;
 const PROMPT_WARMUP: usize = 10;
 /// Proven phones of the RSS measure.
 const DEVICES: usize = 20;
-/// What [`DEVICES`] proven phones may add to efrd's RSS, in KiB (4 MiB: 200 KiB per phone, for its WebSocket's
-/// buffers, its session and its watch).
-const DEVICES_RSS_BUDGET_KIB: u64 = 4 * 1024;
+/// What one proven phone may add to efrd's RSS, in KiB: its WebSocket's buffers, its session and its watch.
+const PHONE_RSS_BUDGET_KIB: u64 = 64;
+/// What [`DEVICES`] proven phones may add to efrd's RSS, in KiB.
+const DEVICES_RSS_BUDGET_KIB: u64 = PHONE_RSS_BUDGET_KIB * DEVICES as u64;
 /// RSS samples taken on each side of the RSS measure, [`SAMPLE_EVERY`] apart.
 const RSS_SAMPLES: usize = 10;
 /// The time between two RSS samples.

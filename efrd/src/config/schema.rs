@@ -604,6 +604,10 @@ pub struct DaemonSection {
     /// left running) before efrd lets it go: its hidden shell closes and its memory is freed; the next request loads
     /// it from the log again. At least 1; default 1800.
     pub conversation_idle_secs: u64,
+    /// Whether the search index (SQLite FTS5) is kept; default true. False: what is searchable is still stored and
+    /// a search reads it all, so it finds the same, more slowly on a long log (within its caps); turned on again,
+    /// efrd indexes what was stored meanwhile (docs/adr/0025-search-index.md).
+    pub search_index: bool,
 }
 
 /// The accepted values of `daemon.subscriber_queue`.
@@ -616,6 +620,7 @@ impl Default for DaemonSection {
             idle_exit_secs: None,
             subscriber_queue: 1024,
             conversation_idle_secs: 1800,
+            search_index: true,
         }
     }
 }

@@ -150,6 +150,12 @@ impl Daemon {
         self.connections.fetch_sub(1, Ordering::Relaxed);
     }
 
+    /// How many turns run now.
+    #[must_use]
+    pub fn running_turns(&self) -> usize {
+        self.running_turns.load(Ordering::Relaxed)
+    }
+
     /// Whether a connection is open or a turn runs (what keeps an idle efrd from exiting).
     #[must_use]
     pub fn busy(&self) -> bool {

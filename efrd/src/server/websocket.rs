@@ -42,10 +42,20 @@ pub const MAX_SERVER_MESSAGE: usize = 16 << 20;
 /// How many messages may wait for the socket.
 const QUEUE: usize = 64;
 
-/// tungstenite's limits for the server side: client messages and frames at most 1 MiB, masked.
+/// The read buffer's size: a phone's frames are small requests, so a few pages suffice; tungstenite's default
+/// (128 KiB, for high read load) would be most of a phone's cost in efrd's memory.
+const READ_BUFFER: usize = 4 << 10;
+
+/// How many bytes of messages the pump gathers before they go to the socket (it flushes when its queue is empty):
+/// enough to merge a burst of drafts into a few writes, without holding tungstenite's default of 128 KiB.
+const WRITE_BUFFER: usize = 16 << 10;
+
+/// tungstenite's settings for the server side: client messages and frames at most 1 MiB, masked; small buffers.
 #[must_use]
 pub fn config() -> WebSocketConfig {
     WebSocketConfig::default()
+        .read_buffer_size(READ_BUFFER)
+        .write_buffer_size(WRITE_BUFFER)
         .max_message_size(Some(MAX_CLIENT_MESSAGE))
         .max_frame_size(Some(MAX_CLIENT_MESSAGE))
         .accept_unmasked_frames(false)

@@ -1,6 +1,7 @@
 //! conversations.search and conversation.search through the real socket of a real efrd on a real SQLite file:
 //! secrets that are never found and titles that show them replaced, Unicode ranges checked against Python's string
-//! indexing, bad queries, and a log older than the index indexed in the background after a restart.
+//! indexing, bad queries, a log older than the index indexed in the background after a restart, and an efrd that
+//! keeps no index.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a failed unwrap is a failed test.
 
@@ -364,4 +365,55 @@ async fn a_log_older_than_the_index_is_indexed_in_the_background_after_a_restart
         assert!(std::time::Instant::now() < deadline, "the rebuild did not end: {found}");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// How many rows of the FTS5 index hold `phrase`, read from the database file itself.
+fn indexed_rows(home: &std::path::Path, phrase: &str) -> i64 {
+    let db = rusqlite::Connection::open(home.join("data/efr.db")).unwrap();
+    db.query_row(
+        "SELECT count(*) FROM search_index WHERE search_index MATCH ?1",
+        [format!("\"{phrase}\"")],
+        |row| row.get(0),
+    )
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_the_index_search_finds_the_same_and_the_index_catches_up_when_it_is_back() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = project();
+    let server = model(vec![text("the answer about zeppelins"), text("another answer")]).await;
+    let config = |index: bool| {
+        efr_test_support::daemon::config_for(&server.base_url()) + &format!("\n[daemon]\nsearch_index = {index}\n")
+    };
+    let key = [("OPENAI_API_KEY", "sk-proj-testkey0000000000000000a1b2")];
+    let mut efrd =
+        efr_test_support::daemon::TestDaemon::start(common::efrd_binary(), home.path(), Some(&config(false)), &key)
+            .unwrap();
+    let mut client = efrd.client().await.unwrap();
+    converse(&mut client, cwd.path(), "tell me about airships").await;
+    converse(&mut client, cwd.path(), "and balloons").await;
+    // Past the follower's lag: an efrd with the index would have indexed both turns by now.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let found = search(&mut client, "zeppelin").await;
+    assert_eq!(rows(&found).len(), 1, "{found}");
+    let title = search(&mut client, "airships").await;
+    assert_eq!(
+        rows(&title)[0]["title_ranges"],
+        json!([{"start": 14, "end": 22}]),
+        "{title}"
+    );
+    drop(client);
+    efrd.stop(Duration::from_secs(20)).unwrap();
+    assert_eq!(indexed_rows(home.path(), "zeppelin"), 0, "no index was kept");
+    // With the index back on (the default), efrd indexes what was stored meanwhile.
+    std::fs::write(home.path().join("config/config.toml"), config(true)).unwrap();
+    efrd.restart().unwrap();
+    let mut client = efrd.client().await.unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while indexed_rows(home.path(), "zeppelin") == 0 {
+        assert!(std::time::Instant::now() < deadline, "the index did not catch up");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(rows(&search(&mut client, "zeppelin").await).len(), 1);
 }

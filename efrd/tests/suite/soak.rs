@@ -15,12 +15,7 @@ use crate::common::efrd_binary;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_short_soak_keeps_descriptors_flat_and_the_log_linear() {
     let home = tempdir();
-    let plan = SoakPlan {
-        clients: 5,
-        turns: 300,
-        time_limit: Duration::from_secs(300),
-        window: 50,
-    };
+    let plan = SoakPlan::new(5, 300, Duration::from_secs(300), 50);
     let report = soak::run(efrd_binary(), home.path(), plan).await.unwrap();
     for line in report.lines() {
         eprintln!("soak: {line}");

@@ -12,6 +12,8 @@ pub(super) struct PreparedPrompt {
     pub(super) queued: Queued,
     /// What prompt.send answers.
     pub(super) result: PromptSendResult,
+    /// Whether `bodies` also start its turn (turn_started and what comes with it).
+    pub(super) starts: bool,
 }
 
 impl PreparedPrompt {
@@ -92,6 +94,13 @@ impl Actor {
         if let Some(routed) = routed {
             prepared.route(routed);
         }
+        // A prompt that starts at once records its turn's start in the same commit: one sync fewer before the
+        // turn's first words reach its subscribers. The events and their order are those of two commits.
+        if self.starts_at_once() {
+            let mut starting = self.start_bodies(&mut prepared.queued).await;
+            prepared.bodies.append(&mut starting);
+            prepared.starts = true;
+        }
         let result = prepared.result.clone();
         if let Some(stored) = self.commit_prompt(prepared, &params, "prompt.send", &result).await? {
             return Ok(stored);
@@ -150,7 +159,12 @@ impl Actor {
             asked: params.settings.clone(),
             woken: false,
         };
-        Ok(PreparedPrompt { bodies, queued, result })
+        Ok(PreparedPrompt {
+            bodies,
+            queued,
+            result,
+            starts: false,
+        })
     }
 
     /// Commits a prepared prompt's events with `outcome` under the command id of `params`, and queues it last.
@@ -169,20 +183,38 @@ impl Actor {
         if let Some(summary) = self.summary.as_mut() {
             row_follows(summary, &prepared.bodies);
         }
-        let command = self.command_record(params.command_id, method, outcome)?;
-        match self.commit(prepared.bodies, Some(command)).await {
-            Ok(_) => {}
-            Err(CommitRefused::Duplicate(stored)) => return decode_outcome(&stored).map(Some),
-            Err(CommitRefused::Failed(error)) => {
-                if self.last_seq == 0 {
-                    // The conversation was never committed: it does not exist yet.
-                    self.summary = None;
-                }
+        let command = match self.command_record(params.command_id, method, outcome) {
+            Ok(command) => command,
+            Err(error) => {
+                self.forget_prompt(new_conversation);
                 return Err(error);
             }
+        };
+        if prepared.starts {
+            self.count_start();
+        }
+        if let Err(refused) = self.commit(prepared.bodies, Some(command)).await {
+            if prepared.starts {
+                self.uncount_start();
+            }
+            self.forget_prompt(new_conversation);
+            return match refused {
+                CommitRefused::Duplicate(stored) => decode_outcome(&stored).map(Some),
+                CommitRefused::Failed(error) => Err(error),
+            };
+        }
+        if prepared.starts {
+            self.started.insert(prepared.queued.turn_id);
         }
         self.queue.push_back(prepared.queued);
         Ok(None)
+    }
+
+    /// After a prompt's commit failed: a conversation that was never committed does not exist yet.
+    fn forget_prompt(&mut self, new_conversation: bool) {
+        if new_conversation && self.last_seq == 0 {
+            self.summary = None;
+        }
     }
 
     /// The events of a prompt: conversation_created for a new conversation, then prompt_queued.

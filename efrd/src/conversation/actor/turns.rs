@@ -81,7 +81,8 @@ impl Actor {
             };
             let Some(tx) = me.upgrade() else { return };
             let turn_id = queued.turn_id;
-            if !self.record_start(&mut queued).await {
+            // A prompt.send that found the conversation idle recorded its turn's start with its prompt.
+            if !self.started.contains(&turn_id) && !self.record_start(&mut queued).await {
                 // The prompt stays queued; the next prompt or a restart retries it.
                 self.queue.push_front(queued);
                 return;
@@ -120,14 +121,30 @@ impl Actor {
         }
     }
 
+    /// Whether a prompt queued now would start at once: no turn runs, none waits, nothing holds the queue.
+    pub(super) fn starts_at_once(&self) -> bool {
+        self.running.is_none() && self.queue.is_empty() && !self.undoing && !self.compacting && !self.deleting
+    }
+
     /// Records a queued prompt's turn_started (with sandbox_unavailable when its mode's sandbox cannot run, its
     /// settings then fallen back) and counts the turn; `false` when the commit failed, which changes nothing.
     async fn record_start(&mut self, queued: &mut Queued) -> bool {
         let turn_id = queued.turn_id;
-        if let Some(summary) = self.summary.as_mut() {
-            summary.turn_count += 1;
-            summary.status = status_name(ConversationStatus::Running).to_owned();
+        let bodies = self.start_bodies(queued).await;
+        self.count_start();
+        if let Err(error) = self.commit(bodies, None).await {
+            warn!(conversation = %self.id, %turn_id, error = %error.body(), "cannot start a turn");
+            self.uncount_start();
+            return false;
         }
+        self.started.insert(turn_id);
+        true
+    }
+
+    /// The events that start `queued`'s turn: turn_started, and sandbox_unavailable when its mode's sandbox cannot
+    /// run (its settings then fall back here).
+    pub(super) async fn start_bodies(&self, queued: &mut Queued) -> Vec<(Option<TurnId>, EventBody)> {
+        let turn_id = queued.turn_id;
         // Auto's sandbox is checked here, at the turn's start (the probe is cached; the first one takes tens of
         // milliseconds): prompt.send stays fast, and a queued prompt is judged by the sandbox of its own start.
         // Cautious's reads run in the read-only sandbox, so a cautious turn is told when it cannot run either.
@@ -150,16 +167,23 @@ impl Actor {
         if let Some(unavailable) = unavailable {
             bodies.push((Some(turn_id), EventBody::SandboxUnavailable(unavailable)));
         }
-        if let Err(error) = self.commit(bodies, None).await {
-            warn!(conversation = %self.id, %turn_id, error = %error.body(), "cannot start a turn");
-            if let Some(summary) = self.summary.as_mut() {
-                summary.turn_count -= 1;
-                summary.status = status_name(ConversationStatus::Idle).to_owned();
-            }
-            return false;
+        bodies
+    }
+
+    /// Counts a turn that starts in the summary row, before the commit that records its start.
+    pub(super) fn count_start(&mut self) {
+        if let Some(summary) = self.summary.as_mut() {
+            summary.turn_count += 1;
+            summary.status = status_name(ConversationStatus::Running).to_owned();
         }
-        self.started.insert(turn_id);
-        true
+    }
+
+    /// Takes back [`Actor::count_start`] when that commit failed.
+    pub(super) fn uncount_start(&mut self) {
+        if let Some(summary) = self.summary.as_mut() {
+            summary.turn_count -= 1;
+            summary.status = status_name(ConversationStatus::Idle).to_owned();
+        }
     }
 
     /// The plan of a started turn: its tools, its prompt (with the notices of commands left running that ended
