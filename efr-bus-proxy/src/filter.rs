@@ -3,7 +3,9 @@
 //!
 //! Serials are renumbered both ways: the bus sees the proxy's serials and the client sees the proxy's serials, so a
 //! reply is forwarded only when it answers a call that went the other way through this filter, and a client cannot
-//! forge a reply to another peer's call. The filter does no I/O: it turns one message into [`Action`]s.
+//! forge a reply to another peer's call. A message that passes is the bytes it came as, renumbered in place
+//! ([`crate::header`]): nothing the filter did not read reaches the other side, and nothing is written twice. The
+//! filter does no I/O: it turns one message into [`Action`]s.
 
 use std::collections::HashMap;
 use std::num::NonZeroU32;
@@ -12,8 +14,10 @@ use std::sync::Arc;
 
 use zbus::message::{Builder, Flags, Message, Type};
 
+use crate::header::Layout;
 use crate::policy::{Level, Policy};
 use crate::report::Refusals;
+use crate::wire::Outgoing;
 
 /// The bus driver's name.
 pub const DRIVER: &str = "org.freedesktop.DBus";
@@ -35,9 +39,9 @@ const FAILED: &str = "org.freedesktop.DBus.Error.Failed";
 #[derive(Debug)]
 pub enum Action {
     /// Send to the client.
-    ToClient(Message),
+    ToClient(Outgoing),
     /// Send to the bus.
-    ToBus(Message),
+    ToBus(Outgoing),
     /// End the connection, for this reason.
     Close(String),
 }
@@ -123,7 +127,7 @@ impl Filter {
                     .and_then(|b| b.destination(unique.as_str()))
                     .map(|b| b.serial(serial))
                     .and_then(|b| b.build(&(unique.as_str(),)));
-                actions.extend(acquired.map(Action::ToClient));
+                actions.extend(acquired.map(|m| Action::ToClient(m.into())));
                 actions
             } else {
                 vec![Action::Close("the client's first message was not Hello".to_owned())]
@@ -144,8 +148,8 @@ impl Filter {
             Type::MethodReturn | Type::Error => self.client_reply(message, fds),
             Type::Signal => match destination.as_deref() {
                 // A broadcast: its sender is the proxy's unique name, so it cannot pass for another peer's.
-                None => self.forward(message, fds, Side::Bus, None),
-                Some(name) if self.level_of(name) >= Level::Talk => self.forward(message, fds, Side::Bus, None),
+                None => self.forward(message, fds, Side::Bus),
+                Some(name) if self.level_of(name) >= Level::Talk => self.forward(message, fds, Side::Bus),
                 Some(name) => {
                     self.report(message, name);
                     Vec::new()
@@ -197,7 +201,7 @@ impl Filter {
                             .may_receive(name, interface.as_deref(), member.as_deref(), path.as_deref())
                     });
                 if allowed {
-                    self.forward(message, fds, Side::Client, None)
+                    self.forward(message, fds, Side::Client)
                 } else {
                     Vec::new()
                 }
@@ -205,7 +209,7 @@ impl Filter {
             Type::MethodCall => {
                 if self.level_of(&sender) >= Level::Talk && self.to_client.len() < MAX_PENDING {
                     let serial = message.primary_header().serial_num();
-                    let actions = self.forward(message, fds, Side::Client, None);
+                    let actions = self.forward(message, fds, Side::Client);
                     if !no_reply(message) {
                         self.to_client.insert(self.next_client, (serial, sender));
                     }
@@ -217,7 +221,7 @@ impl Filter {
                     let error = Message::error(&message.header(), ACCESS_DENIED)
                         .map(|b| b.serial(serial))
                         .and_then(|b| b.build(&("the call's bus filter does not let this peer call it",)));
-                    error.map(Action::ToBus).into_iter().collect()
+                    error.map(|m| Action::ToBus(m.into())).into_iter().collect()
                 }
             }
         }
@@ -241,7 +245,7 @@ impl Filter {
                     .and_then(|b| b.destination(self.unique.as_str()))
                     .map(|b| b.serial(serial).reply_serial(Some(pending.client_serial)))
                     .and_then(|b| b.build(&(TEXT,)))
-                    .map(Action::ToClient)
+                    .map(|m| Action::ToClient(m.into()))
                     .into_iter()
                     .collect()
             }
@@ -250,7 +254,7 @@ impl Filter {
                 Message::error(&message.header(), ACCESS_DENIED)
                     .map(|b| b.serial(serial))
                     .and_then(|b| b.build(&(TEXT,)))
-                    .map(Action::ToBus)
+                    .map(|m| Action::ToBus(m.into()))
                     .into_iter()
                     .collect()
             }
@@ -310,7 +314,7 @@ impl Filter {
             return Vec::new();
         }
         let serial = self.bus_serial();
-        rebuild(message, serial, Some(bus_serial), Some(&caller), fds)
+        renumbered(message, serial, Some(bus_serial), Some(&caller), fds)
             .map(Action::ToBus)
             .into_iter()
             .collect()
@@ -419,11 +423,11 @@ impl Filter {
                     .serial(serial)
                     .reply_serial(Some(pending.client_serial))
                     .build(&(names,));
-                return reply.map(Action::ToClient).into_iter().collect();
+                return reply.map(|m| Action::ToClient(m.into())).into_iter().collect();
             }
             _ => {}
         }
-        rebuild(message, serial, Some(pending.client_serial), None, fds)
+        renumbered(message, serial, Some(pending.client_serial), None, fds)
             .map(Action::ToClient)
             .into_iter()
             .collect()
@@ -431,7 +435,7 @@ impl Filter {
 
     fn driver_signal(&mut self, message: &Message, fds: Vec<OwnedFd>) -> Vec<Action> {
         if message.header().member().map(zbus::names::MemberName::as_str) != Some("NameOwnerChanged") {
-            return self.forward(message, fds, Side::Client, None);
+            return self.forward(message, fds, Side::Client);
         }
         let Ok((name, old, new)) = message.body().deserialize::<(String, String, String)>() else {
             return Vec::new();
@@ -451,7 +455,7 @@ impl Filter {
                 self.learn(&new, &name);
             }
         }
-        self.forward(message, fds, Side::Client, None)
+        self.forward(message, fds, Side::Client)
     }
 
     /// Forwards a client's call to the bus, remembering it for its reply.
@@ -461,15 +465,14 @@ impl Filter {
             return self.refuse_quietly(message, LIMITS_EXCEEDED, "too many calls awaiting replies");
         }
         let client_serial = message.primary_header().serial_num();
-        let actions = self.forward(message, fds, Side::Bus, None);
+        let actions = self.forward(message, fds, Side::Bus);
         if !no_reply && !actions.is_empty() {
-            let (_, member, path) = names(message);
-            let destination = message
-                .header()
-                .destination()
-                .map(ToString::to_string)
-                .unwrap_or_default();
-            let call = (destination, member, path);
+            let header = message.header();
+            let call = (
+                header.destination().map(ToString::to_string).unwrap_or_default(),
+                header.member().map(ToString::to_string),
+                header.path().map(ToString::to_string),
+            );
             self.to_bus.insert(
                 self.next_bus,
                 Pending {
@@ -482,22 +485,16 @@ impl Filter {
         actions
     }
 
-    fn forward(
-        &mut self,
-        message: &Message,
-        fds: Vec<OwnedFd>,
-        side: Side,
-        reply_serial: Option<NonZeroU32>,
-    ) -> Vec<Action> {
-        let keep = reply_serial.or_else(|| message.header().reply_serial());
+    /// Forwards a message to `side` with the next serial of that side, its reply serial (if any) kept.
+    fn forward(&mut self, message: &Message, fds: Vec<OwnedFd>, side: Side) -> Vec<Action> {
         match side {
             Side::Bus => {
                 let serial = self.bus_serial();
-                rebuild(message, serial, keep, None, fds).map(Action::ToBus)
+                renumbered(message, serial, None, None, fds).map(Action::ToBus)
             }
             Side::Client => {
                 let serial = self.client_serial();
-                rebuild(message, serial, keep, None, fds).map(Action::ToClient)
+                renumbered(message, serial, None, None, fds).map(Action::ToClient)
             }
         }
         .into_iter()
@@ -526,7 +523,7 @@ impl Filter {
             .and_then(|b| b.destination(self.unique.as_str()))
             .map(|b| b.serial(serial))
             .and_then(|b| b.build(&(text,)))
-            .map(Action::ToClient)
+            .map(|m| Action::ToClient(m.into()))
             .into_iter()
             .collect()
     }
@@ -545,7 +542,7 @@ impl Filter {
             .and_then(|b| b.destination(self.unique.as_str()))
             .map(|b| b.serial(serial))
             .and_then(|b| b.build(body))
-            .map(Action::ToClient)
+            .map(|m| Action::ToClient(m.into()))
             .into_iter()
             .collect()
     }
@@ -669,7 +666,31 @@ fn eavesdrops(rule: &str) -> bool {
     }
 }
 
-/// The message with new serials (and a new destination), carrying `fds`.
+/// The message renumbered for the other side: its own bytes with `serial` (and `reply_serial`, when given) written in
+/// place, so what passes is exactly what the filter read and checked, at no cost of writing it again. A header the
+/// walk does not forward as it came (a field of a code the specification does not define), a reply serial to add or a
+/// destination to change is written anew by zbus's builder instead, which leaves unknown fields out.
+fn renumbered(
+    message: &Message,
+    serial: NonZeroU32,
+    reply_serial: Option<NonZeroU32>,
+    destination: Option<&str>,
+    fds: Vec<OwnedFd>,
+) -> zbus::Result<Outgoing> {
+    let bytes = message.data().bytes();
+    if let Ok(layout) = Layout::of(bytes)
+        && (reply_serial.is_none() || layout.has_reply_serial())
+        && destination.is_none_or(|d| message.header().destination().map(|n| n.as_str()) == Some(d))
+    {
+        let mut bytes = bytes.to_vec();
+        layout.renumber(&mut bytes, serial, reply_serial);
+        return Ok(Outgoing::Forwarded { bytes, fds });
+    }
+    let reply_serial = reply_serial.or_else(|| message.header().reply_serial());
+    rebuild(message, serial, reply_serial, destination, fds).map(Outgoing::Made)
+}
+
+/// The message written anew with new serials (and a new destination), carrying `fds`.
 fn rebuild(
     message: &Message,
     serial: NonZeroU32,

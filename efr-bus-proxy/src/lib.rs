@@ -13,6 +13,7 @@ pub mod address;
 pub mod control;
 pub mod filter;
 pub mod harden;
+pub mod header;
 pub mod plans;
 pub mod policy;
 pub mod report;
@@ -33,8 +34,9 @@ pub fn run(control_fd: RawFd, sockets: &Path) -> Result<(), String> {
     let Handover { control, sockets } = efr_helper::start::take_over(control_fd, sockets)?;
     let uid = nix::unistd::getuid().as_raw();
     harden::apply(&sockets)?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+    // One thread: a message's relay is a few microseconds of work between two wakeups, and a wakeup that crosses to
+    // another worker thread costs more than the work (docs/bus.md, "Cost").
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_io()
         .build()
         .map_err(|e| format!("cannot start the runtime: {e}"))?;

@@ -46,8 +46,9 @@ pub struct Plan {
 }
 
 /// The client sockets of a plan's connections, held so that [`Clients::cut`] ends them before the plan's close is
-/// answered. Aborting the plan's task is not enough: on the multi-threaded runtime a connection's task stops only at
-/// its next await, and could still relay a message after efrd was told the plan is closed.
+/// answered. Aborting the plan's task is not enough on a multi-threaded runtime (the tests serve plans on one): a
+/// connection's task stops only at its next await, and could still relay a message after efrd was told the plan is
+/// closed.
 #[derive(Debug, Default)]
 pub struct Clients {
     inner: Mutex<ClientsInner>,
@@ -216,11 +217,11 @@ async fn relay(client: UnixStream, plan: &Plan) -> Result<(), Ended> {
         for action in actions {
             match action {
                 Action::ToClient(message) => client
-                    .send(&message)
+                    .send_out(&message)
                     .await
                     .map_err(|e| Ended::Client(format!("the client: {e}")))?,
                 Action::ToBus(message) => bus
-                    .send(&message)
+                    .send_out(&message)
                     .await
                     .map_err(|e| Ended::Bus(format!("the bus: {e}")))?,
                 Action::Close(why) => return Err(Ended::Client(why)),

@@ -1,8 +1,9 @@
 //! The framing of a D-Bus connection: bytes and passed descriptors in, whole messages out.
 //!
 //! Only the framing is done here (the 16-byte fixed header gives the length of a message, D-Bus specification,
-//! "Message Format"); the message itself is parsed by zbus's message types. A message longer than the
-//! connection's limit is an error before any of it is buffered past the header, so memory stays bounded by the limit.
+//! "Message Format"); the header's layout is checked by [`crate::header`] and the message itself is parsed by zbus's
+//! message types. A message longer than the connection's limit is an error before any of it is buffered past the
+//! header, so memory stays bounded by the limit.
 
 use std::collections::VecDeque;
 use std::io::{IoSlice, IoSliceMut};
@@ -12,13 +13,16 @@ use nix::sys::socket::{ControlMessage, ControlMessageOwned, MsgFlags, recvmsg, s
 use tokio::io::Interest;
 use tokio::net::UnixStream;
 use zbus::message::Message;
+
+use crate::header::{Layout, Odd};
 use zbus::zvariant::{Endian, serialized};
 
 /// The fixed part of a message's header: endianness, type, flags, version, body length, serial, fields length.
 const FIXED_HEADER: usize = 16;
 
-/// Bytes read from the socket at a time.
-const READ_CHUNK: usize = 64 * 1024;
+/// Bytes read from the socket at a time, into a buffer of each connection's side kept for its life (allocating and
+/// zeroing it at each read cost more than the rest of a small message's relay).
+const READ_CHUNK: usize = 16 * 1024;
 
 /// The most descriptors one message may carry (dbus-daemon's default is 16 too).
 pub const MAX_FDS: usize = 16;
@@ -58,12 +62,33 @@ impl From<std::io::Error> for WireError {
     }
 }
 
+/// A message on its way out of the proxy.
+#[derive(Debug)]
+pub enum Outgoing {
+    /// A message read from one side, as the bytes it came as (renumbered in place), with its descriptors.
+    Forwarded {
+        /// The whole message.
+        bytes: Vec<u8>,
+        /// The descriptors that came with it, in order.
+        fds: Vec<OwnedFd>,
+    },
+    /// A message the proxy wrote (an answer of its own, or one written anew), with its descriptors in it.
+    Made(Message),
+}
+
+impl From<Message> for Outgoing {
+    fn from(message: Message) -> Self {
+        Self::Made(message)
+    }
+}
+
 /// One side of a proxied connection: the socket, the bytes read but not yet taken, and the descriptors that came
 /// with them.
 #[derive(Debug)]
 pub struct Conn {
     stream: UnixStream,
     buf: Vec<u8>,
+    chunk: Box<[u8]>,
     fds: VecDeque<OwnedFd>,
     max_message: usize,
     closed: bool,
@@ -76,6 +101,7 @@ impl Conn {
         Self {
             stream,
             buf: Vec::new(),
+            chunk: vec![0; READ_CHUNK].into_boxed_slice(),
             fds: VecDeque::new(),
             max_message,
             closed: false,
@@ -104,13 +130,13 @@ impl Conn {
     /// # Errors
     /// The socket's error; more descriptors waiting than a message may carry.
     pub async fn read_more(&mut self) -> Result<usize, WireError> {
-        let mut chunk = vec![0_u8; READ_CHUNK];
         let fd = self.stream.as_raw_fd();
+        let chunk = &mut self.chunk;
         let (len, fds) = self
             .stream
-            .async_io(Interest::READABLE, || recv(fd, &mut chunk))
+            .async_io(Interest::READABLE, || recv(fd, &mut chunk[..]))
             .await?;
-        self.buf.extend_from_slice(&chunk[..len]);
+        self.buf.extend_from_slice(&self.chunk[..len]);
         self.fds.extend(fds);
         if len == 0 {
             self.closed = true;
@@ -146,7 +172,16 @@ impl Conn {
     }
 
     fn take_message(&mut self, len: usize) -> Result<(Message, Vec<OwnedFd>), WireError> {
-        let bytes: Vec<u8> = self.buf.drain(..len).collect();
+        let bytes: Vec<u8> = if self.buf.len() == len {
+            std::mem::take(&mut self.buf)
+        } else {
+            self.buf.drain(..len).collect()
+        };
+        // The header's own rules (a field twice, padding not nul), which a forward of the bytes as they came relies
+        // on; zbus's parser below checks the rest.
+        if let Err(Odd::Malformed(why)) = Layout::of(&bytes) {
+            return Err(WireError::Malformed(why));
+        }
         let endian = if bytes[0] == b'B' { Endian::Big } else { Endian::Little };
         let data = serialized::Data::new(bytes, serialized::Context::new_dbus(endian, 0));
         // SAFETY: zbus parses and checks the header from the bytes; the body is only read through zbus's checked
@@ -178,6 +213,20 @@ impl Conn {
     pub async fn send(&self, message: &Message) -> std::io::Result<()> {
         let fds: Vec<RawFd> = message.data().fds().iter().map(AsRawFd::as_raw_fd).collect();
         self.send_bytes(message.data().bytes(), &fds).await
+    }
+
+    /// Writes an outgoing message: its bytes and its descriptors.
+    ///
+    /// # Errors
+    /// The socket's error.
+    pub async fn send_out(&self, out: &Outgoing) -> std::io::Result<()> {
+        match out {
+            Outgoing::Forwarded { bytes, fds } => {
+                let fds: Vec<RawFd> = fds.iter().map(AsRawFd::as_raw_fd).collect();
+                self.send_bytes(bytes, &fds).await
+            }
+            Outgoing::Made(message) => self.send(message).await,
+        }
     }
 
     async fn send_bytes(&self, bytes: &[u8], fds: &[RawFd]) -> std::io::Result<()> {
