@@ -99,7 +99,11 @@ async fn bench() -> Result<bool, String> {
         Command::new("xdg-dbus-proxy")
             .arg(&upstream)
             .arg(&reference)
-            .args(["--filter", "--talk=org.freedesktop.Notifications", "--talk=org.freedesktop.portal.*"])
+            .args([
+                "--filter",
+                "--talk=org.freedesktop.Notifications",
+                "--talk=org.freedesktop.portal.*",
+            ])
             .stdout(Stdio::null())
             .spawn()
             .map_err(|e| format!("cannot start xdg-dbus-proxy (apt-get install xdg-dbus-proxy): {e}"))?,

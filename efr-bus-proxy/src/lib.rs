@@ -2,8 +2,10 @@
 //!
 //! Each call with a `bus_filter` grant gets its own listening socket ([`serve`]). A connection to it is
 //! authenticated by hand ([`sasl`]), gets its own connection to the real bus as the user, and every message both
-//! ways is framed ([`wire`]), parsed with zbus's message types, and checked against the call's [`policy`] by the
-//! [`filter`]. Refusals are counted for `bus_refused` ([`report`]).
+//! ways is framed ([`wire`]), its header read and checked in one walk ([`header`]), and checked against the call's
+//! [`policy`] by the [`filter`]; a message that passes goes on as the bytes it came as, renumbered in place (zbus's
+//! message types parse a body and write the answers the filter makes). Refusals are counted for `bus_refused`
+//! ([`report`]).
 //!
 //! efrd starts it with one end of a socket pair (`--control-fd`) and a folder for its sockets (`--sockets`), as it
 //! starts efr-proxy; it opens a plan per call and bus ([`plans`], [`control`]). The proxy hardens itself at start

@@ -243,12 +243,15 @@ async fn hello(bus: &mut Conn) -> Result<String, String> {
         let Some((reply, _)) = bus.read_message().await.map_err(|e| format!("the bus: {e}"))? else {
             break;
         };
-        if reply.header().reply_serial() != Some(std::num::NonZeroU32::MIN) {
+        if reply.reply_serial() != Some(std::num::NonZeroU32::MIN) {
             continue;
         }
         if reply.message_type() != Type::MethodReturn {
             return Err("the bus refused Hello".to_owned());
         }
+        let reply = reply
+            .parsed()
+            .ok_or("the bus's answer to Hello is not a D-Bus message")?;
         return reply
             .body()
             .deserialize::<String>()

@@ -1,8 +1,8 @@
 //! The framing of a D-Bus connection: bytes and passed descriptors in, whole messages out.
 //!
 //! Only the framing is done here (the 16-byte fixed header gives the length of a message, D-Bus specification,
-//! "Message Format"); the header's layout is checked by [`crate::header`] and the message itself is parsed by zbus's
-//! message types. A message longer than the connection's limit is an error before any of it is buffered past the
+//! "Message Format"); the header is read and checked by [`crate::header`], and zbus's message types parse the whole
+//! message only when the filter needs more than its header ([`Incoming::parsed`]). A message longer than the connection's limit is an error before any of it is buffered past the
 //! header, so memory stays bounded by the limit.
 
 use std::collections::VecDeque;
@@ -12,10 +12,10 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use nix::sys::socket::{ControlMessage, ControlMessageOwned, MsgFlags, recvmsg, sendmsg};
 use tokio::io::Interest;
 use tokio::net::UnixStream;
-use zbus::message::Message;
-
-use crate::header::{Layout, Odd};
+use zbus::message::{Message, Type};
 use zbus::zvariant::{Endian, serialized};
+
+use crate::header::Layout;
 
 /// The fixed part of a message's header: endianness, type, flags, version, body length, serial, fields length.
 const FIXED_HEADER: usize = 16;
@@ -59,6 +59,103 @@ impl std::fmt::Display for WireError {
 impl From<std::io::Error> for WireError {
     fn from(error: std::io::Error) -> Self {
         Self::Io(error)
+    }
+}
+
+/// A message read: its bytes, its header as [`Layout`] read it, and zbus's parse of the whole message, made when first
+/// asked for (the body of a call to the bus driver, an answer the proxy makes); most messages pass without it.
+#[derive(Debug)]
+pub struct Incoming {
+    bytes: Vec<u8>,
+    layout: Layout,
+    parsed: std::sync::OnceLock<Option<Message>>,
+}
+
+impl Incoming {
+    /// Reads the header of a whole message.
+    ///
+    /// # Errors
+    /// [`WireError::Malformed`]: a header against the rules [`Layout::of`] checks.
+    pub fn new(bytes: Vec<u8>) -> Result<Self, WireError> {
+        let layout = Layout::of(&bytes).map_err(WireError::Malformed)?;
+        Ok(Self {
+            bytes,
+            layout,
+            parsed: std::sync::OnceLock::new(),
+        })
+    }
+
+    /// The whole message, as it came.
+    #[must_use]
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// Its header.
+    #[must_use]
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    /// Its type.
+    #[must_use]
+    pub fn message_type(&self) -> Type {
+        self.layout.kind()
+    }
+
+    /// The serial of the call it answers.
+    #[must_use]
+    pub fn reply_serial(&self) -> Option<std::num::NonZeroU32> {
+        self.layout.reply_serial()
+    }
+
+    /// Its object path.
+    #[must_use]
+    pub fn path(&self) -> Option<&str> {
+        self.layout.path(&self.bytes)
+    }
+
+    /// Its interface.
+    #[must_use]
+    pub fn interface(&self) -> Option<&str> {
+        self.layout.interface(&self.bytes)
+    }
+
+    /// Its member.
+    #[must_use]
+    pub fn member(&self) -> Option<&str> {
+        self.layout.member(&self.bytes)
+    }
+
+    /// Its destination.
+    #[must_use]
+    pub fn destination(&self) -> Option<&str> {
+        self.layout.destination(&self.bytes)
+    }
+
+    /// Its sender.
+    #[must_use]
+    pub fn sender(&self) -> Option<&str> {
+        self.layout.sender(&self.bytes)
+    }
+
+    /// zbus's parse of the whole message, made at the first call; `None` when zbus refuses the bytes (the caller
+    /// treats the message as malformed).
+    pub fn parsed(&self) -> Option<&Message> {
+        self.parsed
+            .get_or_init(|| {
+                let endian = if self.bytes[0] == b'B' {
+                    Endian::Big
+                } else {
+                    Endian::Little
+                };
+                let data = serialized::Data::new(self.bytes.clone(), serialized::Context::new_dbus(endian, 0));
+                // SAFETY: zbus parses and checks the header from the bytes; the body is only read through zbus's
+                // checked deserializers. No descriptors are attached to the data, so no index in it can name a wrong
+                // descriptor.
+                unsafe { Message::from_bytes(data) }.ok()
+            })
+            .as_ref()
     }
 }
 
@@ -153,7 +250,7 @@ impl Conn {
     ///
     /// # Errors
     /// [`WireError`]: the socket, a close in the middle of a message, a message over the limit or not parsable.
-    pub async fn read_message(&mut self) -> Result<Option<(Message, Vec<OwnedFd>)>, WireError> {
+    pub async fn read_message(&mut self) -> Result<Option<(Incoming, Vec<OwnedFd>)>, WireError> {
         loop {
             if let Some(len) = frame_len(&self.buf, self.max_message)?
                 && self.buf.len() >= len
@@ -171,23 +268,14 @@ impl Conn {
         }
     }
 
-    fn take_message(&mut self, len: usize) -> Result<(Message, Vec<OwnedFd>), WireError> {
+    fn take_message(&mut self, len: usize) -> Result<(Incoming, Vec<OwnedFd>), WireError> {
         let bytes: Vec<u8> = if self.buf.len() == len {
             std::mem::take(&mut self.buf)
         } else {
             self.buf.drain(..len).collect()
         };
-        // The header's own rules (a field twice, padding not nul), which a forward of the bytes as they came relies
-        // on; zbus's parser below checks the rest.
-        if let Err(Odd::Malformed(why)) = Layout::of(&bytes) {
-            return Err(WireError::Malformed(why));
-        }
-        let endian = if bytes[0] == b'B' { Endian::Big } else { Endian::Little };
-        let data = serialized::Data::new(bytes, serialized::Context::new_dbus(endian, 0));
-        // SAFETY: zbus parses and checks the header from the bytes; the body is only read through zbus's checked
-        // deserializers. No descriptors are attached to the data, so no index in it can name a wrong descriptor.
-        let message = unsafe { Message::from_bytes(data) }.map_err(|e| WireError::Malformed(e.to_string()))?;
-        let wanted = message.header().unix_fds().unwrap_or(0) as usize;
+        let message = Incoming::new(bytes)?;
+        let wanted = message.layout().unix_fds() as usize;
         if wanted > MAX_FDS || wanted > self.fds.len() {
             return Err(WireError::Malformed(format!(
                 "the message names {wanted} descriptors, {} came with it",
