@@ -179,7 +179,7 @@ fn a_call_and_its_reply_pass_as_the_bytes_they_came_as_but_for_the_serials() {
     let received = parse(to_client.clone());
     assert_eq!(received.header().reply_serial(), NonZeroU32::new(0x0102_0304));
     assert_eq!(
-        received.header().sender().map(|s| s.to_string()),
+        received.header().sender().map(ToString::to_string),
         Some(":1.7".to_owned())
     );
     assert_eq!(received.message_type(), Type::MethodReturn);
@@ -223,8 +223,14 @@ fn the_walk_finds_the_serials_in_either_endianness_and_any_field_order() {
         let read = incoming(bytes.clone());
         let zbus = parse(bytes.clone());
         assert_eq!(read.sender(), Some(":1.9"));
-        assert_eq!(read.sender(), zbus.header().sender().map(|n| n.as_str()));
-        assert_eq!(read.path(), zbus.header().path().map(|p| p.as_str()));
+        assert_eq!(
+            read.sender(),
+            zbus.header().sender().map(zbus::names::UniqueName::as_str)
+        );
+        assert_eq!(
+            read.path(),
+            zbus.header().path().map(zbus::zvariant::ObjectPath::as_str)
+        );
         assert_eq!(read.reply_serial(), zbus.header().reply_serial());
         assert_eq!(
             (read.interface(), read.member(), read.destination()),
@@ -239,7 +245,7 @@ fn the_walk_finds_the_serials_in_either_endianness_and_any_field_order() {
         assert_eq!(message.primary_header().serial_num().get(), 70_000);
         assert_eq!(message.header().reply_serial(), NonZeroU32::new(80_000));
         assert_eq!(
-            message.header().path().map(|p| p.to_string()).as_deref(),
+            message.header().path().map(ToString::to_string).as_deref(),
             Some("/a/long/path/of/some/length")
         );
         assert!(differences(&before, &bytes).len() <= 8);
