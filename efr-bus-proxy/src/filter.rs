@@ -313,17 +313,8 @@ impl Filter {
     fn driver_call(&mut self, message: &Incoming, fds: Vec<OwnedFd>) -> Vec<Action> {
         let interface = message.interface().unwrap_or(DRIVER);
         let member = message.member().unwrap_or_default();
-        let name_arg = || {
-            parsed(message)
-                .ok()
-                .and_then(|m| m.body().deserialize::<(String,)>().ok())
-                .map(|(s,)| s)
-        };
-        let first_arg = || {
-            parsed(message)
-                .ok()
-                .and_then(|m| m.body().deserialize_unchecked::<String>().ok())
-        };
+        let name_arg = || body::<(String,)>(message).map(|(s,)| s);
+        let first_arg = || parsed(message).ok()?.body().deserialize_unchecked::<String>().ok();
         match (interface, member) {
             (DRIVER, "Hello") => self.refuse_quietly(message, FAILED, "Already handled an Hello message"),
             (DRIVER, "AddMatch") => match first_arg() {
@@ -409,7 +400,7 @@ impl Filter {
         match pending.kind {
             ReplyKind::Learn(name) if sender.starts_with(':') => self.learn(sender, &name),
             ReplyKind::NameOwner(name) if is_return => {
-                if let Some(owner) = parsed(message).ok().and_then(|m| m.body().deserialize::<String>().ok()) {
+                if let Some(owner) = body::<String>(message) {
                     self.learn(&owner, &name);
                 }
             }
@@ -436,10 +427,7 @@ impl Filter {
         if message.member() != Some("NameOwnerChanged") {
             return self.forward(message, fds, Side::Client);
         }
-        let Some((name, old, new)) = parsed(message)
-            .ok()
-            .and_then(|m| m.body().deserialize::<(String, String, String)>().ok())
-        else {
+        let Some((name, old, new)) = body::<(String, String, String)>(message) else {
             return Vec::new();
         };
         if !self.visible(&name) {
@@ -645,6 +633,14 @@ fn parsed(message: &Incoming) -> zbus::Result<&Message> {
     message
         .parsed()
         .ok_or_else(|| zbus::Error::Failure("a message zbus cannot parse".to_owned()))
+}
+
+/// The body of `message`, when zbus reads it as a `T`.
+fn body<T>(message: &Incoming) -> Option<T>
+where
+    T: for<'de> zbus::zvariant::DynamicDeserialize<'de>,
+{
+    parsed(message).ok()?.body().deserialize::<T>().ok()
 }
 
 /// An error answering `message`, from the driver's point of view (the caller sets the sender and destination).
