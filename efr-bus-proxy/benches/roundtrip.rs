@@ -1,18 +1,22 @@
 //! Bench: a method call's round trip through efr-bus-proxy's filter against a direct one (docs/architecture.md,
-//! "Budgets"; docs/bus.md).
+//! "Budgets"; docs/bus.md), with xdg-dbus-proxy beside as the floor a filtering proxy reaches.
 //!
 //! - **Round trip**: `org.freedesktop.DBus.GetId` to a real `dbus-daemon`, one call at a time, after [`WARMUP`]:
-//!   [`PAIRS`] pairs of a batch of [`CALLS`] calls direct and a batch through the filter, interleaved (which side runs
-//!   first alternates); the verdict is the median of the pairs' p50 ratios, printed with its spread and the load
-//!   average; budget: at most [`BUDGET_RATIO`] times direct. p50 and p99 of all calls of each side beside.
-//! - **Messages per second**: [`PIPELINED`] calls written in batches of [`BATCH`] before their replies are read,
-//!   direct and through the filter.
+//!   [`ROUNDS`] rounds of a batch of [`CALLS`] calls on each of three sides (direct, through efr-bus-proxy, through
+//!   xdg-dbus-proxy), interleaved (the order of the sides changes round by round, [`ORDERS`]); the verdict is the
+//!   median of the rounds' efr-bus-proxy / direct ratios of p50s, printed with its spread and the load average;
+//!   budget: at most [`BUDGET_RATIO`] times direct. xdg-dbus-proxy / direct and efr-bus-proxy / xdg-dbus-proxy are
+//!   printed beside the same way, and p50 and p99 of all calls of each side.
+//! - **Messages per second**: [`PIPELINED`] calls written in batches of [`BATCH`] before their replies are read, on
+//!   each side.
 //!
-//! The filter is the real binary serving one socket by hand (`--listen`, the default session policy); the clients
-//! are the crate's own framing and authentication ([`efr_bus_proxy::wire`], [`efr_bus_proxy::sasl`]) with zbus's
-//! message types, not a zbus connection (a zbus connection stalled after `AGREE_UNIX_FD` against dbus-daemon). Every
-//! step has a time limit, so a stuck peer fails the bench instead of hanging it. Prints `PASS` or `FAIL` and exits
-//! with status 1 on `FAIL` or when a step fails. Run with `cargo bench -p efr-bus-proxy --bench roundtrip`.
+//! The filter is the real binary serving one socket by hand (`--listen`, the default session policy), the reference
+//! is `xdg-dbus-proxy --filter` with the same names (a missing xdg-dbus-proxy fails the bench; `cargo xtask ci`
+//! installs it); the clients are the crate's own framing and authentication ([`efr_bus_proxy::wire`],
+//! [`efr_bus_proxy::sasl`]) with zbus's message types, not a zbus connection (a zbus connection stalled after
+//! `AGREE_UNIX_FD` against dbus-daemon). Every step has a time limit, so a stuck peer fails the bench instead of
+//! hanging it. Prints `PASS` or `FAIL` and exits with status 1 on `FAIL` or when a step fails. Run with
+//! `cargo bench -p efr-bus-proxy --bench roundtrip`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitCode, Stdio};
@@ -29,8 +33,15 @@ use zbus::message::{Message, Type};
 const WARMUP: usize = 200;
 /// Timed calls of each side in one pair, one at a time.
 const CALLS: usize = 100;
-/// Pairs of batches (2,000 timed calls of each side in all).
-const PAIRS: usize = 20;
+/// Rounds of one batch a side (2,400 timed calls of each side in all).
+const ROUNDS: usize = 24;
+/// The sides, by index: direct to dbus-daemon, through efr-bus-proxy, through xdg-dbus-proxy.
+const DIRECT: usize = 0;
+const THROUGH: usize = 1;
+const REFERENCE: usize = 2;
+const NAMES: [&str; 3] = ["direct", "efr-bus-proxy", "xdg-dbus-proxy"];
+/// The orders the sides run in, one a round in turn: each side runs first, second and third equally often.
+const ORDERS: [[usize; 3]; 6] = [[0, 1, 2], [1, 2, 0], [2, 0, 1], [2, 1, 0], [1, 0, 2], [0, 2, 1]];
 /// The filter's round trip at most this many times a direct one (docs/architecture.md, "Budgets").
 const BUDGET_RATIO: f64 = 2.0;
 /// Calls of each for the rate.
@@ -68,62 +79,96 @@ async fn bench() -> Result<bool, String> {
     let dir = tempfile::tempdir().map_err(|e| format!("no temporary folder: {e}"))?;
     let bus = dir.path().join("bus");
     let _daemon = DbusDaemon::start("session", &bus, false)?;
+    let upstream = format!("unix:path={}", bus.display());
     let filtered = dir.path().join("filtered");
     let _filter = Running(
         Command::new(env!("CARGO_BIN_EXE_efr-bus-proxy"))
             .arg("--listen")
             .arg(&filtered)
             .arg("--upstream")
-            .arg(format!("unix:path={}", bus.display()))
+            .arg(&upstream)
             .arg("--default")
             .stdout(Stdio::null())
             .spawn()
             .map_err(|e| format!("cannot start efr-bus-proxy: {e}"))?,
     );
+    // The reference: xdg-dbus-proxy with the same policy as `--default` (TALK to the notification daemon and the
+    // portals). It does the same socket hops and wakeups, so its round trip is the floor a filtering proxy reaches.
+    let reference = dir.path().join("reference");
+    let _reference = Running(
+        Command::new("xdg-dbus-proxy")
+            .arg(&upstream)
+            .arg(&reference)
+            .args([
+                "--filter",
+                "--talk=org.freedesktop.Notifications",
+                "--talk=org.freedesktop.portal.*",
+            ])
+            .stdout(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("cannot start xdg-dbus-proxy (apt-get install xdg-dbus-proxy): {e}"))?,
+    );
     wait_for(&filtered)?;
+    wait_for(&reference)?;
 
-    let mut direct = Client::connect(&bus).await?;
-    let mut through = Client::connect(&filtered).await?;
+    let mut sides = [
+        Client::connect(&bus).await?,
+        Client::connect(&filtered).await?,
+        Client::connect(&reference).await?,
+    ];
     let load = load_average();
-    direct.warm_up().await?;
-    through.warm_up().await?;
-    // The sides in pairs, interleaved batch by batch (which runs first alternates); each pair is the medians of one
-    // batch of each.
-    let mut pairs = Pairs::new();
-    let (mut direct_times, mut through_times) = (Vec::new(), Vec::new());
-    for pair in 0..PAIRS {
-        let (d, f) = if pair % 2 == 0 {
-            let d = direct.round_trips().await?;
-            (d, through.round_trips().await?)
-        } else {
-            let f = through.round_trips().await?;
-            (direct.round_trips().await?, f)
-        };
-        pairs.push(percentile(&f, 50).as_secs_f64(), percentile(&d, 50).as_secs_f64());
-        direct_times.extend(d);
-        through_times.extend(f);
+    for side in &mut sides {
+        side.warm_up().await?;
     }
-    direct_times.sort();
-    through_times.sort();
-    let (d50, d99) = (percentile(&direct_times, 50), percentile(&direct_times, 99));
-    let (f50, f99) = (percentile(&through_times, 50), percentile(&through_times, 99));
+    // The sides in rounds, interleaved batch by batch (each order of the three in turn); each pair is the medians of
+    // one batch of each side in the same round.
+    let (mut pairs, mut floor, mut beside) = (Pairs::new(), Pairs::new(), Pairs::new());
+    let mut times: [Vec<Duration>; 3] = Default::default();
+    for round in 0..ROUNDS {
+        let mut p50 = [0.0; 3];
+        for side in ORDERS[round % ORDERS.len()] {
+            let batch = sides[side].round_trips().await?;
+            p50[side] = percentile(&batch, 50).as_secs_f64();
+            times[side].extend(batch);
+        }
+        pairs.push(p50[THROUGH], p50[DIRECT]);
+        floor.push(p50[REFERENCE], p50[DIRECT]);
+        beside.push(p50[THROUGH], p50[REFERENCE]);
+    }
+    for side in &mut times {
+        side.sort();
+    }
     let ratio = pairs.ratios();
     let pass = ratio.median <= BUDGET_RATIO;
-    println!("round trip of GetId, {PAIRS} pairs of {CALLS} calls one at a time (load average {load}):");
-    println!("  direct          p50 {d50:>8.1?}  p99 {d99:>8.1?}");
-    println!("  through filter  p50 {f50:>8.1?}  p99 {f99:>8.1?}");
+    println!("round trip of GetId, {ROUNDS} rounds of {CALLS} calls one at a time a side (load average {load}):");
+    for (side, name) in NAMES.iter().enumerate() {
+        println!(
+            "  {name:<16} p50 {:>8.1?}  p99 {:>8.1?}",
+            percentile(&times[side], 50),
+            percentile(&times[side], 99)
+        );
+    }
+    let p99 = |side: usize| percentile(&times[side], 99).as_secs_f64();
     println!(
-        "  ratio of the pairs' p50s {ratio} (budget {BUDGET_RATIO}x); p99 {:.2}x",
-        f99.as_secs_f64() / d99.as_secs_f64()
+        "  efr-bus-proxy / direct, the pairs' p50s: {ratio} (budget {BUDGET_RATIO}x); p99 {:.2}x",
+        p99(THROUGH) / p99(DIRECT)
     );
-    let direct_rate = direct.rate().await?;
-    let through_rate = through.rate().await?;
+    println!(
+        "  xdg-dbus-proxy / direct (the floor): {}; p99 {:.2}x",
+        floor.ratios(),
+        p99(REFERENCE) / p99(DIRECT)
+    );
+    println!("  efr-bus-proxy / xdg-dbus-proxy: {}", beside.ratios());
     println!("messages per second, {PIPELINED} calls in batches of {BATCH} (each call and its reply):");
-    println!("  direct          {direct_rate:>10.0}/s");
-    println!(
-        "  through filter  {through_rate:>10.0}/s  ({:.2} of direct)",
-        through_rate / direct_rate
-    );
+    let direct_rate = sides[DIRECT].rate().await?;
+    for (side, name) in NAMES.iter().enumerate() {
+        let rate = if side == DIRECT {
+            direct_rate
+        } else {
+            sides[side].rate().await?
+        };
+        println!("  {name:<16} {rate:>10.0}/s  ({:.2} of direct)", rate / direct_rate);
+    }
     println!("{}", if pass { "PASS" } else { "FAIL" });
     Ok(pass)
 }
@@ -157,10 +202,52 @@ impl Client {
             serial: 0,
             what: socket.to_owned(),
         };
-        let uid = nix::unistd::getuid().as_raw();
-        limit("the login", efr_bus_proxy::sasl::login(&mut client.conn, uid)).await??;
+        limit("the login", client.login()).await??;
         client.call("Hello").await?;
         Ok(client)
+    }
+
+    /// AUTH EXTERNAL, NEGOTIATE_UNIX_FD and BEGIN, each after the answer to the one before: Debian 12's
+    /// xdg-dbus-proxy drops commands sent in one write (the three sides log in alike; the login is not timed).
+    async fn login(&mut self) -> Result<(), String> {
+        let uid = nix::unistd::getuid().as_raw();
+        let hex: String = uid.to_string().bytes().map(|b| format!("{b:02x}")).collect();
+        let steps = [
+            (format!("\0AUTH EXTERNAL {hex}\r\n"), "OK "),
+            ("NEGOTIATE_UNIX_FD\r\n".to_owned(), "AGREE_UNIX_FD"),
+        ];
+        for (command, answer) in steps {
+            self.conn
+                .write_raw(command.as_bytes())
+                .await
+                .map_err(|e| format!("cannot write to {}: {e}", self.what.display()))?;
+            let line = self.line().await?;
+            if !line.starts_with(answer) {
+                return Err(format!("{} answered {line:?} to {command:?}", self.what.display()));
+            }
+        }
+        self.conn
+            .write_raw(b"BEGIN\r\n")
+            .await
+            .map_err(|e| format!("cannot write to {}: {e}", self.what.display()))
+    }
+
+    /// One line of the authentication.
+    async fn line(&mut self) -> Result<String, String> {
+        loop {
+            let buffer = self.conn.buffer();
+            if let Some(end) = buffer.windows(2).position(|w| w == b"\r\n") {
+                let line: Vec<u8> = buffer.drain(..end + 2).take(end).collect();
+                return Ok(String::from_utf8_lossy(&line).into_owned());
+            }
+            if self.conn.is_closed() {
+                return Err(format!("{} closed during the login", self.what.display()));
+            }
+            self.conn
+                .read_more()
+                .await
+                .map_err(|e| format!("{}: {e}", self.what.display()))?;
+        }
     }
 
     fn message(&mut self, member: &str) -> Result<Message, String> {

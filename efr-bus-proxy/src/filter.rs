@@ -3,17 +3,20 @@
 //!
 //! Serials are renumbered both ways: the bus sees the proxy's serials and the client sees the proxy's serials, so a
 //! reply is forwarded only when it answers a call that went the other way through this filter, and a client cannot
-//! forge a reply to another peer's call. The filter does no I/O: it turns one message into [`Action`]s.
+//! forge a reply to another peer's call. A message that passes is the bytes it came as, renumbered in place
+//! ([`crate::header`]): nothing the filter did not read reaches the other side, and nothing is written twice. The
+//! filter does no I/O: it turns one message into [`Action`]s.
 
 use std::collections::HashMap;
 use std::num::NonZeroU32;
 use std::os::fd::OwnedFd;
 use std::sync::Arc;
 
-use zbus::message::{Builder, Flags, Message, Type};
+use zbus::message::{Builder, Message, Type};
 
 use crate::policy::{Level, Policy};
 use crate::report::Refusals;
+use crate::wire::{Incoming, Outgoing};
 
 /// The bus driver's name.
 pub const DRIVER: &str = "org.freedesktop.DBus";
@@ -35,9 +38,9 @@ const FAILED: &str = "org.freedesktop.DBus.Error.Failed";
 #[derive(Debug)]
 pub enum Action {
     /// Send to the client.
-    ToClient(Message),
+    ToClient(Outgoing),
     /// Send to the bus.
-    ToBus(Message),
+    ToBus(Outgoing),
     /// End the connection, for this reason.
     Close(String),
 }
@@ -109,8 +112,7 @@ impl Filter {
     }
 
     /// Checks a message from the client.
-    pub fn from_client(&mut self, message: &Message, fds: Vec<OwnedFd>) -> Vec<Action> {
-        let header = message.header();
+    pub fn from_client(&mut self, message: &Incoming, fds: Vec<OwnedFd>) -> Vec<Action> {
         if !self.hello {
             return if message.message_type() == Type::MethodCall && is_driver(message, "Hello") {
                 self.hello = true;
@@ -123,7 +125,7 @@ impl Filter {
                     .and_then(|b| b.destination(unique.as_str()))
                     .map(|b| b.serial(serial))
                     .and_then(|b| b.build(&(unique.as_str(),)));
-                actions.extend(acquired.map(Action::ToClient));
+                actions.extend(acquired.map(|m| Action::ToClient(m.into())));
                 actions
             } else {
                 vec![Action::Close("the client's first message was not Hello".to_owned())]
@@ -132,20 +134,19 @@ impl Filter {
         if !fds.is_empty() && !self.client_fds {
             return vec![Action::Close("descriptors without NEGOTIATE_UNIX_FD".to_owned())];
         }
-        let destination = header.destination().map(ToString::to_string);
-        drop(header);
+        let destination = message.destination();
         match message.message_type() {
-            Type::MethodCall => match destination.as_deref() {
+            Type::MethodCall => match destination {
                 Some(DRIVER) => self.driver_call(message, fds),
                 Some(name) if name == self.unique => self.forward_call(message, fds, ReplyKind::Plain),
                 Some(name) => self.client_call(message, fds, name),
                 None => self.refuse(message, "", ACCESS_DENIED, "a method call needs a destination"),
             },
             Type::MethodReturn | Type::Error => self.client_reply(message, fds),
-            Type::Signal => match destination.as_deref() {
+            Type::Signal => match destination {
                 // A broadcast: its sender is the proxy's unique name, so it cannot pass for another peer's.
-                None => self.forward(message, fds, Side::Bus, None),
-                Some(name) if self.level_of(name) >= Level::Talk => self.forward(message, fds, Side::Bus, None),
+                None => self.forward(message, fds, Side::Bus),
+                Some(name) if self.level_of(name) >= Level::Talk => self.forward(message, fds, Side::Bus),
                 Some(name) => {
                     self.report(message, name);
                     Vec::new()
@@ -155,11 +156,9 @@ impl Filter {
     }
 
     /// Checks a message from the bus.
-    pub fn from_bus(&mut self, message: &Message, fds: Vec<OwnedFd>) -> Vec<Action> {
-        let header = message.header();
-        let sender = header.sender().map(ToString::to_string).unwrap_or_default();
-        let reply_serial = header.reply_serial();
-        drop(header);
+    pub fn from_bus(&mut self, message: &Incoming, fds: Vec<OwnedFd>) -> Vec<Action> {
+        let sender = message.sender().unwrap_or_default();
+        let reply_serial = message.reply_serial();
         if !self.hello {
             // Nothing reaches the client before its Hello is answered (sd-bus takes anything else as an error); the
             // bus's NameAcquired for the proxy's connection is made again after the reply.
@@ -173,7 +172,7 @@ impl Filter {
                 .map(|pending| pending.call.0.as_str()),
             _ => None,
         };
-        let fds_allowed = self.fds_allowed(&sender) || called.is_some_and(|name| self.fds_allowed(name));
+        let fds_allowed = self.fds_allowed(sender) || called.is_some_and(|name| self.fds_allowed(name));
         if !(fds.is_empty() || self.client_fds && fds_allowed) {
             // Descriptors the client may not get: the descriptors are closed, and a reply is answered with an error
             // (counted in bus_refused) so the client's call ends now, not at its timeout.
@@ -185,39 +184,38 @@ impl Filter {
                 let Some(pending) = reply_serial.and_then(|serial| self.to_bus.remove(&serial.get())) else {
                     return Vec::new();
                 };
-                self.bus_reply(message, fds, &sender, pending)
+                self.bus_reply(message, fds, sender, pending)
             }
             Type::Signal if sender == DRIVER => self.driver_signal(message, fds),
             Type::Signal => {
                 let (interface, member, path) = names(message);
-                let mine = self.peers.get(&sender).cloned().unwrap_or_default();
-                let allowed = self.level_of(&sender) >= Level::Talk
-                    || mine.iter().any(|name| {
-                        self.policy
-                            .may_receive(name, interface.as_deref(), member.as_deref(), path.as_deref())
-                    });
+                let mine = self.peers.get(sender).cloned().unwrap_or_default();
+                let allowed = self.level_of(sender) >= Level::Talk
+                    || mine
+                        .iter()
+                        .any(|name| self.policy.may_receive(name, interface, member, path));
                 if allowed {
-                    self.forward(message, fds, Side::Client, None)
+                    self.forward(message, fds, Side::Client)
                 } else {
                     Vec::new()
                 }
             }
             Type::MethodCall => {
-                if self.level_of(&sender) >= Level::Talk && self.to_client.len() < MAX_PENDING {
-                    let serial = message.primary_header().serial_num();
-                    let actions = self.forward(message, fds, Side::Client, None);
+                if self.level_of(sender) >= Level::Talk && self.to_client.len() < MAX_PENDING {
+                    let serial = message.layout().serial();
+                    let actions = self.forward(message, fds, Side::Client);
                     if !no_reply(message) {
-                        self.to_client.insert(self.next_client, (serial, sender));
+                        self.to_client.insert(self.next_client, (serial, sender.to_owned()));
                     }
                     actions
                 } else if no_reply(message) {
                     Vec::new()
                 } else {
                     let serial = self.bus_serial();
-                    let error = Message::error(&message.header(), ACCESS_DENIED)
+                    let error = error_to(message, ACCESS_DENIED)
                         .map(|b| b.serial(serial))
                         .and_then(|b| b.build(&("the call's bus filter does not let this peer call it",)));
-                    error.map(Action::ToBus).into_iter().collect()
+                    error.map(|m| Action::ToBus(m.into())).into_iter().collect()
                 }
             }
         }
@@ -226,7 +224,7 @@ impl Filter {
     /// A message from the bus whose descriptors the client may not receive: a reply to a call of the client becomes
     /// an AccessDenied error for that call, counted under the call's destination; a call from a peer is answered on
     /// the bus with AccessDenied; a signal is dropped.
-    fn refuse_descriptors(&mut self, message: &Message, reply_serial: Option<NonZeroU32>) -> Vec<Action> {
+    fn refuse_descriptors(&mut self, message: &Incoming, reply_serial: Option<NonZeroU32>) -> Vec<Action> {
         const TEXT: &str = "the call's bus filter does not let descriptors pass from this peer";
         match message.message_type() {
             Type::MethodReturn | Type::Error => {
@@ -236,21 +234,21 @@ impl Filter {
                 let (name, member, path) = &pending.call;
                 self.refusals.add(name, member.as_deref(), path.as_deref());
                 let serial = self.client_serial();
-                Message::error(&message.header(), ACCESS_DENIED)
+                error_to(message, ACCESS_DENIED)
                     .and_then(|b| b.sender(DRIVER))
                     .and_then(|b| b.destination(self.unique.as_str()))
                     .map(|b| b.serial(serial).reply_serial(Some(pending.client_serial)))
                     .and_then(|b| b.build(&(TEXT,)))
-                    .map(Action::ToClient)
+                    .map(|m| Action::ToClient(m.into()))
                     .into_iter()
                     .collect()
             }
             Type::MethodCall if !no_reply(message) => {
                 let serial = self.bus_serial();
-                Message::error(&message.header(), ACCESS_DENIED)
+                error_to(message, ACCESS_DENIED)
                     .map(|b| b.serial(serial))
                     .and_then(|b| b.build(&(TEXT,)))
-                    .map(Action::ToBus)
+                    .map(|m| Action::ToBus(m.into()))
                     .into_iter()
                     .collect()
             }
@@ -258,15 +256,11 @@ impl Filter {
         }
     }
 
-    fn client_call(&mut self, message: &Message, fds: Vec<OwnedFd>, name: &str) -> Vec<Action> {
+    fn client_call(&mut self, message: &Incoming, fds: Vec<OwnedFd>, name: &str) -> Vec<Action> {
         let (interface, member, path) = names(message);
         let level = self.level_of(name);
         let owned = self.names_of(name);
-        let allowed = level >= Level::Talk
-            || owned.iter().any(|n| {
-                self.policy
-                    .may_call(n, interface.as_deref(), member.as_deref(), path.as_deref())
-            });
+        let allowed = level >= Level::Talk || owned.iter().any(|n| self.policy.may_call(n, interface, member, path));
         if !allowed {
             let error = if self.visible(name) {
                 ACCESS_DENIED
@@ -298,8 +292,8 @@ impl Filter {
         self.forward_call(message, fds, kind)
     }
 
-    fn client_reply(&mut self, message: &Message, fds: Vec<OwnedFd>) -> Vec<Action> {
-        let Some(serial) = message.header().reply_serial() else {
+    fn client_reply(&mut self, message: &Incoming, fds: Vec<OwnedFd>) -> Vec<Action> {
+        let Some(serial) = message.reply_serial() else {
             return Vec::new();
         };
         // A reply to no call the bus made to the client through this filter (a forgery, or a second reply): dropped.
@@ -310,20 +304,18 @@ impl Filter {
             return Vec::new();
         }
         let serial = self.bus_serial();
-        rebuild(message, serial, Some(bus_serial), Some(&caller), fds)
+        renumbered(message, serial, Some(bus_serial), Some(&caller), fds)
             .map(Action::ToBus)
             .into_iter()
             .collect()
     }
 
-    fn driver_call(&mut self, message: &Message, fds: Vec<OwnedFd>) -> Vec<Action> {
-        let header = message.header();
-        let interface = header.interface().map_or(DRIVER.to_owned(), ToString::to_string);
-        let member = header.member().map(ToString::to_string).unwrap_or_default();
-        drop(header);
-        let name_arg = || message.body().deserialize::<(String,)>().ok().map(|(s,)| s);
-        let first_arg = || message.body().deserialize_unchecked::<String>().ok();
-        match (interface.as_str(), member.as_str()) {
+    fn driver_call(&mut self, message: &Incoming, fds: Vec<OwnedFd>) -> Vec<Action> {
+        let interface = message.interface().unwrap_or(DRIVER);
+        let member = message.member().unwrap_or_default();
+        let name_arg = || body::<(String,)>(message).map(|(s,)| s);
+        let first_arg = || parsed(message).ok()?.body().deserialize_unchecked::<String>().ok();
+        match (interface, member) {
             (DRIVER, "Hello") => self.refuse_quietly(message, FAILED, "Already handled an Hello message"),
             (DRIVER, "AddMatch") => match first_arg() {
                 Some(rule) if !eavesdrops(&rule) => self.forward_call(message, fds, ReplyKind::Plain),
@@ -402,38 +394,40 @@ impl Filter {
         }
     }
 
-    fn bus_reply(&mut self, message: &Message, fds: Vec<OwnedFd>, sender: &str, pending: Pending) -> Vec<Action> {
+    fn bus_reply(&mut self, message: &Incoming, fds: Vec<OwnedFd>, sender: &str, pending: Pending) -> Vec<Action> {
         let serial = self.client_serial();
         let is_return = message.message_type() == Type::MethodReturn;
         match pending.kind {
             ReplyKind::Learn(name) if sender.starts_with(':') => self.learn(sender, &name),
             ReplyKind::NameOwner(name) if is_return => {
-                if let Ok(owner) = message.body().deserialize::<String>() {
+                if let Some(owner) = body::<String>(message) {
                     self.learn(&owner, &name);
                 }
             }
             ReplyKind::ListNames if is_return => {
-                let names: Vec<String> = message.body().deserialize().unwrap_or_default();
-                let names: Vec<String> = names.into_iter().filter(|name| self.visible(name)).collect();
-                let reply = Builder::from(message.header())
-                    .serial(serial)
-                    .reply_serial(Some(pending.client_serial))
-                    .build(&(names,));
-                return reply.map(Action::ToClient).into_iter().collect();
+                let reply = parsed(message).and_then(|m| {
+                    let names: Vec<String> = m.body().deserialize().unwrap_or_default();
+                    let names: Vec<String> = names.into_iter().filter(|name| self.visible(name)).collect();
+                    Builder::from(m.header())
+                        .serial(serial)
+                        .reply_serial(Some(pending.client_serial))
+                        .build(&(names,))
+                });
+                return reply.map(|m| Action::ToClient(m.into())).into_iter().collect();
             }
             _ => {}
         }
-        rebuild(message, serial, Some(pending.client_serial), None, fds)
+        renumbered(message, serial, Some(pending.client_serial), None, fds)
             .map(Action::ToClient)
             .into_iter()
             .collect()
     }
 
-    fn driver_signal(&mut self, message: &Message, fds: Vec<OwnedFd>) -> Vec<Action> {
-        if message.header().member().map(zbus::names::MemberName::as_str) != Some("NameOwnerChanged") {
-            return self.forward(message, fds, Side::Client, None);
+    fn driver_signal(&mut self, message: &Incoming, fds: Vec<OwnedFd>) -> Vec<Action> {
+        if message.member() != Some("NameOwnerChanged") {
+            return self.forward(message, fds, Side::Client);
         }
-        let Ok((name, old, new)) = message.body().deserialize::<(String, String, String)>() else {
+        let Some((name, old, new)) = body::<(String, String, String)>(message) else {
             return Vec::new();
         };
         if !self.visible(&name) {
@@ -451,25 +445,23 @@ impl Filter {
                 self.learn(&new, &name);
             }
         }
-        self.forward(message, fds, Side::Client, None)
+        self.forward(message, fds, Side::Client)
     }
 
     /// Forwards a client's call to the bus, remembering it for its reply.
-    fn forward_call(&mut self, message: &Message, fds: Vec<OwnedFd>, kind: ReplyKind) -> Vec<Action> {
+    fn forward_call(&mut self, message: &Incoming, fds: Vec<OwnedFd>, kind: ReplyKind) -> Vec<Action> {
         let no_reply = no_reply(message);
         if !no_reply && self.to_bus.len() >= MAX_PENDING {
             return self.refuse_quietly(message, LIMITS_EXCEEDED, "too many calls awaiting replies");
         }
-        let client_serial = message.primary_header().serial_num();
-        let actions = self.forward(message, fds, Side::Bus, None);
+        let client_serial = message.layout().serial();
+        let actions = self.forward(message, fds, Side::Bus);
         if !no_reply && !actions.is_empty() {
-            let (_, member, path) = names(message);
-            let destination = message
-                .header()
-                .destination()
-                .map(ToString::to_string)
-                .unwrap_or_default();
-            let call = (destination, member, path);
+            let call = (
+                message.destination().unwrap_or_default().to_owned(),
+                message.member().map(ToOwned::to_owned),
+                message.path().map(ToOwned::to_owned),
+            );
             self.to_bus.insert(
                 self.next_bus,
                 Pending {
@@ -482,22 +474,16 @@ impl Filter {
         actions
     }
 
-    fn forward(
-        &mut self,
-        message: &Message,
-        fds: Vec<OwnedFd>,
-        side: Side,
-        reply_serial: Option<NonZeroU32>,
-    ) -> Vec<Action> {
-        let keep = reply_serial.or_else(|| message.header().reply_serial());
+    /// Forwards a message to `side` with the next serial of that side, its reply serial (if any) kept.
+    fn forward(&mut self, message: &Incoming, fds: Vec<OwnedFd>, side: Side) -> Vec<Action> {
         match side {
             Side::Bus => {
                 let serial = self.bus_serial();
-                rebuild(message, serial, keep, None, fds).map(Action::ToBus)
+                renumbered(message, serial, None, None, fds).map(Action::ToBus)
             }
             Side::Client => {
                 let serial = self.client_serial();
-                rebuild(message, serial, keep, None, fds).map(Action::ToClient)
+                renumbered(message, serial, None, None, fds).map(Action::ToClient)
             }
         }
         .into_iter()
@@ -505,34 +491,34 @@ impl Filter {
     }
 
     /// A refusal that is reported in `bus_refused`, with its synthetic error.
-    fn refuse(&mut self, message: &Message, name: &str, error: &str, text: &str) -> Vec<Action> {
+    fn refuse(&mut self, message: &Incoming, name: &str, error: &str, text: &str) -> Vec<Action> {
         self.report(message, name);
         self.refuse_quietly(message, error, text)
     }
 
-    fn report(&self, message: &Message, name: &str) {
+    fn report(&self, message: &Incoming, name: &str) {
         let (_, member, path) = names(message);
-        self.refusals.add(name, member.as_deref(), path.as_deref());
+        self.refusals.add(name, member, path);
     }
 
     /// A synthetic error from the bus driver to the client's call (none when it expects no reply).
-    fn refuse_quietly(&mut self, message: &Message, error: &str, text: &str) -> Vec<Action> {
+    fn refuse_quietly(&mut self, message: &Incoming, error: &str, text: &str) -> Vec<Action> {
         if no_reply(message) {
             return Vec::new();
         }
         let serial = self.client_serial();
-        Message::error(&message.header(), error)
+        error_to(message, error)
             .and_then(|b| b.sender(DRIVER))
             .and_then(|b| b.destination(self.unique.as_str()))
             .map(|b| b.serial(serial))
             .and_then(|b| b.build(&(text,)))
-            .map(Action::ToClient)
+            .map(|m| Action::ToClient(m.into()))
             .into_iter()
             .collect()
     }
 
     /// A reply from the bus driver, made by the filter.
-    fn driver_reply<B>(&mut self, message: &Message, body: &B) -> Vec<Action>
+    fn driver_reply<B>(&mut self, message: &Incoming, body: &B) -> Vec<Action>
     where
         B: serde::Serialize + zbus::zvariant::DynamicType,
     {
@@ -540,12 +526,13 @@ impl Filter {
             return Vec::new();
         }
         let serial = self.client_serial();
-        Message::method_return(&message.header())
+        parsed(message)
+            .and_then(|m| Message::method_return(&m.header()))
             .and_then(|b| b.sender(DRIVER))
             .and_then(|b| b.destination(self.unique.as_str()))
             .map(|b| b.serial(serial))
             .and_then(|b| b.build(body))
-            .map(Action::ToClient)
+            .map(|m| Action::ToClient(m.into()))
             .into_iter()
             .collect()
     }
@@ -626,24 +613,39 @@ fn next(counter: &mut u32) -> NonZeroU32 {
     NonZeroU32::new(*counter).unwrap_or(NonZeroU32::MIN)
 }
 
-fn no_reply(message: &Message) -> bool {
-    message.message_type() != Type::MethodCall || message.primary_header().flags().contains(Flags::NoReplyExpected)
+fn no_reply(message: &Incoming) -> bool {
+    message.layout().no_reply()
 }
 
-fn is_driver(message: &Message, member: &str) -> bool {
-    let header = message.header();
-    header.destination().map(zbus::names::BusName::as_str) == Some(DRIVER)
-        && header.interface().is_none_or(|i| i.as_str() == DRIVER)
-        && header.member().map(zbus::names::MemberName::as_str) == Some(member)
+fn is_driver(message: &Incoming, member: &str) -> bool {
+    message.destination() == Some(DRIVER)
+        && message.interface().is_none_or(|i| i == DRIVER)
+        && message.member() == Some(member)
 }
 
-fn names(message: &Message) -> (Option<String>, Option<String>, Option<String>) {
-    let header = message.header();
-    (
-        header.interface().map(ToString::to_string),
-        header.member().map(ToString::to_string),
-        header.path().map(ToString::to_string),
-    )
+fn names(message: &Incoming) -> (Option<&str>, Option<&str>, Option<&str>) {
+    (message.interface(), message.member(), message.path())
+}
+
+/// zbus's parse of the whole message, for what its header does not say (its body, or the header of an answer the
+/// filter makes); an error when zbus refuses the bytes, so that nothing is made or forwarded from them.
+fn parsed(message: &Incoming) -> zbus::Result<&Message> {
+    message
+        .parsed()
+        .ok_or_else(|| zbus::Error::Failure("a message zbus cannot parse".to_owned()))
+}
+
+/// The body of `message`, when zbus reads it as a `T`.
+fn body<T>(message: &Incoming) -> Option<T>
+where
+    T: for<'de> zbus::zvariant::DynamicDeserialize<'de>,
+{
+    parsed(message).ok()?.body().deserialize::<T>().ok()
+}
+
+/// An error answering `message`, from the driver's point of view (the caller sets the sender and destination).
+fn error_to<'e>(message: &Incoming, name: &'e str) -> zbus::Result<Builder<'e>> {
+    parsed(message).and_then(|m| Message::error(&m.header(), name))
 }
 
 /// Whether a match rule asks for messages meant for others (`eavesdrop=true`, or any value but `false`).
@@ -669,14 +671,37 @@ fn eavesdrops(rule: &str) -> bool {
     }
 }
 
-/// The message with new serials (and a new destination), carrying `fds`.
+/// The message renumbered for the other side: its own bytes with `serial` (and `reply_serial`, when given) written in
+/// place, so what passes is exactly what the filter read and checked, at no cost of writing it again. A reply serial
+/// to add or a destination to change (a reply of the client's addressed to another than its caller) is written anew
+/// by zbus's builder instead.
+fn renumbered(
+    message: &Incoming,
+    serial: NonZeroU32,
+    reply_serial: Option<NonZeroU32>,
+    destination: Option<&str>,
+    fds: Vec<OwnedFd>,
+) -> zbus::Result<Outgoing> {
+    if (reply_serial.is_none() || message.reply_serial().is_some())
+        && destination.is_none_or(|d| message.destination() == Some(d))
+    {
+        let mut bytes = message.bytes().to_vec();
+        message.layout().renumber(&mut bytes, serial, reply_serial);
+        return Ok(Outgoing::Forwarded { bytes, fds });
+    }
+    let reply_serial = reply_serial.or_else(|| message.reply_serial());
+    rebuild(message, serial, reply_serial, destination, fds).map(Outgoing::Made)
+}
+
+/// The message written anew with new serials (and a new destination), carrying `fds`.
 fn rebuild(
-    message: &Message,
+    message: &Incoming,
     serial: NonZeroU32,
     reply_serial: Option<NonZeroU32>,
     destination: Option<&str>,
     fds: Vec<OwnedFd>,
 ) -> zbus::Result<Message> {
+    let message = parsed(message)?;
     let body = message.body();
     let mut builder = Builder::from(message.header())
         .serial(serial)

@@ -2,8 +2,10 @@
 //!
 //! Each call with a `bus_filter` grant gets its own listening socket ([`serve`]). A connection to it is
 //! authenticated by hand ([`sasl`]), gets its own connection to the real bus as the user, and every message both
-//! ways is framed ([`wire`]), parsed with zbus's message types, and checked against the call's [`policy`] by the
-//! [`filter`]. Refusals are counted for `bus_refused` ([`report`]).
+//! ways is framed ([`wire`]), its header read and checked in one walk ([`header`]), and checked against the call's
+//! [`policy`] by the [`filter`]; a message that passes goes on as the bytes it came as, renumbered in place (zbus's
+//! message types parse a body and write the answers the filter makes). Refusals are counted for `bus_refused`
+//! ([`report`]).
 //!
 //! efrd starts it with one end of a socket pair (`--control-fd`) and a folder for its sockets (`--sockets`), as it
 //! starts efr-proxy; it opens a plan per call and bus ([`plans`], [`control`]). The proxy hardens itself at start
@@ -13,6 +15,7 @@ pub mod address;
 pub mod control;
 pub mod filter;
 pub mod harden;
+pub mod header;
 pub mod plans;
 pub mod policy;
 pub mod report;
@@ -33,8 +36,9 @@ pub fn run(control_fd: RawFd, sockets: &Path) -> Result<(), String> {
     let Handover { control, sockets } = efr_helper::start::take_over(control_fd, sockets)?;
     let uid = nix::unistd::getuid().as_raw();
     harden::apply(&sockets)?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+    // One thread: a message's relay is a few microseconds of work between two wakeups, and a wakeup that crosses to
+    // another worker thread costs more than the work (docs/bus.md, "Cost").
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_io()
         .build()
         .map_err(|e| format!("cannot start the runtime: {e}"))?;

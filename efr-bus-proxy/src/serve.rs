@@ -46,8 +46,9 @@ pub struct Plan {
 }
 
 /// The client sockets of a plan's connections, held so that [`Clients::cut`] ends them before the plan's close is
-/// answered. Aborting the plan's task is not enough: on the multi-threaded runtime a connection's task stops only at
-/// its next await, and could still relay a message after efrd was told the plan is closed.
+/// answered. Aborting the plan's task is not enough on a multi-threaded runtime (the tests serve plans on one): a
+/// connection's task stops only at its next await, and could still relay a message after efrd was told the plan is
+/// closed.
 #[derive(Debug, Default)]
 pub struct Clients {
     inner: Mutex<ClientsInner>,
@@ -216,11 +217,11 @@ async fn relay(client: UnixStream, plan: &Plan) -> Result<(), Ended> {
         for action in actions {
             match action {
                 Action::ToClient(message) => client
-                    .send(&message)
+                    .send_out(&message)
                     .await
                     .map_err(|e| Ended::Client(format!("the client: {e}")))?,
                 Action::ToBus(message) => bus
-                    .send(&message)
+                    .send_out(&message)
                     .await
                     .map_err(|e| Ended::Bus(format!("the bus: {e}")))?,
                 Action::Close(why) => return Err(Ended::Client(why)),
@@ -242,12 +243,15 @@ async fn hello(bus: &mut Conn) -> Result<String, String> {
         let Some((reply, _)) = bus.read_message().await.map_err(|e| format!("the bus: {e}"))? else {
             break;
         };
-        if reply.header().reply_serial() != Some(std::num::NonZeroU32::MIN) {
+        if reply.reply_serial() != Some(std::num::NonZeroU32::MIN) {
             continue;
         }
         if reply.message_type() != Type::MethodReturn {
             return Err("the bus refused Hello".to_owned());
         }
+        let reply = reply
+            .parsed()
+            .ok_or("the bus's answer to Hello is not a D-Bus message")?;
         return reply
             .body()
             .deserialize::<String>()

@@ -1,8 +1,9 @@
 //! The framing of a D-Bus connection: bytes and passed descriptors in, whole messages out.
 //!
 //! Only the framing is done here (the 16-byte fixed header gives the length of a message, D-Bus specification,
-//! "Message Format"); the message itself is parsed by zbus's message types. A message longer than the
-//! connection's limit is an error before any of it is buffered past the header, so memory stays bounded by the limit.
+//! "Message Format"); the header is read and checked by [`crate::header`], and zbus's message types parse the whole
+//! message only when the filter needs more than its header ([`Incoming::parsed`]). A message longer than the connection's limit is an error before any of it is buffered past the
+//! header, so memory stays bounded by the limit.
 
 use std::collections::VecDeque;
 use std::io::{IoSlice, IoSliceMut};
@@ -11,14 +12,17 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use nix::sys::socket::{ControlMessage, ControlMessageOwned, MsgFlags, recvmsg, sendmsg};
 use tokio::io::Interest;
 use tokio::net::UnixStream;
-use zbus::message::Message;
+use zbus::message::{Message, Type};
 use zbus::zvariant::{Endian, serialized};
+
+use crate::header::Layout;
 
 /// The fixed part of a message's header: endianness, type, flags, version, body length, serial, fields length.
 const FIXED_HEADER: usize = 16;
 
-/// Bytes read from the socket at a time.
-const READ_CHUNK: usize = 64 * 1024;
+/// Bytes read from the socket at a time, into a buffer of each connection's side kept for its life (allocating and
+/// zeroing it at each read cost more than the rest of a small message's relay).
+const READ_CHUNK: usize = 16 * 1024;
 
 /// The most descriptors one message may carry (dbus-daemon's default is 16 too).
 pub const MAX_FDS: usize = 16;
@@ -58,12 +62,130 @@ impl From<std::io::Error> for WireError {
     }
 }
 
+/// A message read: its bytes, its header as [`Layout`] read it, and zbus's parse of the whole message, made when first
+/// asked for (the body of a call to the bus driver, an answer the proxy makes); most messages pass without it.
+#[derive(Debug)]
+pub struct Incoming {
+    bytes: Vec<u8>,
+    layout: Layout,
+    parsed: std::sync::OnceLock<Option<Message>>,
+}
+
+impl Incoming {
+    /// Reads the header of a whole message.
+    ///
+    /// # Errors
+    /// [`WireError::Malformed`]: a header against the rules [`Layout::of`] checks.
+    pub fn new(bytes: Vec<u8>) -> Result<Self, WireError> {
+        let layout = Layout::of(&bytes).map_err(WireError::Malformed)?;
+        Ok(Self {
+            bytes,
+            layout,
+            parsed: std::sync::OnceLock::new(),
+        })
+    }
+
+    /// The whole message, as it came.
+    #[must_use]
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// Its header.
+    #[must_use]
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    /// Its type.
+    #[must_use]
+    pub fn message_type(&self) -> Type {
+        self.layout.kind()
+    }
+
+    /// The serial of the call it answers.
+    #[must_use]
+    pub fn reply_serial(&self) -> Option<std::num::NonZeroU32> {
+        self.layout.reply_serial()
+    }
+
+    /// Its object path.
+    #[must_use]
+    pub fn path(&self) -> Option<&str> {
+        self.layout.path(&self.bytes)
+    }
+
+    /// Its interface.
+    #[must_use]
+    pub fn interface(&self) -> Option<&str> {
+        self.layout.interface(&self.bytes)
+    }
+
+    /// Its member.
+    #[must_use]
+    pub fn member(&self) -> Option<&str> {
+        self.layout.member(&self.bytes)
+    }
+
+    /// Its destination.
+    #[must_use]
+    pub fn destination(&self) -> Option<&str> {
+        self.layout.destination(&self.bytes)
+    }
+
+    /// Its sender.
+    #[must_use]
+    pub fn sender(&self) -> Option<&str> {
+        self.layout.sender(&self.bytes)
+    }
+
+    /// zbus's parse of the whole message, made at the first call; `None` when zbus refuses the bytes (the caller
+    /// treats the message as malformed).
+    pub fn parsed(&self) -> Option<&Message> {
+        self.parsed
+            .get_or_init(|| {
+                let endian = if self.bytes[0] == b'B' {
+                    Endian::Big
+                } else {
+                    Endian::Little
+                };
+                let data = serialized::Data::new(self.bytes.clone(), serialized::Context::new_dbus(endian, 0));
+                // SAFETY: zbus parses and checks the header from the bytes; the body is only read through zbus's
+                // checked deserializers. No descriptors are attached to the data, so no index in it can name a wrong
+                // descriptor.
+                unsafe { Message::from_bytes(data) }.ok()
+            })
+            .as_ref()
+    }
+}
+
+/// A message on its way out of the proxy.
+#[derive(Debug)]
+pub enum Outgoing {
+    /// A message read from one side, as the bytes it came as (renumbered in place), with its descriptors.
+    Forwarded {
+        /// The whole message.
+        bytes: Vec<u8>,
+        /// The descriptors that came with it, in order.
+        fds: Vec<OwnedFd>,
+    },
+    /// A message the proxy wrote (an answer of its own, or one written anew), with its descriptors in it.
+    Made(Message),
+}
+
+impl From<Message> for Outgoing {
+    fn from(message: Message) -> Self {
+        Self::Made(message)
+    }
+}
+
 /// One side of a proxied connection: the socket, the bytes read but not yet taken, and the descriptors that came
 /// with them.
 #[derive(Debug)]
 pub struct Conn {
     stream: UnixStream,
     buf: Vec<u8>,
+    chunk: Box<[u8]>,
     fds: VecDeque<OwnedFd>,
     max_message: usize,
     closed: bool,
@@ -76,6 +198,7 @@ impl Conn {
         Self {
             stream,
             buf: Vec::new(),
+            chunk: vec![0; READ_CHUNK].into_boxed_slice(),
             fds: VecDeque::new(),
             max_message,
             closed: false,
@@ -104,13 +227,13 @@ impl Conn {
     /// # Errors
     /// The socket's error; more descriptors waiting than a message may carry.
     pub async fn read_more(&mut self) -> Result<usize, WireError> {
-        let mut chunk = vec![0_u8; READ_CHUNK];
         let fd = self.stream.as_raw_fd();
+        let chunk = &mut self.chunk;
         let (len, fds) = self
             .stream
-            .async_io(Interest::READABLE, || recv(fd, &mut chunk))
+            .async_io(Interest::READABLE, || recv(fd, &mut chunk[..]))
             .await?;
-        self.buf.extend_from_slice(&chunk[..len]);
+        self.buf.extend_from_slice(&self.chunk[..len]);
         self.fds.extend(fds);
         if len == 0 {
             self.closed = true;
@@ -127,7 +250,7 @@ impl Conn {
     ///
     /// # Errors
     /// [`WireError`]: the socket, a close in the middle of a message, a message over the limit or not parsable.
-    pub async fn read_message(&mut self) -> Result<Option<(Message, Vec<OwnedFd>)>, WireError> {
+    pub async fn read_message(&mut self) -> Result<Option<(Incoming, Vec<OwnedFd>)>, WireError> {
         loop {
             if let Some(len) = frame_len(&self.buf, self.max_message)?
                 && self.buf.len() >= len
@@ -145,14 +268,14 @@ impl Conn {
         }
     }
 
-    fn take_message(&mut self, len: usize) -> Result<(Message, Vec<OwnedFd>), WireError> {
-        let bytes: Vec<u8> = self.buf.drain(..len).collect();
-        let endian = if bytes[0] == b'B' { Endian::Big } else { Endian::Little };
-        let data = serialized::Data::new(bytes, serialized::Context::new_dbus(endian, 0));
-        // SAFETY: zbus parses and checks the header from the bytes; the body is only read through zbus's checked
-        // deserializers. No descriptors are attached to the data, so no index in it can name a wrong descriptor.
-        let message = unsafe { Message::from_bytes(data) }.map_err(|e| WireError::Malformed(e.to_string()))?;
-        let wanted = message.header().unix_fds().unwrap_or(0) as usize;
+    fn take_message(&mut self, len: usize) -> Result<(Incoming, Vec<OwnedFd>), WireError> {
+        let bytes: Vec<u8> = if self.buf.len() == len {
+            std::mem::take(&mut self.buf)
+        } else {
+            self.buf.drain(..len).collect()
+        };
+        let message = Incoming::new(bytes)?;
+        let wanted = message.layout().unix_fds() as usize;
         if wanted > MAX_FDS || wanted > self.fds.len() {
             return Err(WireError::Malformed(format!(
                 "the message names {wanted} descriptors, {} came with it",
@@ -178,6 +301,20 @@ impl Conn {
     pub async fn send(&self, message: &Message) -> std::io::Result<()> {
         let fds: Vec<RawFd> = message.data().fds().iter().map(AsRawFd::as_raw_fd).collect();
         self.send_bytes(message.data().bytes(), &fds).await
+    }
+
+    /// Writes an outgoing message: its bytes and its descriptors.
+    ///
+    /// # Errors
+    /// The socket's error.
+    pub async fn send_out(&self, out: &Outgoing) -> std::io::Result<()> {
+        match out {
+            Outgoing::Forwarded { bytes, fds } => {
+                let fds: Vec<RawFd> = fds.iter().map(AsRawFd::as_raw_fd).collect();
+                self.send_bytes(bytes, &fds).await
+            }
+            Outgoing::Made(message) => self.send(message).await,
+        }
     }
 
     async fn send_bytes(&self, bytes: &[u8], fds: &[RawFd]) -> std::io::Result<()> {

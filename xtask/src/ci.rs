@@ -13,7 +13,8 @@ use crate::protocol;
 /// `systemd --user`, over which efrd asks for a job's scope), zsh and bash for the hidden shell, iproute2 for network
 /// namespaces, python3-venv for the independent phone client, systemd for socket activation and `systemd --user`,
 /// tmux to drive the CLI in a real terminal, git for diffs and snapshots, curl and pip as the real clients of the
-/// egress proxy, gdbus (libglib2.0-bin) and jeepney as real clients of the bus proxy, Python's dbus and GLib modules
+/// egress proxy, gdbus (libglib2.0-bin) and jeepney as real clients of the bus proxy, xdg-dbus-proxy as the reference
+/// the bus proxy's round-trip bench measures beside it, Python's dbus and GLib modules
 /// for the test service of efrd's bus tests (and a client inside their contained calls), e2fsprogs and mount for the
 /// fault matrix's small loop-mounted data disk (`mkfs.ext4`, `chattr`), man-db to render the man pages (`man -l`),
 /// and for the package's check dpkg-dev (`dpkg-shlibdeps`), binutils (`strip`) and lintian.
@@ -37,6 +38,7 @@ const PACKAGES: &[&str] = &[
     "python3-jeepney",
     "python3-dbus",
     "python3-gi",
+    "xdg-dbus-proxy",
     "man-db",
     "dpkg-dev",
     "binutils",

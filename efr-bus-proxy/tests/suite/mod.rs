@@ -3,6 +3,7 @@
 mod clients;
 mod control;
 mod faults;
+mod forwarding;
 mod harness;
 mod sandbox;
 mod traps;

@@ -10,8 +10,9 @@ use efr_bus_proxy::serve::MAX_MESSAGE;
 use efr_protocol::wire::Bus;
 use efr_test_support::proc::rss_kib;
 use tokio::io::AsyncWriteExt;
-use zbus::message::Message;
+use zbus::message::{Message, Type};
 
+use super::forwarding::{Value, hand_made};
 use super::harness::{Filtered, Raw, RealBus, call, call_with, count, error_name, long_path, name, service};
 
 const NOTIFICATIONS: &str = "org.freedesktop.Notifications";
@@ -370,4 +371,39 @@ impl Drop for Kill {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_header_field_twice_ends_the_connection() {
+    let bus = RealBus::start(Bus::Session);
+    let _service = service(&bus, NOTIFICATIONS).await;
+    let _hidden = service(&bus, "org.example.Hidden").await;
+    let filtered = Filtered::default_on(&bus);
+    let (mut raw, _) = Raw::pipelined(&filtered.socket).await;
+    // zbus's parser keeps the last destination (one the filter lets pass); dbus-daemon refuses a field twice. Were the
+    // bytes forwarded, the bus would end the proxy's connection; the filter ends the client's before.
+    let twice = hand_made(
+        false,
+        Type::MethodCall,
+        2,
+        &[
+            (1, Value::Str(b'o', PATH)),
+            (2, Value::Str(b's', NOTIFICATIONS)),
+            (3, Value::Str(b's', "GetServerInformation")),
+            (6, Value::Str(b's', "org.example.Hidden")),
+            (6, Value::Str(b's', NOTIFICATIONS)),
+        ],
+    );
+    raw.stream.write_all(&twice).await.unwrap();
+    assert!(raw.message().await.is_none(), "the filter ends the connection");
+    let (refused, _) = filtered.refused();
+    assert_eq!(
+        count(&refused, DRIVER, Some("Disconnected")),
+        0,
+        "the client's connection ended, not the bus's: {refused:?}"
+    );
+    // The plan serves the next connection.
+    let (mut other, _) = Raw::pipelined(&filtered.socket).await;
+    other.send(&info(2)).await;
+    assert_eq!(error_name(&other.message().await.expect("a reply")), None);
 }
