@@ -7,7 +7,8 @@
 //! - **Connect latency**: from connecting to the first byte back (the ClientHello sent, one byte answered), through
 //!   the proxy (CONNECT, `200`, the SNI check, one resolution, the connection) and direct; p50 and p99 of each and
 //!   what the proxy adds.
-//! - **Memory**: efr-proxy's RSS idle (one plan open) and with [`OPEN_TUNNELS`] tunnels open.
+//! - **Memory**: efr-proxy's RSS idle (one plan open) and with [`OPEN_TUNNELS`] tunnels open, and the pipes it holds
+//!   for them just opened and once idle (the relay releases an idle direction's pipe).
 //!
 //! It runs as the tests do: the real binary, hardened, in a network namespace of its own with the sink at a public
 //! address on its loopback (root is needed). Prints `PASS` or `FAIL` and exits with status 1 on `FAIL`. Run with
@@ -138,17 +139,29 @@ fn bench() -> Result<bool> {
     );
 
     // Memory.
+    // The latency's last tunnels end and release their pipes first.
+    std::thread::sleep(efr_proxy::relay::PIPE_IDLE * 2);
     let idle = proxy.rss_kib()?;
+    let own_pipe_ends = proxy.pipe_ends()?;
     let mut open = Vec::with_capacity(OPEN_TUNNELS);
     for _ in 0..OPEN_TUNNELS {
         open.push(tunnel_to(&plan.socket, &hello)?);
     }
     let loaded = proxy.rss_kib()?;
+    let pipes = proxy.pipe_ends()?.saturating_sub(own_pipe_ends) / 2;
     println!(
         "efr-proxy RSS: {:.1} MiB idle, {:.1} MiB with {OPEN_TUNNELS} open tunnels ({:.1} KiB per tunnel)",
         idle as f64 / 1024.0,
         loaded as f64 / 1024.0,
         loaded.saturating_sub(idle) as f64 / OPEN_TUNNELS as f64
+    );
+    // Each tunnel's answer (one byte) made a pipe; an idle direction releases its pipe.
+    std::thread::sleep(efr_proxy::relay::PIPE_IDLE * 2);
+    println!(
+        "efr-proxy pipes with {OPEN_TUNNELS} open tunnels: {pipes} just opened, {} after {:?} idle; RSS then {:.1} MiB",
+        proxy.pipe_ends()?.saturating_sub(own_pipe_ends) / 2,
+        efr_proxy::relay::PIPE_IDLE * 2,
+        proxy.rss_kib()? as f64 / 1024.0
     );
     drop(open);
     let closed = proxy.close(plan.plan)?;
@@ -307,6 +320,16 @@ impl Proxy {
 
     fn close(&mut self, plan: u64) -> Result<serde_json::Value> {
         self.request("proxy.close", &json!({"plan": plan}))
+    }
+
+    /// The pipe ends among the proxy's descriptors (its standard output and error may be pipes too).
+    fn pipe_ends(&self) -> Result<usize> {
+        let mut ends = 0;
+        for entry in std::fs::read_dir(format!("/proc/{}/fd", self.child.id())).map_err(err)? {
+            let target = std::fs::read_link(entry.map_err(err)?.path()).map_err(err)?;
+            ends += usize::from(target.to_string_lossy().starts_with("pipe:"));
+        }
+        Ok(ends)
     }
 
     fn rss_kib(&self) -> Result<u64> {

@@ -12,6 +12,7 @@ pub mod harden;
 pub mod hello;
 pub mod plan;
 pub mod plans;
+pub mod relay;
 pub mod resolve;
 pub mod tunnel;
 
@@ -46,7 +47,8 @@ pub fn run(control_fd: RawFd, sockets: &Path) -> Result<(), String> {
     })
 }
 
-/// Raises the soft limit of descriptors to the hard one: each tunnel holds two.
+/// Raises the soft limit of descriptors to the hard one: each tunnel holds two sockets and, while data flows, up to
+/// two pipes (four descriptors).
 fn raise_nofile() -> Result<(), String> {
     let (_, hard) = getrlimit(Resource::RLIMIT_NOFILE).map_err(|e| format!("getrlimit: {e}"))?;
     setrlimit(Resource::RLIMIT_NOFILE, hard, hard).map_err(|e| format!("cannot raise the descriptor limit: {e}"))

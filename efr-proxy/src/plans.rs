@@ -17,7 +17,8 @@ use crate::resolve::Resolver;
 use crate::tunnel::{self, Context};
 
 /// The most connections the proxy serves at once, all plans together; one more is closed at once and counted as
-/// `limit`. Bounds the proxy's memory and descriptors (each tunnel holds two).
+/// `limit`. Bounds the proxy's memory and descriptors (each tunnel holds two sockets, and a pipe (two descriptors)
+/// for each direction while data flows: at most six).
 pub const MAX_CONNECTIONS: usize = 4096;
 
 /// How long closing a plan waits for its cut tunnels to end.

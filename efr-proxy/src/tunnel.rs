@@ -8,37 +8,30 @@
 //! 4. `HTTP/1.1 200 Connection established`;
 //! 5. the ClientHello, bounded (`limit`), with an SNI equal to the host in normal form (`not_tls` otherwise);
 //! 6. the name resolved once; any address that is not public refuses the name (`denied`);
-//! 7. a connection to a checked address (never a second resolution), the hello replayed, bytes copied both ways.
+//! 7. a connection to a checked address (never a second resolution), the hello replayed, bytes relayed both ways,
+//!    zero-copy where the kernel allows ([`relay`]).
 //!
 //! A refusal before step 4 is answered `403` (`400` for `bad_request`) with one line naming the reason; after it,
 //! the connection is closed. Every refusal is counted in the plan's tally.
 
-use std::io;
 use std::net::{IpAddr, SocketAddr};
-use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::task::Poll;
 use std::time::Duration;
 
 use efr_protocol::internal::host::{TargetRefusal, normalise, target_host};
 use efr_protocol::wire::BlockReason;
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::address::is_public;
 use crate::connect;
 use crate::hello::{self, HelloError};
 use crate::plan::{Rules, Tally};
+use crate::relay::{self, Counts, Socket};
 use crate::resolve::Resolver;
 
 /// How long a connection to one address of the host may take.
 pub const CONNECT_TIME: Duration = Duration::from_secs(10);
-
-/// The size of each direction's copy buffer, in bytes: larger buffers mean fewer system calls per byte (the
-/// bench measured 32 KiB at about a third of a direct copy); a buffer's pages are touched only as data passes, so
-/// an idle tunnel costs far less (about 30 KiB in all).
-pub const COPY_BUFFER: usize = 64 * 1024;
 
 /// How long a refusal's response may take to write.
 const REPLY_TIME: Duration = Duration::from_secs(5);
@@ -55,7 +48,7 @@ pub struct Context {
 }
 
 /// Serves one connection to its end.
-pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(mut client: S, context: &Context) {
+pub async fn serve<S: AsyncRead + AsyncWrite + Socket + Unpin>(mut client: S, context: &Context) {
     let (target, rest) = match connect::read(&mut client).await {
         Ok(read) => read,
         Err(error) => {
@@ -125,7 +118,7 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(mut client: S, context: &C
         return;
     };
     context.tally.tunnel();
-    relay(client, upstream, &hello.bytes, &context.tally).await;
+    relay_to_host(&client, &upstream, &hello.bytes, &context.tally).await;
 }
 
 /// Connects to the first of `addresses` that answers: the checked addresses, never a new resolution.
@@ -140,17 +133,14 @@ async fn connect_any(addresses: &[IpAddr], port: u16) -> Option<TcpStream> {
     None
 }
 
-/// Replays the hello to the host and copies both ways until either side ends, counting bytes.
-async fn relay<S: AsyncRead + AsyncWrite + Unpin>(mut client: S, upstream: TcpStream, hello: &[u8], tally: &Tally) {
-    let mut upstream = Counted {
-        inner: upstream,
-        read: tally.received(),
-        written: tally.sent(),
+/// Replays the bytes the checks read to the host, then relays both ways ([`relay`]) until the tunnel ends.
+async fn relay_to_host<S: Socket>(client: &S, host: &TcpStream, first: &[u8], tally: &Tally) {
+    let counts = Counts {
+        sent: tally.sent(),
+        received: tally.received(),
     };
-    if upstream.write_all(hello).await.is_err() {
-        return;
-    }
-    let _ = tokio::io::copy_bidirectional_with_sizes(&mut client, &mut upstream, COPY_BUFFER, COPY_BUFFER).await;
+    // An error ends the tunnel as the end of both directions does: both sockets are closed when `serve` returns.
+    let _ = relay::relay(client, host, first, counts).await;
 }
 
 /// Counts, refuses and answers a connection before the `200`.
@@ -178,43 +168,4 @@ async fn refuse_before<S: AsyncWrite + Unpin>(
         client.shutdown().await
     };
     let _ = tokio::time::timeout(REPLY_TIME, reply).await;
-}
-
-/// A stream that adds what it reads and writes to two counters, so the counts hold even when a tunnel is cut.
-struct Counted<'a, S> {
-    inner: S,
-    read: &'a AtomicU64,
-    written: &'a AtomicU64,
-}
-
-impl<S: AsyncRead + Unpin> AsyncRead for Counted<'_, S> {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        let before = buf.filled().len();
-        let poll = Pin::new(&mut self.inner).poll_read(cx, buf);
-        let n = buf.filled().len() - before;
-        self.read.fetch_add(n as u64, Ordering::Relaxed);
-        poll
-    }
-}
-
-impl<S: AsyncWrite + Unpin> AsyncWrite for Counted<'_, S> {
-    fn poll_write(mut self: Pin<&mut Self>, cx: &mut std::task::Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
-        let poll = Pin::new(&mut self.inner).poll_write(cx, buf);
-        if let Poll::Ready(Ok(n)) = poll {
-            self.written.fetch_add(n as u64, Ordering::Relaxed);
-        }
-        poll
-    }
-
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_flush(cx)
-    }
-
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_shutdown(cx)
-    }
 }

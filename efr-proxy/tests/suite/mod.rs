@@ -5,3 +5,4 @@ mod battery;
 mod control;
 mod harness;
 mod load;
+mod relay;
