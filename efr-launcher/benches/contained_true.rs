@@ -16,7 +16,8 @@ use std::time::Duration;
 
 use efr_protocol::internal::{LaunchPlan, ReportTo, Writable, WritableSource, default_masks};
 
-/// The budget in docs/architecture.md, "Budgets".
+/// The budget in docs/architecture.md, "Budgets". 2.0 cannot hold: the floor and the launcher's two program starts
+/// are 2.0 before any work, and the bench reads 2.5 (docs/adr/0031-contained-true-breakdown.md).
 const BUDGET_RATIO: f64 = 3.0;
 /// Timed pairs.
 const RUNS: usize = 40;

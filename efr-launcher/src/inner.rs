@@ -21,7 +21,7 @@ use crate::spec::{InnerSpec, InnerStatus};
 use crate::{bridge, privileges, ruleset, seccomp};
 
 /// The descriptors the outer stage hands the inner stage.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct InnerFds {
     /// The spec pipe, read to its end.
     pub spec: RawFd,

@@ -22,7 +22,7 @@
 //! to the proxy's socket. [`selftest`] holds the checks that efrd's probe runs inside; [`sockets`] makes the sockets
 //! of a contained job's port forwards inside its network namespace.
 //!
-//! Command line (`main.rs`):
+//! Command line (`main.rs`; the two shapes every call uses are read by [`argv`] without clap):
 //!
 //! ```text
 //! efr-launcher --plan-fd N          the plan on an inherited descriptor (read to its end)
@@ -33,6 +33,7 @@
 //!                                                                              the unshared outer stage's)
 //! ```
 
+pub mod argv;
 pub mod bridge;
 pub mod bwrap;
 pub mod cover;

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use efr_launcher::argv::{self, Common};
 use efr_launcher::inner::{self, InnerFds};
 use efr_launcher::outer::{self, PlanSource};
 use efr_launcher::selftest;
@@ -62,6 +63,14 @@ enum SelfTest {
 }
 
 fn main() -> ExitCode {
+    // Every contained call's two command lines skip clap's start (docs/adr/0031-contained-true-breakdown.md).
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    match argv::common(&args) {
+        Some(Common::Inner(fds)) => return inner::run(fds),
+        Some(Common::PlanFile(path)) => return outer::run(&PlanSource::File(path)),
+        Some(Common::PlanFd(fd)) => return outer::run(&PlanSource::Fd(fd)),
+        None => {}
+    }
     let cli = Cli::parse();
     match (cli.stage, cli.plan_fd, cli.plan_file) {
         (
@@ -93,5 +102,114 @@ fn main() -> ExitCode {
             eprintln!("efr-launcher: give the plan with --plan-fd or --plan-file");
             ExitCode::from(efr_protocol::internal::SETUP_ERROR_EXIT)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // Test code: a failed unwrap is a failed test.
+
+    use super::*;
+
+    /// What clap makes of `args`, in [`Common`]'s terms (`None` for another command or an error).
+    fn by_clap(args: &[&str]) -> Option<Common> {
+        let cli = Cli::try_parse_from(std::iter::once("efr-launcher").chain(args.iter().copied())).ok()?;
+        match (cli.stage, cli.plan_fd, cli.plan_file) {
+            (
+                Some(Stage::Inner {
+                    spec_fd,
+                    status_fd,
+                    stderr_fd,
+                    bridge_fd,
+                }),
+                _,
+                _,
+            ) => Some(Common::Inner(InnerFds {
+                spec: spec_fd,
+                status: status_fd,
+                stderr: stderr_fd,
+                bridge: bridge_fd,
+            })),
+            (None, Some(fd), _) => Some(Common::PlanFd(fd)),
+            (None, None, Some(path)) => Some(Common::PlanFile(path)),
+            _ => None,
+        }
+    }
+
+    fn quick(args: &[&str]) -> Option<Common> {
+        let args: Vec<std::ffi::OsString> = args.iter().map(Into::into).collect();
+        argv::common(&args)
+    }
+
+    #[test]
+    fn the_quick_reading_agrees_with_clap_where_it_reads() {
+        for args in [
+            &["--plan-file", "/run/user/1000/efr/plan-7.json"][..],
+            &["--plan-file", "a plan with spaces"],
+            &["--plan-fd", "5"],
+            &["inner", "--spec-fd", "11", "--status-fd", "14", "--stderr-fd", "15"],
+            &[
+                "inner",
+                "--spec-fd",
+                "3",
+                "--status-fd",
+                "4",
+                "--stderr-fd",
+                "5",
+                "--bridge-fd",
+                "6",
+            ],
+        ] {
+            let read = quick(args);
+            assert!(read.is_some(), "{args:?} not read");
+            assert_eq!(read, by_clap(args), "{args:?}");
+        }
+    }
+
+    #[test]
+    fn every_other_command_line_goes_to_clap() {
+        for args in [
+            &[][..],
+            &["--plan-file=/tmp/p"],
+            &["--plan-file", "--plan-fd"],
+            &["--plan-file", ""],
+            &["--plan-fd", "five"],
+            &["--plan-fd", "5", "--plan-file", "/tmp/p"],
+            &["--help"],
+            &["inner", "--status-fd", "14", "--spec-fd", "11", "--stderr-fd", "15"],
+            &["inner", "--spec-fd", "11", "--status-fd", "14"],
+            &["inner", "--spec-fd", "x", "--status-fd", "14", "--stderr-fd", "15"],
+            &[
+                "inner",
+                "--spec-fd",
+                "11",
+                "--status-fd",
+                "14",
+                "--stderr-fd",
+                "15",
+                "--bridge-fd",
+            ],
+            &[
+                "inner",
+                "--spec-fd",
+                "11",
+                "--status-fd",
+                "14",
+                "--stderr-fd",
+                "15",
+                "extra",
+                "6",
+            ],
+            &["self-test", "net-view", "--abstract", "x"],
+            &["sockets", "--pid", "12"],
+        ] {
+            assert_eq!(quick(args), None, "{args:?}");
+        }
+        // What clap then makes of some of them: the same launch, or its own error.
+        assert_eq!(
+            by_clap(&["--plan-file=/tmp/p"]),
+            Some(Common::PlanFile("/tmp/p".into()))
+        );
+        assert_eq!(by_clap(&["--plan-fd", "five"]), None);
     }
 }

@@ -7,3 +7,4 @@ mod landlock_only;
 mod outcomes;
 mod proxy_bridge;
 mod shared_memory;
+mod start;
