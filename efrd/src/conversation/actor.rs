@@ -392,6 +392,9 @@ impl Actor {
             Command::Subscribe { reply } => {
                 let _ = reply.send(self.subscription());
             }
+            Command::Summary { reply } => {
+                let _ = reply.send(self.summary.is_some().then(|| self.wire_summary()));
+            }
             Command::Interrupt { params, origin, reply } => {
                 let _ = reply.send(self.interrupt(*params, origin).await);
             }
