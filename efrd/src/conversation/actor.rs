@@ -452,7 +452,7 @@ impl Actor {
                 let _ = reply.send(self.shell_interrupt(*params).await);
             }
             Command::Respond { params, origin, reply } => {
-                let _ = reply.send(self.respond(*params, origin).await);
+                let _ = reply.send(self.respond(*params, origin, me).await);
             }
             Command::TurnEnded { turn_id, outcome } => {
                 self.turn_ended(turn_id, outcome).await;
