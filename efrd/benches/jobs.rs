@@ -28,7 +28,7 @@ use efr_protocol::ids::{CallId, ConversationId, TurnId};
 use efr_protocol::wire::Launch;
 use efr_test_support::daemon::TestDaemon;
 use efr_test_support::scripted::{Reply, Script, ScriptedModel};
-use efrd::jobs::{JobSink, JobSpec, Jobs, Notice, SinkFuture};
+use efrd::jobs::{JobHead, JobSink, JobSpec, Jobs, Notice, SinkFuture};
 use serde_json::json;
 
 const PAIRS: usize = 30;
@@ -197,20 +197,22 @@ async fn cgroup_cost(manager: Option<std::path::PathBuf>) -> Result<Vec<f64>> {
         let mut pair = [0.0_f64; 2];
         for (side, jobs) in [&without, &with].into_iter().enumerate() {
             let spec = JobSpec {
-                conversation_id: conversation,
-                turn_id: TurnId::new(),
-                call_id: CallId("bench".into()),
-                command: "true".into(),
-                launch: Launch::Direct,
+                head: JobHead {
+                    conversation_id: conversation,
+                    turn_id: TurnId::new(),
+                    call_id: CallId("bench".into()),
+                    command: "true".into(),
+                    launch: Launch::Direct,
+                    max_minutes: 1,
+                    forwards_through: None,
+                },
                 argv: vec!["/bin/true".into()],
                 cwd: root.path().to_owned(),
                 env: vec![("PATH".into(), "/usr/bin:/bin".into())],
                 watch: None,
                 wake_turn: false,
-                max_minutes: 1,
                 in_woken_turn: false,
                 on_end: None,
-                forwards_through: None,
                 full: false,
             };
             let started = Instant::now();

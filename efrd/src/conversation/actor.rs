@@ -181,6 +181,10 @@ struct Running {
     prompt_context: Option<efr_protocol::wire::PromptContext>,
     /// The settings that the turn's prompt asked for.
     asked: Option<efr_protocol::wire::PromptSettings>,
+    /// Its end event (turn_completed, failed, interrupted or cancelled) is committed: the turn runs no more, though
+    /// its task may still be on its way out (`Command::TurnEnded` takes it from `running`). Read through
+    /// [`Actor::live_turn`].
+    ended: bool,
 }
 
 pub(super) struct Actor {
@@ -209,8 +213,6 @@ pub(super) struct Actor {
     last_prompt: Option<crate::prompt::TurnPrompt>,
     /// Set when an event of the stored log does not parse: the words prompts are refused with.
     corrupt: Option<String>,
-    /// The turn whose terminal event was committed last.
-    terminal_recorded: Option<TurnId>,
     /// A turn that ended without a terminal event in the log (a commit failed): closed with turn_failed as soon as
     /// the store takes it, before anything else.
     unclosed: Option<TurnId>,
@@ -273,7 +275,6 @@ impl Actor {
             prompt: crate::prompt::PromptState::default(),
             last_prompt: None,
             corrupt: None,
-            terminal_recorded: None,
             unclosed: None,
             store_failure: None,
             undoing: false,
@@ -391,6 +392,9 @@ impl Actor {
             Command::Subscribe { reply } => {
                 let _ = reply.send(self.subscription());
             }
+            Command::Summary { reply } => {
+                let _ = reply.send(self.summary.is_some().then(|| self.wire_summary()));
+            }
             Command::Interrupt { params, origin, reply } => {
                 let _ = reply.send(self.interrupt(*params, origin).await);
             }
@@ -448,7 +452,7 @@ impl Actor {
                 let _ = reply.send(self.shell_interrupt(*params).await);
             }
             Command::Respond { params, origin, reply } => {
-                let _ = reply.send(self.respond(*params, origin).await);
+                let _ = reply.send(self.respond(*params, origin, me).await);
             }
             Command::TurnEnded { turn_id, outcome } => {
                 self.turn_ended(turn_id, outcome).await;
@@ -550,8 +554,12 @@ impl Actor {
             .await
             .map(|_| self.last_seq)
             .map_err(ErrorBody::from);
-        if ends && answer.is_ok() {
-            self.terminal_recorded = turn_id;
+        if ends
+            && answer.is_ok()
+            && let Some(running) = self.running.as_mut().filter(|r| Some(r.turn_id) == turn_id)
+        {
+            // A client that read the end expects the turn over: the gates read this mark, not the task's exit.
+            running.ended = true;
         }
         answer
     }

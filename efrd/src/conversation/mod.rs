@@ -108,6 +108,9 @@ enum Command {
     Subscribe {
         reply: oneshot::Sender<Subscription>,
     },
+    Summary {
+        reply: oneshot::Sender<Option<efr_protocol::wire::ConversationSummary>>,
+    },
     Interrupt {
         params: Box<TurnInterruptParams>,
         origin: Origin,
@@ -353,6 +356,14 @@ impl ConversationHandle {
     /// `unavailable` when the actor stopped.
     pub async fn subscribe(&self) -> Result<Subscription, ErrorBody> {
         self.ask(|reply| Command::Subscribe { reply }).await
+    }
+
+    /// The summary row as the actor holds it (the title's secrets replaced); `None` before its first commit.
+    ///
+    /// # Errors
+    /// `unavailable` when the actor stopped.
+    pub async fn summary(&self) -> Result<Option<efr_protocol::wire::ConversationSummary>, ErrorBody> {
+        self.ask(|reply| Command::Summary { reply }).await
     }
 
     /// Answers an approval question (approval.respond): the first answer wins.

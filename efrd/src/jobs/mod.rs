@@ -70,8 +70,10 @@ pub struct Notice {
     pub wake: bool,
 }
 
-/// What a turn hands over to start a job.
-pub struct JobSpec {
+/// What every job starts from, a new process ([`JobSpec`]) or a running call moved into a job ([`MovedSpec`]): its
+/// call and command, how it runs, its limit, and where its sandbox's ports are forwarded through.
+#[derive(Debug, Clone)]
+pub struct JobHead {
     /// The conversation.
     pub conversation_id: ConversationId,
     /// The turn of the call.
@@ -82,6 +84,17 @@ pub struct JobSpec {
     pub command: String,
     /// How it runs, as tool_call_started showed it.
     pub launch: Launch,
+    /// Its limit (from a move on, for a moved call).
+    pub max_minutes: u32,
+    /// A contained job's `efr-launcher`: the ports its sandbox listens on are forwarded to the host through it
+    /// (`forward`). `None` for a direct job, which listens on the host already.
+    pub forwards_through: Option<PathBuf>,
+}
+
+/// What a turn hands over to start a job.
+pub struct JobSpec {
+    /// The call, the command, its limit and forwards.
+    pub head: JobHead,
     /// The program and its arguments (`efr-launcher --plan-file F`, or the user's shell `-c LINE`).
     pub argv: Vec<std::ffi::OsString>,
     /// The folder it starts in.
@@ -92,15 +105,10 @@ pub struct JobSpec {
     pub watch: Option<JobWatch>,
     /// Its notices may wake a turn.
     pub wake_turn: bool,
-    /// Its limit.
-    pub max_minutes: u32,
     /// The turn was woken by a notice: the job's own notices wake no turn (`wake_turn_job`).
     pub in_woken_turn: bool,
     /// Run once the job's processes ended, before job_ended: a contained job's report and plans.
     pub on_end: Option<EndHook>,
-    /// A contained job's `efr-launcher`: the ports its sandbox listens on are forwarded to the host through it
-    /// (`forward`). `None` for a direct job, which listens on the host already.
-    pub forwards_through: Option<PathBuf>,
     /// A call of full mode started it: a reload that turns full mode off stops it (job_stop_by `full_off`).
     pub full: bool,
 }
@@ -108,7 +116,7 @@ pub struct JobSpec {
 impl std::fmt::Debug for JobSpec {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("JobSpec")
-            .field("command", &self.command)
+            .field("command", &self.head.command)
             .finish_non_exhaustive()
     }
 }
@@ -226,7 +234,7 @@ impl Jobs {
     /// # Errors
     /// [`StartError`]: nothing runs.
     pub async fn start(&self, spec: JobSpec, sink: Arc<dyn JobSink>) -> Result<JobInfo, StartError> {
-        let running = self.running_in(spec.conversation_id);
+        let running = self.running_in(spec.head.conversation_id);
         if running >= MAX_RUNNING_PER_CONVERSATION {
             return Err(StartError::TooMany(running));
         }
@@ -236,16 +244,16 @@ impl Jobs {
         };
         let number = {
             let mut next = lock(&self.next);
-            let n = next.entry(spec.conversation_id).or_insert(1);
+            let n = next.entry(spec.head.conversation_id).or_insert(1);
             let number = *n;
             *n += 1;
             number
         };
         let job_id = JobId::nth(number);
         let full = spec.full;
-        let folder = self.root.join(spec.conversation_id.to_string());
+        let folder = self.root.join(spec.head.conversation_id.to_string());
         crate::config::ensure_private_dir(&folder).map_err(|e| StartError::Spawn(e.to_string()))?;
-        let unit = format!("efr-job-{}-{}", &spec.conversation_id.to_string()[..8], job_id);
+        let unit = format!("efr-job-{}-{}", &spec.head.conversation_id.to_string()[..8], job_id);
         let placement = if self.no_cgroups {
             cgroup::Placement::Off {
                 reason: "this efrd runs jobs without cgroups".to_owned(),
@@ -303,18 +311,18 @@ impl Jobs {
         command: MovedCommand,
         sink: Arc<dyn JobSink>,
     ) -> Result<JobInfo, StartError> {
-        if let Err(error) = self.room(spec.conversation_id) {
+        if let Err(error) = self.room(spec.head.conversation_id) {
             command.shell.kill().await;
             return Err(error);
         }
-        let (number, output) = match self.next_output(spec.conversation_id) {
+        let (number, output) = match self.next_output(spec.head.conversation_id) {
             Ok(next) => next,
             Err(error) => {
                 command.shell.kill().await;
                 return Err(error);
             }
         };
-        let conversation = spec.conversation_id;
+        let conversation = spec.head.conversation_id;
         let started = moved::adopt(
             (JobId::nth(number), output),
             spec,

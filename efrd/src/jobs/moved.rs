@@ -11,14 +11,13 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use efr_protocol::events::{EventBody, JobStarted};
-use efr_protocol::ids::{CallId, ConversationId, TurnId};
-use efr_protocol::wire::{JobId, JobMovedFrom, Launch};
+use efr_protocol::wire::{JobId, JobMovedFrom};
 use tokio::io::AsyncWriteExt;
 use tokio::sync::mpsc;
 
 use super::cgroup::{Placement, start_ticks};
-use super::run::{Follow, Follows, Opening, Process, Started, running_info};
-use super::{JobSink, StartError};
+use super::run::{Follow, Follows, Process, Started, running_info};
+use super::{JobHead, JobSink, StartError};
 use crate::tools::shell::{HiddenShell, Released};
 
 /// Why a moved job has no cgroup of its own (`cgroup.off`).
@@ -27,22 +26,10 @@ pub const MOVED_OFF: &str = "a moved call stays in its hidden shell's session: a
 /// What the conversation hands over to move a running call into a job.
 #[derive(Debug)]
 pub struct MovedSpec {
-    /// The conversation.
-    pub conversation_id: ConversationId,
-    /// The turn of the call.
-    pub turn_id: TurnId,
-    /// The call.
-    pub call_id: CallId,
-    /// The command line as the model wrote it.
-    pub command: String,
-    /// How it runs, as tool_call_started showed it.
-    pub launch: Launch,
+    /// The call, the command, its limit from the move on, and forwards (as for any contained job).
+    pub head: JobHead,
     /// Where it came from (`moved_from`).
     pub moved_from: JobMovedFrom,
-    /// Its limit from the move on.
-    pub max_minutes: u32,
-    /// A contained call's `efr-launcher`: the ports its sandbox listens on are forwarded (as for any contained job).
-    pub forwards_through: Option<PathBuf>,
 }
 
 /// The command's shell and what [`HiddenShell::release`] handed over.
@@ -67,31 +54,19 @@ pub(super) async fn adopt(
         reason: MOVED_OFF.to_owned(),
     };
     let pid = shell.pid();
-    let mut info = running_info(
-        job_id,
-        Opening {
-            conversation_id: spec.conversation_id,
-            turn_id: spec.turn_id,
-            call_id: &spec.call_id,
-            command: &spec.command,
-            launch: &spec.launch,
-            max_minutes: spec.max_minutes,
-        },
-        output.clone(),
-        &placement,
-    );
+    let mut info = running_info(job_id, &spec.head, output.clone(), &placement);
     info.moved_from = Some(spec.moved_from);
     info.waits_input = {
         let wait = released.input.borrow();
         wait.kind != crate::tools::shell::InputKind::None && !wait.looks_secret
     };
     let started = EventBody::JobStarted(JobStarted {
-        call_id: spec.call_id.clone(),
+        call_id: spec.head.call_id.clone(),
         job: info.clone(),
         launcher_pid: pid,
         launcher_start: start_ticks(pid).unwrap_or(0),
     });
-    if let Err(error) = sink.record_as(Some(spec.turn_id), vec![started]).await {
+    if let Err(error) = sink.record_as(Some(spec.head.turn_id), vec![started]).await {
         shell.kill().await;
         return Err(StartError::Record(error.message));
     }
@@ -116,15 +91,8 @@ pub(super) async fn adopt(
         placement: Arc::clone(&shared),
         pid,
         on_end: Mutex::new(None),
-        spec: Follows {
-            conversation_id: spec.conversation_id,
-            command: spec.command,
-            max_minutes: spec.max_minutes,
-            // The model waited for this call: its end tells the model as any job's own end does.
-            wake_turn: true,
-            in_woken_turn: false,
-            forwards_through: spec.forwards_through,
-        },
+        // The model waited for this call: its end tells the model as any job's own end does.
+        spec: Follows::of(spec.head, true, false),
         forwarded,
         wakes,
     };

@@ -12,15 +12,15 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use efr_protocol::events::{EventBody, JobEnded, JobNoticeHeld, JobStarted, JobWatchMatched};
-use efr_protocol::ids::{CallId, ConversationId, Timestamp, TurnId};
-use efr_protocol::wire::{JobCgroup, JobId, JobInfo, JobState, JobStopBy, Launch, NoticeKind};
+use efr_protocol::ids::{ConversationId, Timestamp};
+use efr_protocol::wire::{JobCgroup, JobId, JobInfo, JobState, JobStopBy, NoticeKind};
 use tokio::io::AsyncWriteExt;
 use tokio::sync::{mpsc, oneshot};
 
 use super::cgroup::{Placement, start_ticks};
 use super::forward::{ForwardJob, Forwarder};
 use super::output::{self, Matched, OutputBound, OutputEnd};
-use super::{JobSink, JobSpec, Notice, StartError, held_reason};
+use super::{JobHead, JobSink, JobSpec, Notice, StartError, held_reason};
 
 /// The gate: waits for efrd's line on standard input, then becomes the job's program.
 const GATE: &str = "read -r _ || exit 125; exec \"$@\" </dev/null";
@@ -67,27 +67,15 @@ pub(super) async fn start(start: Start, sink: Arc<dyn JobSink>) -> Result<Starte
         placement = Placement::Off { reason };
     }
     let launcher_start = start_ticks(pid).unwrap_or(0);
-    let mut info = running_info(
-        job_id,
-        Opening {
-            conversation_id: spec.conversation_id,
-            turn_id: spec.turn_id,
-            call_id: &spec.call_id,
-            command: &spec.command,
-            launch: &spec.launch,
-            max_minutes: spec.max_minutes,
-        },
-        output.clone(),
-        &placement,
-    );
+    let mut info = running_info(job_id, &spec.head, output.clone(), &placement);
     info.watch = spec.watch.clone();
     let started = EventBody::JobStarted(JobStarted {
-        call_id: spec.call_id.clone(),
+        call_id: spec.head.call_id.clone(),
         job: info.clone(),
         launcher_pid: pid,
         launcher_start,
     });
-    if let Err(error) = sink.record_as(Some(spec.turn_id), vec![started]).await {
+    if let Err(error) = sink.record_as(Some(spec.head.turn_id), vec![started]).await {
         let _ = kill(&placement, pid).await;
         let _ = child.wait().await;
         placement.remove();
@@ -107,14 +95,7 @@ pub(super) async fn start(start: Start, sink: Arc<dyn JobSink>) -> Result<Starte
         pid,
         on_end: Mutex::new(spec.on_end.take()),
         forwarded,
-        spec: Follows {
-            conversation_id: spec.conversation_id,
-            command: spec.command,
-            max_minutes: spec.max_minutes,
-            wake_turn: spec.wake_turn,
-            in_woken_turn: spec.in_woken_turn,
-            forwards_through: spec.forwards_through,
-        },
+        spec: Follows::of(spec.head, spec.wake_turn, spec.in_woken_turn),
         wakes,
     };
     tokio::spawn(follow.run(Process::Child(child), pipe_rx, output, watch, stop_rx));
@@ -232,20 +213,9 @@ async fn waits_input(input: &mut Option<tokio::sync::watch::Receiver<crate::tool
     wait.kind != crate::tools::shell::InputKind::None && !wait.looks_secret
 }
 
-/// What a job's start knows of the info of a running job.
-#[derive(Clone, Copy)]
-pub(super) struct Opening<'a> {
-    pub(super) conversation_id: ConversationId,
-    pub(super) turn_id: TurnId,
-    pub(super) call_id: &'a CallId,
-    pub(super) command: &'a str,
-    pub(super) launch: &'a Launch,
-    pub(super) max_minutes: u32,
-}
-
 /// The info of a job that starts now, in `placement`, writing `output`: running, no watch, nothing moved, no wake
 /// and no forward yet (the caller sets what its kind of start knows beside).
-pub(super) fn running_info(id: JobId, of: Opening<'_>, output: PathBuf, placement: &Placement) -> JobInfo {
+pub(super) fn running_info(id: JobId, of: &JobHead, output: PathBuf, placement: &Placement) -> JobInfo {
     let now = Timestamp::now();
     let ends_by = Timestamp::from_millis(now.0.timestamp_millis() + i64::from(of.max_minutes) * 60_000).unwrap_or(now);
     JobInfo {
@@ -253,7 +223,7 @@ pub(super) fn running_info(id: JobId, of: Opening<'_>, output: PathBuf, placemen
         conversation_id: of.conversation_id,
         turn_id: of.turn_id,
         call_id: of.call_id.clone(),
-        command: of.command.to_owned(),
+        command: of.command.clone(),
         launch: of.launch.clone(),
         state: JobState::Running,
         started_at: now,
@@ -286,6 +256,20 @@ pub(super) struct Follows {
     pub(super) in_woken_turn: bool,
     /// A contained job's `efr-launcher`, through which its sandbox's ports are forwarded.
     pub(super) forwards_through: Option<PathBuf>,
+}
+
+impl Follows {
+    /// What the task of a job started from `head` reads; `wake_turn` and `in_woken_turn` as in [`super::JobSpec`].
+    pub(super) fn of(head: JobHead, wake_turn: bool, in_woken_turn: bool) -> Self {
+        Self {
+            conversation_id: head.conversation_id,
+            command: head.command,
+            max_minutes: head.max_minutes,
+            wake_turn,
+            in_woken_turn,
+            forwards_through: head.forwards_through,
+        }
+    }
 }
 
 /// The task of one running job.

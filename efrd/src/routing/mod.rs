@@ -131,14 +131,6 @@ impl Terminals {
         }
     }
 
-    /// Whether an open terminal other than `tty` holds `id` in a slot.
-    #[must_use]
-    pub fn held_elsewhere(&self, tty: &str, id: ConversationId) -> bool {
-        self.lock()
-            .iter()
-            .any(|(other, t)| other != tty && t.slots.values().any(|held| *held == id))
-    }
-
     /// Makes `id` the conversation of the slot `key` of `tty` (and its current one), and takes it out of every other
     /// terminal's slots: a conversation is the slot conversation of one terminal at most.
     pub fn attach(&self, tty: &str, shell_pid: Option<u32>, key: ScopeKey, id: ConversationId) {
@@ -164,7 +156,8 @@ impl Terminals {
     }
 
     /// The open terminal other than `except` whose slot holds `id` (a terminal that closed holds nothing, though it
-    /// is released only at the next routed prompt); `open` as in [`Terminals::release_closed`].
+    /// is released only at the next routed prompt); `open` as in [`Terminals::release_closed`]. A caller that asks
+    /// for any terminal that holds it, open or not yet released, passes an `open` that answers true.
     #[must_use]
     pub fn open_holder(
         &self,
@@ -184,15 +177,6 @@ impl Terminals {
     #[must_use]
     pub fn current(&self, tty: &str) -> Option<ConversationId> {
         self.lock().get(tty).and_then(|t| t.current)
-    }
-
-    /// The open terminal other than `except` whose slot holds `id`.
-    #[must_use]
-    pub fn holder(&self, id: ConversationId, except: Option<&str>) -> Option<String> {
-        self.lock()
-            .iter()
-            .find(|(tty, t)| Some(tty.as_str()) != except && t.slots.values().any(|held| *held == id))
-            .map(|(tty, _)| tty.clone())
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Terminal>> {

@@ -172,7 +172,9 @@ async fn find_pick(
                 .extra
                 .get("route")
                 .and_then(|r| serde_json::from_value::<RouteScope>(r.clone()).ok());
-            if route.as_ref() == Some(&wire) && router.terminals.holder(summary.id, None).is_none() {
+            // Any terminal that holds it: the closed ones were released before this decision.
+            let held = router.terminals.open_holder(summary.id, None, &|_, _| true).is_some();
+            if route.as_ref() == Some(&wire) && !held {
                 return Ok(Some(candidate(summary)));
             }
         }

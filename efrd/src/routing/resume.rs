@@ -9,7 +9,6 @@ use efr_protocol::{ErrorBody, ErrorCode};
 
 use super::prompt::scope_of;
 use super::{Router, ScopeKey, is_open};
-use crate::conversation::summary_to_wire;
 
 /// conversation.resume for `params` (see the module docs). The caller holds `Terminals::deciding`, as a routed
 /// prompt does, so that a resume and a prompt never decide on the same slots at once.
@@ -29,13 +28,11 @@ pub async fn resume(
     };
     let id = params.conversation_id;
     let handle = router.conversations.get(router.deps, id).await?;
-    let summary = router
-        .store
-        .conversation(id)
-        .await
-        .map_err(ErrorBody::from)?
+    // The actor holds the row as committed: no second read of the store.
+    let wire = handle
+        .summary()
+        .await?
         .ok_or_else(|| ErrorBody::new(ErrorCode::NotFound, format!("no conversation {id}")))?;
-    let wire = summary_to_wire(&summary);
     let shell_pid = params.context.shell_context.as_ref().and_then(|s| s.pid);
     // Its own key: the scope it was created in, else (a conversation from before routing) its working directory's.
     let key = wire
@@ -58,7 +55,7 @@ pub async fn resume(
         conversation_id: id,
         scope: key.to_wire(),
         title: wire.title.clone(),
-        updated_at: summary.updated_at,
+        updated_at: wire.updated_at,
         shell_dir: wire.cwd.clone(),
         here,
         // The slot of the working directory's key is this conversation's from now on.

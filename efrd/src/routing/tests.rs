@@ -27,7 +27,18 @@ fn a_conversation_moved_to_another_open_terminal_starts_a_new_one_here() {
     // Another terminal takes it (what conversation.resume with take does): it leaves the first terminal's slots,
     // which remembers it as taken: the first terminal's next prompt there is `moved`.
     terminals.attach("/dev/pts/7", Some(11), efr(), a);
-    assert_eq!(terminals.holder(a, Some("/dev/pts/3")).as_deref(), Some("/dev/pts/7"));
+    let any = |_: &str, _: Option<u32>| true;
+    assert_eq!(
+        terminals.open_holder(a, Some("/dev/pts/3"), &any).as_deref(),
+        Some("/dev/pts/7")
+    );
+    assert_eq!(
+        terminals.open_holder(a, Some("/dev/pts/7"), &any),
+        None,
+        "the first terminal gave it up"
+    );
+    // A terminal that is not open holds nothing.
+    assert_eq!(terminals.open_holder(a, None, &|tty, _| tty != "/dev/pts/7"), None);
     let slotted = terminals.slotted("/dev/pts/3", &efr());
     assert_eq!(
         (slotted.slot, slotted.held_by.as_deref(), slotted.current),
@@ -111,7 +122,11 @@ fn closed_terminals_and_reused_ttys_release_their_slots() {
     terminals.attach("/dev/pts/4", Some(20), ScopeKey::Outside, b);
     // pts/4 closed.
     terminals.release_closed("/dev/pts/3", Some(10), &|tty, _| tty != "/dev/pts/4");
-    assert!(!terminals.held_elsewhere("/dev/pts/3", b));
+    assert_eq!(
+        terminals.open_holder(b, Some("/dev/pts/3"), &|_, _| true),
+        None,
+        "a closed terminal's slots are released"
+    );
     assert_eq!(terminals.slotted("/dev/pts/3", &efr()).slot, Some(a));
     // pts/3 now has another shell: a new terminal on a reused path.
     terminals.release_closed("/dev/pts/3", Some(30), &|_, _| true);

@@ -13,7 +13,7 @@ use super::contained::ContainedEnd;
 use super::env::{CallOutput, ToolEnv, completed};
 use super::shell_prepare::{NotPrepared, prepare, shell_state};
 use super::sink::Sink;
-use crate::jobs::{EndExtras, EndHook, JobSpec};
+use crate::jobs::{EndExtras, EndHook, JobHead, JobSpec};
 use crate::tools::spec::JobRequest;
 
 /// A decided shell call that starts a job.
@@ -82,11 +82,16 @@ async fn start_job(
         }
     };
     let spec = JobSpec {
-        conversation_id: jobs.conversation_id,
-        turn_id,
-        call_id: call_id.clone(),
-        command: call.command.to_owned(),
-        launch: call.launch.clone(),
+        head: JobHead {
+            conversation_id: jobs.conversation_id,
+            turn_id,
+            call_id: call_id.clone(),
+            command: call.command.to_owned(),
+            launch: call.launch.clone(),
+            max_minutes: call.job.max_minutes,
+            forwards_through: matches!(call.launch, Launch::Contained { .. })
+                .then(|| env.sandbox.options().launcher.clone()),
+        },
         argv,
         cwd,
         env: environment,
@@ -95,11 +100,8 @@ async fn start_job(
             max_wakes: call.job.max_wakes,
         }),
         wake_turn: call.job.max_wakes > 0,
-        max_minutes: call.job.max_minutes,
         in_woken_turn: jobs.in_woken_turn,
         on_end,
-        forwards_through: matches!(call.launch, Launch::Contained { .. })
-            .then(|| env.sandbox.options().launcher.clone()),
         full: efr_policy::effective_mode(env.mode, env.origin) == efr_protocol::wire::Mode::Full,
     };
     let info = jobs.registry.start(spec, job_sink).await.map_err(|e| e.to_string())?;

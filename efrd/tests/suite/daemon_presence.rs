@@ -1,7 +1,8 @@
 //! Presence through the daemon (docs/auto.md, "Presence"): presence.set of an unknown conversation is not_found,
 //! present → away → present each record presence_changed once (a prompt sets present with source `input`), an away
 //! user's question expires with `away` after `[permissions] away_question_secs`, a user who is present again
-//! before then keeps it waiting, and a restart keeps the presence the log says.
+//! before then keeps it waiting, a question left unanswered means away (`unanswered_away_secs`, counted again from
+//! the user's last input), and a restart keeps the presence the log says.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a failed unwrap is a failed test.
 
@@ -163,6 +164,47 @@ async fn a_question_left_unanswered_means_away_with_source_timeout_then_it_expir
         started.elapsed() >= std::time::Duration::from_secs(2),
         "a second unanswered, then a second away"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_question_still_open_after_an_input_waits_again_from_it_then_means_away() {
+    let home = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let server = model(vec![
+        shell_call("call_rm", "rm -rf build"),
+        text("done"),
+        text("the queued one"),
+    ])
+    .await;
+    let config = config_for(&server.base_url()) + "away_question_secs = 1\nunanswered_away_secs = 2\n";
+    let efrd = TestDaemon::start(
+        common::efrd_binary(),
+        home.path(),
+        Some(&config),
+        &[("OPENAI_API_KEY", "sk-proj-testkey0000000000000000a1b2")],
+    )
+    .expect("efrd starts");
+    let mut client = efrd.client().await.unwrap();
+    let (_, conversation, id) = start(&mut client, project.path(), "manual", "clean").await;
+    events_until(&mut client, id, "approval_requested").await;
+    // Halfway through the question's wait the user gives input (a prompt, queued behind the turn): the user was here
+    // then, so the wait starts again from it, and runs out still.
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    let input = std::time::Instant::now();
+    prompt_to(&mut client, Some(&conversation), project.path(), "manual", "then this").await;
+    let events = bounded("the timeout's away", events_until(&mut client, id, "presence_changed")).await;
+    let changed = events.last().unwrap();
+    assert_eq!(
+        (&changed["presence"], &changed["source"]),
+        (&json!("away"), &json!("timeout")),
+        "{changed}"
+    );
+    assert!(
+        input.elapsed() >= std::time::Duration::from_secs(2),
+        "the wait counts from the input, not from the question"
+    );
+    let events = bounded("the away expiry", events_until(&mut client, id, "approval_expired")).await;
+    assert_eq!(events.last().unwrap()["away"], true);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,6 +1,7 @@
 //! turn.undo among the conversation's other writes, through the real efrd: a repeat of its command id returns the
-//! first result and changes nothing; a prompt sent while an undo writes waits for it; and, in auto mode, what a turn
-//! wrote in `$SCRATCH` (from the conversation's first turn on) is undone with the project.
+//! first result and changes nothing; a prompt sent while an undo writes waits for it; an undo sent the moment a
+//! client reads turn_completed is not refused as running; and, in auto mode, what a turn wrote in `$SCRATCH` (from
+//! the conversation's first turn on) is undone with the project.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a failed unwrap is a failed test.
 
@@ -114,6 +115,41 @@ async fn a_prompt_sent_while_an_undo_writes_starts_after_it() {
     // The turn after the undo saw every file back.
     let counted = tool_output(&server, "call_count");
     assert!(counted.contains("1000"), "{counted}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_undo_sent_as_soon_as_turn_completed_is_read_is_not_refused_as_running() {
+    // The turn's task still has its way out to go when its end is committed and broadcast; a client that read the
+    // end must find the turn over. Many rounds, as the window is short.
+    const TURNS: usize = 20;
+    let home = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let root = project.path();
+    let mut replies = Vec::new();
+    for turn in 0..TURNS {
+        replies.push(shell_call(
+            &format!("call_{turn}"),
+            &format!("printf '{turn}\\n' > turn.txt"),
+        ));
+        replies.push(text("written"));
+    }
+    let server = model(replies).await;
+    let efrd = daemon(home.path(), &server);
+    let mut client = efrd.client().await.unwrap();
+    let (_, conversation, id) = start(&mut client, root, "full", "write 0").await;
+    for turn in 0..TURNS {
+        if turn > 0 {
+            prompt_to(&mut client, Some(&conversation), root, "full", &format!("write {turn}")).await;
+        }
+        events_until(&mut client, id, "turn_completed").await;
+        assert!(root.join("turn.txt").exists(), "turn {turn} wrote nothing");
+        // No wait between reading the end and the undo.
+        let undone = undo(&mut client, json!({"conversation_id": conversation}))
+            .await
+            .unwrap_or_else(|error| panic!("turn {turn}: the undo right after turn_completed: {error:?}"));
+        assert_eq!(undone["applied"], true, "turn {turn}: {undone}");
+        assert!(!root.join("turn.txt").exists(), "turn {turn}: the undo left its file");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -16,7 +16,7 @@ use tokio::sync::mpsc;
 
 use super::{Actor, CommitRefused};
 use crate::conversation::Command;
-use crate::jobs::{JobSink, Jobs, MovedCommand, MovedSpec};
+use crate::jobs::{JobHead, JobSink, Jobs, MovedCommand, MovedSpec};
 use crate::tools::spec::DEFAULT_MAX_MINUTES;
 
 /// A preview's token that may still be confirmed.
@@ -155,11 +155,15 @@ impl Actor {
             .ok_or_else(|| ErrorBody::new(efr_protocol::ErrorCode::Unavailable, "the conversation stopped"))?;
         let after_secs = u64::try_from((Timestamp::now().0 - movable.since.0).num_seconds()).unwrap_or(0);
         let spec = MovedSpec {
-            conversation_id: self.id,
-            turn_id: movable.turn_id,
-            call_id: call_id.clone(),
-            command: movable.command,
-            launch: movable.launch,
+            head: JobHead {
+                conversation_id: self.id,
+                turn_id: movable.turn_id,
+                call_id: call_id.clone(),
+                command: movable.command,
+                launch: movable.launch,
+                max_minutes: DEFAULT_MAX_MINUTES,
+                forwards_through: contained.then(|| self.deps.sandbox.options().launcher.clone()),
+            },
             moved_from: JobMovedFrom {
                 call_id,
                 turn_id: movable.turn_id,
@@ -167,8 +171,6 @@ impl Actor {
                 exits: Vec::new(),
                 launcher: contained,
             },
-            max_minutes: DEFAULT_MAX_MINUTES,
-            forwards_through: contained.then(|| self.deps.sandbox.options().launcher.clone()),
         };
         Ok(BackgroundBegin::Move(Box::new(MoveJob {
             spec,

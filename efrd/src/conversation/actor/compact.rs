@@ -72,11 +72,7 @@ impl Actor {
             ));
         }
         // A turn whose end is recorded has handed over its history: a client that saw the end may compact at once.
-        let turn_runs = self
-            .running
-            .as_ref()
-            .is_some_and(|running| self.terminal_recorded != Some(running.turn_id));
-        if turn_runs || self.undoing || self.compacting || !self.queue.is_empty() {
+        if self.live_turn().is_some() || self.undoing || self.compacting || !self.queue.is_empty() {
             return Err(ErrorBody::new(
                 ErrorCode::Busy,
                 "a turn, an undo or a compaction runs in this conversation; compact when it ends",

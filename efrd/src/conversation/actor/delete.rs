@@ -58,8 +58,8 @@ impl Actor {
         let answer = self.check_delete(ask);
         match answer {
             Ok(DeleteBegun::Ready { .. }) if !self.idle_for_delete() => {
-                // A turn whose end is recorded finishes on its own; anything else is stopped (`stop`).
-                if !self.only_ending() {
+                // A turn whose end is committed finishes on its own; anything else is stopped (`stop`).
+                if self.busy_for_delete() {
                     self.stop_for_delete();
                 }
                 self.pending_delete = Some(reply);
@@ -95,7 +95,7 @@ impl Actor {
                 title: self.shown_title(),
             });
         }
-        if !self.idle_for_delete() && !ask.stop && !self.only_ending() {
+        if self.busy_for_delete() && !ask.stop {
             return Err(busy(
                 efr_protocol::wire::DeleteBusy::Turn,
                 "a turn runs, a prompt waits or a compaction runs in this conversation: delete with stop",
@@ -107,21 +107,16 @@ impl Actor {
         })
     }
 
-    /// Nothing runs or waits that a delete must stop first.
+    /// Nothing runs or waits, a turn's task on its way out included: the actor may stop.
     fn idle_for_delete(&self) -> bool {
         self.running.is_none() && self.queue.is_empty() && !self.compacting && !self.undoing
     }
 
-    /// All that runs is a turn whose end (turn_completed, failed or interrupted) is committed: a client that saw the
-    /// end expects the conversation idle, so the delete waits the moment the turn needs to finish, not `busy`.
-    fn only_ending(&self) -> bool {
-        self.queue.is_empty()
-            && !self.compacting
-            && !self.undoing
-            && self
-                .running
-                .as_ref()
-                .is_some_and(|r| self.terminal_recorded == Some(r.turn_id))
+    /// Something runs or waits that a delete must stop first (`busy` without `stop`). A turn whose end is committed
+    /// does not count ([`Actor::live_turn`]): a client that read the end expects the conversation idle, so the delete
+    /// waits the moment the turn's task needs to finish.
+    fn busy_for_delete(&self) -> bool {
+        self.live_turn().is_some() || !self.queue.is_empty() || self.compacting || self.undoing
     }
 
     /// `stop`: the queued prompts go (the delete removes their events), the running turn is cancelled.

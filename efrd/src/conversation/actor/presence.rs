@@ -8,7 +8,8 @@
 //!
 //! A question that waits `[permissions] unanswered_away_secs` with no input in the conversation (a prompt, an
 //! answer) and no change of presence means the user is away: efrd records presence_changed with source `timeout`,
-//! and the away wait of the open questions starts.
+//! and the away wait of the open questions starts. An input shows the user here at that moment: the questions still
+//! open wait `unanswered_away_secs` again from it.
 
 // A part of the actor: its imports and private types.
 use super::*;
@@ -93,17 +94,26 @@ impl Actor {
 
     /// A prompt is the user's input: present, source `input`. A failure to record it is logged, not the prompt's.
     pub(super) async fn note_input(&mut self, me: &mpsc::WeakSender<Command>) {
-        self.inputs += 1;
-        if self.presence == Presence::Present {
-            return;
+        if self.presence != Presence::Present {
+            let set = PresenceSet {
+                presence: Presence::Present,
+                source: PresenceSource::Input,
+                command: None,
+            };
+            if let Err(error) = self.set_presence(set, me).await {
+                warn!(conversation = %self.id, error = %error.message, "the presence of a prompt's input was not recorded");
+            }
         }
-        let set = PresenceSet {
-            presence: Presence::Present,
-            source: PresenceSource::Input,
-            command: None,
-        };
-        if let Err(error) = self.set_presence(set, me).await {
-            warn!(conversation = %self.id, error = %error.message, "the presence of a prompt's input was not recorded");
+        // After the change of presence: a timer holds the epoch it starts in.
+        self.count_input(me);
+    }
+
+    /// The user's input (a prompt, an answer): the unanswered timers that run lapse (they hold the count of inputs
+    /// they started with), and each question still open starts its own again from now.
+    pub(super) fn count_input(&mut self, me: &mpsc::WeakSender<Command>) {
+        self.inputs += 1;
+        for call_id in self.approvals.keys() {
+            self.start_unanswered_timer(call_id.clone(), me);
         }
     }
 

@@ -145,6 +145,7 @@ impl Actor {
         &mut self,
         params: ApprovalRespondParams,
         origin: Origin,
+        me: &mpsc::WeakSender<Command>,
     ) -> Result<ApprovalRespondResult, ErrorBody> {
         if let Some(stored) = self.stored_outcome(params.command_id).await? {
             return Ok(stored);
@@ -198,8 +199,8 @@ impl Actor {
                 "the answer could not be recorded",
             ));
         }
-        // An answer is the user's input: the unanswered timers of questions still open lapse (the user is here).
-        self.inputs += 1;
+        // An answer is the user's input: the questions still open wait again from it (the user is here).
+        self.count_input(me);
         Ok(result)
     }
 

@@ -91,11 +91,7 @@ impl Actor {
     /// The turn that a steer naming `named` reaches, or why the steer is late.
     fn steerable(&self, named: Option<TurnId>) -> Result<TurnId, &'static str> {
         // A turn whose end is recorded runs no more, though its task may still be on its way out.
-        let Some(running) = self
-            .running
-            .as_ref()
-            .filter(|r| self.terminal_recorded != Some(r.turn_id))
-        else {
+        let Some(running) = self.live_turn() else {
             return Err("no turn runs");
         };
         if named.is_some_and(|id| id != running.turn_id) {

@@ -107,6 +107,7 @@ impl Actor {
                 answered: false,
                 prompt_context,
                 asked,
+                ended: false,
             });
             self.deps.running_turns.fetch_add(1, Ordering::Relaxed);
             if full {
@@ -348,6 +349,13 @@ impl Actor {
         (start.unwrap_or_else(|| home_dir(&self.deps.roots)), project)
     }
 
+    /// The running turn while its end is not committed ([`Running::ended`]): what the gates of turn.undo,
+    /// conversation.delete, conversation.compact and turn.steer read, so that a client that read a turn's end finds
+    /// the conversation idle, not busy for the moment the turn's task needs to finish.
+    pub(super) fn live_turn(&self) -> Option<&Running> {
+        self.running.as_ref().filter(|r| !r.ended)
+    }
+
     pub(super) fn finish_turn_status(&mut self) {
         if let Some(summary) = self.summary.as_mut() {
             summary.status = status_name(ConversationStatus::Idle).to_owned();
@@ -356,7 +364,8 @@ impl Actor {
 
     pub(super) async fn turn_ended(&mut self, turn_id: TurnId, outcome: TurnOutcome) {
         self.drafts.end_turn(turn_id);
-        if let Some(running) = self.running.take_if(|r| r.turn_id == turn_id) {
+        let running = self.running.take_if(|r| r.turn_id == turn_id);
+        if let Some(running) = running.as_ref() {
             self.deps.running_turns.fetch_sub(1, Ordering::Relaxed);
             if running.settings.mode == efr_protocol::wire::Mode::Full {
                 self.deps.config.full_turn_ended();
@@ -364,7 +373,7 @@ impl Actor {
         }
         self.history.extend(outcome.history);
         self.finish_turn_status();
-        if self.terminal_recorded != Some(turn_id) {
+        if !running.is_some_and(|r| r.ended) {
             self.unclosed = Some(turn_id);
             // Still failing is no error here: the next prompt tries again, and says why when it cannot.
             let _ = self.close_unclosed().await;
@@ -398,7 +407,6 @@ impl Actor {
             .await
             .map_err(ErrorBody::from)?;
         self.unclosed = None;
-        self.terminal_recorded = Some(turn_id);
         self.store_failure = None;
         Ok(())
     }

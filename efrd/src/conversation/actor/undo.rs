@@ -6,9 +6,11 @@
 use super::*;
 
 impl Actor {
-    /// turn.undo begins: refused (`false`) while a turn runs or another undo writes.
+    /// turn.undo begins: refused (`false`) while a turn runs or another undo writes. A turn whose end is committed
+    /// runs no more ([`Actor::live_turn`]): its files are as its end left them, and a turn that would start waits for
+    /// the undo (`start_next`).
     pub(super) fn begin_undo(&mut self) -> bool {
-        if self.running.is_some() || self.undoing {
+        if self.live_turn().is_some() || self.undoing {
             return false;
         }
         self.undoing = true;
