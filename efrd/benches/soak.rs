@@ -7,7 +7,9 @@
 //! each budget; exits with 1 when one fails, 2 when the run itself cannot finish.
 //!
 //! Arguments (after `--`): `--turns N` (default 10,000), `--minutes M` (the bound on the run, default 30),
-//! `--clients C` (default 5), `--prose` (prompts and answers of a real turn's length instead of a few words).
+//! `--clients C` (default 5), `--prose` (prompts and answers of a real turn's length instead of a few words),
+//! `--quiet-secs S` (default 70: efrd's RSS sampled again after S seconds idle, once it gave memory back; printed,
+//! the idle budget is the daemon bench's).
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -69,6 +71,7 @@ fn main() -> ExitCode {
 
 fn plan(mut args: impl Iterator<Item = String>) -> Result<SoakPlan> {
     let mut plan = SoakPlan::new(5, 10_000, Duration::from_secs(30 * 60), 500);
+    plan.quiet = Some(Duration::from_secs(70));
     while let Some(arg) = args.next() {
         let mut value = || -> Result<u64> {
             args.next()
@@ -81,9 +84,10 @@ fn plan(mut args: impl Iterator<Item = String>) -> Result<SoakPlan> {
             "--minutes" => plan.time_limit = Duration::from_secs(value()? * 60),
             "--clients" => plan.clients = usize::try_from(value()?)?,
             "--prose" => plan.prose = true,
+            "--quiet-secs" => plan.quiet = Some(Duration::from_secs(value()?)),
             // cargo bench passes `--bench` to a harness-less target.
             "--bench" => {}
-            other => bail!("unknown argument {other:?} (--turns N, --minutes M, --clients C, --prose)"),
+            other => bail!("unknown argument {other:?} (--turns N, --minutes M, --clients C, --prose, --quiet-secs S)"),
         }
     }
     if plan.turns < 100 || plan.clients == 0 {

@@ -55,6 +55,9 @@ pub struct SoakPlan {
     /// vocabulary, each turn's own) instead of a few words: what the search index costs depends on the texts'
     /// length.
     pub prose: bool,
+    /// How long efrd stays idle after the run before its memory is sampled once more (`None`: not sampled): what
+    /// an idle efrd gives back (docs/adr/0033-a-lean-daemon.md).
+    pub quiet: Option<Duration>,
 }
 
 impl SoakPlan {
@@ -69,6 +72,7 @@ impl SoakPlan {
             window,
             search_index: true,
             prose: false,
+            quiet: None,
         }
     }
 }
@@ -97,6 +101,8 @@ pub struct SoakReport {
     pub db_bytes: u64,
     /// The CPU time efrd used from the first prompt to the end (its idle conversations retired), user and system.
     pub cpu: Duration,
+    /// efrd's RSS and its anonymous part in KiB after [`SoakPlan::quiet`] more of idleness.
+    pub quiet_rss_kib: Option<(u64, u64)>,
 }
 
 impl SoakReport {
@@ -158,6 +164,14 @@ impl SoakReport {
                 ms(self.start_latency.1),
                 ms(self.end_latency.1)
             ),
+            match self.quiet_rss_kib {
+                Some((rss, anon)) => format!(
+                    "RSS when quiet after the run: {:.1} MiB ({:.1} anonymous)",
+                    kib_mib(rss),
+                    kib_mib(anon)
+                ),
+                None => "RSS when quiet after the run: not sampled".to_owned(),
+            },
             format!(
                 "efrd's CPU time: {:.2} s, {:.2} ms a turn",
                 self.cpu.as_secs_f64(),
@@ -270,6 +284,14 @@ pub async fn run(efrd_binary: &Path, home: &Path, plan: SoakPlan) -> Result<Soak
     tokio::time::sleep(Duration::from_secs(IDLE_SECS * 2 + 1)).await;
     let end = sample(pid)?;
     let cpu = crate::proc::cpu_time(pid)?.saturating_sub(cpu_before);
+    let quiet = match plan.quiet {
+        Some(quiet) => {
+            tokio::time::sleep(quiet).await;
+            let sample = sample(pid)?;
+            Some((sample.rss, sample.anon))
+        }
+        None => None,
+    };
     let latencies = shared.latencies.lock().await.clone();
     if turns < warmup + 2 * plan.window {
         bail!(
@@ -306,6 +328,7 @@ pub async fn run(efrd_binary: &Path, home: &Path, plan: SoakPlan) -> Result<Soak
         events,
         db_bytes,
         cpu,
+        quiet_rss_kib: quiet,
     })
 }
 

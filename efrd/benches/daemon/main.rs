@@ -17,7 +17,8 @@
 //!   words back. Budget: the whole reply's p50 at most 1.5 ms; the streamed one's under 20 ms.
 //! - `RSS idle`: efrd's `VmRSS` (`/proc/<pid>/status`) idle after start, once it gave back start-up's pages
 //!   ([`efrd::lean::AFTER_START`]), and again after [`TURNS`] turns (in conversations of [`TURNS_EACH`]) and
-//!   [`efrd::lean::QUIET`] without one. Budget: at most 10 MiB, both (docs/adr/0033-a-lean-daemon.md). The RSS a
+//!   [`efrd::lean::QUIET`] without one, its conversations let go as after an hour's idleness (the bench's efrd
+//!   retires them after [`RETIRE_SECS`]). Budget: at most 10 MiB, both (docs/adr/0033-a-lean-daemon.md). The RSS a
 //!   second after start, before that release, is printed beside (no budget).
 //! - `RSS with subscribers`: the growth when 100 live subscribers, each on its own connection, read one conversation that streams a long answer
 //!   (budget: under 10 MiB). Both sides of the difference are the highest of several samples taken while the same
@@ -86,6 +87,8 @@ const RSS_SAMPLES: usize = 10;
 const SAMPLE_EVERY: Duration = Duration::from_millis(100);
 /// The settle after efrd's start before its RSS is first read.
 const SETTLE: Duration = Duration::from_secs(1);
+/// `[daemon] conversation_idle_secs` of the bench's efrd: well within [`efrd::lean::QUIET`].
+const RETIRE_SECS: u64 = 20;
 /// How long past efrd's quiet times ([`efrd::lean`]) the idle RSS is read: two of its looks and a margin.
 const QUIET_MARGIN: Duration = Duration::from_secs(6);
 
@@ -136,7 +139,7 @@ async fn bench() -> Result<bool> {
         "RSS idle after start",
         idle,
         IDLE_RSS_BUDGET_KIB,
-        &format!("  ({} MiB a second after start)", mib(started)),
+        &format!("  ({}; {} MiB a second after start)", parts(&efrd), mib(started)),
     );
 
     let (hellos, echoes) = phase("hello", hello_round_trips(&efrd.socket())).await?;
@@ -168,7 +171,7 @@ async fn bench() -> Result<bool> {
         &format!("RSS idle after {TURNS} turns"),
         quiet,
         IDLE_RSS_BUDGET_KIB,
-        &format!("  ({} MiB right after them)", mib(busy)),
+        &format!("  ({}; {} MiB right after them)", parts(&efrd), mib(busy)),
     );
     efrd.stop(Duration::from_secs(5)).context("efrd stops")?;
 
@@ -204,10 +207,13 @@ async fn scripted_model() -> Result<ScriptedModel> {
 
 /// efrd in `home`, logged in to openai-api through the environment, pointed at `model`.
 fn start(home: &Path, model: &ScriptedModel) -> Result<TestDaemon> {
+    // Conversations retire after RETIRE_SECS instead of half an hour, so that the quiet wait after the turns finds
+    // efrd as an hour's idleness would (every conversation let go), without waiting the hour.
+    let config = config_for(&model.base_url()) + &format!("\n[daemon]\nconversation_idle_secs = {RETIRE_SECS}\n");
     TestDaemon::start(
         Path::new(env!("CARGO_BIN_EXE_efrd")),
         home,
-        Some(&config_for(&model.base_url())),
+        Some(&config),
         &[("OPENAI_API_KEY", BENCH_KEY)],
     )
     .context("efrd starts")
@@ -367,6 +373,15 @@ async fn turns(efrd: &TestDaemon, model: &ScriptedModel) -> Result<u64> {
     }
     let pid = efrd.pid().ok_or_else(|| anyhow!("efrd is not running"))?;
     rss_kib(pid)
+}
+
+/// efrd's anonymous and file-backed resident memory now, in MiB, for the report.
+fn parts(efrd: &TestDaemon) -> String {
+    let Some(pid) = efrd.pid() else {
+        return String::new();
+    };
+    let part = |field| efr_test_support::proc::status_kib(pid, field).map_or(0.0, |kib| kib as f64 / 1024.0);
+    format!("anonymous {:.1} MiB, file {:.1} MiB", part("RssAnon"), part("RssFile"))
 }
 
 /// efrd's idle RSS in KiB: the median of five samples after `settle`.

@@ -232,6 +232,10 @@ pub(super) struct Actor {
     /// The user's inputs so far (prompts and answers): an unanswered question's timer holds the count it started
     /// with, and takes the user as away only if none came since (`presence.rs`).
     inputs: u64,
+    /// The away timers of the questions of this presence epoch; they end with it.
+    away_timers: presence::TimerRound,
+    /// The unanswered timers since the last input or change of presence; they end with them.
+    unanswered_timers: presence::TimerRound,
     /// Notices of background jobs the model has not heard yet: they go with the next turn (`jobs.rs`).
     job_notices: Vec<crate::jobs::Notice>,
     /// The settings of the last turn that started: a turn that a notice wakes runs with them, at most auto.
@@ -283,6 +287,8 @@ impl Actor {
             presence: efr_protocol::wire::Presence::Present,
             presence_epoch: 0,
             inputs: 0,
+            away_timers: presence::TimerRound::default(),
+            unanswered_timers: presence::TimerRound::default(),
             job_notices: Vec::new(),
             last_settings: None,
             started: HashSet::new(),

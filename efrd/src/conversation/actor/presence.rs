@@ -14,6 +14,31 @@
 // A part of the actor: its imports and private types.
 use super::*;
 
+/// The timers of one round: they end together when the round is replaced (a change of presence, the user's input)
+/// or when the actor goes, rather than sleep out a wait whose end can no longer matter (each is a task that would
+/// hold its memory for the whole wait: half an hour for an unanswered question).
+#[derive(Debug, Default)]
+pub(super) struct TimerRound(CancellationToken);
+
+impl TimerRound {
+    /// Runs `then` after `wait`, unless the round ends first.
+    fn spawn(&self, wait: Duration, then: impl std::future::Future<Output = ()> + Send + 'static) {
+        let ended = self.0.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                () = tokio::time::sleep(wait) => then.await,
+                () = ended.cancelled() => {}
+            }
+        });
+    }
+}
+
+impl Drop for TimerRound {
+    fn drop(&mut self) {
+        self.0.cancel();
+    }
+}
+
 use efr_protocol::events::PresenceChanged;
 use efr_protocol::wire::{Presence, PresenceSetResult, PresenceSource};
 
@@ -82,6 +107,9 @@ impl Actor {
         if changes {
             self.presence = set.presence;
             self.presence_epoch += 1;
+            // The timers of the earlier epoch would do nothing when they ran out.
+            self.away_timers = TimerRound::default();
+            self.unanswered_timers = TimerRound::default();
             if self.presence == Presence::Away {
                 let open: Vec<CallId> = self.approvals.keys().cloned().collect();
                 for call_id in open {
@@ -112,6 +140,7 @@ impl Actor {
     /// they started with), and each question still open starts its own again from now.
     pub(super) fn count_input(&mut self, me: &mpsc::WeakSender<Command>) {
         self.inputs += 1;
+        self.unanswered_timers = TimerRound::default();
         for call_id in self.approvals.keys() {
             self.start_unanswered_timer(call_id.clone(), me);
         }
@@ -127,12 +156,12 @@ impl Actor {
         let epoch = self.presence_epoch;
         // The timer holds only a weak sender: it never keeps a stopped actor alive.
         let me = me.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(Duration::from_secs(u64::from(secs))).await;
-            if let Some(tx) = me.upgrade() {
-                let _ = tx.send(Command::ExpireAway { call_id, epoch }).await;
-            }
-        });
+        self.away_timers
+            .spawn(Duration::from_secs(u64::from(secs)), async move {
+                if let Some(tx) = me.upgrade() {
+                    let _ = tx.send(Command::ExpireAway { call_id, epoch }).await;
+                }
+            });
     }
 
     /// Starts the unanswered timer of the question of `call_id` (see the module docs); none when
@@ -143,12 +172,12 @@ impl Actor {
         };
         let (epoch, inputs) = (self.presence_epoch, self.inputs);
         let me = me.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(Duration::from_secs(u64::from(secs))).await;
-            if let Some(tx) = me.upgrade() {
-                let _ = tx.send(Command::Unanswered { call_id, epoch, inputs }).await;
-            }
-        });
+        self.unanswered_timers
+            .spawn(Duration::from_secs(u64::from(secs)), async move {
+                if let Some(tx) = me.upgrade() {
+                    let _ = tx.send(Command::Unanswered { call_id, epoch, inputs }).await;
+                }
+            });
     }
 
     /// An unanswered timer ran out: away with source `timeout`, if the question still waits, the user is present in
@@ -182,5 +211,52 @@ impl Actor {
         if self.presence == Presence::Away && self.presence_epoch == epoch {
             self.expire(call_id, true).await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+
+    /// Yields until `alive` tasks are left, at most 100 times.
+    async fn settle(alive: usize) -> usize {
+        let metrics = tokio::runtime::Handle::current().metrics();
+        for _ in 0..100 {
+            if metrics.num_alive_tasks() == alive {
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
+        metrics.num_alive_tasks()
+    }
+
+    #[tokio::test]
+    async fn a_round_ends_its_timers_when_it_is_replaced_or_dropped() {
+        let ran = Arc::new(AtomicUsize::new(0));
+        let counter = |by: usize| {
+            let ran = Arc::clone(&ran);
+            async move {
+                ran.fetch_add(by, Ordering::SeqCst);
+            }
+        };
+        let mut round = TimerRound::default();
+        round.spawn(Duration::from_secs(1800), counter(1));
+        round.spawn(Duration::from_secs(1800), counter(1));
+        assert_eq!(settle(2).await, 2, "two timers asleep");
+        // Replaced: the old round's timers end now, not in half an hour.
+        round = TimerRound::default();
+        round.spawn(Duration::from_millis(10), counter(100));
+        assert_eq!(settle(1).await, 1, "only the new round's timer is left");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert_eq!(ran.load(Ordering::SeqCst), 100, "only the new round's timer ran");
+        assert_eq!(settle(0).await, 0);
+        // Dropped (the actor goes): its timers end too.
+        round.spawn(Duration::from_secs(1800), counter(1));
+        assert_eq!(settle(1).await, 1);
+        drop(round);
+        assert_eq!(settle(0).await, 0, "the dropped round's timer ended");
+        assert_eq!(ran.load(Ordering::SeqCst), 100);
     }
 }
