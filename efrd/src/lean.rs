@@ -99,7 +99,7 @@ fn file_kib(field: &str) -> Option<u64> {
 }
 
 /// Releases [`AFTER_START`] after start-up, and again each time no turn ran (`turns_running` false) for [`QUIET`]
-/// after the mapped code grew by [`REGROWTH_KIB`] since the last release: the event store's page caches first
+/// after the mapped code grew by 1 MiB (`REGROWTH_KIB`) since the last release: the event store's page caches first
 /// ([`efr_store::Store::release_memory`]), then [`release`]. Ends with `shutdown`.
 pub async fn release_when_quiet(
     store: efr_store::Store,
