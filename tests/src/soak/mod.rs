@@ -38,6 +38,10 @@ use crate::client::{Client, StreamFrame};
 use crate::daemon::{TestDaemon, config_for};
 use crate::scripted::{Reply, Script, ScriptedModel, Step};
 
+pub use prose::{ANSWER_WORDS, PROMPT_WORDS};
+
+mod prose;
+
 /// How long a soak run is.
 #[derive(Debug, Clone, Copy)]
 pub struct SoakPlan {
@@ -380,7 +384,7 @@ async fn client_loop(
         }
         let mode = if turn % 3 == 2 { "manual" } else { "full" };
         let text = if plan.prose {
-            prose(turn, 0, PROMPT_WORDS)
+            prose::prose(turn, 0, PROMPT_WORDS)
         } else {
             format!("turn {turn}")
         };
@@ -468,7 +472,7 @@ async fn read_turn(
 /// (`prose`: of [`ANSWER_WORDS`] words).
 fn steps(turn: usize, prose: bool) -> Vec<Step> {
     let answer = if prose {
-        self::prose(turn, 1, ANSWER_WORDS)
+        prose::prose(turn, 1, ANSWER_WORDS)
     } else {
         format!("turn {turn} is done")
     };
@@ -481,187 +485,6 @@ fn steps(turn: usize, prose: bool) -> Vec<Step> {
         .into(),
         Reply::text(answer).into(),
     ]
-}
-
-/// Words of a prose prompt: a request of a few sentences (about 250 characters).
-pub const PROMPT_WORDS: usize = 40;
-
-/// Words of a prose answer: a few paragraphs (about 1,600 characters).
-pub const ANSWER_WORDS: usize = 250;
-
-/// The words prose is made of: a coding agent's usual vocabulary.
-const VOCABULARY: &[&str] = &[
-    "the",
-    "a",
-    "to",
-    "of",
-    "and",
-    "in",
-    "is",
-    "it",
-    "that",
-    "for",
-    "this",
-    "with",
-    "on",
-    "we",
-    "be",
-    "not",
-    "can",
-    "file",
-    "function",
-    "test",
-    "tests",
-    "error",
-    "build",
-    "cargo",
-    "module",
-    "crate",
-    "struct",
-    "trait",
-    "impl",
-    "config",
-    "value",
-    "return",
-    "result",
-    "option",
-    "string",
-    "path",
-    "folder",
-    "command",
-    "shell",
-    "output",
-    "input",
-    "change",
-    "fix",
-    "bug",
-    "failing",
-    "passes",
-    "line",
-    "lines",
-    "call",
-    "calls",
-    "type",
-    "field",
-    "method",
-    "server",
-    "client",
-    "request",
-    "response",
-    "socket",
-    "async",
-    "await",
-    "thread",
-    "lock",
-    "read",
-    "write",
-    "parse",
-    "json",
-    "schema",
-    "protocol",
-    "event",
-    "events",
-    "turn",
-    "model",
-    "token",
-    "index",
-    "search",
-    "query",
-    "database",
-    "table",
-    "column",
-    "row",
-    "migration",
-    "commit",
-    "branch",
-    "diff",
-    "patch",
-    "review",
-    "docs",
-    "readme",
-    "example",
-    "release",
-    "version",
-    "dependency",
-    "feature",
-    "flag",
-    "timeout",
-    "retry",
-    "cache",
-    "memory",
-    "budget",
-    "bench",
-    "latency",
-    "because",
-    "instead",
-    "when",
-    "then",
-    "after",
-    "before",
-    "first",
-    "next",
-    "also",
-    "only",
-    "still",
-    "now",
-    "here",
-    "there",
-    "which",
-    "what",
-    "why",
-    "how",
-    "where",
-    "should",
-    "would",
-    "could",
-    "must",
-    "add",
-    "remove",
-    "rename",
-    "move",
-    "split",
-    "keep",
-    "check",
-    "run",
-    "runs",
-    "ran",
-    "see",
-    "look",
-    "found",
-    "use",
-    "uses",
-    "used",
-    "new",
-    "old",
-    "same",
-    "other",
-    "each",
-    "every",
-];
-
-/// `words` words of seeded prose for `turn` (`salt` tells a turn's prompt from its answer), with a sentence's
-/// punctuation every dozen words.
-fn prose(turn: usize, salt: u64, words: usize) -> String {
-    // SplitMix64: a fixed, well-mixed sequence per seed, no dependency.
-    let mut state = (turn as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ salt;
-    let mut next = move || {
-        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    };
-    let mut text = String::with_capacity(words * 7);
-    for n in 0..words {
-        let pick = usize::try_from(next() % VOCABULARY.len() as u64).unwrap_or_default();
-        let word = VOCABULARY[pick];
-        if n > 0 {
-            text.push_str(if n % 12 == 0 { ". " } else { " " });
-        }
-        text.push_str(word);
-    }
-    text.push('.');
-    text
 }
 
 /// A command id unique to `n` in this run.
