@@ -227,6 +227,13 @@ fn main() -> Result<()> {
             &random,
         )?;
     }
+    // The follower's passes: how much a pass's size changes the CPU of each text (efr-store's follow.rs).
+    for per_transaction in [16, 64, 256, 1_024] {
+        run(
+            &base("trigram, the search corpus's words, a pass", per_transaction),
+            &prose,
+        )?;
+    }
     run(&base("trigram, 100-character texts", 160), &short)?;
     run(&base("trigram, 1,600-character texts", 160), &long)?;
     for (label, texts) in [("random words", &random), ("the search corpus's words", &prose)] {

@@ -23,10 +23,15 @@ use rusqlite::{Connection, OptionalExtension};
 use super::error::Result;
 
 /// Entries pending that make a pass due.
-pub(crate) const FOLLOW_ENTRIES: u64 = 256;
+///
+/// A pass has a fixed cost (FTS5 flushes a segment of its own and merges segments later), large against a few
+/// entries: on efrd's busiest load, passes of about 15 entries cost twice the CPU an entry of passes of 300
+/// (docs/adr/0025-search-index.md, "Passes of a size"). Hence a long lag and a large batch; the tail they leave is
+/// matched by a search in about a millisecond.
+pub(crate) const FOLLOW_ENTRIES: u64 = 1_024;
 
 /// The longest an entry waits for its pass while the writer is busy or idle.
-pub(crate) const FOLLOW_LAG: Duration = Duration::from_millis(50);
+pub(crate) const FOLLOW_LAG: Duration = Duration::from_secs(1);
 
 /// Entries indexed in one transaction of a pass.
 pub(crate) const FOLLOW_PAGE: i64 = 2_048;

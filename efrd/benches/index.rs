@@ -5,10 +5,13 @@
 //! [`TURNS`] turns as fast as the scripted model answers (the busiest an efrd can be: its own work is the whole of a
 //! turn), each turn a prompt of about 250 characters, a shell call, a patch and an answer of about 1,600 characters,
 //! every third one asking its questions. The runs come in pairs, one with `[daemon] search_index` on and one with it
-//! off (which side runs first alternates), [`PAIRS`] pairs. Per run: efrd's CPU time per turn (user and system, all
-//! its threads, from the first prompt until its idle conversations retired) and its durable events per second.
-//! Budgets: the median of the per-pair ratios, printed with its spread and the load average: the index adds under
-//! 10% to efrd's CPU per turn, and takes under 10% of its durable events per second.
+//! off, [`PAIRS`] pairs; the two runs of a pair run side by side, at the same time, each its own efrd, clients and
+//! model server. Run one after the other, a single run's CPU per turn moved by up to ±25% with the host's load, more
+//! than the index costs; side by side, both runs of a pair see the same moment of the machine, and that noise cancels
+//! in their ratio (docs/adr/0025-search-index.md, "The budget, measured side by side"). Per run: efrd's CPU time per
+//! turn (user and system, all its threads, from the first prompt until its idle conversations retired) and its
+//! durable events per second. Budgets: the median of the per-pair ratios, printed with its spread and the load
+//! average: the index adds under 10% to efrd's CPU per turn, and takes under 10% of its durable events per second.
 //!
 //! Exits 1 when a budget fails, 2 when the bench cannot run.
 
@@ -22,8 +25,8 @@ use anyhow::{Context, Result};
 use efr_test_support::bench::{Pairs, load_average};
 use efr_test_support::soak::{self, SoakPlan, SoakReport};
 
-/// Pairs of runs.
-const PAIRS: usize = 8;
+/// Pairs of runs (odd, so that the median is one pair's ratio).
+const PAIRS: usize = 15;
 /// Turns per run.
 const TURNS: usize = 400;
 /// Clients per run.
@@ -61,15 +64,19 @@ fn main() -> ExitCode {
     }
 }
 
-/// The pairs of (index on, index off): CPU per turn in ms, and durable events per second.
+/// The pairs of (index on, index off), each pair's two runs side by side: CPU per turn in ms, and durable events
+/// per second.
 async fn measure() -> Result<(Pairs, Pairs)> {
     let efrd = Path::new(env!("CARGO_BIN_EXE_efrd"));
     let (mut cpu, mut rate) = (Pairs::new(), Pairs::new());
     for pair in 0..PAIRS {
-        let first_on = pair % 2 == 0;
-        let first = run(efrd, first_on).await?;
-        let second = run(efrd, !first_on).await?;
-        let (on, off) = if first_on { (first, second) } else { (second, first) };
+        // Which efrd starts first alternates.
+        let (on, off) = if pair % 2 == 0 {
+            tokio::try_join!(run(efrd, true), run(efrd, false))?
+        } else {
+            let (off, on) = tokio::try_join!(run(efrd, false), run(efrd, true))?;
+            (on, off)
+        };
         println!(
             "index: pair {}: on {:.2} ms a turn, {:.0} events/s; off {:.2} ms a turn, {:.0} events/s (load {})",
             pair + 1,

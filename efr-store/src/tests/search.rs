@@ -23,7 +23,7 @@ fn entry(conversation_id: ConversationId, seq: u64, kind: &str, text: &str) -> I
 fn query(terms: &[&str]) -> IndexQuery {
     IndexQuery {
         terms: terms.iter().map(|t| (*t).to_owned()).collect(),
-        row_cap: 1000,
+        row_cap: 5_000,
         time_cap: Duration::from_secs(5),
     }
 }

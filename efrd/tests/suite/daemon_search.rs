@@ -393,8 +393,8 @@ async fn without_the_index_search_finds_the_same_and_the_index_catches_up_when_i
     let mut client = efrd.client().await.unwrap();
     converse(&mut client, cwd.path(), "tell me about airships").await;
     converse(&mut client, cwd.path(), "and balloons").await;
-    // Past the follower's lag: an efrd with the index would have indexed both turns by now.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Past the follower's lag (1 s): an efrd with the index would have indexed both turns by now.
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
     let found = search(&mut client, "zeppelin").await;
     assert_eq!(rows(&found).len(), 1, "{found}");
     let title = search(&mut client, "airships").await;
