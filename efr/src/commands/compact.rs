@@ -14,7 +14,7 @@ use std::process::ExitCode;
 use efr_protocol::ids::CommandId;
 use efr_protocol::wire::{ConversationCompactParams, ConversationCompactResult};
 
-use super::read;
+use super::call_and_show;
 use crate::cli::CompactArgs;
 use crate::turn::describe::compaction_line;
 use crate::{out, report};
@@ -30,25 +30,16 @@ pub async fn run(args: &CompactArgs) -> ExitCode {
         conversation_id,
         focus: args.focus.clone(),
     };
-    let value = match client
-        .call_value("conversation.compact", serde_json::json!(params))
-        .await
-    {
-        Ok(value) => value,
-        Err(error) => return report::failure(&error),
-    };
-    if args.json {
-        out::println_json(&value.to_string());
-        return ExitCode::SUCCESS;
-    }
-    match read::<ConversationCompactResult>("conversation.compact", &value) {
-        Ok(result) => {
+    call_and_show(
+        &client,
+        "conversation.compact",
+        serde_json::json!(params),
+        args.json,
+        report::failure,
+        |result: ConversationCompactResult| {
             out::print(&format!("{}\n", compaction_line(&result.compaction)));
             ExitCode::SUCCESS
-        }
-        Err(message) => {
-            report::error(&message);
-            ExitCode::from(report::FAILED)
-        }
-    }
+        },
+    )
+    .await
 }

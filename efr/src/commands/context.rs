@@ -37,7 +37,6 @@ use efr_protocol::wire::{
     InstructionScope,
 };
 
-use super::read;
 use crate::clean::printable;
 use crate::cli::ContextArgs;
 use crate::turn::conversation::newest_of_tty;
@@ -58,28 +57,23 @@ pub async fn run(args: &ContextArgs) -> ExitCode {
         conversation_id,
         model: args.model.clone(),
     };
-    let value = match client
-        .call_value("conversation.context", serde_json::json!(params))
-        .await
-    {
-        Ok(value) => value,
-        Err(error) if error.daemon().is_some_and(|e| e.code == ErrorCode::NotFound) => {
-            return failed(&format!("no such conversation: {conversation_id}"));
-        }
-        Err(error) => return report::failure(&error),
+    let not_found = |error: &crate::client::ClientError| match error.daemon() {
+        Some(body) if body.code == ErrorCode::NotFound => failed(&format!("no such conversation: {conversation_id}")),
+        _ => report::failure(error),
     };
-    if args.json {
-        out::println_json(&value.to_string());
-        return ExitCode::SUCCESS;
-    }
-    match read::<ConversationContextResult>("conversation.context", &value) {
-        Ok(result) => {
+    super::call_and_show(
+        &client,
+        "conversation.context",
+        serde_json::json!(params),
+        args.json,
+        not_found,
+        |result: ConversationContextResult| {
             let colour = std::io::IsTerminal::is_terminal(&std::io::stdout());
             out::print(&format!("{}\n{}", picture(&result, BAR_CELLS, colour), render(&result)));
             ExitCode::SUCCESS
-        }
-        Err(message) => failed(&message),
-    }
+        },
+    )
+    .await
 }
 
 /// The connection and the conversation a command acts on: `--conversation ID`, else the terminal's (the newest

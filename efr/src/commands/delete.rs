@@ -15,7 +15,7 @@ use std::process::ExitCode;
 use efr_protocol::ids::{CommandId, ConversationId};
 use efr_protocol::wire::{ConversationDeleteParams, ConversationDeleteResult};
 
-use super::read;
+use super::call_and_show;
 use crate::cli::DeleteArgs;
 use crate::client::ClientError;
 use crate::{context, out, report};
@@ -39,32 +39,24 @@ pub async fn run(args: &DeleteArgs) -> ExitCode {
         force: args.force,
         stop: args.stop,
     };
-    let value = match client
-        .call_value("conversation.delete", serde_json::json!(params))
-        .await
-    {
-        Ok(value) => value,
-        Err(error) => {
-            let code = report::failure(&error);
-            if let ClientError::Daemon(body) = &error
-                && body.data.as_ref().is_some_and(|data| data["busy"] == "turn")
-            {
-                eprintln!("`efr delete --stop {}` stops its turn first", args.id);
-            }
-            return code;
+    let failed = |error: &ClientError| {
+        let code = report::failure(error);
+        if let ClientError::Daemon(body) = error
+            && body.data.as_ref().is_some_and(|data| data["busy"] == "turn")
+        {
+            eprintln!("`efr delete --stop {}` stops its turn first", args.id);
         }
+        code
     };
-    if args.json {
-        out::println_json(&value.to_string());
-        return ExitCode::SUCCESS;
-    }
-    match read::<ConversationDeleteResult>("conversation.delete", &value) {
-        Ok(result) => print(&result, &args.id),
-        Err(message) => {
-            report::error(&message);
-            ExitCode::from(report::FAILED)
-        }
-    }
+    call_and_show(
+        &client,
+        "conversation.delete",
+        serde_json::json!(params),
+        args.json,
+        failed,
+        |result: ConversationDeleteResult| print(&result, &args.id),
+    )
+    .await
 }
 
 fn print(result: &ConversationDeleteResult, id: &str) -> ExitCode {

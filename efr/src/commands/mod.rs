@@ -135,6 +135,34 @@ pub async fn judged_on<T: serde::de::DeserializeOwned>(
     }
 }
 
+/// Calls `method` with `params` and shows its result: printed as efrd sent it with `json`, else read as `T` and
+/// given to `show`, whose exit code is the command's. A result that does not read as `T` is an error that names the
+/// method; an error of the call goes to `failed`, which says it (and what to do about it) and gives the exit code.
+pub async fn call_and_show<T: serde::de::DeserializeOwned>(
+    client: &Client,
+    method: &str,
+    params: Value,
+    json: bool,
+    failed: impl FnOnce(&crate::client::ClientError) -> ExitCode,
+    show: impl FnOnce(T) -> ExitCode,
+) -> ExitCode {
+    let value = match client.call_value(method, params).await {
+        Ok(value) => value,
+        Err(error) => return failed(&error),
+    };
+    if json {
+        crate::out::println_json(&value.to_string());
+        return ExitCode::SUCCESS;
+    }
+    match read::<T>(method, &value) {
+        Ok(result) => show(result),
+        Err(message) => {
+            report::error(&message);
+            ExitCode::from(report::FAILED)
+        }
+    }
+}
+
 /// Reads a method's result as its protocol type, for the readable form.
 ///
 /// # Errors

@@ -71,24 +71,15 @@ pub async fn run(args: &ResumeArgs) -> ExitCode {
         context: prompt_context,
         take: args.take,
     };
-    let value = match client
-        .call_value("conversation.resume", serde_json::json!(params))
-        .await
-    {
-        Ok(value) => value,
-        Err(error) => return report::failure(&error),
-    };
-    if args.json {
-        out::println_json(&value.to_string());
-        return ExitCode::SUCCESS;
-    }
-    match read::<ConversationResumeResult>("conversation.resume", &value) {
-        Ok(result) => print(&result, args.print_dir),
-        Err(message) => {
-            report::error(&message);
-            ExitCode::from(report::FAILED)
-        }
-    }
+    super::call_and_show(
+        &client,
+        "conversation.resume",
+        serde_json::json!(params),
+        args.json,
+        report::failure,
+        |result: ConversationResumeResult| print(&result, args.print_dir),
+    )
+    .await
 }
 
 /// The conversation to resume: the row of `id` (or the start of one), else the one picked on the terminal; the exit

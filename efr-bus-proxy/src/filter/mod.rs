@@ -5,7 +5,8 @@
 //! reply is forwarded only when it answers a call that went the other way through this filter, and a client cannot
 //! forge a reply to another peer's call. A message that passes is the bytes it came as, renumbered in place
 //! ([`crate::header`]): nothing the filter did not read reaches the other side, and nothing is written twice. The
-//! filter does no I/O: it turns one message into [`Action`]s.
+//! filter does no I/O: it turns one message into [`Action`]s. The calls to the bus driver, its replies and its signals
+//! are `driver.rs`.
 
 use std::collections::HashMap;
 use std::num::NonZeroU32;
@@ -17,6 +18,8 @@ use zbus::message::{Builder, Message, Type};
 use crate::policy::{Level, Policy};
 use crate::report::Refusals;
 use crate::wire::{Incoming, Outgoing};
+
+mod driver;
 
 /// The bus driver's name.
 pub const DRIVER: &str = "org.freedesktop.DBus";
@@ -310,144 +313,6 @@ impl Filter {
             .collect()
     }
 
-    fn driver_call(&mut self, message: &Incoming, fds: Vec<OwnedFd>) -> Vec<Action> {
-        let interface = message.interface().unwrap_or(DRIVER);
-        let member = message.member().unwrap_or_default();
-        let name_arg = || body::<(String,)>(message).map(|(s,)| s);
-        let first_arg = || parsed(message).ok()?.body().deserialize_unchecked::<String>().ok();
-        match (interface, member) {
-            (DRIVER, "Hello") => self.refuse_quietly(message, FAILED, "Already handled an Hello message"),
-            (DRIVER, "AddMatch") => match first_arg() {
-                Some(rule) if !eavesdrops(&rule) => self.forward_call(message, fds, ReplyKind::Plain),
-                _ => self.refuse(message, DRIVER, ACCESS_DENIED, "eavesdropping is not allowed"),
-            },
-            (DRIVER, "RemoveMatch" | "GetId" | "Features")
-            | ("org.freedesktop.DBus.Introspectable", "Introspect")
-            | ("org.freedesktop.DBus.Peer", _)
-            | ("org.freedesktop.DBus.Properties", "Get" | "GetAll") => {
-                self.forward_call(message, fds, ReplyKind::Plain)
-            }
-            (DRIVER, "ListNames" | "ListActivatableNames") => self.forward_call(message, fds, ReplyKind::ListNames),
-            (DRIVER, "GetNameOwner") => match name_arg() {
-                Some(name) if self.visible(&name) => self.forward_call(message, fds, ReplyKind::NameOwner(name)),
-                name => self.refuse_quietly(
-                    message,
-                    NAME_HAS_NO_OWNER,
-                    &format!(
-                        "Could not get owner of name '{}': no such name",
-                        name.unwrap_or_default()
-                    ),
-                ),
-            },
-            (DRIVER, "NameHasOwner") => match name_arg() {
-                Some(name) if self.visible(&name) => self.forward_call(message, fds, ReplyKind::Plain),
-                _ => self.driver_reply(message, &(false,)),
-            },
-            (DRIVER, "StartServiceByName") => match first_arg() {
-                Some(name) if self.level_of(&name) >= Level::Talk => self.forward_call(message, fds, ReplyKind::Plain),
-                name => {
-                    let name = name.unwrap_or_default();
-                    self.refuse(
-                        message,
-                        &name,
-                        SERVICE_UNKNOWN,
-                        &format!("the call's bus filter hides {name}"),
-                    )
-                }
-            },
-            (DRIVER, "RequestName" | "ReleaseName") => match first_arg() {
-                Some(name) if self.policy.level(&name) >= Level::Own => {
-                    self.forward_call(message, fds, ReplyKind::Plain)
-                }
-                name => {
-                    let name = name.unwrap_or_default();
-                    self.refuse(
-                        message,
-                        &name,
-                        ACCESS_DENIED,
-                        &format!("the call's bus filter does not let it own {name}"),
-                    )
-                }
-            },
-            (
-                DRIVER,
-                "GetConnectionUnixUser"
-                | "GetConnectionUnixProcessID"
-                | "GetConnectionCredentials"
-                | "GetAdtAuditSessionData"
-                | "GetConnectionSELinuxSecurityContext"
-                | "ListQueuedOwners",
-            ) => match name_arg() {
-                Some(name) if self.visible(&name) => self.forward_call(message, fds, ReplyKind::Plain),
-                name => {
-                    let name = name.unwrap_or_default();
-                    self.refuse_quietly(message, NAME_HAS_NO_OWNER, &format!("the name {name} has no owner"))
-                }
-            },
-            // BecomeMonitor, UpdateActivationEnvironment, ReloadConfig, Properties.Set and anything new.
-            _ => self.refuse(
-                message,
-                DRIVER,
-                ACCESS_DENIED,
-                &format!("the call's bus filter refuses {interface}.{member}"),
-            ),
-        }
-    }
-
-    fn bus_reply(&mut self, message: &Incoming, fds: Vec<OwnedFd>, sender: &str, pending: Pending) -> Vec<Action> {
-        let serial = self.client_serial();
-        let is_return = message.message_type() == Type::MethodReturn;
-        match pending.kind {
-            ReplyKind::Learn(name) if sender.starts_with(':') => self.learn(sender, &name),
-            ReplyKind::NameOwner(name) if is_return => {
-                if let Some(owner) = body::<String>(message) {
-                    self.learn(&owner, &name);
-                }
-            }
-            ReplyKind::ListNames if is_return => {
-                let reply = parsed(message).and_then(|m| {
-                    let names: Vec<String> = m.body().deserialize().unwrap_or_default();
-                    let names: Vec<String> = names.into_iter().filter(|name| self.visible(name)).collect();
-                    Builder::from(m.header())
-                        .serial(serial)
-                        .reply_serial(Some(pending.client_serial))
-                        .build(&(names,))
-                });
-                return reply.map(|m| Action::ToClient(m.into())).into_iter().collect();
-            }
-            _ => {}
-        }
-        renumbered(message, serial, Some(pending.client_serial), None, fds)
-            .map(Action::ToClient)
-            .into_iter()
-            .collect()
-    }
-
-    fn driver_signal(&mut self, message: &Incoming, fds: Vec<OwnedFd>) -> Vec<Action> {
-        if message.member() != Some("NameOwnerChanged") {
-            return self.forward(message, fds, Side::Client);
-        }
-        let Some((name, old, new)) = body::<(String, String, String)>(message) else {
-            return Vec::new();
-        };
-        if !self.visible(&name) {
-            return Vec::new();
-        }
-        if name.starts_with(':') {
-            if new.is_empty() {
-                self.peers.remove(&name);
-            }
-        } else {
-            if let Some(names) = self.peers.get_mut(&old) {
-                names.retain(|n| *n != name);
-            }
-            if !new.is_empty() {
-                self.learn(&new, &name);
-            }
-        }
-        self.forward(message, fds, Side::Client)
-    }
-
     /// Forwards a client's call to the bus, remembering it for its reply.
     fn forward_call(&mut self, message: &Incoming, fds: Vec<OwnedFd>, kind: ReplyKind) -> Vec<Action> {
         let no_reply = no_reply(message);
@@ -648,29 +513,6 @@ fn error_to<'e>(message: &Incoming, name: &'e str) -> zbus::Result<Builder<'e>> 
     parsed(message).and_then(|m| Message::error(&m.header(), name))
 }
 
-/// Whether a match rule asks for messages meant for others (`eavesdrop=true`, or any value but `false`).
-fn eavesdrops(rule: &str) -> bool {
-    let mut rest = rule;
-    loop {
-        let Some((key, after)) = rest.split_once('=') else {
-            return false;
-        };
-        let (value, after) = match after.strip_prefix('\'') {
-            Some(quoted) => match quoted.split_once('\'') {
-                Some((value, after)) => (value, after),
-                None => (quoted, ""),
-            },
-            None => after
-                .split_once(',')
-                .map_or((after, ""), |(value, after)| (value, after)),
-        };
-        if key.trim().trim_start_matches(',').trim() == "eavesdrop" && value.trim() != "false" {
-            return true;
-        }
-        rest = after;
-    }
-}
-
 /// The message renumbered for the other side: its own bytes with `serial` (and `reply_serial`, when given) written in
 /// place, so what passes is exactly what the filter read and checked, at no cost of writing it again. A reply serial
 /// to add or a destination to change (a reply of the client's addressed to another than its caller) is written anew
@@ -713,19 +555,4 @@ fn rebuild(
     // SAFETY: the body's bytes are those of a message zbus parsed, in its endianness and with its signature; the
     // descriptors are the ones that came with it, in order, so its indices name the same descriptors.
     unsafe { builder.build_raw_body(body.data().bytes(), body.signature().clone(), fds) }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::eavesdrops;
-
-    #[test]
-    fn eavesdropping_match_rules_are_caught() {
-        assert!(eavesdrops("type='signal',eavesdrop=true"));
-        assert!(eavesdrops("eavesdrop='true'"));
-        assert!(eavesdrops("type='method_call', eavesdrop = 'true'"));
-        assert!(!eavesdrops("type='signal',eavesdrop='false'"));
-        assert!(!eavesdrops("type='signal',arg0='eavesdrop=true'"));
-        assert!(!eavesdrops("type='signal',interface='org.foo'"));
-    }
 }
