@@ -175,6 +175,10 @@ struct Running {
     compacting: Option<efr_protocol::wire::CompactTrigger>,
     /// The steers that no model call read yet, in order (`steer.rs`).
     steers: Vec<steer::Steer>,
+    /// Set when a steer is added to `steers`, cleared when a model call takes them: the turn's
+    /// [`Recorder`](crate::conversation::Recorder) asks the actor for steers only when it is set, so a model call
+    /// with none waiting (nearly all) goes out without a round trip through the mailbox.
+    steering: Arc<std::sync::atomic::AtomicBool>,
     /// The model answered without a tool call and no steer waited: the turn makes no more model calls.
     answered: bool,
     /// The context of the turn's prompt.

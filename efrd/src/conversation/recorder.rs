@@ -2,6 +2,7 @@
 //! conversation's actor, which numbers, commits and broadcasts it; drafts go straight to the conversation's hub.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use efr_policy::Question;
 use efr_protocol::ErrorBody;
@@ -35,6 +36,9 @@ pub struct Recorder {
     pub(super) tx: mpsc::Sender<Command>,
     /// The conversation's drafts: a draft goes there at once, not through the mailbox.
     pub(super) drafts: Arc<drafts::DraftHub>,
+    /// Whether a steer may wait for the turn (the actor's `Running::steering`): unset, a model call that is not the
+    /// turn's last takes none without asking the actor.
+    pub(super) steering: Arc<AtomicBool>,
 }
 
 impl TurnSink for Recorder {
@@ -104,7 +108,14 @@ impl TurnSink for Recorder {
     }
 
     fn steers(&self, turn_id: TurnId, last: bool) -> SinkFuture<'_, Vec<String>> {
-        Box::pin(async move { request(&self.tx, |reply| Command::Steers { turn_id, last, reply }).await? })
+        Box::pin(async move {
+            // A steer added after this read is taken by the next model call or at the turn's end, as one that came a
+            // moment later. The last call always asks: the actor marks the turn answered.
+            if !last && !self.steering.load(Ordering::Acquire) {
+                return Ok(Vec::new());
+            }
+            request(&self.tx, |reply| Command::Steers { turn_id, last, reply }).await?
+        })
     }
 
     fn ask(&self, turn_id: TurnId, call_id: CallId, question: Question) -> SinkFuture<'_, Answer> {

@@ -86,9 +86,15 @@ impl Environment {
     }
 }
 
-/// The OS's name from `/etc/os-release` (`PRETTY_NAME`), else `Linux`.
+/// The OS's name from `/etc/os-release` (`PRETTY_NAME`), else `Linux`; read once a process (the OS does not change
+/// under a running efrd, and each turn's prompt reads it before the model is asked).
 #[must_use]
 pub fn os_name() -> String {
+    static NAME: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    NAME.get_or_init(read_os_name).clone()
+}
+
+fn read_os_name() -> String {
     std::fs::read_to_string("/etc/os-release")
         .ok()
         .and_then(|text| {
@@ -101,11 +107,25 @@ pub fn os_name() -> String {
         .unwrap_or_else(|| "Linux".to_owned())
 }
 
-/// Today's local date, `YYYY-MM-DD`.
+/// Today's local date, `YYYY-MM-DD`, at most [`TODAY_STALE`] old: the local time zone costs about ten system calls
+/// a reading (chrono looks at `/etc/localtime` and the zone's file), and each turn's prompt reads the date before the
+/// model is asked.
 #[must_use]
 pub fn today() -> String {
-    chrono::Local::now().format("%Y-%m-%d").to_string()
+    static TODAY: std::sync::Mutex<Option<(std::time::Instant, String)>> = std::sync::Mutex::new(None);
+    let mut cached = TODAY.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    match cached.as_ref() {
+        Some((read, date)) if read.elapsed() < TODAY_STALE => date.clone(),
+        _ => {
+            let date = chrono::Local::now().format("%Y-%m-%d").to_string();
+            *cached = Some((std::time::Instant::now(), date.clone()));
+            date
+        }
+    }
 }
+
+/// How long [`today`] keeps a date it read: the prompt's date may lag midnight or a change of time zone by this much.
+pub const TODAY_STALE: Duration = Duration::from_secs(60);
 
 /// The repository state of `root` when `root/.git` exists; `None` otherwise.
 pub async fn git_state(root: &Path) -> Option<GitState> {

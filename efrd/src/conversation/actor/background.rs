@@ -150,6 +150,8 @@ impl Actor {
                 Arc::new(crate::conversation::Recorder {
                     tx,
                     drafts: Arc::clone(&self.drafts),
+                    // A job takes no steers; were it asked, the actor answers.
+                    steering: Arc::new(std::sync::atomic::AtomicBool::new(true)),
                 }) as Arc<dyn JobSink>
             })
             .ok_or_else(|| ErrorBody::new(efr_protocol::ErrorCode::Unavailable, "the conversation stopped"))?;

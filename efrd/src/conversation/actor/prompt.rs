@@ -87,10 +87,13 @@ impl Actor {
         origin: Origin,
         routed: Option<crate::conversation::Routed>,
     ) -> Result<PromptSendResult, ErrorBody> {
-        if let Some(stored) = self.stored_outcome(params.command_id).await? {
-            return Ok(stored);
-        }
-        let mut prepared = self.prepare_prompt(&params, origin, Vec::new())?;
+        // A command id used before is found by the commit, which refuses it with its stored outcome: no read of the
+        // store before it (one hop to a reader thread fewer before the turn's first words). Only a prompt that cannot
+        // be prepared now (its settings refused) looks for one first, so a retry still gets its first answer.
+        let mut prepared = match self.prepare_prompt(&params, origin, Vec::new()) {
+            Ok(prepared) => prepared,
+            Err(error) => return self.stored_outcome(params.command_id).await?.ok_or(error),
+        };
         if let Some(routed) = routed {
             prepared.route(routed);
         }

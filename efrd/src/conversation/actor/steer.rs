@@ -131,6 +131,7 @@ impl Actor {
         }
         if let Some(running) = self.running.as_mut() {
             running.steers.push(Steer { seq, text: params.text });
+            running.steering.store(true, std::sync::atomic::Ordering::Release);
         }
         Ok(result)
     }
@@ -157,7 +158,10 @@ impl Actor {
         let steers = self
             .running
             .as_mut()
-            .map(|r| std::mem::take(&mut r.steers))
+            .map(|r| {
+                r.steering.store(false, std::sync::atomic::Ordering::Release);
+                std::mem::take(&mut r.steers)
+            })
             .unwrap_or_default();
         Ok(steers.into_iter().map(|s| s.text).collect())
     }

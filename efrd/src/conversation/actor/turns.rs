@@ -95,6 +95,7 @@ impl Actor {
                 continue;
             };
             let cancel = CancellationToken::new();
+            let steering = Arc::new(std::sync::atomic::AtomicBool::new(false));
             self.running = Some(Running {
                 turn_id,
                 started_at: Timestamp::now(),
@@ -104,6 +105,7 @@ impl Actor {
                 context: None,
                 compacting: None,
                 steers: Vec::new(),
+                steering: Arc::clone(&steering),
                 answered: false,
                 prompt_context,
                 asked,
@@ -117,6 +119,7 @@ impl Actor {
             let recorder: Sink = Arc::new(crate::conversation::Recorder {
                 tx: tx.clone(),
                 drafts: Arc::clone(&self.drafts),
+                steering,
             });
             tokio::spawn(run_turn(plan, recorder, cancel, tx));
         }
