@@ -587,13 +587,14 @@ impl Actor {
         Snapshot {
             summary: self.wire_summary(),
             seq: self.last_seq,
-            running: self.running.as_ref().map(|r| RunningTurn {
+            // Not a turn whose end the snapshot's seq already holds (its task may be on its way out).
+            running: self.live_turn().map(|r| RunningTurn {
                 turn_id: r.turn_id,
                 started_at: r.started_at,
                 settings: Some(r.settings.clone()),
             }),
             // Filled while a model call of the running turn has said something (spec, "streams for the phone").
-            live: self.running.as_ref().and_then(|_| self.drafts.live()),
+            live: self.live_turn().and_then(|_| self.drafts.live()),
         }
     }
 

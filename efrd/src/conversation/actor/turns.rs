@@ -15,7 +15,8 @@ impl Actor {
         if let Some(stored) = self.stored_outcome(params.command_id).await? {
             return Ok(stored);
         }
-        let Some(running) = self.running.as_ref() else {
+        // A turn whose end is committed runs no more, though its task may be on its way out.
+        let Some(running) = self.live_turn() else {
             return Err(ErrorBody::new(ErrorCode::Conflict, "no turn runs in this conversation"));
         };
         if params.turn_id.is_some_and(|id| id != running.turn_id) {
@@ -353,8 +354,9 @@ impl Actor {
     }
 
     /// The running turn while its end is not committed ([`Running::ended`]): what the gates of turn.undo,
-    /// conversation.delete, conversation.compact and turn.steer read, so that a client that read a turn's end finds
-    /// the conversation idle, not busy for the moment the turn's task needs to finish.
+    /// conversation.delete, conversation.compact, turn.steer and turn.interrupt and a subscription's snapshot read, so
+    /// that a client that read a turn's end finds the conversation idle, not busy for the moment the turn's task needs
+    /// to finish.
     pub(super) fn live_turn(&self) -> Option<&Running> {
         self.running.as_ref().filter(|r| !r.ended)
     }
