@@ -62,43 +62,55 @@ enum SelfTest {
     },
 }
 
+impl Cli {
+    /// The launch clap read, in the fast reading's terms ([`Common`]); another stage, or none, as it is.
+    fn common(self) -> Result<Common, Option<Stage>> {
+        match (self.stage, self.plan_fd, self.plan_file) {
+            (
+                Some(Stage::Inner {
+                    spec_fd,
+                    status_fd,
+                    stderr_fd,
+                    bridge_fd,
+                }),
+                _,
+                _,
+            ) => Ok(Common::Inner(InnerFds {
+                spec: spec_fd,
+                status: status_fd,
+                stderr: stderr_fd,
+                bridge: bridge_fd,
+            })),
+            (None, Some(fd), _) => Ok(Common::PlanFd(fd)),
+            (None, None, Some(path)) => Ok(Common::PlanFile(path)),
+            (stage, _, _) => Err(stage),
+        }
+    }
+}
+
+/// Runs a contained call's stage, however its command line was read.
+fn launch(common: Common) -> ExitCode {
+    match common {
+        Common::Inner(fds) => inner::run(fds),
+        Common::PlanFile(path) => outer::run(&PlanSource::File(path)),
+        Common::PlanFd(fd) => outer::run(&PlanSource::Fd(fd)),
+    }
+}
+
 fn main() -> ExitCode {
     // Every contained call's two command lines skip clap's start (docs/adr/0031-contained-true-breakdown.md).
     let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
-    match argv::common(&args) {
-        Some(Common::Inner(fds)) => return inner::run(fds),
-        Some(Common::PlanFile(path)) => return outer::run(&PlanSource::File(path)),
-        Some(Common::PlanFd(fd)) => return outer::run(&PlanSource::Fd(fd)),
-        None => {}
+    if let Some(common) = argv::common(&args) {
+        return launch(common);
     }
-    let cli = Cli::parse();
-    match (cli.stage, cli.plan_fd, cli.plan_file) {
-        (
-            Some(Stage::Inner {
-                spec_fd,
-                status_fd,
-                stderr_fd,
-                bridge_fd,
-            }),
-            _,
-            _,
-        ) => inner::run(InnerFds {
-            spec: spec_fd,
-            status: status_fd,
-            stderr: stderr_fd,
-            bridge: bridge_fd,
-        }),
-        (
-            Some(Stage::SelfTest {
-                test: SelfTest::NetView { name },
-            }),
-            _,
-            _,
-        ) => selftest::run_net_view(&name),
-        (Some(Stage::Sockets { pid }), _, _) => efr_launcher::sockets::run(pid),
-        (None, Some(fd), _) => outer::run(&PlanSource::Fd(fd)),
-        (None, None, Some(path)) => outer::run(&PlanSource::File(path)),
-        (None, None, None) => {
+    match Cli::parse().common() {
+        Ok(common) => launch(common),
+        Err(Some(Stage::SelfTest {
+            test: SelfTest::NetView { name },
+        })) => selftest::run_net_view(&name),
+        Err(Some(Stage::Sockets { pid })) => efr_launcher::sockets::run(pid),
+        // `Stage::Inner` is always a launch; without a stage, clap has already asked for the plan.
+        Err(_) => {
             eprintln!("efr-launcher: give the plan with --plan-fd or --plan-file");
             ExitCode::from(efr_protocol::internal::SETUP_ERROR_EXIT)
         }
@@ -114,26 +126,7 @@ mod tests {
     /// What clap makes of `args`, in [`Common`]'s terms (`None` for another command or an error).
     fn by_clap(args: &[&str]) -> Option<Common> {
         let cli = Cli::try_parse_from(std::iter::once("efr-launcher").chain(args.iter().copied())).ok()?;
-        match (cli.stage, cli.plan_fd, cli.plan_file) {
-            (
-                Some(Stage::Inner {
-                    spec_fd,
-                    status_fd,
-                    stderr_fd,
-                    bridge_fd,
-                }),
-                _,
-                _,
-            ) => Some(Common::Inner(InnerFds {
-                spec: spec_fd,
-                status: status_fd,
-                stderr: stderr_fd,
-                bridge: bridge_fd,
-            })),
-            (None, Some(fd), _) => Some(Common::PlanFd(fd)),
-            (None, None, Some(path)) => Some(Common::PlanFile(path)),
-            _ => None,
-        }
+        cli.common().ok()
     }
 
     fn quick(args: &[&str]) -> Option<Common> {

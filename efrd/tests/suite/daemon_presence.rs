@@ -22,7 +22,16 @@ fn daemon_away_after_a_second(
     home: &std::path::Path,
     server: &efr_test_support::scripted::ScriptedModel,
 ) -> TestDaemon {
-    let config = config_for(&server.base_url()) + "away_question_secs = 1\n";
+    daemon_with_permissions(home, server, "away_question_secs = 1\n")
+}
+
+/// efrd with `permissions` (lines of its `[permissions]` table) added to the test config.
+fn daemon_with_permissions(
+    home: &std::path::Path,
+    server: &efr_test_support::scripted::ScriptedModel,
+    permissions: &str,
+) -> TestDaemon {
+    let config = config_for(&server.base_url()) + permissions;
     TestDaemon::start(
         common::efrd_binary(),
         home,
@@ -133,14 +142,11 @@ async fn a_question_left_unanswered_means_away_with_source_timeout_then_it_expir
     let home = tempfile::tempdir().unwrap();
     let project = tempfile::tempdir().unwrap();
     let server = model(vec![shell_call("call_rm", "rm -rf build"), text("done")]).await;
-    let config = config_for(&server.base_url()) + "away_question_secs = 1\nunanswered_away_secs = 1\n";
-    let efrd = TestDaemon::start(
-        common::efrd_binary(),
+    let efrd = daemon_with_permissions(
         home.path(),
-        Some(&config),
-        &[("OPENAI_API_KEY", "sk-proj-testkey0000000000000000a1b2")],
-    )
-    .expect("efrd starts");
+        &server,
+        "away_question_secs = 1\nunanswered_away_secs = 1\n",
+    );
     let mut client = efrd.client().await.unwrap();
     let started = std::time::Instant::now();
     let (_, _, id) = start(&mut client, project.path(), "manual", "clean").await;
@@ -176,14 +182,11 @@ async fn a_question_still_open_after_an_input_waits_again_from_it_then_means_awa
         text("the queued one"),
     ])
     .await;
-    let config = config_for(&server.base_url()) + "away_question_secs = 1\nunanswered_away_secs = 2\n";
-    let efrd = TestDaemon::start(
-        common::efrd_binary(),
+    let efrd = daemon_with_permissions(
         home.path(),
-        Some(&config),
-        &[("OPENAI_API_KEY", "sk-proj-testkey0000000000000000a1b2")],
-    )
-    .expect("efrd starts");
+        &server,
+        "away_question_secs = 1\nunanswered_away_secs = 2\n",
+    );
     let mut client = efrd.client().await.unwrap();
     let (_, conversation, id) = start(&mut client, project.path(), "manual", "clean").await;
     events_until(&mut client, id, "approval_requested").await;
