@@ -202,13 +202,32 @@ impl Store {
     /// first outcome), [`StoreError::DiskFull`], [`StoreError::Closed`], SQLite errors. Each means nothing of the
     /// commit was written.
     pub async fn commit(&self, commit: Commit) -> Result<()> {
+        self.send_commit(commit).await?.await
+    }
+
+    /// Queues `commit` for the writer and returns once it is queued, with the wait for its outcome: the caller may
+    /// do other work while the writer writes it. The writer writes commits in the order they were queued; the
+    /// outcome is [`Store::commit`]'s, and only once it is `Ok` is the commit durable.
+    ///
+    /// # Errors
+    /// What [`Store::commit`] returns before queueing: [`StoreError::Invalid`], [`StoreError::Closed`]. The rest
+    /// come with the outcome.
+    pub async fn send_commit(&self, commit: Commit) -> Result<Committing> {
         commit.validate()?;
         let permit = Arc::clone(&self.inner.queue)
             .acquire_owned()
             .await
             .map_err(|_| StoreError::Closed)?;
+        if self.inner.closed.load(Ordering::Acquire) {
+            return Err(StoreError::Closed);
+        }
         let commit = Box::new(commit);
-        self.request(|reply| Request::Commit { commit, reply, permit }).await
+        let (reply, answer) = oneshot::channel();
+        self.inner
+            .requests
+            .send(Request::Commit { commit, reply, permit })
+            .map_err(|_| StoreError::Closed)?;
+        Ok(Committing { answer })
     }
 
     /// Sends one request to the writer and waits for its reply.
@@ -410,5 +429,24 @@ impl Store {
     pub(crate) async fn reader_pragma(&self, name: &str) -> Result<String> {
         let name = name.to_owned();
         self.inner.reads.run(move |conn| writer::pragma_text(conn, &name)).await
+    }
+}
+
+/// A commit queued by [`Store::send_commit`]: awaiting it gives the commit's outcome. Dropping it does not withdraw the
+/// commit.
+#[derive(Debug)]
+#[must_use = "the commit is durable only once its outcome is Ok"]
+pub struct Committing {
+    answer: oneshot::Receiver<Result<()>>,
+}
+
+impl std::future::Future for Committing {
+    type Output = Result<()>;
+
+    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Result<()>> {
+        // A dropped reply means the writer stopped before it got to the commit: nothing was written.
+        std::pin::Pin::new(&mut self.answer)
+            .poll(cx)
+            .map(|answer| answer.map_err(|_| StoreError::Closed)?)
     }
 }

@@ -65,6 +65,19 @@ impl ModelHistory {
         self.items.push(HistoryItem::UserText { text });
     }
 
+    /// Takes back the prompt of `turn_id` when it is the last turn and nothing was added after its prompt: a turn
+    /// whose start was never committed. `false` (nothing changed) otherwise.
+    pub fn pop_prompt(&mut self, turn_id: TurnId) -> bool {
+        match self.turns.last() {
+            Some(last) if last.turn_id == turn_id && last.index + 1 == self.items.len() => {
+                self.items.truncate(last.index);
+                self.turns.pop();
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// Adds an item of the last turn (an answer, a tool call, its output).
     pub fn push(&mut self, item: HistoryItem) {
         self.items.push(item);

@@ -218,3 +218,22 @@ fn the_summary_request_shares_the_prefix_and_ends_with_the_request_and_the_focus
     };
     assert!(text.starts_with(REQUEST) && text.contains("<focus>\nTHE PARSER\n</focus>"));
 }
+
+#[test]
+fn the_prompt_of_a_turn_that_never_started_is_taken_back_alone() {
+    let mut history = ModelHistory::default();
+    let first = turn(&mut history, 0, 10);
+    let kept = history.clone();
+    let never = TurnId::new();
+    history.push_prompt(never, "PROMPT-NEVER".into());
+    assert!(!history.pop_prompt(first), "only the last turn's prompt is taken back");
+    assert!(history.pop_prompt(never));
+    assert_eq!(history, kept, "the copy is as before the prompt");
+    assert!(!history.pop_prompt(never), "taken back once");
+    // A turn with more than its prompt is not taken back: its work is the model's.
+    let running = TurnId::new();
+    history.push_prompt(running, "PROMPT-RUNNING".into());
+    history.push(HistoryItem::AssistantText { text: "WORK".into() });
+    assert!(!history.pop_prompt(running));
+    assert_eq!(history.turns().len(), 2);
+}

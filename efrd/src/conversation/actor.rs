@@ -37,6 +37,7 @@ use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
 
+use super::recorder::StartGate;
 use super::{Command, Committed, ConversationHandle, Live, MAILBOX, Registry, Subscription, history, settings};
 use crate::models::Models;
 use crate::sandbox::plan::Layout;
@@ -81,6 +82,7 @@ mod prompt;
 mod questions;
 mod resume;
 mod retire;
+mod start;
 mod steer;
 mod surface;
 mod turns;
@@ -189,6 +191,8 @@ struct Running {
     /// its task may still be on its way out (`Command::TurnEnded` takes it from `running`). Read through
     /// [`Actor::live_turn`].
     ended: bool,
+    /// The commit of its start failed (`start.rs`): the turn is stopped and leaves nothing behind when it ends.
+    discarded: bool,
 }
 
 pub(super) struct Actor {
@@ -246,6 +250,9 @@ pub(super) struct Actor {
     last_settings: Option<(efr_protocol::wire::TurnSettings, efr_protocol::wire::Overridden)>,
     /// The turns that started while this actor ran: prompt.withdraw of one of them is `conflict`.
     started: HashSet<TurnId>,
+    /// The command ids of the conversation's last prompts ([`history::RECENT_PROMPTS`], the log's when it was
+    /// loaded): a retry of one (its reply was lost) is not started before the store refused it (`start.rs`).
+    recent_prompts: VecDeque<CommandId>,
     /// The drafts of the running turn and the subscribers that take them (`super::drafts`).
     drafts: Arc<super::drafts::DraftHub>,
     /// The call.background previews whose token may still be confirmed, by token (`background.rs`).
@@ -296,6 +303,7 @@ impl Actor {
             job_notices: Vec::new(),
             last_settings: None,
             started: HashSet::new(),
+            recent_prompts: VecDeque::new(),
             drafts: Arc::default(),
             previews: HashMap::new(),
             deleting: false,
@@ -329,6 +337,7 @@ impl Actor {
         actor.corrupt = rebuilt.corrupt;
         actor.surface = rebuilt.surface;
         actor.presence = rebuilt.presence.unwrap_or(efr_protocol::wire::Presence::Present);
+        actor.recent_prompts = rebuilt.recent_prompts;
         if !rebuilt.left_running.is_empty() {
             let ends = rebuilt
                 .left_running

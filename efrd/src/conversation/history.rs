@@ -9,11 +9,11 @@
 //! The same read finds the commands that a previous efrd left running (a `shell_command_detached` without its
 //! `shell_command_ended`): they ended with that efrd's hidden shells, and the actor records so when it loads.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 
 use efr_protocol::ErrorBody;
 use efr_protocol::events::{CallStatus, Event, EventBody};
-use efr_protocol::ids::{CallId, ConversationId, TurnId};
+use efr_protocol::ids::{CallId, CommandId, ConversationId, TurnId};
 use efr_protocol::wire::How;
 
 use crate::compact::ModelHistory;
@@ -50,6 +50,20 @@ pub struct Rebuilt {
     pub context: ContextLog,
     /// What the log says of the background jobs.
     pub jobs: super::jobs_log::JobsLog,
+    /// The command ids of the log's last prompts, oldest first, at most [`RECENT_PROMPTS`].
+    pub recent_prompts: VecDeque<CommandId>,
+}
+
+/// How many of a conversation's last prompts' command ids its actor keeps: a retry of one of them (the client lost
+/// its reply) is refused by the store before its turn is planned (`actor/start.rs`). Far more than a client retries.
+pub const RECENT_PROMPTS: usize = 64;
+
+/// Adds `command_id` to `recent`, keeping the last [`RECENT_PROMPTS`].
+pub fn note_prompt(recent: &mut VecDeque<CommandId>, command_id: CommandId) {
+    if recent.len() == RECENT_PROMPTS {
+        recent.pop_front();
+    }
+    recent.push_back(command_id);
 }
 
 /// What a conversation's log says of its context (conversation.context): the last real count since the newest
@@ -133,6 +147,7 @@ pub async fn rebuild(store: &Store, id: ConversationId) -> Result<Rebuilt, Error
     let mut presence = None;
     let mut context = ContextLog::default();
     let mut jobs = super::jobs_log::JobsLog::default();
+    let mut recent_prompts = VecDeque::new();
     loop {
         let rows = store.events_after(id, last_seq, PAGE).await.map_err(ErrorBody::from)?;
         let full = rows.len() == PAGE as usize;
@@ -146,8 +161,14 @@ pub async fn rebuild(store: &Store, id: ConversationId) -> Result<Rebuilt, Error
                     surface.replay(&event.body);
                     context.observe(&event);
                     jobs.observe(&event);
-                    if let EventBody::PresenceChanged(changed) = &event.body {
-                        presence = Some(changed.presence);
+                    match &event.body {
+                        EventBody::PresenceChanged(changed) => presence = Some(changed.presence),
+                        EventBody::PromptQueued(queued) => {
+                            if let Some(command_id) = queued.command_id {
+                                note_prompt(&mut recent_prompts, command_id);
+                            }
+                        }
+                        _ => {}
                     }
                     history.apply(&event);
                 }
@@ -176,6 +197,7 @@ pub async fn rebuild(store: &Store, id: ConversationId) -> Result<Rebuilt, Error
                 presence,
                 context,
                 jobs,
+                recent_prompts,
             });
         }
     }

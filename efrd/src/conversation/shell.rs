@@ -168,6 +168,12 @@ impl OpenShellCalls {
         self.notices.extend(notices);
     }
 
+    /// Whether notices wait for the next turn ([`OpenShellCalls::take_notices`]).
+    #[must_use]
+    pub fn has_notices(&self) -> bool {
+        !self.notices.is_empty()
+    }
+
     /// The notices of commands left running that ended since the last call (see the field's doc), oldest first.
     pub fn take_notices(&mut self) -> Vec<String> {
         std::mem::take(&mut self.notices)

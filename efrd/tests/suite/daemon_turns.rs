@@ -134,7 +134,7 @@ async fn a_resume_with_after_seq_has_no_gap_and_no_repeat() {
 async fn a_repeated_command_id_changes_nothing() {
     let home = tempfile::tempdir().unwrap();
     let server = model(vec![text_reply("only once", 4, 0)]).await;
-    let efrd = daemon(home.path(), &server);
+    let mut efrd = daemon(home.path(), &server);
     let mut client = efrd.client().await.unwrap();
     let params = json!({"command_id": command_id(), "text": "once"});
     let first = client.ok("prompt.send", params.clone()).await.unwrap();
@@ -142,7 +142,7 @@ async fn a_repeated_command_id_changes_nothing() {
     let (id, _) = subscribe(&mut client, &conversation, Some(0)).await;
     events_until(&mut client, id, "turn_completed").await;
 
-    let again = client.ok("prompt.send", params).await.unwrap();
+    let again = client.ok("prompt.send", params.clone()).await.unwrap();
     assert_eq!(again, first, "the stored outcome comes back");
     let list = client.ok("conversations.list", json!({})).await.unwrap();
     assert_eq!(
@@ -151,10 +151,22 @@ async fn a_repeated_command_id_changes_nothing() {
         "no second conversation"
     );
     assert_eq!(list["conversations"][0]["turns"], 1, "no second turn");
-    assert_eq!(
-        server.requests().iter().filter(|r| r.path == "/v1/responses").count(),
-        1
-    );
+    // Nor a model request: a prompt to an idle conversation asks its model while its commit is written, but not a
+    // repeat, which the store refuses first; also after a restart, when the conversation is read from the log.
+    let responses = || server.requests().iter().filter(|r| r.path == "/v1/responses").count();
+    assert_eq!(responses(), 1);
+    let to_conversation = json!({"command_id": params["command_id"], "text": "once", "conversation_id": conversation});
+    assert_eq!(client.ok("prompt.send", to_conversation.clone()).await.unwrap(), first);
+    drop(client);
+    efrd.stop(std::time::Duration::from_secs(10)).unwrap();
+    efrd.restart().unwrap();
+    let mut client = efrd.client().await.unwrap();
+    assert_eq!(client.ok("prompt.send", to_conversation).await.unwrap(), first);
+    assert_eq!(client.ok("prompt.send", params).await.unwrap(), first);
+    // Any request on its way would have come by the time a subscription answers.
+    let (id, _) = subscribe(&mut client, &conversation, None).await;
+    client.cancel(id).await.unwrap();
+    assert_eq!(responses(), 1, "a repeat never reaches the model");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

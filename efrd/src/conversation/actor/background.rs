@@ -152,6 +152,7 @@ impl Actor {
                     drafts: Arc::clone(&self.drafts),
                     // A job takes no steers; were it asked, the actor answers.
                     steering: Arc::new(std::sync::atomic::AtomicBool::new(true)),
+                    start: crate::conversation::recorder::StartGate::open(),
                 }) as Arc<dyn JobSink>
             })
             .ok_or_else(|| ErrorBody::new(efr_protocol::ErrorCode::Unavailable, "the conversation stopped"))?;

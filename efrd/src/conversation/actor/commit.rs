@@ -54,6 +54,33 @@ impl Actor {
         command: Option<CommandRecord>,
         deletes: bool,
     ) -> Result<Vec<Arc<Event>>, CommitRefused> {
+        let (staged, commit) = self.stage(bodies, command, deletes)?;
+        let outcome = self.deps.store.commit(commit).await;
+        self.landed(staged, outcome)
+    }
+
+    /// Queues `bodies` (as [`Actor::commit`]) with the store's writer and returns while it writes them: the caller
+    /// does other work, then passes the wait to [`Actor::landed`] before anything else commits.
+    pub(super) async fn send(
+        &mut self,
+        bodies: Vec<(Option<TurnId>, EventBody)>,
+        command: Option<CommandRecord>,
+    ) -> Result<(Staged, efr_store::Committing), CommitRefused> {
+        let (staged, commit) = self.stage(bodies, command, false)?;
+        match self.deps.store.send_commit(commit).await {
+            Ok(committing) => Ok((staged, committing)),
+            Err(error) => Err(self.refused(error)),
+        }
+    }
+
+    /// Numbers `bodies` after the last committed seq and makes the store's commit of them, with the summary row and
+    /// `command`.
+    fn stage(
+        &mut self,
+        bodies: Vec<(Option<TurnId>, EventBody)>,
+        command: Option<CommandRecord>,
+        deletes: bool,
+    ) -> Result<(Staged, Commit), CommitRefused> {
         let at = Timestamp::now();
         let events: Vec<Event> = bodies
             .into_iter()
@@ -95,15 +122,30 @@ impl Actor {
         if deletes {
             commit = commit.deleting(self.id);
         }
-        match self.deps.store.commit(commit).await {
-            Ok(()) => {}
-            Err(StoreError::DuplicateCommand { stored, .. }) => return Err(CommitRefused::Duplicate(*stored)),
-            Err(error) => {
-                let error = ErrorBody::from(error);
-                let _ = self.events.send(Live::StoreFailed(error.clone()));
-                self.store_failure = Some(error.clone());
-                return Err(CommitRefused::Failed(error));
-            }
+        let staged = Staged {
+            events,
+            sizes,
+            last_seq,
+            deletes,
+        };
+        Ok((staged, commit))
+    }
+
+    /// The store's outcome of a staged commit: committed, its events are numbered for good and broadcast; refused,
+    /// nothing changed but the store's failure, which subscribers hear of.
+    pub(super) fn landed(
+        &mut self,
+        staged: Staged,
+        outcome: Result<(), StoreError>,
+    ) -> Result<Vec<Arc<Event>>, CommitRefused> {
+        let Staged {
+            events,
+            sizes,
+            last_seq,
+            deletes,
+        } = staged;
+        if let Err(error) = outcome {
+            return Err(self.refused(error));
         }
         self.last_seq = last_seq;
         self.drafts.set_seq(last_seq);
@@ -124,6 +166,29 @@ impl Actor {
         }
         Ok(events)
     }
+}
+
+impl Actor {
+    /// Why the store refused a commit; subscribers hear of a failure of the store (not of a repeated command id).
+    fn refused(&mut self, error: StoreError) -> CommitRefused {
+        if let StoreError::DuplicateCommand { stored, .. } = error {
+            return CommitRefused::Duplicate(*stored);
+        }
+        let error = ErrorBody::from(error);
+        let _ = self.events.send(Live::StoreFailed(error.clone()));
+        self.store_failure = Some(error.clone());
+        CommitRefused::Failed(error)
+    }
+}
+
+/// A commit's events, numbered but not yet committed ([`Actor::send`], [`Actor::landed`]).
+pub(super) struct Staged {
+    events: Vec<Event>,
+    /// Each event's serialized size, in bytes.
+    sizes: Vec<u64>,
+    /// The seq of the last event.
+    last_seq: u64,
+    deletes: bool,
 }
 
 /// Why a commit did not happen.

@@ -69,7 +69,7 @@ impl Actor {
             _ if self.deleting => Err(ErrorBody::new(ErrorCode::Conflict, "the conversation is being deleted")),
             Some(corrupt) => Err(ErrorBody::internal(corrupt.clone())),
             None => match self.close_unclosed().await {
-                Ok(()) => self.prompt(params, origin, routed).await,
+                Ok(()) => self.prompt(params, origin, routed, me).await,
                 Err(error) => Err(error),
             },
         };
@@ -80,12 +80,13 @@ impl Actor {
     }
 
     /// prompt.send: records conversation_created (for a new conversation) and prompt_queued, with the outcome
-    /// under the command id, and queues the prompt.
+    /// under the command id, and queues the prompt, or starts its turn when the conversation is idle.
     pub(super) async fn prompt(
         &mut self,
         params: PromptSendParams,
         origin: Origin,
         routed: Option<crate::conversation::Routed>,
+        me: &mpsc::WeakSender<Command>,
     ) -> Result<PromptSendResult, ErrorBody> {
         // A command id used before is found by the commit, which refuses it with its stored outcome: no read of the
         // store before it (one hop to a reader thread fewer before the turn's first words). Only a prompt that cannot
@@ -105,10 +106,13 @@ impl Actor {
             prepared.starts = true;
         }
         let result = prepared.result.clone();
-        if let Some(stored) = self.commit_prompt(prepared, &params, "prompt.send", &result).await? {
-            return Ok(stored);
-        }
-        Ok(result)
+        // Such a turn is planned, and its model asked, while that commit is written (`start.rs`).
+        let overlapped = prepared.starts && self.overlaps_start(&prepared.queued, params.command_id);
+        let stored = match me.upgrade().filter(|_| overlapped) {
+            Some(tx) => self.commit_and_start(prepared, &params, &result, tx).await?,
+            None => self.commit_prompt(prepared, &params, "prompt.send", &result).await?,
+        };
+        Ok(stored.unwrap_or(result))
     }
 
     /// A prompt made ready to queue: its settings resolved, its events, its place in the queue. Nothing changes
@@ -209,12 +213,13 @@ impl Actor {
         if prepared.starts {
             self.started.insert(prepared.queued.turn_id);
         }
+        self.note_prompt(params.command_id);
         self.queue.push_back(prepared.queued);
         Ok(None)
     }
 
     /// After a prompt's commit failed: a conversation that was never committed does not exist yet.
-    fn forget_prompt(&mut self, new_conversation: bool) {
+    pub(super) fn forget_prompt(&mut self, new_conversation: bool) {
         if new_conversation && self.last_seq == 0 {
             self.summary = None;
         }
@@ -255,7 +260,7 @@ impl Actor {
     }
 
     /// The summary row of a new conversation, from its first prompt.
-    fn new_summary(&self, params: &PromptSendParams) -> ConversationSummary {
+    pub(super) fn new_summary(&self, params: &PromptSendParams) -> ConversationSummary {
         let now = Timestamp::now();
         ConversationSummary {
             id: self.id,

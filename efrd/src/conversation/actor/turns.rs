@@ -88,42 +88,49 @@ impl Actor {
                 self.queue.push_front(queued);
                 return;
             }
-            let settings = queued.settings.clone();
-            let full = settings.mode == efr_protocol::wire::Mode::Full;
             self.last_settings = Some((queued.settings.clone(), queued.overridden));
-            let (prompt_context, asked) = (queued.context.clone(), queued.asked.clone());
-            let Some(plan) = self.plan_turn(queued).await else {
-                continue;
-            };
-            let cancel = CancellationToken::new();
-            let steering = Arc::new(std::sync::atomic::AtomicBool::new(false));
-            self.running = Some(Running {
-                turn_id,
-                started_at: Timestamp::now(),
-                settings,
-                cancel: cancel.clone(),
-                interrupt_requested: false,
-                context: None,
-                compacting: None,
-                steers: Vec::new(),
-                steering: Arc::clone(&steering),
-                answered: false,
-                prompt_context,
-                asked,
-                ended: false,
-            });
-            self.deps.running_turns.fetch_add(1, Ordering::Relaxed);
-            if full {
-                // A reload that loosens permissions waits for it (docs/adr/0029-full-mode.md).
-                self.deps.config.full_turn_started();
+            let job_block = self.record_job_notices(&queued).await;
+            match self.plan_turn(&queued, &job_block).await {
+                Ok(plan) => self.launch(&queued, plan, tx, StartGate::open()),
+                Err(error) => self.fail_plan(turn_id, error).await,
             }
-            let recorder: Sink = Arc::new(crate::conversation::Recorder {
-                tx: tx.clone(),
-                drafts: Arc::clone(&self.drafts),
-                steering,
-            });
-            tokio::spawn(run_turn(plan, recorder, cancel, tx));
         }
+    }
+
+    /// Runs `plan` as the running turn, its recorder behind `gate`.
+    pub(super) fn launch(&mut self, queued: &Queued, plan: TurnPlan, tx: mpsc::Sender<Command>, gate: Arc<StartGate>) {
+        let settings = queued.settings.clone();
+        let full = settings.mode == efr_protocol::wire::Mode::Full;
+        let cancel = CancellationToken::new();
+        let steering = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        self.running = Some(Running {
+            turn_id: queued.turn_id,
+            started_at: Timestamp::now(),
+            settings,
+            cancel: cancel.clone(),
+            interrupt_requested: false,
+            context: None,
+            compacting: None,
+            steers: Vec::new(),
+            steering: Arc::clone(&steering),
+            answered: false,
+            prompt_context: queued.context.clone(),
+            asked: queued.asked.clone(),
+            ended: false,
+            discarded: false,
+        });
+        self.deps.running_turns.fetch_add(1, Ordering::Relaxed);
+        if full {
+            // A reload that loosens permissions waits for it (docs/adr/0029-full-mode.md).
+            self.deps.config.full_turn_started();
+        }
+        let recorder: Sink = Arc::new(crate::conversation::Recorder {
+            tx: tx.clone(),
+            drafts: Arc::clone(&self.drafts),
+            steering,
+            start: gate,
+        });
+        tokio::spawn(run_turn(plan, recorder, cancel, tx));
     }
 
     /// Whether a prompt queued now would start at once: no turn runs, none waits, nothing holds the queue.
@@ -191,18 +198,26 @@ impl Actor {
         }
     }
 
-    /// The plan of a started turn: its tools, its prompt (with the notices of commands left running that ended
-    /// since), the model's copy of the prompt in the history. `None` when it cannot be planned: turn_failed is
-    /// recorded.
-    async fn plan_turn(&mut self, queued: Queued) -> Option<TurnPlan> {
-        let turn_id = queued.turn_id;
+    /// Records the notices of background jobs that go with `queued`'s turn; returns the block that tells its model.
+    async fn record_job_notices(&mut self, queued: &Queued) -> String {
         let (job_bodies, job_block) = self.take_job_notices(queued.woken);
         if !job_bodies.is_empty() {
+            let turn_id = queued.turn_id;
             let bodies = job_bodies.into_iter().map(|b| (Some(turn_id), b)).collect();
             if let Err(error) = self.commit(bodies, None).await {
                 warn!(conversation = %self.id, %turn_id, error = %error.body(), "cannot record a turn's job notices");
             }
         }
+        job_block
+    }
+
+    /// The plan of a started turn: its tools, its prompt (with `job_block` and the notices of commands left running
+    /// that ended since), the model's copy of the prompt in the history. Commits nothing.
+    ///
+    /// # Errors
+    /// Why the turn cannot be planned ([`Actor::fail_plan`] records it).
+    pub(super) async fn plan_turn(&mut self, queued: &Queued, job_block: &str) -> Result<TurnPlan, ErrorBody> {
+        let turn_id = queued.turn_id;
         // Commands left running that ended since the last turn: the model's copy of the prompt says so (never
         // an event: the log has their shell_command_ended).
         let notices = self.open_calls.take_notices();
@@ -238,22 +253,21 @@ impl Actor {
             Some(tools),
         );
         self.last_prompt = Some(prompt);
-        match planned {
-            Ok(plan) => Some(plan),
-            Err(error) => {
-                let failed = EventBody::TurnFailed(TurnFailed {
-                    error,
-                    usage: None,
-                    context: None,
-                    changes: None,
-                    undo: None,
-                });
-                self.finish_turn_status();
-                if let Err(error) = self.commit(vec![(Some(turn_id), failed)], None).await {
-                    warn!(conversation = %self.id, %turn_id, error = %error.body(), "cannot record turn_failed");
-                }
-                None
-            }
+        planned
+    }
+
+    /// A started turn that cannot be planned ends here: turn_failed with `error`.
+    pub(super) async fn fail_plan(&mut self, turn_id: TurnId, error: ErrorBody) {
+        let failed = EventBody::TurnFailed(TurnFailed {
+            error,
+            usage: None,
+            context: None,
+            changes: None,
+            undo: None,
+        });
+        self.finish_turn_status();
+        if let Err(error) = self.commit(vec![(Some(turn_id), failed)], None).await {
+            warn!(conversation = %self.id, %turn_id, error = %error.body(), "cannot record turn_failed");
         }
     }
 
@@ -375,6 +389,10 @@ impl Actor {
             if running.settings.mode == efr_protocol::wire::Mode::Full {
                 self.deps.config.full_turn_ended();
             }
+        }
+        if running.as_ref().is_some_and(|r| r.discarded) {
+            // Its start was never committed (`start.rs`): the log and the history have nothing of it.
+            return;
         }
         self.history.extend(outcome.history);
         self.finish_turn_status();

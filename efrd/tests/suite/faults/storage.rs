@@ -1,4 +1,5 @@
-//! The data root's faults: a full disk during a turn, a read-only database, and a malformed event row.
+//! The data root's faults: a full disk during a turn, a read-only database (also when a prompt starts its turn), and
+//! a malformed event row.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Test code: a failed unwrap is a failed test.
 
@@ -111,10 +112,12 @@ async fn the_data_disk_fills() {
     let before = log.len() as u64;
     prompt_to(&mut client, Some(&conversation), project.path(), "full", "again").await;
     let (id, _) = subscribe(&mut client, &conversation, Some(before)).await;
-    let events = bounded("the turn after", events_through(&mut client, id, "turn_completed")).await;
+    bounded("the turn after", events_through(&mut client, id, "turn_completed")).await;
     // The turn the full disk stopped is closed before the next one starts, in words, so the log ends every turn it
-    // opened. (The prompt may be queued before it: the stopped turn's task can still be on its way out.)
-    let position = |kind: &str| events.iter().position(|e| e["kind"] == kind);
+    // opened. (It may be closed before the log above was read, when the stopped turn's task ended after the disk had
+    // room again, or after the next prompt was queued, when that task was still on its way out.)
+    let events = whole_log(&mut client, &conversation).await;
+    let position = |kind: &str| events.iter().rposition(|e| e["kind"] == kind);
     let (Some(failed), Some(started)) = (position("turn_failed"), position("turn_started")) else {
         panic!("no turn_failed or turn_started: {events:#?}");
     };
@@ -126,7 +129,7 @@ async fn the_data_disk_fills() {
         closed["error"]["message"].as_str().unwrap().contains("disk is full"),
         "{closed}"
     );
-    assert_eq!(text_of(&events), "after");
+    assert_eq!(text_of(&events[started..]), "after");
     efrd.stop(std::time::Duration::from_secs(10)).unwrap();
 }
 
@@ -136,7 +139,9 @@ async fn a_read_only_database() {
     let project = tempfile::tempdir().unwrap();
     // ext4, for chattr: an immutable file refuses writes even to root and through descriptors already open.
     let disk = LoopFs::new(&home.path().join("data.img"), &home.path().join("data"), 24);
-    let server = model(vec![text("first"), text("second")]).await;
+    // The refused prompt's turn is planned, and its model asked, while its start's commit is written; its request
+    // may reach the model before it is cancelled, or not: the turn after gets "second" either way.
+    let server = model(vec![text("first"), text("second"), text("second")]).await;
     let efrd = daemon(home.path(), &server);
     let mut client = efrd.client().await.unwrap();
     let (_, conversation, id) = start(&mut client, project.path(), "full", "one").await;
@@ -168,6 +173,11 @@ async fn a_read_only_database() {
         immutable_error.message.contains("event store"),
         "the user is told: {immutable_error:?}"
     );
+    // The subscriber hears of the store's failure, and of nothing of the refused prompt's turn before it.
+    match bounded("the subscription's end", client.next_of(id)).await.unwrap() {
+        StreamFrame::Error(error) => assert!(error.message.contains("event store"), "{error:?}"),
+        other => panic!("the subscriber saw {other:?} of a turn that never started"),
+    }
     // Reads go on, and with the file writable again so do writes: the conversation is as it was.
     let mut reader = efrd.client().await.unwrap();
     let log = whole_log(&mut reader, &conversation).await;
@@ -177,6 +187,19 @@ async fn a_read_only_database() {
     let events = bounded("the turn after", events_through(&mut reader, id, "turn_completed")).await;
     assert_eq!(text_of(&events), "second");
     assert_eq!(seqs(&events)[0], log.len() as u64 + 1, "no gap");
+    let kinds: Vec<&str> = events.iter().map(|e| e["kind"].as_str().unwrap()).collect();
+    // The refused prompt's turn left nothing, not even a turn_failed for a turn that never started.
+    assert_eq!(
+        kinds,
+        [
+            "prompt_queued",
+            "turn_started",
+            "assistant_message_updated",
+            "assistant_message_completed",
+            "turn_completed"
+        ],
+        "{events:#?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
