@@ -16,7 +16,8 @@
 //!   wait for room) and awaits its reply; the thread writes whatever is queued (up to 512 commits; under load it
 //!   lingers up to 2 ms for the writers it just released) in ONE transaction and replies to each after `COMMIT`
 //!   returned (group commit). Each commit has its own savepoint, so a commit that breaks an invariant fails alone.
-//!   See `writer.rs`.
+//!   See `writer.rs`. The WAL gets its size before the writer writes it, so a commit's sync writes over the file's
+//!   blocks instead of growing it; see `wal.rs`.
 //! - The search index: `search_entries`, written in the same savepoint as the events they come from, and the FTS5
 //!   table `search_index` over them, which the writer thread fills after the commits within a bounded lag (a search
 //!   reads the entries not indexed yet directly). See `search.rs` and `follow.rs`.
@@ -71,6 +72,7 @@ mod read;
 mod rows;
 mod schema;
 pub mod search;
+mod wal;
 mod writer;
 
 #[cfg(test)]

@@ -71,7 +71,7 @@ const JOURNAL_SIZE_LIMIT: i64 = 64 * 1024 * 1024;
 
 /// Checkpoint after this many WAL pages (16 MiB at 4 KiB pages) rather than SQLite's 1000: a busy log rewrites the
 /// same hot index pages, and each checkpoint copies a hot page once however often the WAL holds it.
-const WAL_AUTOCHECKPOINT: i64 = 4096;
+pub(crate) const WAL_AUTOCHECKPOINT: i64 = 4096;
 
 /// The writer's page cache, in KiB (SQLite's negative form): room for the hot pages of many active conversations.
 const WRITER_CACHE_KIB: i64 = 16 * 1024;

@@ -26,12 +26,12 @@ use efr_protocol::ids::{ConversationId, Timestamp};
 use rusqlite::{Connection, params};
 use tokio::sync::{OwnedSemaphorePermit, oneshot};
 
-use super::delete;
 use super::error::{Result, StoreError};
 use super::follow::Follower;
 use super::read;
 use super::rows::{Commit, ConversationSummary, EventRow};
 use super::search;
+use super::{delete, wal};
 
 /// The most commits one transaction takes.
 pub(crate) const MAX_BATCH: usize = 512;
@@ -130,6 +130,8 @@ impl Pacing {
 
 /// The thread's loop: batch, commit, reply, until `Close` or until every sender is gone.
 fn run(conn: Connection, rx: &Receiver<Request>, options: crate::StoreOptions) {
+    // Before the first commit: its sync writes over the WAL's blocks instead of growing the file (`crate::wal`).
+    wal::presize(&conn);
     let mut held: Option<Request> = None;
     let mut pacing = Pacing::default();
     // `Store::open` pruned just before.
@@ -184,6 +186,8 @@ fn run(conn: Connection, rx: &Receiver<Request>, options: crate::StoreOptions) {
                 // After the replies: a delete is answered once it is durable, its space freed right after.
                 if deleted {
                     delete::reclaim(&conn);
+                    // The reclaim emptied the WAL: the next commits write over its room again.
+                    wal::presize(&conn);
                 }
                 // After the replies, so no caller waits for it; an idle store has nothing new to prune.
                 if pruned.elapsed() >= PRUNE_EVERY {

@@ -326,3 +326,69 @@ async fn the_stores_own_connections_use_wal_and_full_sync() {
     assert_eq!(store.writer_pragma("synchronous").await.unwrap(), "2");
     assert_eq!(store.writer_pragma("journal_mode").await.unwrap(), "wal");
 }
+
+/// The WAL's size is given before the first commit, and commits write over it instead of growing it (`crate::wal`).
+#[tokio::test]
+async fn commits_write_over_the_wals_room_and_a_stop_leaves_none() {
+    let (dir, store) = temp_store().await;
+    let wal = dir.path().join("efr.db-wal");
+    let id = ConversationId::new();
+    create(&store, id, 1).await;
+    let room = crate::wal::room(4096);
+    assert_eq!(
+        std::fs::metadata(&wal).unwrap().len(),
+        room,
+        "the room is made before the first commit"
+    );
+    for seq in 2..=200 {
+        store.commit(Commit::events(events(id, seq, seq))).await.unwrap();
+    }
+    assert_eq!(
+        std::fs::metadata(&wal).unwrap().len(),
+        room,
+        "200 commits wrote over it"
+    );
+    assert_contiguous(id, &all_events(&store, id).await);
+    // A stopped store keeps no WAL: the file stands alone.
+    store.close().await.unwrap();
+    assert_eq!(std::fs::metadata(&wal).map(|m| m.len()).unwrap_or(0), 0);
+}
+
+/// A crash leaves the commits in the WAL followed by its room's zeros: SQLite's recovery reads the frames up to the
+/// zeros, so every acknowledged commit is there.
+#[tokio::test]
+async fn a_crash_with_the_wals_room_loses_no_commit() {
+    let (dir, store) = temp_store().await;
+    let id = ConversationId::new();
+    create(&store, id, 1).await;
+    for seq in 2..=50 {
+        store.commit(Commit::events(events(id, seq, seq))).await.unwrap();
+    }
+    // The state a power cut leaves: the database file and its WAL as they are while the store runs (no checkpoint
+    // since the commits, no shared-memory index).
+    let crashed = tempfile::tempdir().unwrap();
+    for name in ["efr.db", "efr.db-wal"] {
+        std::fs::copy(dir.path().join(name), crashed.path().join(name)).unwrap();
+    }
+    let wal_len = std::fs::metadata(crashed.path().join("efr.db-wal")).unwrap().len();
+    assert_eq!(
+        wal_len,
+        crate::wal::room(4096),
+        "the copy has the room's zeros after the frames"
+    );
+    let conn = Connection::open(crashed.path().join("efr.db")).unwrap();
+    let count: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM events WHERE conversation_id = ?1",
+            [id.to_string()],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(count, 50, "SQLite's recovery read every committed frame");
+    drop(conn);
+    let reopened = Store::open(crashed.path().join("efr.db")).await.unwrap();
+    assert_contiguous(id, &all_events(&reopened, id).await);
+    assert_eq!(all_events(&reopened, id).await.len(), 50);
+    reopened.close().await.unwrap();
+    store.close().await.unwrap();
+}

@@ -11,7 +11,9 @@
 //!   both see the same load; the 1-minute load average is printed too.
 //! - `first delta`: `prompt.send` sent → the turn's first `assistant_message_updated` read by a live subscriber of
 //!   the conversation, p50 over 50 prompts into one conversation. The scripted model has no delay before its text,
-//!   so all of the time is efrd's own (its commits, the model call over loopback HTTP, parsing, coalescing, fan-out).
+//!   so nearly all of the time is efrd's own (its commits, the model call over loopback HTTP, parsing, coalescing,
+//!   fan-out); the model server's share is its HTTP and a few tens of microseconds (it keeps a request's body as it
+//!   came, so its time does not grow with the history that efrd sends).
 //!   Two replies: `whole` (the answer in one burst; the stream ends at once) and `streamed` (the first words, then a
 //!   pause of [`PAUSE_MS`] before the rest, as a real model streams): the latter shows whether efrd holds the first
 //!   words back. Budget: the whole reply's p50 at most 1.5 ms; the streamed one's under 20 ms.

@@ -6,6 +6,7 @@
 
 use std::time::Duration;
 
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::script::{Reply, ReplyEvent, ScriptToolCall, ScriptUsage};
@@ -32,17 +33,61 @@ pub enum Format {
     Chat,
 }
 
+/// What an answer needs of its call's body: the model and whether a Chat call asked for usage. Read as this typed
+/// shape, which skips the rest of the body (the history) without building it.
+#[derive(Debug, Default, Deserialize)]
+pub struct CallHead {
+    /// The call's `model`.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// The call's `stream_options`.
+    #[serde(default)]
+    pub stream_options: Option<StreamOptions>,
+}
+
+/// A Chat call's `stream_options`.
+#[derive(Debug, Default, Deserialize)]
+pub struct StreamOptions {
+    /// `include_usage`.
+    #[serde(default)]
+    pub include_usage: Option<bool>,
+}
+
+impl CallHead {
+    /// The head of a call's body; empty when it is not such JSON.
+    #[must_use]
+    pub fn of(body: &[u8]) -> Self {
+        serde_json::from_slice(body).unwrap_or_default()
+    }
+}
+
 /// The actions of `reply` in `format`; `request` is the call's body (for its model and `stream_options`).
 #[must_use]
 pub fn encode(format: Format, reply: &Reply, request: &Value) -> Vec<Action> {
-    let model = request["model"].as_str().unwrap_or("scripted-model").to_owned();
+    let head = CallHead {
+        model: request["model"].as_str().map(str::to_owned),
+        stream_options: Some(StreamOptions {
+            include_usage: request["stream_options"]["include_usage"].as_bool(),
+        }),
+    };
+    encode_for(format, reply, &head)
+}
+
+/// [`encode`] for a call whose body was read as its [`CallHead`].
+#[must_use]
+pub fn encode_for(format: Format, reply: &Reply, head: &CallHead) -> Vec<Action> {
+    let model = head.model.as_deref().unwrap_or("scripted-model");
     let mut sse = Sse::default();
     match format {
-        Format::Responses => super::responses::encode(&mut sse, reply, &model),
-        Format::Messages => super::messages::encode(&mut sse, reply, &model),
+        Format::Responses => super::responses::encode(&mut sse, reply, model),
+        Format::Messages => super::messages::encode(&mut sse, reply, model),
         Format::Chat => {
-            let usage = request["stream_options"]["include_usage"].as_bool().unwrap_or(false);
-            super::chat::encode(&mut sse, reply, &model, usage);
+            let usage = head
+                .stream_options
+                .as_ref()
+                .and_then(|options| options.include_usage)
+                .unwrap_or(false);
+            super::chat::encode(&mut sse, reply, model, usage);
         }
     }
     chunked(sse.actions, reply.chunk_bytes, reply.chunk_delay_ms)

@@ -95,7 +95,37 @@ struct Inner {
     usage_from_body: bool,
     model_steps: VecDeque<ModelsStep>,
     models: Vec<String>,
-    requests: Vec<RecordedRequest>,
+    /// The requests received, their bodies as they came: parsed only when [`ScriptedModel::requests`] reads them, so
+    /// that the server's own time per call does not grow with the conversation's history.
+    requests: Vec<Received>,
+}
+
+/// One request as it came ([`RecordedRequest`] without its body parsed).
+#[derive(Debug, Clone)]
+struct Received {
+    method: String,
+    path: String,
+    query: Option<String>,
+    headers: Vec<(String, String)>,
+    body: Bytes,
+}
+
+impl Received {
+    fn recorded(&self) -> RecordedRequest {
+        let body = if self.body.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_slice(&self.body)
+                .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&self.body).into_owned()))
+        };
+        RecordedRequest {
+            method: self.method.clone(),
+            path: self.path.clone(),
+            query: self.query.clone(),
+            headers: self.headers.clone(),
+            body,
+        }
+    }
 }
 
 type Shared = Arc<Mutex<Inner>>;
@@ -156,7 +186,8 @@ impl ScriptedModel {
     /// Every request so far, in order.
     #[must_use]
     pub fn requests(&self) -> Vec<RecordedRequest> {
-        lock(&self.shared).requests.clone()
+        let received = lock(&self.shared).requests.clone();
+        received.iter().map(Received::recorded).collect()
     }
 
     /// Forgets the requests recorded so far (a long run that does not read them keeps its memory flat).
@@ -189,7 +220,7 @@ impl Drop for ScriptedModel {
 
 async fn handle(State(shared): State<Shared>, method: Method, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
     let request = record(&method, &uri, &headers, &body);
-    let raw = body.clone();
+    let raw = body;
     let anthropic_style = headers.contains_key("anthropic-version");
     let format = match (method.clone(), uri.path()) {
         (Method::POST, "/v1/responses") => Some(Format::Responses),
@@ -198,12 +229,20 @@ async fn handle(State(shared): State<Shared>, method: Method, uri: Uri, headers:
         _ => None,
     };
     let models = method == Method::GET && uri.path() == "/v1/models";
-    let body = request.body.clone();
+    let head = if format.is_some() {
+        encode::CallHead::of(&raw)
+    } else {
+        encode::CallHead::default()
+    };
     let (step, model_step, listed) = {
         let mut inner = lock(&shared);
         inner.requests.push(request);
-        let text = String::from_utf8_lossy(&raw);
         let step = if format.is_some() {
+            let text = if inner.when.is_empty() {
+                std::borrow::Cow::Borrowed("")
+            } else {
+                String::from_utf8_lossy(&raw)
+            };
             match inner.when.iter().find(|rule| text.contains(&rule.contains)) {
                 Some(rule) => Some(rule.step.clone()),
                 None => inner.steps.pop_front(),
@@ -266,7 +305,7 @@ async fn handle(State(shared): State<Shared>, method: Method, uri: Uri, headers:
         Some(Step::Reply(reply)) => stream(
             StatusCode::OK,
             "text/event-stream; charset=utf-8",
-            encode::encode(format, &reply, &body),
+            encode::encode_for(format, &reply, &head),
         ),
         Some(Step::Raw(raw)) => {
             let mut actions = encode::chunked(vec![Action::Data(raw.body.into_bytes())], raw.chunk_bytes, None);
@@ -282,7 +321,7 @@ async fn handle(State(shared): State<Shared>, method: Method, uri: Uri, headers:
     }
 }
 
-fn record(method: &Method, uri: &Uri, headers: &HeaderMap, body: &Bytes) -> RecordedRequest {
+fn record(method: &Method, uri: &Uri, headers: &HeaderMap, body: &Bytes) -> Received {
     let headers = headers
         .iter()
         .map(|(name, value)| {
@@ -299,17 +338,12 @@ fn record(method: &Method, uri: &Uri, headers: &HeaderMap, body: &Bytes) -> Reco
             (name, text)
         })
         .collect();
-    let body = if body.is_empty() {
-        Value::Null
-    } else {
-        serde_json::from_slice(body).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(body).into_owned()))
-    };
-    RecordedRequest {
+    Received {
         method: method.as_str().to_owned(),
         path: uri.path().to_owned(),
         query: uri.query().map(str::to_owned),
         headers,
-        body,
+        body: body.clone(),
     }
 }
 

@@ -72,11 +72,13 @@ fn run(program: &str, args: &[&str]) {
 async fn the_data_disk_fills() {
     let home = tempfile::tempdir().unwrap();
     let project = tempfile::tempdir().unwrap();
-    let disk = LoopFs::new(&home.path().join("data.img"), &home.path().join("data"), 24);
+    let disk = LoopFs::new(&home.path().join("data.img"), &home.path().join("data"), 96);
     let fill = disk.mount.join("fill");
     // An answer that streams for about 4 s; the disk fills after its first words. (The model cannot fill it: efr's
-    // own files are a floor no call may write.)
-    let slow = Reply::streamed((0..200).map(|i| format!("words that need room {i} ")), 20);
+    // own files are a floor no call may write.) Its pieces are large: the commits first use up the room the WAL was
+    // given before it was written (about 17 MiB, `efr-store/src/wal.rs`), which a full disk does not take away.
+    let piece = "room ".repeat(64 * 1024 / 5);
+    let slow = Reply::streamed((0..200).map(|i| format!("words that need {i} {piece}")), 20);
     let server = model(vec![slow, text("after")]).await;
     let mut efrd = daemon(home.path(), &server);
     let mut client = efrd.client().await.unwrap();
