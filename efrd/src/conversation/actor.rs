@@ -87,6 +87,8 @@ mod steer;
 mod surface;
 mod turns;
 mod undo;
+mod view;
+pub use view::summary_to_wire;
 
 /// What an actor needs from the daemon.
 #[derive(Debug, Clone)]
@@ -545,98 +547,6 @@ impl Actor {
             }
         }
     }
-
-    /// Records a turn's events (its history goes in with its end); the end makes the row idle in the same commit.
-    async fn record(
-        &mut self,
-        turn_id: Option<TurnId>,
-        bodies: Vec<EventBody>,
-        history: Vec<HistoryItem>,
-    ) -> Result<u64, ErrorBody> {
-        // The turn's history goes in with its end, committed or not (as `turn_ended` would add it):
-        // a client that sees the end and asks for the context finds the turn there.
-        self.history.extend(history);
-        if bodies.iter().any(ends_turn) {
-            // The row says idle in the same commit as the turn's end.
-            self.finish_turn_status();
-        }
-        let ends = bodies.iter().any(ends_turn);
-        let mut bodies: Vec<(Option<TurnId>, EventBody)> = bodies.into_iter().map(|body| (turn_id, body)).collect();
-        if ends && let Some(withdrawn) = turn_id.and_then(|id| self.unread_at_end(id)) {
-            // Before the end: a steer that no model call read (the turn failed or stopped first) is taken back,
-            // never left as if it waited.
-            let at = bodies.len() - 1;
-            bodies.insert(at, (turn_id, withdrawn));
-        }
-        let answer = self
-            .commit(bodies, None)
-            .await
-            .map(|_| self.last_seq)
-            .map_err(ErrorBody::from);
-        if ends
-            && answer.is_ok()
-            && let Some(running) = self.running.as_mut().filter(|r| Some(r.turn_id) == turn_id)
-        {
-            // A client that read the end expects the turn over: the gates read this mark, not the task's exit.
-            running.ended = true;
-        }
-        answer
-    }
-
-    fn subscription(&self) -> Subscription {
-        Subscription {
-            snapshot: self.snapshot(),
-            last_seq: self.last_seq,
-            events: self.events.subscribe(),
-            drafts: Arc::clone(&self.drafts),
-        }
-    }
-
-    fn snapshot(&self) -> Snapshot {
-        Snapshot {
-            summary: self.wire_summary(),
-            seq: self.last_seq,
-            // Not a turn whose end the snapshot's seq already holds (its task may be on its way out).
-            running: self.live_turn().map(|r| RunningTurn {
-                turn_id: r.turn_id,
-                started_at: r.started_at,
-                settings: Some(r.settings.clone()),
-            }),
-            // Filled while a model call of the running turn has said something (spec, "streams for the phone").
-            live: self.live_turn().and_then(|_| self.drafts.live()),
-        }
-    }
-
-    /// The summary row as the protocol shows it.
-    pub(super) fn wire_summary(&self) -> WireSummary {
-        let now = Timestamp::now();
-        match &self.summary {
-            Some(s) => summary_to_wire(s),
-            None => WireSummary {
-                conversation_id: self.id,
-                title: None,
-                status: ConversationStatus::Idle,
-                created_at: now,
-                updated_at: now,
-                cwd: None,
-                route: None,
-                tty: None,
-                turns: 0,
-                last_seq: 0,
-            },
-        }
-    }
-}
-
-/// Whether an event ends its turn.
-fn ends_turn(body: &EventBody) -> bool {
-    matches!(
-        body,
-        EventBody::TurnCompleted(_)
-            | EventBody::TurnFailed(_)
-            | EventBody::TurnInterrupted(_)
-            | EventBody::TurnCancelled(_)
-    )
 }
 
 fn status_name(status: ConversationStatus) -> &'static str {
@@ -648,28 +558,5 @@ fn shell_kind(program: crate::config::ShellProgram) -> ShellKind {
     match program {
         crate::config::ShellProgram::Bash => ShellKind::Bash,
         crate::config::ShellProgram::Zsh => ShellKind::Zsh,
-    }
-}
-
-/// The wire form of a store summary row (`last_seq` and `tty` are kept in its `extra` object).
-pub fn summary_to_wire(s: &ConversationSummary) -> WireSummary {
-    WireSummary {
-        conversation_id: s.id,
-        // Titles stored before masking existed are masked when shown (spec: the title with its secrets replaced).
-        title: s
-            .title
-            .as_deref()
-            .map(|t| efr_protocol::mask::mask_secrets(t).into_owned()),
-        status: serde_json::from_value(serde_json::Value::String(s.status.clone())).unwrap_or(ConversationStatus::Idle),
-        created_at: s.created_at,
-        updated_at: s.updated_at,
-        cwd: s.cwd.as_ref().map(Into::into),
-        route: s
-            .extra
-            .get("route")
-            .and_then(|r| serde_json::from_value(r.clone()).ok()),
-        tty: s.extra.get("tty").and_then(|t| t.as_str()).map(str::to_owned),
-        turns: s.turn_count,
-        last_seq: s.extra.get("last_seq").and_then(serde_json::Value::as_u64).unwrap_or(0),
     }
 }

@@ -138,6 +138,43 @@ impl Actor {
         self.running.is_none() && self.queue.is_empty() && !self.undoing && !self.compacting && !self.deleting
     }
 
+    /// Records a turn's events (its history goes in with its end); the end makes the row idle in the same commit.
+    pub(super) async fn record(
+        &mut self,
+        turn_id: Option<TurnId>,
+        bodies: Vec<EventBody>,
+        history: Vec<HistoryItem>,
+    ) -> Result<u64, ErrorBody> {
+        // The turn's history goes in with its end, committed or not (as `turn_ended` would add it):
+        // a client that sees the end and asks for the context finds the turn there.
+        self.history.extend(history);
+        if bodies.iter().any(ends_turn) {
+            // The row says idle in the same commit as the turn's end.
+            self.finish_turn_status();
+        }
+        let ends = bodies.iter().any(ends_turn);
+        let mut bodies: Vec<(Option<TurnId>, EventBody)> = bodies.into_iter().map(|body| (turn_id, body)).collect();
+        if ends && let Some(withdrawn) = turn_id.and_then(|id| self.unread_at_end(id)) {
+            // Before the end: a steer that no model call read (the turn failed or stopped first) is taken back,
+            // never left as if it waited.
+            let at = bodies.len() - 1;
+            bodies.insert(at, (turn_id, withdrawn));
+        }
+        let answer = self
+            .commit(bodies, None)
+            .await
+            .map(|_| self.last_seq)
+            .map_err(ErrorBody::from);
+        if ends
+            && answer.is_ok()
+            && let Some(running) = self.running.as_mut().filter(|r| Some(r.turn_id) == turn_id)
+        {
+            // A client that read the end expects the turn over: the gates read this mark, not the task's exit.
+            running.ended = true;
+        }
+        answer
+    }
+
     /// Records a queued prompt's turn_started (with sandbox_unavailable when its mode's sandbox cannot run, its
     /// settings then fallen back) and counts the turn; `false` when the commit failed, which changes nothing.
     async fn record_start(&mut self, queued: &mut Queued) -> bool {
@@ -447,4 +484,15 @@ fn project_remotes(root: &std::path::Path) -> Vec<String> {
     std::fs::read_to_string(root.join(".git/config"))
         .map(|text| crate::exits::find::remote_hosts(&text))
         .unwrap_or_default()
+}
+
+/// Whether an event ends its turn.
+fn ends_turn(body: &EventBody) -> bool {
+    matches!(
+        body,
+        EventBody::TurnCompleted(_)
+            | EventBody::TurnFailed(_)
+            | EventBody::TurnInterrupted(_)
+            | EventBody::TurnCancelled(_)
+    )
 }
