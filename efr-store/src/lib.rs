@@ -220,27 +220,29 @@ impl Store {
             .acquire_owned()
             .await
             .map_err(|_| StoreError::Closed)?;
-        if self.inner.closed.load(Ordering::Acquire) {
-            return Err(StoreError::Closed);
-        }
         let commit = Box::new(commit);
-        let (reply, answer) = oneshot::channel();
-        self.inner
-            .requests
-            .send(Request::Commit { commit, reply, permit })
-            .map_err(|_| StoreError::Closed)?;
+        let answer = self.send_request(|reply| Request::Commit { commit, reply, permit })?;
         Ok(Committing { answer })
     }
 
     /// Sends one request to the writer and waits for its reply.
     async fn request<T>(&self, make: impl FnOnce(oneshot::Sender<Result<T>>) -> Request) -> Result<T> {
+        let answer = self.send_request(make)?;
+        // A dropped reply means the writer stopped before it got to the request: nothing was written.
+        answer.await.map_err(|_| StoreError::Closed)?
+    }
+
+    /// Sends one request to the writer; returns where its reply comes.
+    fn send_request<T>(
+        &self,
+        make: impl FnOnce(oneshot::Sender<Result<T>>) -> Request,
+    ) -> Result<oneshot::Receiver<Result<T>>> {
         if self.inner.closed.load(Ordering::Acquire) {
             return Err(StoreError::Closed);
         }
         let (reply, answer) = oneshot::channel();
         self.inner.requests.send(make(reply)).map_err(|_| StoreError::Closed)?;
-        // A dropped reply means the writer stopped before it got to the request: nothing was written.
-        answer.await.map_err(|_| StoreError::Closed)?
+        Ok(answer)
     }
 
     /// The events of `conversation_id` after `after_seq` (0 for all), in seq order, at most `limit`

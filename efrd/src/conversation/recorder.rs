@@ -299,16 +299,23 @@ mod tests {
         (recorder, hub, rx)
     }
 
+    /// `recorder` records one update of `delta` in its own task (the record may wait at the gate).
+    fn record(
+        recorder: &Arc<Recorder>,
+        turn_id: TurnId,
+        delta: &str,
+    ) -> tokio::task::JoinHandle<Result<u64, ErrorBody>> {
+        let (recorder, body) = (Arc::clone(recorder), updated(delta));
+        tokio::spawn(async move { recorder.record_as(Some(turn_id), vec![body]).await })
+    }
+
     #[tokio::test]
     async fn a_pending_start_holds_records_and_drafts_until_it_lands() {
         let gate = StartGate::pending();
         let (recorder, hub, mut rx) = recorder(&gate);
         let turn_id = TurnId::new();
         recorder.draft(turn_id, text(0, "first "));
-        let record = {
-            let recorder = Arc::clone(&recorder);
-            tokio::spawn(async move { recorder.record_as(Some(turn_id), vec![updated("first ")]).await })
-        };
+        let recorded = record(&recorder, turn_id, "first ");
         tokio::time::sleep(Duration::from_millis(50)).await;
         assert!(
             rx.try_recv().is_err(),
@@ -328,7 +335,7 @@ mod tests {
             panic!("the record did not reach the actor after the start landed");
         };
         reply.send(Ok(7)).unwrap();
-        assert_eq!(record.await.unwrap().unwrap(), 7);
+        assert_eq!(recorded.await.unwrap().unwrap(), 7);
     }
 
     #[tokio::test]
@@ -337,13 +344,10 @@ mod tests {
         let (recorder, hub, mut rx) = recorder(&gate);
         let turn_id = TurnId::new();
         recorder.draft(turn_id, text(0, "never seen"));
-        let record = {
-            let recorder = Arc::clone(&recorder);
-            tokio::spawn(async move { recorder.record_as(Some(turn_id), vec![updated("never seen")]).await })
-        };
+        let recorded = record(&recorder, turn_id, "never seen");
         tokio::time::sleep(Duration::from_millis(20)).await;
         gate.refuse();
-        let error = record.await.unwrap().unwrap_err();
+        let error = recorded.await.unwrap().unwrap_err();
         assert_eq!(error.code, ErrorCode::Unavailable, "{error:?}");
         recorder.draft(turn_id, text(10, " either"));
         let asked = recorder.steers(turn_id, true).await;
@@ -359,14 +363,11 @@ mod tests {
         let turn_id = TurnId::new();
         recorder.draft(turn_id, text(0, "now"));
         assert_eq!(hub.live().unwrap().text, "now");
-        let record = {
-            let recorder = Arc::clone(&recorder);
-            tokio::spawn(async move { recorder.record_as(Some(turn_id), vec![updated("now")]).await })
-        };
+        let recorded = record(&recorder, turn_id, "now");
         let Some(Command::Record { reply, .. }) = rx.recv().await else {
             panic!("no record");
         };
         reply.send(Ok(1)).unwrap();
-        assert_eq!(record.await.unwrap().unwrap(), 1);
+        assert_eq!(recorded.await.unwrap().unwrap(), 1);
     }
 }

@@ -183,20 +183,7 @@ impl Actor {
         method: &str,
         outcome: &T,
     ) -> Result<Option<T>, ErrorBody> {
-        let new_conversation = self.summary.is_none();
-        if new_conversation {
-            self.summary = Some(self.new_summary(params));
-        }
-        if let Some(summary) = self.summary.as_mut() {
-            row_follows(summary, &prepared.bodies);
-        }
-        let command = match self.command_record(params.command_id, method, outcome) {
-            Ok(command) => command,
-            Err(error) => {
-                self.forget_prompt(new_conversation);
-                return Err(error);
-            }
-        };
+        let (new_conversation, command) = self.prompt_row(&prepared.bodies, params, method, outcome)?;
         if prepared.starts {
             self.count_start();
         }
@@ -216,6 +203,34 @@ impl Actor {
         self.note_prompt(params.command_id);
         self.queue.push_back(prepared.queued);
         Ok(None)
+    }
+
+    /// Before a prompt's commit: the summary row made (for a new conversation) and following `bodies`, and the write's
+    /// outcome under the prompt's command id. Returns whether the conversation is new, and that record.
+    ///
+    /// # Errors
+    /// An outcome that does not serialize; nothing changed then.
+    pub(super) fn prompt_row<T: Serialize>(
+        &mut self,
+        bodies: &[(Option<TurnId>, EventBody)],
+        params: &PromptSendParams,
+        method: &str,
+        outcome: &T,
+    ) -> Result<(bool, CommandRecord), ErrorBody> {
+        let new_conversation = self.summary.is_none();
+        if new_conversation {
+            self.summary = Some(self.new_summary(params));
+        }
+        if let Some(summary) = self.summary.as_mut() {
+            row_follows(summary, bodies);
+        }
+        match self.command_record(params.command_id, method, outcome) {
+            Ok(command) => Ok((new_conversation, command)),
+            Err(error) => {
+                self.forget_prompt(new_conversation);
+                Err(error)
+            }
+        }
     }
 
     /// After a prompt's commit failed: a conversation that was never committed does not exist yet.
@@ -260,7 +275,7 @@ impl Actor {
     }
 
     /// The summary row of a new conversation, from its first prompt.
-    pub(super) fn new_summary(&self, params: &PromptSendParams) -> ConversationSummary {
+    fn new_summary(&self, params: &PromptSendParams) -> ConversationSummary {
         let now = Timestamp::now();
         ConversationSummary {
             id: self.id,

@@ -17,7 +17,7 @@
 // A part of the actor: its imports and private types.
 use super::*;
 
-use super::prompt::{PreparedPrompt, row_follows};
+use super::prompt::PreparedPrompt;
 
 /// What planning a turn changes in the actor, kept to be put back when its start is not committed.
 struct Before {
@@ -55,20 +55,7 @@ impl Actor {
         outcome: &PromptSendResult,
         tx: mpsc::Sender<Command>,
     ) -> Result<Option<PromptSendResult>, ErrorBody> {
-        let new_conversation = self.summary.is_none();
-        if new_conversation {
-            self.summary = Some(self.new_summary(params));
-        }
-        if let Some(summary) = self.summary.as_mut() {
-            row_follows(summary, &prepared.bodies);
-        }
-        let command = match self.command_record(params.command_id, "prompt.send", outcome) {
-            Ok(command) => command,
-            Err(error) => {
-                self.forget_prompt(new_conversation);
-                return Err(error);
-            }
-        };
+        let (new_conversation, command) = self.prompt_row(&prepared.bodies, params, "prompt.send", outcome)?;
         self.count_start();
         let sent = self.send(prepared.bodies, Some(command)).await;
         let (staged, committing) = match sent {
@@ -79,7 +66,8 @@ impl Actor {
         let turn_id = queued.turn_id;
         let before = Before {
             prompt: self.prompt.clone(),
-            last_prompt: self.last_prompt.clone(),
+            // The plan sets its own: the last one is taken, not copied.
+            last_prompt: self.last_prompt.take(),
             last_settings: self.last_settings.replace((queued.settings.clone(), queued.overridden)),
         };
         let gate = StartGate::pending();

@@ -148,11 +148,11 @@ impl Actor {
         // The turn's history goes in with its end, committed or not (as `turn_ended` would add it):
         // a client that sees the end and asks for the context finds the turn there.
         self.history.extend(history);
-        if bodies.iter().any(ends_turn) {
+        let ends = bodies.iter().any(ends_turn);
+        if ends {
             // The row says idle in the same commit as the turn's end.
             self.finish_turn_status();
         }
-        let ends = bodies.iter().any(ends_turn);
         let mut bodies: Vec<(Option<TurnId>, EventBody)> = bodies.into_iter().map(|body| (turn_id, body)).collect();
         if ends && let Some(withdrawn) = turn_id.and_then(|id| self.unread_at_end(id)) {
             // Before the end: a steer that no model call read (the turn failed or stopped first) is taken back,
